@@ -1,0 +1,25 @@
+// Package adapter opens a backend by name, from configuration, and returns a
+// [core.Runner] over it. The same program runs against any backend by
+// configuration alone:
+//
+//	runner, err := adapter.Open(ctx, tools, &adapter.Options{DefaultBackend: "fake-openai"})
+//
+// # Configuration
+//
+// Settings come from three places: the JSON file named by TOOLRELAY_CONFIG,
+// environment variables, and [Config] values set in code. Code wins over the
+// environment, which wins over the file. Every setting:
+//
+//	Setting                  Environment variable        File key
+//	backend to open          TOOLRELAY_BACKEND           backend
+//	step limit per run       TOOLRELAY_MAX_STEPS         max_steps
+//	calls run at once        TOOLRELAY_CONCURRENCY       concurrency
+//	default tool timeout     TOOLRELAY_TOOL_TIMEOUT      tool_timeout
+//	third-party settings     TOOLRELAY_SETTING_<NAME>    settings.<name>
+//
+// # Backends
+//
+// Built in (registered by this package): openai, foundry, responses, and the
+// embedded fakes fake-openai and fake-foundry, which need no credentials.
+// Third parties call [Register] from their own package.
+package adapter

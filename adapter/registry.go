@@ -1,0 +1,148 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+)
+
+// OpenRequest is what an [Opener] gets to open its backend.
+type OpenRequest struct {
+	// Config is the configuration in effect (after [Load]).
+	Config *Config
+	// Tools are the program's tools, for backends that define them on the
+	// service (an agent made from the toolbox).
+	Tools *core.Toolbox
+	// Script is what the model of a fake backend plays; real backends
+	// ignore it.
+	Script *coretest.Script
+	// Logger is the program's logger; never nil.
+	Logger *slog.Logger
+}
+
+// An Opener opens a backend. req is never nil.
+type Opener func(ctx context.Context, req *OpenRequest) (core.Backend, error)
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]Opener{}
+)
+
+// reserved names the built-in backends; only this package registers them.
+var reserved = []string{"openai", "foundry", "responses", "fake-openai", "fake-foundry"}
+
+// Register makes a backend available by name, for third-party backends
+// (call it from an init function of your package). It panics if name is
+// empty, already registered, reserved for a built-in backend, or if open is
+// nil.
+func Register(name string, open Opener) {
+	if slices.Contains(reserved, name) {
+		panic(fmt.Sprintf("adapter: backend name %q is reserved", name))
+	}
+	register(name, open)
+}
+
+func register(name string, open Opener) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if name == "" || open == nil {
+		panic("adapter: Register with an empty name or a nil opener")
+	}
+	if _, dup := registry[name]; dup {
+		panic(fmt.Sprintf("adapter: backend %q registered twice", name))
+	}
+	registry[name] = open
+}
+
+// Backends returns the names of the registered backends, sorted.
+func Backends() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// OpenBackend opens the backend registered as name. req may be nil.
+func OpenBackend(ctx context.Context, name string, req *OpenRequest) (core.Backend, error) {
+	regMu.RLock()
+	open := registry[name]
+	regMu.RUnlock()
+	if open == nil {
+		known := strings.Join(Backends(), ", ")
+		if slices.Contains(reserved, name) {
+			return nil, &core.Error{Code: core.Unimplemented, Op: "adapter: open", Err: fmt.Errorf("backend %q is not available in this build (available: %s)", name, known)}
+		}
+		return nil, &core.Error{Code: core.InvalidArgument, Op: "adapter: open", Err: fmt.Errorf("unknown backend %q (known: %s)", name, known)}
+	}
+	r := OpenRequest{}
+	if req != nil {
+		r = *req
+	}
+	if r.Config == nil {
+		r.Config = &Config{}
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	return open(ctx, &r)
+}
+
+// Options configure [Open]. nil is usable.
+type Options struct {
+	// Config holds settings made in code; they win over the environment
+	// and the configuration file.
+	Config Config
+	// DefaultBackend is opened when no backend is configured anywhere.
+	DefaultBackend string
+	// Script is what the model of a fake backend plays.
+	Script *coretest.Script
+	// Runner is the base of the runner's options; MaxSteps, Concurrency and
+	// ToolTimeout from the configuration override it when set.
+	Runner core.Options
+}
+
+// Open loads the configuration (see [Load]), opens the configured backend
+// and returns a runner over it with tools. The caller must Close the
+// runner. opts may be nil.
+func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	cfg, err := Load(&o.Config)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Backend == "" {
+		cfg.Backend = o.DefaultBackend
+	}
+	if cfg.Backend == "" {
+		return nil, &core.Error{Code: core.InvalidArgument, Op: "adapter: open", Err: fmt.Errorf("no backend configured: set TOOLRELAY_BACKEND (known: %s)", strings.Join(Backends(), ", "))}
+	}
+	ro := o.Runner
+	if cfg.MaxSteps > 0 {
+		ro.MaxSteps = cfg.MaxSteps
+	}
+	if cfg.Concurrency > 0 {
+		ro.Concurrency = cfg.Concurrency
+	}
+	if cfg.ToolTimeout > 0 {
+		ro.ToolTimeout = time.Duration(cfg.ToolTimeout)
+	}
+	b, err := OpenBackend(ctx, cfg.Backend, &OpenRequest{Config: cfg, Tools: tools, Script: o.Script, Logger: ro.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return core.NewRunner(b, tools, &ro), nil
+}

@@ -1,0 +1,71 @@
+package core
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+// canonicalArgs normalises the arguments of a call to canonical JSON: an
+// object with sorted keys and no insignificant space. Arguments may arrive
+// as a JSON object, as a JSON string holding one (both protocols do this),
+// or empty (or null, or "") for a function without parameters.
+func canonicalArgs(raw []byte) ([]byte, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var inner string
+		if err := json.Unmarshal(raw, &inner); err != nil {
+			return nil, fmt.Errorf("not valid JSON: %v", err)
+		}
+		raw = bytes.TrimSpace([]byte(inner))
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return []byte("{}"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("not valid JSON: data after the object")
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonKind(v))
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
+}
+
+// argsDigest returns the hex SHA-256 of the canonical arguments, or of the
+// raw bytes when they are not valid arguments.
+func argsDigest(raw []byte) string {
+	c, err := canonicalArgs(raw)
+	if err != nil {
+		c = raw
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,254 @@
+package coretest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// Backend is an in-memory [core.Backend] that plays a Script: the fake
+// model runs inside it, with no service and no network. Every thread plays
+// the script from its first turn. It records what it receives (see
+// [Backend.Received]) and can inject faults (see [BackendOptions]).
+type Backend struct {
+	script *Script
+	opts   BackendOptions
+
+	mu       sync.Mutex
+	threads  map[string]*thread
+	nthread  int
+	ncall    int
+	ops      int
+	received []Received
+}
+
+type thread struct {
+	model   *Model
+	turn    string
+	nturn   int
+	pending []core.Call
+	text    string // last answer
+}
+
+// BackendOptions configure a Backend. nil is usable.
+type BackendOptions struct {
+	// Name is the backend's name; empty means "coretest".
+	Name string
+	// Tools, if set, tells the model which tools exist, for deferred
+	// loading: a deferred tool can be called only after a search found it.
+	Tools *core.Toolbox
+	// Fault, if set, is called before each operation (op is "start",
+	// "submit" or "resume"; n counts operations from 1). A non-nil error is
+	// returned by the operation, which then does nothing else.
+	Fault func(op string, n int) error
+}
+
+// Received is what a fake service received, in neutral terms: a user input,
+// a submission of results, or a cancellation.
+type Received struct {
+	// Kind is "input", "results" or "cancel".
+	Kind string `json:"kind"`
+	// Thread is the thread it arrived on.
+	Thread string `json:"thread,omitempty"`
+	// Input is the user's input (Kind "input").
+	Input string `json:"input,omitempty"`
+	// Results are the results, in the order received (Kind "results").
+	Results []Delivered `json:"results,omitempty"`
+}
+
+// TurnError is the error of a turn the script failed (Step.Fail).
+type TurnError struct {
+	Code    string
+	Message string
+}
+
+// Error returns "turn failed: <code>: <message>".
+func (e *TurnError) Error() string { return "turn failed: " + e.Code + ": " + e.Message }
+
+// ErrUnknownThread is returned for a thread the backend does not have.
+var ErrUnknownThread = errors.New("coretest: unknown thread")
+
+// NewBackend returns a Backend playing script. opts may be nil.
+func NewBackend(script *Script, opts *BackendOptions) *Backend {
+	b := &Backend{script: script, threads: map[string]*thread{}}
+	if opts != nil {
+		b.opts = *opts
+	}
+	if b.opts.Name == "" {
+		b.opts.Name = "coretest"
+	}
+	return b
+}
+
+var _ core.Backend = (*Backend)(nil)
+
+// Name implements [core.Backend].
+func (b *Backend) Name() string { return b.opts.Name }
+
+// Capabilities implements [core.CapabilityReporter].
+func (b *Backend) Capabilities() core.Capabilities {
+	return core.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true}
+}
+
+// Start implements [core.Backend].
+func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.fault(ctx, "start"); err != nil {
+		return nil, err
+	}
+	th, id := b.threads[req.Thread], req.Thread
+	if req.Thread == "" {
+		b.nthread++
+		id = "thread_" + strconv.Itoa(b.nthread)
+		th = &thread{model: b.script.NewModel()}
+		if b.opts.Tools != nil {
+			th.model.SetTools(toolInfos(b.opts.Tools))
+		}
+		b.threads[id] = th
+	}
+	if th == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownThread, req.Thread)
+	}
+	b.received = append(b.received, Received{Kind: "input", Thread: id, Input: req.Input})
+	if err := th.model.Begin(req.Input); err != nil {
+		return nil, err
+	}
+	th.nturn++
+	th.turn = "turn_" + strconv.Itoa(th.nturn)
+	return b.next(id, th)
+}
+
+// Submit implements [core.Backend].
+func (b *Backend) Submit(ctx context.Context, req *core.SubmitRequest) (*core.Step, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.fault(ctx, "submit"); err != nil {
+		return nil, err
+	}
+	th := b.threads[req.Step.Thread]
+	if th == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownThread, req.Step.Thread)
+	}
+	got := make([]Delivered, len(req.Results))
+	for i, r := range req.Results {
+		got[i] = Delivered{CallID: r.Call.ID, Name: r.Call.Name, Output: r.Output.String(), Failed: r.Failed, Error: r.Error}
+	}
+	b.received = append(b.received, Received{Kind: "results", Thread: req.Step.Thread, Results: got})
+	if len(got) != len(th.pending) {
+		return nil, fmt.Errorf("coretest: %d results for %d pending calls", len(got), len(th.pending))
+	}
+	for i, c := range th.pending {
+		if got[i].CallID != c.ID {
+			return nil, fmt.Errorf("coretest: no pending call %q", got[i].CallID)
+		}
+	}
+	if err := th.model.Deliver(got); err != nil {
+		return nil, err
+	}
+	th.pending = nil
+	return b.next(req.Step.Thread, th)
+}
+
+// Resume implements [core.Backend].
+func (b *Backend) Resume(ctx context.Context, id string) (*core.Step, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.fault(ctx, "resume"); err != nil {
+		return nil, err
+	}
+	th := b.threads[id]
+	if th == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownThread, id)
+	}
+	return &core.Step{Thread: id, Turn: th.turn, Calls: slices.Clone(th.pending), Text: th.text}, nil
+}
+
+// Cancel implements [core.Canceler]: it drops the pending calls, ending
+// the turn.
+func (b *Backend) Cancel(_ context.Context, id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if th := b.threads[id]; th != nil {
+		th.pending = nil
+		th.model.pending = nil
+		b.received = append(b.received, Received{Kind: "cancel", Thread: id})
+	}
+	return nil
+}
+
+// ErrorCode implements [core.Backend].
+func (b *Backend) ErrorCode(err error) core.Code {
+	var te *TurnError
+	switch {
+	case errors.Is(err, ErrUnknownThread):
+		return core.NotFound
+	case errors.As(err, &te):
+		return core.Internal
+	}
+	return core.Unknown
+}
+
+// Close implements [core.Backend].
+func (b *Backend) Close() error { return nil }
+
+// Received returns what the backend received so far, in order.
+func (b *Backend) Received() []Received {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.received)
+}
+
+func (b *Backend) fault(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.ops++
+	if b.opts.Fault != nil {
+		return b.opts.Fault(op, b.ops)
+	}
+	return nil
+}
+
+// next plays the model's next step on th and turns it into a core.Step.
+func (b *Backend) next(id string, th *thread) (*core.Step, error) {
+	a, err := th.model.Next()
+	if err != nil {
+		return nil, err
+	}
+	if a.Fail != nil {
+		return nil, &TurnError{Code: a.Fail.Code, Message: a.Fail.Message}
+	}
+	step := &core.Step{Thread: id, Turn: th.turn, Text: a.Text}
+	for _, c := range a.Calls {
+		callID := c.ID
+		if callID == "" {
+			b.ncall++
+			callID = "call_" + strconv.Itoa(b.ncall)
+		}
+		args := []byte(c.Arguments)
+		if c.AsString {
+			s, _ := jsonLiteral(c.Arguments)
+			args = []byte(s)
+		}
+		step.Calls = append(step.Calls, core.Call{Thread: id, Turn: th.turn, ID: callID, Name: c.Name, Arguments: args})
+	}
+	th.pending = slices.Clone(step.Calls)
+	if len(step.Calls) == 0 {
+		th.text = a.Text
+	}
+	return step, nil
+}
+
+func toolInfos(tb *core.Toolbox) []ToolInfo {
+	var infos []ToolInfo
+	for _, t := range tb.Tools() {
+		infos = append(infos, ToolInfo{Name: t.Name(), Description: t.Description(), Deferred: t.DeferLoading()})
+	}
+	return infos
+}

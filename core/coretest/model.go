@@ -1,0 +1,265 @@
+package coretest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/template"
+)
+
+// A Model plays a Script for one thread, as the model behind a fake
+// service would. Fake servers hold one Model per thread (session,
+// conversation): Begin starts a turn with the user's input, Next gives the
+// model's next action, and Deliver hands it the results of that action's
+// calls. A Model is not safe for concurrent use.
+type Model struct {
+	script *Script
+	tools  map[string]ToolInfo
+	loaded map[string]bool
+
+	turn  int // index of the turn being played; -1 before the first
+	step  int // index of the next step in that turn
+	input string
+
+	pending []ActionCall // calls of the last action, waiting for results
+	last    []Delivered
+	byName  map[string]Delivered
+}
+
+// ActionCall is one call of an Action, rendered.
+type ActionCall struct {
+	// Name is the function called.
+	Name string
+	// Arguments is the arguments' text: a JSON object, or whatever the
+	// script said to send.
+	Arguments string
+	// AsString asks for the arguments to be sent as a JSON string where the
+	// protocol allows both forms.
+	AsString bool
+	// ID is the call id the script fixed, or "".
+	ID string
+}
+
+// An Action is what the model does in one step.
+type Action struct {
+	// Calls, when not empty, are the calls the model asks for.
+	Calls []ActionCall
+	// Text is the model's answer when there are no calls.
+	Text string
+	// Search is the tool search the model ran first, if any.
+	Search string
+	// Loaded lists the deferred tools that search loaded.
+	Loaded []string
+	// Fail, when set, is a service-side failure of the turn.
+	Fail *Failure
+}
+
+// Delivered is the result of a call, as the fake service received it,
+// in neutral terms.
+type Delivered struct {
+	CallID string `json:"call_id"`
+	Name   string `json:"name,omitempty"`
+	// Output is the output as text (content arrays as JSON).
+	Output string `json:"output,omitempty"`
+	// Failed is set when the result was marked failed (where the protocol
+	// has such a flag).
+	Failed bool `json:"failed,omitempty"`
+	// Error is the failure message (where the protocol has one).
+	Error string `json:"error,omitempty"`
+}
+
+// Text returns what the model reads of the result: its error message when it
+// failed, else its output.
+func (d Delivered) Text() string {
+	if d.Failed {
+		return d.Error
+	}
+	return d.Output
+}
+
+// ToolInfo describes a tool the service knows, for deferred loading.
+type ToolInfo struct {
+	Name        string
+	Description string
+	Deferred    bool
+}
+
+// NewModel returns a Model playing s from its first turn.
+func (s *Script) NewModel() *Model {
+	return &Model{script: s, turn: -1, byName: map[string]Delivered{}, loaded: map[string]bool{}}
+}
+
+// SetTools tells the model which tools the service has. Deferred tools can
+// be called only after a search loaded them. Without SetTools, any call is
+// allowed.
+func (m *Model) SetTools(tools []ToolInfo) {
+	m.tools = make(map[string]ToolInfo, len(tools))
+	for _, t := range tools {
+		m.tools[t.Name] = t
+	}
+}
+
+// Begin starts the next turn with the user's input.
+func (m *Model) Begin(input string) error {
+	if len(m.pending) > 0 {
+		return fmt.Errorf("coretest: a turn is waiting for %d results", len(m.pending))
+	}
+	if m.turn+1 >= len(m.script.Turns) {
+		return fmt.Errorf("coretest: the script has no turn %d", m.turn+2)
+	}
+	m.turn++
+	m.step = 0
+	m.input = input
+	if want := m.script.Turns[m.turn].Expect; want != "" && want != input {
+		return fmt.Errorf("coretest: turn %d expected input %q, got %q", m.turn+1, want, input)
+	}
+	return nil
+}
+
+// Waiting reports whether the model waits for the results of calls.
+func (m *Model) Waiting() bool { return len(m.pending) > 0 }
+
+// Pending returns the calls waiting for results.
+func (m *Model) Pending() []ActionCall { return m.pending }
+
+// Next plays the next step of the current turn.
+func (m *Model) Next() (*Action, error) {
+	if m.turn < 0 {
+		return nil, fmt.Errorf("coretest: no turn begun")
+	}
+	if len(m.pending) > 0 {
+		return nil, fmt.Errorf("coretest: waiting for %d results", len(m.pending))
+	}
+	steps := m.script.Turns[m.turn].Steps
+	if m.step >= len(steps) {
+		return nil, fmt.Errorf("coretest: turn %d has no step %d", m.turn+1, m.step+1)
+	}
+	st := steps[m.step]
+	m.step++
+	a := &Action{Search: st.Search, Fail: st.Fail}
+	if st.Fail != nil {
+		return a, nil
+	}
+	if st.Search != "" {
+		q := strings.ToLower(st.Search)
+		for _, t := range m.tools {
+			if t.Deferred && (strings.Contains(strings.ToLower(t.Name), q) || strings.Contains(strings.ToLower(t.Description), q)) {
+				m.loaded[t.Name] = true
+				a.Loaded = append(a.Loaded, t.Name)
+			}
+		}
+	}
+	for _, c := range st.Calls {
+		if t, ok := m.tools[c.Name]; ok && t.Deferred && !m.loaded[c.Name] {
+			return nil, fmt.Errorf("coretest: tool %q is deferred and no tool search loaded it", c.Name)
+		}
+		args, err := m.renderArgs(c.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("coretest: call %q: %w", c.Name, err)
+		}
+		a.Calls = append(a.Calls, ActionCall{Name: c.Name, Arguments: args, AsString: c.AsString, ID: c.ID})
+	}
+	if len(a.Calls) > 0 {
+		m.pending = a.Calls
+		return a, nil
+	}
+	text, err := m.render(st.Text)
+	if err != nil {
+		return nil, fmt.Errorf("coretest: text: %w", err)
+	}
+	a.Text = text
+	return a, nil
+}
+
+// Deliver gives the model the results of the pending calls, in call order.
+func (m *Model) Deliver(results []Delivered) error {
+	if len(results) != len(m.pending) {
+		return fmt.Errorf("coretest: %d results for %d pending calls", len(results), len(m.pending))
+	}
+	for i, r := range results {
+		if r.Name == "" {
+			r.Name = m.pending[i].Name
+			results[i] = r
+		}
+		m.byName[r.Name] = r
+	}
+	m.last = results
+	m.pending = nil
+	return nil
+}
+
+func (m *Model) renderArgs(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "{}", nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	if s, ok := v.(string); ok {
+		return m.render(s)
+	}
+	v, err := m.renderValue(v)
+	if err != nil {
+		return "", err
+	}
+	return jsonLiteral(v)
+}
+
+func (m *Model) renderValue(v any) (any, error) {
+	switch v := v.(type) {
+	case string:
+		return m.render(v)
+	case map[string]any:
+		for k, e := range v {
+			r, err := m.renderValue(e)
+			if err != nil {
+				return nil, err
+			}
+			v[k] = r
+		}
+	case []any:
+		for i, e := range v {
+			r, err := m.renderValue(e)
+			if err != nil {
+				return nil, err
+			}
+			v[i] = r
+		}
+	}
+	return v, nil
+}
+
+func (m *Model) render(text string) (string, error) {
+	if !strings.Contains(text, "{{") {
+		return text, nil
+	}
+	t, err := template.New("").Option("missingkey=error").Funcs(template.FuncMap{
+		"output": func(name string) (string, error) {
+			d, ok := m.byName[name]
+			if !ok {
+				return "", fmt.Errorf("no result of %q yet", name)
+			}
+			return d.Text(), nil
+		},
+		"result": func(i int) (string, error) {
+			if i < 0 || i >= len(m.last) {
+				return "", fmt.Errorf("no result %d in the previous step", i)
+			}
+			return m.last[i].Text(), nil
+		},
+		"failed": func(name string) bool { return m.byName[name].Failed },
+		"input":  func() string { return m.input },
+		"json":   jsonLiteral,
+	}).Parse(text)
+	if err != nil {
+		return "", err
+	}
+	var buf strings.Builder
+	if err := t.Execute(&buf, nil); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}

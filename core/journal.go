@@ -1,0 +1,270 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// A Journal keeps the result of every call, so that a result computed once
+// is never computed again: after a disconnect or a crash, a kept result is
+// sent again with the same ids and idempotency key. The runner claims a call
+// (state Started) before its handler runs, records the result (Succeeded or
+// Failed) before it is sent, and marks it Submitted once the service has
+// accepted it. A call found Started whose lease has expired is in doubt:
+// its handler may or may not have taken effect (see [ToolOptions]).
+//
+// Implementations must be safe for concurrent use, and Claim and TakeOver
+// must be atomic: of several owners racing for a key, one wins. This package
+// provides [NewMemoryJournal]; durable journals live in package journal.
+type Journal interface {
+	// Claim creates the entry for key in state Started, owned by owner until
+	// the lease ends, unless an entry exists. It returns the entry as stored
+	// and whether this call created it.
+	Claim(ctx context.Context, key JournalKey, digest, idempotencyKey, owner string, lease time.Duration) (JournalEntry, bool, error)
+	// Renew extends owner's lease on a Started entry. It returns an error
+	// matching ErrLeaseLost if the entry is no longer owner's.
+	Renew(ctx context.Context, key JournalKey, owner string, lease time.Duration) error
+	// TakeOver gives a Started entry whose lease has expired to owner, with a
+	// new lease. It reports whether it did; false means the entry is not in
+	// doubt any more (another owner took it, or it finished).
+	TakeOver(ctx context.Context, key JournalKey, owner string, lease time.Duration) (bool, error)
+	// Release deletes a Started entry owned by owner whose handler stopped
+	// without a result (its run was canceled), so the call can run again.
+	Release(ctx context.Context, key JournalKey, owner string) error
+	// Finish records the result of a Started entry owned by owner, moving it
+	// to Succeeded or Failed. It returns an error matching ErrLeaseLost if
+	// the entry is no longer owner's.
+	Finish(ctx context.Context, key JournalKey, owner string, result JournalResult) error
+	// MarkSubmitted moves finished entries to Submitted. Keys that are not
+	// finished are left alone.
+	MarkSubmitted(ctx context.Context, keys []JournalKey) error
+	// Get returns the entry for key, and whether there is one.
+	Get(ctx context.Context, key JournalKey) (JournalEntry, bool, error)
+	// Prune deletes finished and submitted entries last updated before t and
+	// returns how many it deleted.
+	Prune(ctx context.Context, before time.Time) (int, error)
+}
+
+// ErrLeaseLost is matched (with [errors.Is]) by errors a Journal returns when
+// an owner acts on an entry it no longer owns.
+var ErrLeaseLost = errors.New("core: journal lease lost")
+
+// JournalKey identifies a call in a journal.
+type JournalKey struct {
+	// Backend is the backend's name.
+	Backend string
+	// Thread is the session or conversation (as the backend keys it).
+	Thread string
+	// Turn is the turn or response; it may be empty.
+	Turn string
+	// Call is the service's call id.
+	Call string
+}
+
+// JournalState is the state of a journal entry.
+type JournalState int
+
+// The states of an entry, in order.
+const (
+	// Started: a handler was claimed for the call and may be running.
+	Started JournalState = iota + 1
+	// Succeeded: the call has a result.
+	Succeeded
+	// Failed: the call has a failed result.
+	Failed
+	// Submitted: the service accepted the call's result.
+	Submitted
+)
+
+var stateNames = [...]string{Started: "started", Succeeded: "succeeded", Failed: "failed", Submitted: "submitted"}
+
+// String returns the state's name, such as "started".
+func (s JournalState) String() string {
+	if s > 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// Finished reports whether the entry holds a result.
+func (s JournalState) Finished() bool { return s >= Succeeded }
+
+// JournalEntry is what a journal holds for one call.
+type JournalEntry struct {
+	Key JournalKey
+	// Digest is the SHA-256 of the call's canonical arguments.
+	Digest string
+	// IdempotencyKey goes with every submission of the result.
+	IdempotencyKey string
+	State          JournalState
+	// Owner and LeaseUntil say who may run the call, until when.
+	Owner      string
+	LeaseUntil time.Time
+	// Result is set once the state is Succeeded, Failed or Submitted.
+	Result *JournalResult
+	// Created and Updated are when the entry was made and last changed.
+	Created, Updated time.Time
+}
+
+// JournalResult is the result of a call as a journal keeps it.
+type JournalResult struct {
+	Output  Output  `json:"output"`
+	Failed  bool    `json:"failed,omitempty"`
+	Error   string  `json:"error,omitempty"`
+	Outcome Outcome `json:"outcome,omitempty"`
+}
+
+// IdempotencyKey returns the idempotency key of a call: 32 hex digits
+// derived from its journal key and argument digest, so every process that
+// computes it for the same call gets the same key.
+func IdempotencyKey(key JournalKey, digest string) string {
+	h := sha256.New()
+	for _, s := range []string{key.Backend, key.Thread, key.Turn, key.Call, digest} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// NewMemoryJournal returns a journal that keeps entries in memory. It
+// survives disconnects but not the process; it is the runner's default.
+func NewMemoryJournal() *MemoryJournal {
+	return &MemoryJournal{entries: make(map[JournalKey]*JournalEntry), now: time.Now}
+}
+
+// MemoryJournal is a [Journal] held in memory. Its zero value is not usable;
+// call [NewMemoryJournal].
+type MemoryJournal struct {
+	mu      sync.Mutex
+	entries map[JournalKey]*JournalEntry
+	now     func() time.Time
+}
+
+var _ Journal = (*MemoryJournal)(nil)
+
+// Claim implements [Journal].
+func (j *MemoryJournal) Claim(_ context.Context, key JournalKey, digest, idem, owner string, lease time.Duration) (JournalEntry, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if e, ok := j.entries[key]; ok {
+		return copyEntry(e), false, nil
+	}
+	now := j.now()
+	e := &JournalEntry{Key: key, Digest: digest, IdempotencyKey: idem, State: Started, Owner: owner, LeaseUntil: now.Add(lease), Created: now, Updated: now}
+	j.entries[key] = e
+	return copyEntry(e), true, nil
+}
+
+// Renew implements [Journal].
+func (j *MemoryJournal) Renew(_ context.Context, key JournalKey, owner string, lease time.Duration) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e, err := j.owned(key, owner)
+	if err != nil {
+		return err
+	}
+	e.LeaseUntil = j.now().Add(lease)
+	return nil
+}
+
+// TakeOver implements [Journal].
+func (j *MemoryJournal) TakeOver(_ context.Context, key JournalKey, owner string, lease time.Duration) (bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e, ok := j.entries[key]
+	now := j.now()
+	if !ok || e.State != Started || now.Before(e.LeaseUntil) {
+		return false, nil
+	}
+	e.Owner, e.LeaseUntil, e.Updated = owner, now.Add(lease), now
+	return true, nil
+}
+
+// Release implements [Journal].
+func (j *MemoryJournal) Release(_ context.Context, key JournalKey, owner string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, err := j.owned(key, owner); err != nil {
+		return err
+	}
+	delete(j.entries, key)
+	return nil
+}
+
+// Finish implements [Journal].
+func (j *MemoryJournal) Finish(_ context.Context, key JournalKey, owner string, r JournalResult) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e, err := j.owned(key, owner)
+	if err != nil {
+		return err
+	}
+	e.State = Succeeded
+	if r.Failed {
+		e.State = Failed
+	}
+	e.Result = &r
+	e.Updated = j.now()
+	return nil
+}
+
+// MarkSubmitted implements [Journal].
+func (j *MemoryJournal) MarkSubmitted(_ context.Context, keys []JournalKey) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	now := j.now()
+	for _, k := range keys {
+		if e, ok := j.entries[k]; ok && e.State.Finished() {
+			e.State, e.Updated = Submitted, now
+		}
+	}
+	return nil
+}
+
+// Get implements [Journal].
+func (j *MemoryJournal) Get(_ context.Context, key JournalKey) (JournalEntry, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e, ok := j.entries[key]
+	if !ok {
+		return JournalEntry{}, false, nil
+	}
+	return copyEntry(e), true, nil
+}
+
+// Prune implements [Journal].
+func (j *MemoryJournal) Prune(_ context.Context, before time.Time) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := 0
+	for _, k := range slices.Collect(maps.Keys(j.entries)) {
+		if e := j.entries[k]; e.State.Finished() && e.Updated.Before(before) {
+			delete(j.entries, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (j *MemoryJournal) owned(key JournalKey, owner string) (*JournalEntry, error) {
+	e, ok := j.entries[key]
+	if !ok || e.State != Started || e.Owner != owner {
+		return nil, ErrLeaseLost
+	}
+	return e, nil
+}
+
+func copyEntry(e *JournalEntry) JournalEntry {
+	c := *e
+	if e.Result != nil {
+		r := *e.Result
+		c.Result = &r
+	}
+	return c
+}

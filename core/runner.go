@@ -1,0 +1,493 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Defaults of [Options].
+const (
+	DefaultConcurrency = 16
+	DefaultMaxSteps    = 10
+	DefaultLease       = time.Minute
+)
+
+// Options configure a [Runner]. The zero value (or nil) is usable.
+type Options struct {
+	// Concurrency bounds how many calls of one step run at once; 1 runs them
+	// one after the other. Zero means DefaultConcurrency.
+	Concurrency int
+	// MaxSteps bounds the steps (rounds of calls) of one run; a run that
+	// reaches it fails with an error matching ErrMaxSteps. Zero means
+	// DefaultMaxSteps.
+	MaxSteps int
+	// ToolTimeout bounds each handler that has no timeout of its own.
+	// Zero means no limit.
+	ToolTimeout time.Duration
+	// Journal keeps every result (see [Journal]). Nil means a new
+	// [MemoryJournal].
+	Journal Journal
+	// Owner names this runner in the journal, so that workers sharing a
+	// journal can tell their claims apart. Empty means a random name.
+	Owner string
+	// Lease is how long a claim on a call lasts before another owner may
+	// take the call over; it is renewed while the handler runs. Zero means
+	// DefaultLease.
+	Lease time.Duration
+	// Logger receives the run's events: routine ones at Debug, failed calls
+	// at Info, panics (with their stack) at Error. Nil means slog.Default().
+	Logger *slog.Logger
+	// OnEvent, if set, is called with every event, one at a time (never
+	// concurrently), in the goroutine that produced it.
+	OnEvent func(Event)
+}
+
+// A Runner runs the tool loop over a [Backend]: it sends the user's input,
+// runs the calls the model asks for with the tools of its [Toolbox], sends
+// their results back, and repeats until the model answers. A Runner is safe
+// for concurrent use by several runs on different threads.
+type Runner struct {
+	b     Backend
+	tools *Toolbox
+	opts  Options
+
+	emitMu sync.Mutex
+}
+
+// NewRunner returns a runner over b that calls the tools of tools (which
+// may be nil: then every call fails as unknown). opts may be nil.
+func NewRunner(b Backend, tools *Toolbox, opts *Options) *Runner {
+	r := &Runner{b: b, tools: tools}
+	if opts != nil {
+		r.opts = *opts
+	}
+	o := &r.opts
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.MaxSteps <= 0 {
+		o.MaxSteps = DefaultMaxSteps
+	}
+	if o.Journal == nil {
+		o.Journal = NewMemoryJournal()
+	}
+	if o.Owner == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		o.Owner = "runner-" + hex.EncodeToString(b[:])
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return r
+}
+
+// Backend returns the runner's backend.
+func (r *Runner) Backend() Backend { return r.b }
+
+// Toolbox returns the runner's toolbox.
+func (r *Runner) Toolbox() *Toolbox { return r.tools }
+
+// Journal returns the runner's journal.
+func (r *Runner) Journal() Journal { return r.opts.Journal }
+
+// Close closes the backend.
+func (r *Runner) Close() error { return r.b.Close() }
+
+// RunOptions configure one run. nil is usable.
+type RunOptions struct {
+	// Thread continues an existing thread; empty starts a new one.
+	Thread string
+	// MaxSteps overrides the runner's step limit for this run.
+	MaxSteps int
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	// Text is the model's final answer.
+	Text string
+	// Thread identifies the thread, for a later run or a resume.
+	Thread string
+	// Turn identifies the last turn (or response), if the backend has one.
+	Turn string
+	// Steps counts the rounds of calls the run made.
+	Steps int
+	// Calls holds the results sent, in the order they were sent.
+	Calls []ToolResult
+	// Usage adds up the tokens the service reported.
+	Usage Usage
+}
+
+// Run sends input on a new thread (or on opts.Thread) and runs the loop
+// until the model gives its final answer.
+//
+// Failed calls (unknown tool, invalid arguments, handler errors, panics,
+// timeouts) do not end the run: the model is told and the run goes on.
+// The run ends with an error when the backend fails, when the step limit is
+// reached (ErrMaxSteps), when the context is canceled (the error wraps
+// context.Canceled) or when the journal fails. Errors are *[Error]s whose
+// Code says what kind of failure it was. On error, the returned Result is
+// non-nil once a thread exists: it holds the Thread, from which [Runner.Resume]
+// can pick the turn up again.
+func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Result, error) {
+	ro := r.runOptions(opts)
+	step, err := r.b.Start(ctx, &StartRequest{Thread: ro.Thread, Input: input})
+	if err != nil {
+		err = r.wrap("start", err)
+		var res *Result
+		if ro.Thread != "" {
+			res = &Result{Thread: ro.Thread}
+		}
+		r.emit(ctx, &Event{Kind: RunFinished, Thread: ro.Thread, Err: err})
+		return res, err
+	}
+	return r.loop(ctx, step, ro)
+}
+
+// Resume picks up the turn waiting on thread, after a disconnect or in a new
+// process: it asks the backend for the calls the service still lists as
+// pending, sends the results the journal kept for them (running a handler
+// only for calls that have none) and runs the loop to the final answer. If
+// no turn waits, it returns the thread's last answer.
+func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*Result, error) {
+	ro := r.runOptions(opts)
+	step, err := r.b.Resume(ctx, thread)
+	if err != nil {
+		err = r.wrap("resume", err)
+		r.emit(ctx, &Event{Kind: RunFinished, Thread: thread, Err: err})
+		return &Result{Thread: thread}, err
+	}
+	return r.loop(ctx, step, ro)
+}
+
+func (r *Runner) runOptions(opts *RunOptions) RunOptions {
+	var ro RunOptions
+	if opts != nil {
+		ro = *opts
+	}
+	if ro.MaxSteps <= 0 {
+		ro.MaxSteps = r.opts.MaxSteps
+	}
+	return ro
+}
+
+func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, error) {
+	start := time.Now()
+	res := &Result{}
+	finish := func(err error) (*Result, error) {
+		r.emit(ctx, &Event{Kind: RunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(start), Err: err})
+		return res, err
+	}
+	for {
+		res.Thread, res.Turn = step.Thread, step.Turn
+		res.Usage.Add(step.Usage)
+		if len(step.Calls) == 0 {
+			res.Text = step.Text
+			return finish(nil)
+		}
+		if res.Steps >= ro.MaxSteps {
+			r.cancelTurn(ctx, step.Thread)
+			return finish(&Error{Code: ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", ErrMaxSteps, ro.MaxSteps)})
+		}
+		if err := checkCalls(step.Calls); err != nil {
+			return finish(&Error{Code: Internal, Op: r.b.Name() + ": step", Err: err})
+		}
+		res.Steps++
+		r.emit(ctx, &Event{Kind: StepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls)})
+
+		results, err := r.runCalls(ctx, step, res.Steps)
+		if err != nil {
+			if ctx.Err() != nil {
+				r.cancelTurn(ctx, step.Thread)
+			}
+			return finish(err)
+		}
+		if err := checkResults(step.Calls, results); err != nil {
+			return finish(&Error{Code: Internal, Op: "core: submit", Err: err})
+		}
+		next, err := r.b.Submit(ctx, &SubmitRequest{Step: step, Results: results})
+		if err != nil {
+			if ctx.Err() != nil {
+				r.cancelTurn(ctx, step.Thread)
+			}
+			return finish(r.wrap("submit", err))
+		}
+		res.Calls = append(res.Calls, results...)
+		keys := make([]JournalKey, len(results))
+		for i := range results {
+			keys[i] = r.key(&results[i].Call)
+		}
+		if err := r.opts.Journal.MarkSubmitted(ctx, keys); err != nil {
+			return finish(&Error{Code: CodeOf(err), Op: "core: journal", Err: err})
+		}
+		r.emit(ctx, &Event{Kind: ResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)})
+		step = next
+	}
+}
+
+// checkCalls refuses a step whose calls repeat a call id or lack one.
+func checkCalls(calls []Call) error {
+	seen := make(map[string]bool, len(calls))
+	for _, c := range calls {
+		if c.ID == "" {
+			return fmt.Errorf("call to %q has no call id", c.Name)
+		}
+		if seen[c.ID] {
+			return fmt.Errorf("the step repeats call id %q", c.ID)
+		}
+		seen[c.ID] = true
+	}
+	return nil
+}
+
+// checkResults verifies that each call got exactly one result, in order.
+func checkResults(calls []Call, results []ToolResult) error {
+	if len(results) != len(calls) {
+		return fmt.Errorf("%d results for %d calls", len(results), len(calls))
+	}
+	for i := range calls {
+		if results[i].Call.ID != calls[i].ID {
+			return fmt.Errorf("result %d answers call %q, want %q", i, results[i].Call.ID, calls[i].ID)
+		}
+	}
+	return nil
+}
+
+// runCalls runs the calls of a step, at most Concurrency at once, and returns
+// their results in call order. It returns early, with the context's error,
+// when ctx is canceled.
+func (r *Runner) runCalls(ctx context.Context, step *Step, n int) ([]ToolResult, error) {
+	results := make([]ToolResult, len(step.Calls))
+	errs := make([]error, len(step.Calls))
+	if len(step.Calls) == 1 || r.opts.Concurrency == 1 {
+		for i := range step.Calls {
+			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n)
+			if errs[i] != nil {
+				return nil, errs[i]
+			}
+		}
+		return results, nil
+	}
+	sem := make(chan struct{}, r.opts.Concurrency)
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+launch:
+	for i := range step.Calls {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break launch
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n)
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, r.ctxError(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, r.ctxError(ctx)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+func (r *Runner) ctxError(ctx context.Context) error {
+	return &Error{Code: CodeOf(ctx.Err()), Op: "core: run", Err: ctx.Err()}
+}
+
+func (r *Runner) key(c *Call) JournalKey {
+	return JournalKey{Backend: r.b.Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID}
+}
+
+// runCall produces the result of one call: from the journal when it holds
+// one, else by running the handler under a claim. Only journal failures and
+// cancellation are errors; everything else is a (possibly failed) result.
+func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult, error) {
+	j := r.opts.Journal
+	key := r.key(call)
+	digest := argsDigest(call.Arguments)
+	idem := IdempotencyKey(key, digest)
+	ev := func(kind EventKind, o Outcome, d time.Duration, err error) {
+		r.emit(ctx, &Event{Kind: kind, Thread: call.Thread, Turn: call.Turn, Step: step, Call: call, Outcome: o, Duration: d, Err: err})
+	}
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		entry, claimed, err := j.Claim(ctx, key, digest, idem, r.opts.Owner, r.opts.Lease)
+		if err != nil {
+			return ToolResult{}, r.journalError(ctx, err)
+		}
+		if claimed {
+			return r.runClaimed(ctx, call, key, idem, ev)
+		}
+		if entry.Digest != digest {
+			err := fmt.Errorf("call %q is in the journal with other arguments (digest %.12s, now %.12s)", call.ID, entry.Digest, digest)
+			ev(CallReused, Conflict, 0, err)
+			return ToolResult{}, &Error{Code: FailedPrecondition, Op: "core: journal", Err: err}
+		}
+		if entry.State.Finished() {
+			tr := toResult(call, entry.Result, entry.IdempotencyKey)
+			tr.Resend = entry.State == Submitted
+			ev(CallReused, tr.Outcome, 0, nil)
+			return tr, nil
+		}
+		// Started: wait for its owner to finish, unless its lease expired.
+		if time.Now().Before(entry.LeaseUntil) {
+			select {
+			case <-time.After(wait):
+				continue
+			case <-ctx.Done():
+				return ToolResult{}, r.ctxError(ctx)
+			}
+		}
+		took, err := j.TakeOver(ctx, key, r.opts.Owner, r.opts.Lease)
+		if err != nil {
+			return ToolResult{}, r.journalError(ctx, err)
+		}
+		if took {
+			return r.runInDoubt(ctx, call, key, entry.IdempotencyKey, ev)
+		}
+	}
+}
+
+// runClaimed runs the handler of a call this runner claimed and records
+// its result.
+func (r *Runner) runClaimed(ctx context.Context, call *Call, key JournalKey, idem string, ev func(EventKind, Outcome, time.Duration, error)) (ToolResult, error) {
+	j := r.opts.Journal
+	stop := r.keepLease(key)
+	ev(CallStarted, OK, 0, nil)
+	t0 := time.Now()
+	jr, cause := r.execute(ctx, call)
+	d := time.Since(t0)
+	stop()
+	if jr.Outcome == Interrupted {
+		// The run was canceled and the handler gave up: let it run again.
+		ev(CallFinished, jr.Outcome, d, cause)
+		j.Release(context.WithoutCancel(ctx), key, r.opts.Owner)
+		return ToolResult{}, r.ctxError(ctx)
+	}
+	if err := j.Finish(ctx, key, r.opts.Owner, jr); err != nil {
+		return ToolResult{}, r.journalError(ctx, err)
+	}
+	ev(CallFinished, jr.Outcome, d, cause)
+	return toResult(call, &jr, idem), nil
+}
+
+// runInDoubt decides a call found started but not finished, now owned by
+// this runner: its Verify hook's result if it finds one; else a new run if
+// the tool is idempotent; else a failed result saying the outcome is unknown.
+func (r *Runner) runInDoubt(ctx context.Context, call *Call, key JournalKey, idem string, ev func(EventKind, Outcome, time.Duration, error)) (ToolResult, error) {
+	tool := r.tools.Lookup(call.Name)
+	if tool != nil && tool.opts.Verify != nil {
+		v, found, err := tool.opts.Verify(withCall(ctx, call), *call)
+		if err == nil && found {
+			out, err := encodeOutput(v)
+			if err == nil {
+				jr := JournalResult{Output: out, Outcome: OK}
+				if err := r.opts.Journal.Finish(ctx, key, r.opts.Owner, jr); err != nil {
+					return ToolResult{}, r.journalError(ctx, err)
+				}
+				ev(CallInDoubt, OK, 0, nil)
+				return toResult(call, &jr, idem), nil
+			}
+		}
+		if err != nil {
+			r.opts.Logger.WarnContext(ctx, "toolrelay: verify failed", "call_id", call.ID, "tool", call.Name, "error", err)
+		}
+	}
+	if tool == nil || tool.opts.Idempotent {
+		ev(CallInDoubt, OK, 0, nil)
+		return r.runClaimed(ctx, call, key, idem, ev)
+	}
+	jr := failed(InDoubt, fmt.Sprintf("the outcome of this call of %q is unknown: it may or may not have taken effect, and it was not run again", call.Name))
+	if err := r.opts.Journal.Finish(ctx, key, r.opts.Owner, jr); err != nil {
+		return ToolResult{}, r.journalError(ctx, err)
+	}
+	ev(CallInDoubt, InDoubt, 0, errors.New("call started but not finished; not verified and not idempotent"))
+	return toResult(call, &jr, idem), nil
+}
+
+// keepLease renews the claim on key while a handler runs; the returned
+// function stops it.
+func (r *Runner) keepLease(key JournalKey) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	every := r.opts.Lease / 3
+	renew := func() {}
+	renew = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		defer cancel()
+		if err := r.opts.Journal.Renew(ctx, key, r.opts.Owner, r.opts.Lease); err != nil {
+			r.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", key.Call, "error", err)
+		}
+		t = time.AfterFunc(every, renew)
+	}
+	t = time.AfterFunc(every, renew)
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
+}
+
+func (r *Runner) journalError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return r.ctxError(ctx)
+	}
+	return &Error{Code: CodeOf(err), Op: "core: journal", Err: err}
+}
+
+func toResult(call *Call, jr *JournalResult, idem string) ToolResult {
+	return ToolResult{Call: *call, Output: jr.Output, Failed: jr.Failed, Error: jr.Error, Outcome: jr.Outcome, IdempotencyKey: idem}
+}
+
+// cancelTurn asks the backend, if it can, to cancel the turn waiting on
+// thread. It uses a short context of its own, so it works after ctx ended.
+func (r *Runner) cancelTurn(ctx context.Context, thread string) {
+	c, ok := r.b.(Canceler)
+	if !ok || thread == "" {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := c.Cancel(cctx, thread); err != nil {
+		r.opts.Logger.WarnContext(ctx, "toolrelay: cancel turn failed", "thread", thread, "error", err)
+	}
+}
+
+func (r *Runner) wrap(op string, err error) error {
+	return wrap(r.b.Name()+": "+op, err, r.b.ErrorCode)
+}
+
+func (r *Runner) emit(ctx context.Context, e *Event) {
+	e.log(ctx, r.opts.Logger)
+	if r.opts.OnEvent == nil {
+		return
+	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	r.opts.OnEvent(*e)
+}

@@ -1,0 +1,5 @@
+module github.com/toolrelay/toolrelay
+
+go 1.26
+
+require github.com/google/jsonschema-go v0.4.3

@@ -24,6 +24,14 @@ type Config struct {
 	// ToolTimeout bounds each handler without a timeout of its own
 	// (core.Options.ToolTimeout), as a Go duration ("30s").
 	ToolTimeout Duration `json:"tool_timeout,omitempty" env:"TOOLRELAY_TOOL_TIMEOUT"`
+	// Script is the path of a JSON model script (package coretest) that the
+	// fake backends play instead of the program's own.
+	Script string `json:"script,omitempty" env:"TOOLRELAY_SCRIPT"`
+	// OpenAI holds the settings of the openai and fake-openai backends.
+	OpenAI OpenAIConfig `json:"openai,omitzero"`
+	// Foundry holds the settings of the foundry, responses and fake-foundry
+	// backends.
+	Foundry FoundryConfig `json:"foundry,omitzero"`
 	// Settings holds settings for third-party backends, by name. In the
 	// environment, TOOLRELAY_SETTING_<NAME>=value sets Settings["<name>"]
 	// (the name lower-cased).

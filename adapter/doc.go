@@ -15,7 +15,16 @@
 //	step limit per run       TOOLRELAY_MAX_STEPS         max_steps
 //	calls run at once        TOOLRELAY_CONCURRENCY       concurrency
 //	default tool timeout     TOOLRELAY_TOOL_TIMEOUT      tool_timeout
+//	script for the fakes     TOOLRELAY_SCRIPT            script
 //	third-party settings     TOOLRELAY_SETTING_<NAME>    settings.<name>
+//
+// The openai and fake-openai backends:
+//
+//	Setting                  Environment variable        File key
+//
+// The foundry, responses and fake-foundry backends:
+//
+//	Setting                  Environment variable        File key
 //
 // # Backends
 //

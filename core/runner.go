@@ -348,20 +348,19 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult,
 			return tr, nil
 		}
 		// Started: wait for its owner to finish, unless its lease expired.
-		if time.Now().Before(entry.LeaseUntil) {
-			select {
-			case <-time.After(wait):
-				continue
-			case <-ctx.Done():
-				return ToolResult{}, r.ctxError(ctx)
+		if !time.Now().Before(entry.LeaseUntil) {
+			took, err := j.TakeOver(ctx, key, r.opts.Owner, r.opts.Lease)
+			if err != nil {
+				return ToolResult{}, r.journalError(ctx, err)
+			}
+			if took {
+				return r.runInDoubt(ctx, call, key, entry.IdempotencyKey, ev)
 			}
 		}
-		took, err := j.TakeOver(ctx, key, r.opts.Owner, r.opts.Lease)
-		if err != nil {
-			return ToolResult{}, r.journalError(ctx, err)
-		}
-		if took {
-			return r.runInDoubt(ctx, call, key, entry.IdempotencyKey, ev)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ToolResult{}, r.ctxError(ctx)
 		}
 	}
 }

@@ -59,9 +59,11 @@ func jsonKind(v any) string {
 	return "null"
 }
 
-// argsDigest returns the hex SHA-256 of the canonical arguments, or of the
-// raw bytes when they are not valid arguments.
-func argsDigest(raw []byte) string {
+// ArgumentsDigest returns the digest a journal keeps of a call's arguments:
+// the hex SHA-256 of their canonical JSON (of the raw bytes when they are
+// not valid arguments). Arguments sent as an object or as a string holding
+// the same object have the same digest.
+func ArgumentsDigest(raw json.RawMessage) string {
 	c, err := canonicalArgs(raw)
 	if err != nil {
 		c = raw

@@ -323,7 +323,7 @@ func (r *Runner) key(c *Call) JournalKey {
 func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult, error) {
 	j := r.opts.Journal
 	key := r.key(call)
-	digest := argsDigest(call.Arguments)
+	digest := ArgumentsDigest(call.Arguments)
 	idem := IdempotencyKey(key, digest)
 	ev := func(kind EventKind, o Outcome, d time.Duration, err error) {
 		r.emit(ctx, &Event{Kind: kind, Thread: call.Thread, Turn: call.Turn, Step: step, Call: call, Outcome: o, Duration: d, Err: err})

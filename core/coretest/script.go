@@ -126,13 +126,46 @@ func (s *Script) Check() error {
 				if c.Name == "" {
 					return fmt.Errorf("%s call %d: no name", where, ci)
 				}
-				if _, err := parseTemplate(string(c.Arguments)); err != nil {
+				if err := checkArgs(c.Arguments); err != nil {
 					return fmt.Errorf("%s call %d: arguments: %w", where, ci, err)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// checkArgs checks that the arguments are JSON and their templates parse.
+func checkArgs(raw json.RawMessage) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch v := v.(type) {
+		case string:
+			_, err := parseTemplate(v)
+			return err
+		case map[string]any:
+			for _, e := range v {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for _, e := range v {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(v)
 }
 
 // Simple returns a one-turn script: the model calls name with args (a JSON

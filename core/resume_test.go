@@ -1,0 +1,248 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+)
+
+// spy records the submissions a backend receives.
+type spy struct {
+	*coretest.Backend
+	submits [][]core.ToolResult
+}
+
+func (s *spy) Submit(ctx context.Context, req *core.SubmitRequest) (*core.Step, error) {
+	s.submits = append(s.submits, req.Results)
+	return s.Backend.Submit(ctx, req)
+}
+
+// counter is a tool with side effects that counts its runs.
+func counter(t *testing.T, opts *core.ToolOptions) (*core.Tool, *atomic.Int32) {
+	var n atomic.Int32
+	tool := mustTool(t)(core.NewTool("book", "Book a table.", func(_ context.Context, in struct {
+		Table string `json:"table"`
+	}) (string, error) {
+		n.Add(1)
+		return "booked " + in.Table, nil
+	}, opts))
+	return tool, &n
+}
+
+var bookScript = coretest.Simple("book", `{"table": "7"}`, "{{output \"book\"}}")
+
+// TestResumeResendsKeptResult checks that after a failed submission, Resume
+// sends the result the journal kept, with the same idempotency key, without
+// running the handler again.
+func TestResumeResendsKeptResult(t *testing.T) {
+	tool, runs := counter(t, nil)
+	tb, _ := core.NewToolbox(tool)
+	lost := errors.New("connection reset")
+	backend := &spy{Backend: coretest.NewBackend(bookScript, &coretest.BackendOptions{Fault: func(op string, n int) error {
+		if op == "submit" && n == 2 {
+			return lost // the first submission is lost
+		}
+		return nil
+	}})}
+	journal := core.NewMemoryJournal()
+	r := core.NewRunner(backend, tb, &core.Options{Journal: journal, Logger: quiet})
+
+	res, err := r.Run(t.Context(), "book table 7", nil)
+	if !errors.Is(err, lost) {
+		t.Fatalf("Run error = %v, want the lost submission", err)
+	}
+	// A new runner (a restarted process) sharing the journal resumes.
+	var reused []core.Outcome
+	r2 := core.NewRunner(backend, tb, &core.Options{Journal: journal, Logger: quiet, OnEvent: func(e core.Event) {
+		if e.Kind == core.CallReused {
+			reused = append(reused, e.Outcome)
+		}
+	}})
+	res2, err := r2.Resume(t.Context(), res.Thread, nil)
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if res2.Text != "booked 7" || runs.Load() != 1 {
+		t.Errorf("Resume = %q after %d runs, want %q after 1", res2.Text, runs.Load(), "booked 7")
+	}
+	if diff := cmp.Diff([]core.Outcome{core.OK}, reused); diff != "" {
+		t.Errorf("reused events (-want +got):\n%s", diff)
+	}
+	if len(backend.submits) != 2 {
+		t.Fatalf("%d submissions, want 2", len(backend.submits))
+	}
+	first, second := backend.submits[0][0], backend.submits[1][0]
+	if first.IdempotencyKey == "" || first.IdempotencyKey != second.IdempotencyKey {
+		t.Errorf("idempotency keys %q then %q, want the same non-empty key", first.IdempotencyKey, second.IdempotencyKey)
+	}
+	if diff := cmp.Diff(first.Output, second.Output); diff != "" {
+		t.Errorf("resent output differs (-first +second):\n%s", diff)
+	}
+	key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+	e, ok, _ := journal.Get(t.Context(), key)
+	if !ok || e.State != core.Submitted {
+		t.Errorf("journal entry = %+v, want submitted", e)
+	}
+	// Resuming a finished thread returns its answer and runs nothing.
+	res3, err := r2.Resume(t.Context(), res.Thread, nil)
+	if err != nil || res3.Text != "booked 7" || runs.Load() != 1 {
+		t.Errorf("Resume of a finished thread = %+v, %v after %d runs", res3, err, runs.Load())
+	}
+	// Resuming an unknown thread is NotFound.
+	if _, err := r2.Resume(t.Context(), "thread_404", nil); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("Resume(unknown) error = %v, want NotFound", err)
+	}
+}
+
+// startedEntry puts an entry for the first call of bookScript in j, started
+// by a dead owner whose lease has expired: the call is in doubt.
+func startedEntry(t *testing.T, j core.Journal, args string) {
+	t.Helper()
+	key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+	digest := core.ArgumentsDigest(json.RawMessage(args))
+	if _, ok, err := j.Claim(t.Context(), key, digest, core.IdempotencyKey(key, digest), "dead-worker", -time.Second); !ok || err != nil {
+		t.Fatalf("Claim = %v, %v", ok, err)
+	}
+}
+
+// TestInDoubt checks what happens to a call found started but not
+// finished, for each declaration a tool can make.
+func TestInDoubt(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     *core.ToolOptions
+		wantRuns int32
+		want     coretest.Delivered
+		outcome  core.Outcome
+	}{
+		{"side effects, no verify: outcome unknown, not run", nil, 0,
+			coretest.Delivered{Failed: true, Error: `the outcome of this call of "book" is unknown: it may or may not have taken effect, and it was not run again`}, core.InDoubt},
+		{"idempotent: run again", &core.ToolOptions{Idempotent: true}, 1,
+			coretest.Delivered{Output: "booked 7"}, core.OK},
+		{"verify finds the result", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
+			return "booked 7 (verified)", true, nil
+		}}, 0, coretest.Delivered{Output: "booked 7 (verified)"}, core.OK},
+		{"verify finds nothing, idempotent: run again", &core.ToolOptions{Idempotent: true, Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
+			return nil, false, nil
+		}}, 1, coretest.Delivered{Output: "booked 7"}, core.OK},
+		{"verify fails: outcome unknown", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
+			return nil, false, errors.New("ledger unreachable")
+		}}, 0, coretest.Delivered{Failed: true, Error: `the outcome of this call of "book" is unknown: it may or may not have taken effect, and it was not run again`}, core.InDoubt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tool, runs := counter(t, tt.opts)
+			journal := core.NewMemoryJournal()
+			startedEntry(t, journal, `{"table": "7"}`)
+			var doubts []core.Outcome
+			r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal, OnEvent: func(e core.Event) {
+				if e.Kind == core.CallInDoubt {
+					doubts = append(doubts, e.Outcome)
+				}
+			}})
+			if _, err := r.Run(t.Context(), "book table 7", nil); err != nil {
+				t.Fatal(err)
+			}
+			if runs.Load() != tt.wantRuns {
+				t.Errorf("handler ran %d times, want %d", runs.Load(), tt.wantRuns)
+			}
+			want := tt.want
+			want.CallID, want.Name = "call_1", "book"
+			if diff := cmp.Diff([]coretest.Delivered{want}, results(b.Received())); diff != "" {
+				t.Errorf("delivered (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]core.Outcome{tt.outcome}, doubts); diff != "" {
+				t.Errorf("in-doubt events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestJournalConflict checks that a call kept with other arguments under the
+// same key is refused, not run.
+func TestJournalConflict(t *testing.T) {
+	tool, runs := counter(t, nil)
+	journal := core.NewMemoryJournal()
+	startedEntry(t, journal, `{"table": "8"}`)
+	r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
+	_, err := r.Run(t.Context(), "book table 7", nil)
+	if !errors.Is(err, core.ErrFailedPrecondition) || !strings.Contains(err.Error(), "other arguments") {
+		t.Fatalf("Run error = %v, want FailedPrecondition about other arguments", err)
+	}
+	if runs.Load() != 0 || len(results(b.Received())) != 0 {
+		t.Errorf("ran %d and sent %d results, want none", runs.Load(), len(results(b.Received())))
+	}
+}
+
+// TestWaitsForOtherOwner checks that a call another worker is running (its
+// lease alive) is waited for, and its result sent, without running it here.
+func TestWaitsForOtherOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tool, runs := counter(t, nil)
+		journal := core.NewMemoryJournal()
+		key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+		digest := core.ArgumentsDigest(json.RawMessage(`{"table":"7"}`))
+		if _, ok, _ := journal.Claim(t.Context(), key, digest, core.IdempotencyKey(key, digest), "other", time.Minute); !ok {
+			t.Fatal("claim failed")
+		}
+		go func() {
+			time.Sleep(3 * time.Second)
+			journal.Finish(context.Background(), key, "other", core.JournalResult{Output: core.Output{Text: "booked 7 elsewhere"}})
+		}()
+		r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
+		start := time.Now()
+		res, err := r.Run(t.Context(), "book table 7", nil)
+		if err != nil || res.Text != "booked 7 elsewhere" {
+			t.Fatalf("Run = %+v, %v", res, err)
+		}
+		if runs.Load() != 0 {
+			t.Errorf("handler ran %d times here, want 0", runs.Load())
+		}
+		if d := time.Since(start); d < 3*time.Second || d > 5*time.Second {
+			t.Errorf("waited %v for the other worker, want about 3s", d)
+		}
+		if got := results(b.Received()); len(got) != 1 || got[0].Output != "booked 7 elsewhere" {
+			t.Errorf("delivered %+v", got)
+		}
+	})
+}
+
+// TestInterruptedCallRunsAgain checks that a handler that gave up because
+// its run was canceled leaves no result behind, so a resume runs it.
+func TestInterruptedCallRunsAgain(t *testing.T) {
+	var runs atomic.Int32
+	started := make(chan struct{}, 1)
+	tool := mustTool(t)(core.NewTool("book", "", func(ctx context.Context, in struct {
+		Table string `json:"table"`
+	}) (string, error) {
+		if runs.Add(1) == 1 {
+			started <- struct{}{}
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return "booked " + in.Table, nil
+	}, nil))
+	journal := core.NewMemoryJournal()
+	r, _ := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-started; cancel() }()
+	res, err := r.Run(ctx, "book", nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run error = %v, want canceled", err)
+	}
+	// The in-memory backend drops pending calls on cancel, so look at the
+	// journal directly: no entry is left to be in doubt.
+	key := core.JournalKey{Backend: "coretest", Thread: res.Thread, Turn: "turn_1", Call: "call_1"}
+	if e, ok, _ := journal.Get(t.Context(), key); ok {
+		t.Errorf("journal kept %+v for an interrupted call", e)
+	}
+}

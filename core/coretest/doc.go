@@ -1,0 +1,11 @@
+// Package coretest provides what tests of tool loops need, independent of
+// any service: a [Script] of what a fake model does (call these functions
+// with these arguments, several at once if asked; then answer with text that
+// may quote their outputs), the [Model] that plays it for one thread, and
+// [Backend], an in-memory [core.Backend] that plays a script with no
+// network. The fake servers of the OpenAI and Foundry backends play the same
+// scripts, and the conformance suite is written in them.
+//
+// Scripts are plain data and load from JSON ([LoadScript]), so a fake
+// server started from the command line can play them too.
+package coretest

@@ -46,6 +46,10 @@ type BackendOptions struct {
 	// "submit" or "resume"; n counts operations from 1). A non-nil error is
 	// returned by the operation, which then does nothing else.
 	Fault func(op string, n int) error
+	// Lose, if set, is called after each operation that succeeded; when it
+	// returns true the operation's effect stays but its answer is lost: the
+	// operation returns ErrLostResponse.
+	Lose func(op string, n int) bool
 }
 
 // Received is what a fake service received, in neutral terms: a user input,
@@ -69,6 +73,10 @@ type TurnError struct {
 
 // Error returns "turn failed: <code>: <message>".
 func (e *TurnError) Error() string { return "turn failed: " + e.Code + ": " + e.Message }
+
+// ErrLostResponse is returned by an operation whose answer a
+// BackendOptions.Lose hook dropped.
+var ErrLostResponse = errors.New("coretest: response lost")
 
 // ErrUnknownThread is returned for a thread the backend does not have.
 var ErrUnknownThread = errors.New("coretest: unknown thread")
@@ -121,7 +129,8 @@ func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step
 	}
 	th.nturn++
 	th.turn = "turn_" + strconv.Itoa(th.nturn)
-	return b.next(id, th)
+	step, err := b.next(id, th)
+	return b.lose("start", step, err)
 }
 
 // Submit implements [core.Backend].
@@ -152,7 +161,8 @@ func (b *Backend) Submit(ctx context.Context, req *core.SubmitRequest) (*core.St
 		return nil, err
 	}
 	th.pending = nil
-	return b.next(req.Step.Thread, th)
+	step, err := b.next(req.Step.Thread, th)
+	return b.lose("submit", step, err)
 }
 
 // Resume implements [core.Backend].
@@ -202,6 +212,14 @@ func (b *Backend) Received() []Received {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.received)
+}
+
+// lose applies the Lose hook to the outcome of op.
+func (b *Backend) lose(op string, step *core.Step, err error) (*core.Step, error) {
+	if err == nil && b.opts.Lose != nil && b.opts.Lose(op, b.ops) {
+		return nil, ErrLostResponse
+	}
+	return step, err
 }
 
 func (b *Backend) fault(ctx context.Context, op string) error {

@@ -1,0 +1,519 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+)
+
+type scenario struct {
+	name        string
+	explanation string
+	run         func(e *env)
+}
+
+// scenarios is the suite, in the order it runs.
+var scenarios = []scenario{
+	{"TextOnly", "an answer without calls ends the run with the model's text and sends nothing else", textOnly},
+	{"OneCall", "one call is run and its output goes back; the answer quotes it", oneCall},
+	{"NoParameters", "a function without parameters runs whatever empty form its arguments take", noParameters},
+	{"ParallelCalls", "calls of one step run concurrently and their results go back together, in call order", parallelCalls},
+	{"Chain", "a chain of steps (the seed's weather bot) runs to the final answer", chain},
+	{"ArgumentsAsString", "arguments delivered as a JSON string holding an object are accepted", argumentsAsString},
+	{"ArgumentsAsObject", "arguments delivered as a JSON object are accepted", argumentsAsObject},
+	{"HandlerError", "a handler's error becomes a failed result the model reads, and the run goes on", handlerError},
+	{"HiddenErrorText", "internal error text never reaches the model; a ModelError's text does", hiddenErrorText},
+	{"UnknownTool", "a call of an unknown tool gets a failed result naming it, and the run goes on", unknownTool},
+	{"InvalidJSON", "arguments that are not JSON get a failed result, and the handler does not run", invalidJSON},
+	{"SchemaViolation", "arguments that break the schema get a failed result naming the field, and the handler does not run", schemaViolation},
+	{"HandlerPanic", "a panicking handler gives a failed result, and the loop survives", handlerPanic},
+	{"HandlerTimeout", "a handler past its timeout gives a failed result saying so", handlerTimeout},
+	{"CancelMidStep", "canceling the caller's context mid-step ends the run with Canceled and cancels the waiting turn", cancelMidStep},
+	{"MaxSteps", "a model that keeps calling ends the run with ErrMaxSteps, and the turn is not left waiting", maxSteps},
+	{"LargeOutput", "a 1 MiB output goes back intact", largeOutput},
+	{"NonASCII", "non-ASCII text survives in arguments, outputs and the answer", nonASCII},
+	{"ContentArray", "a content-array output reaches the service (as an array where it accepts one)", contentArray},
+	{"NullOutput", "a nil result is sent as the protocol allows, and the run goes on", nullOutput},
+	{"DeferredTool", "a deferred tool is found through tool search and its call is served", deferredTool},
+	{"SecondRunSameThread", "a second run on the same thread keeps the context and sends only new items", secondRun},
+	{"ResumeAfterLostResponse", "after a lost response, the kept result is sent again and the function does not run twice", resumeAfterLostResponse},
+	{"ResumeUnknownThread", "resuming a thread the service does not know is NotFound", resumeUnknownThread},
+	{"ResumeFinishedThread", "resuming a thread whose turn is over returns its answer and runs nothing", resumeFinishedThread},
+	{"DuplicateDelivery", "a duplicated event or response does not run a function twice", duplicateDelivery},
+	{"RateLimitThenSuccess", "a 429 followed by success completes the run", rateLimitThenSuccess},
+	{"RateLimitExhausted", "429s past the retries end the run with ResourceExhausted", rateLimitExhausted},
+	{"ServerErrorBurst", "a burst of 500s followed by success completes the run", serverErrorBurst},
+	{"AuthenticationFailure", "a refused credential gives PermissionDenied", authenticationFailure},
+	{"TurnFailure", "a service-side failure of the turn ends the run with an error carrying the service's message", turnFailure},
+}
+
+func textOnly(e *env) {
+	r := e.runner(script(answer("Hello! How can I help?")), nil)
+	res := e.run(r, "Hi", nil)
+	e.wantText(res, "Hello! How can I help?")
+	if res.Steps != 0 || len(e.results()) != 0 {
+		e.t.Errorf("steps %d, results sent %d; want none", res.Steps, len(e.results()))
+	}
+	if diff := cmp.Diff([]string{"input"}, e.kinds()); diff != "" {
+		e.t.Errorf("received (-want +got):\n%s", diff)
+	}
+}
+
+func oneCall(e *env) {
+	r := e.runner(script(calls("get_customer", `{"customer_id":"123"}`), answer(`The customer is {{output "get_customer"}}`)), nil,
+		tool(e, "get_customer", "Look up a customer by ID.", getCustomer, nil))
+	res := e.run(r, "Who is customer 123?", nil)
+	out := `{"found":true,"customer":{"name":"Example Customer","plan":"pro"}}`
+	e.wantText(res, "The customer is "+out)
+	got := e.results()
+	if len(got) != 1 || got[0].Output != out || got[0].Failed || got[0].Name != "get_customer" {
+		e.t.Errorf("results = %+v, want one with output %s", got, out)
+	}
+}
+
+func noParameters(e *env) {
+	st := coretest.Step{Calls: []coretest.Call{
+		{Name: "getUserFavoriteCity"},
+		{Name: "getUserFavoriteCity", Arguments: json.RawMessage(`{}`)},
+		{Name: "getUserFavoriteCity", Arguments: json.RawMessage(`""`)},
+	}}
+	r := e.runner(script(st, answer("{{result 0}}|{{result 1}}|{{result 2}}")), nil, weatherTools(e)...)
+	e.wantText(e.run(r, "Where?", nil), "Seattle, WA|Seattle, WA|Seattle, WA")
+}
+
+func parallelCalls(e *env) {
+	// Each handler waits until all three have started: only concurrent
+	// execution lets the step finish without a timeout.
+	var wg sync.WaitGroup
+	wg.Add(3)
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	var order []string
+	var mu sync.Mutex
+	barrier := tool(e, "lookup", "Look something up.", func(ctx context.Context, in struct {
+		Key string `json:"key"`
+	}) (string, error) {
+		wg.Done()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+			return "", errors.New("calls did not run concurrently")
+		}
+		mu.Lock()
+		order = append(order, in.Key)
+		mu.Unlock()
+		return "value of " + in.Key, nil
+	}, nil)
+	r := e.runner(script(calls("lookup", `{"key":"a"}`, "lookup", `{"key":"b"}`, "lookup", `{"key":"c"}`),
+		answer("{{result 0}}, {{result 1}}, {{result 2}}")), nil, barrier)
+	res := e.run(r, "Look up a, b and c", nil)
+	e.wantText(res, "value of a, value of b, value of c")
+	rec := e.h.Received()
+	var subs [][]coretest.Delivered
+	for _, x := range rec {
+		if x.Kind == "results" {
+			subs = append(subs, x.Results)
+		}
+	}
+	if len(subs) != 1 || len(subs[0]) != 3 {
+		e.t.Fatalf("submissions = %+v, want one with 3 results", subs)
+	}
+	for i, want := range []string{"value of a", "value of b", "value of c"} {
+		if subs[0][i].Output != want {
+			e.t.Errorf("result %d = %q, want %q (call order)", i, subs[0][i].Output, want)
+		}
+	}
+	if len(order) != 3 {
+		e.t.Errorf("handlers finished: %v", order)
+	}
+}
+
+func chain(e *env) {
+	s := script(
+		calls("getUserFavoriteCity", `{}`),
+		calls("getCityNickname", `{"location":"{{output \"getUserFavoriteCity\"}}"}`),
+		calls("getCurrentWeatherAtLocation", `{"location":"{{output \"getUserFavoriteCity\"}}","unit":"f"}`),
+		answer(`Your favorite city, {{output "getUserFavoriteCity"}}, is also known as {{output "getCityNickname"}}. The current weather there is {{output "getCurrentWeatherAtLocation"}}.`),
+	)
+	var names []string
+	r := e.runner(s, &core.Options{OnEvent: func(ev core.Event) {
+		if ev.Kind == core.CallStarted {
+			names = append(names, ev.Call.Name)
+		}
+	}}, weatherTools(e)...)
+	res := e.run(r, "What's the weather like in my favorite city?", nil)
+	e.wantText(res, "Your favorite city, Seattle, WA, is also known as The Emerald City. The current weather there is 70f.")
+	if diff := cmp.Diff([]string{"getUserFavoriteCity", "getCityNickname", "getCurrentWeatherAtLocation"}, names); diff != "" {
+		e.t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if res.Steps != 3 {
+		e.t.Errorf("steps = %d, want 3", res.Steps)
+	}
+}
+
+func argumentsAs(e *env, asString bool) {
+	st := coretest.Step{Calls: []coretest.Call{{Name: "getCurrentWeatherAtLocation", Arguments: json.RawMessage(`{"location":"Seattle, WA","unit":"c"}`), AsString: asString}}}
+	r := e.runner(script(st, answer("{{result 0}}")), nil, weatherTools(e)...)
+	e.wantText(e.run(r, "Weather in Seattle in Celsius?", nil), "21c")
+}
+
+func argumentsAsString(e *env) { argumentsAs(e, true) }
+func argumentsAsObject(e *env) { argumentsAs(e, false) }
+
+func handlerError(e *env) {
+	s := script(calls("getCityNickname", `{"location":"Paris, FR"}`), answer(`nickname: {{output "getCityNickname"}}`),
+	)
+	r := e.runner(s, nil, weatherTools(e)...)
+	res := e.run(r, "Nickname of Paris?", nil)
+	got := e.results()
+	if len(got) != 1 {
+		e.t.Fatalf("results = %+v", got)
+	}
+	e.wantFailure(got[0], `tool "getCityNickname" failed`)
+	if !strings.HasPrefix(res.Text, "nickname: ") || !strings.Contains(res.Text, `tool "getCityNickname" failed`) {
+		e.t.Errorf("answer %q does not show the model read the failure", res.Text)
+	}
+}
+
+func hiddenErrorText(e *env) {
+	s := script(calls("getCityNickname", `{"location":"Paris, FR"}`, "getCurrentWeatherAtLocation", `{"location":"Paris, FR"}`), answer("ok"))
+	r := e.runner(s, nil, weatherTools(e)...)
+	e.run(r, "Paris?", nil)
+	got := e.results()
+	if len(got) != 2 {
+		e.t.Fatalf("results = %+v", got)
+	}
+	if strings.Contains(got[0].Text()+got[0].Output, "not implemented for") {
+		e.t.Errorf("internal error text leaked: %+v", got[0])
+	}
+	e.wantFailure(got[1], "no weather data for Paris, FR")
+}
+
+func unknownTool(e *env) {
+	r := e.runner(script(calls("getWeather", `{"city":"Seattle"}`), answer("{{result 0}}")), nil, weatherTools(e)...)
+	res := e.run(r, "Weather?", nil)
+	got := e.results()
+	if len(got) != 1 {
+		e.t.Fatalf("results = %+v", got)
+	}
+	e.wantFailure(got[0], `unknown tool "getWeather"`)
+	if !strings.Contains(res.Text, "getCurrentWeatherAtLocation") {
+		e.t.Errorf("answer %q: the failure should list the available tools", res.Text)
+	}
+}
+
+func invalidJSON(e *env) {
+	var runs atomic.Int32
+	st := coretest.Step{Calls: []coretest.Call{{Name: "getCityNickname", Arguments: json.RawMessage(`"{\"location\": "`)}}}
+	r := e.runner(script(st, answer("{{result 0}}")), nil, tool(e, "getCityNickname", "", counted(&runs, cityNickname), nil))
+	e.run(r, "go", nil)
+	got := e.results()
+	if len(got) != 1 {
+		e.t.Fatalf("results = %+v", got)
+	}
+	e.wantFailure(got[0], "not valid JSON")
+	if runs.Load() != 0 {
+		e.t.Errorf("handler ran %d times on invalid JSON", runs.Load())
+	}
+}
+
+func schemaViolation(e *env) {
+	var runs atomic.Int32
+	r := e.runner(script(calls("getCurrentWeatherAtLocation", `{"location":"Seattle, WA","unit":"kelvin"}`, "getCurrentWeatherAtLocation", `{"unit":"c"}`), answer("ok")), nil,
+		tool(e, "getCurrentWeatherAtLocation", "", counted(&runs, currentWeather),
+			&core.ToolOptions{Fields: map[string]core.Field{"unit": {Enum: []any{"c", "f"}}}}))
+	e.run(r, "go", nil)
+	got := e.results()
+	if len(got) != 2 {
+		e.t.Fatalf("results = %+v", got)
+	}
+	e.wantFailure(got[0], "unit: enum")
+	e.wantFailure(got[1], `missing properties: ["location"]`)
+	if runs.Load() != 0 {
+		e.t.Errorf("handler ran %d times on invalid arguments", runs.Load())
+	}
+}
+
+func handlerPanic(e *env) {
+	boom := tool(e, "boom", "Explodes.", func(context.Context, struct{}) (string, error) { panic("kaboom with secrets") }, nil)
+	r := e.runner(script(calls("boom", `{}`), calls("getUserFavoriteCity", `{}`), answer("{{output \"getUserFavoriteCity\"}}")), nil,
+		append(weatherTools(e), boom)...)
+	e.wantText(e.run(r, "go", nil), "Seattle, WA")
+	got := e.results()
+	if len(got) != 2 {
+		e.t.Fatalf("results = %+v", got)
+	}
+	e.wantFailure(got[0], `tool "boom" failed`)
+	if strings.Contains(got[0].Text()+got[0].Output, "kaboom") {
+		e.t.Errorf("panic value leaked: %+v", got[0])
+	}
+}
+
+func handlerTimeout(e *env) {
+	slow := tool(e, "slow", "Takes forever.", func(ctx context.Context, _ struct{}) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}, &core.ToolOptions{Timeout: 20 * time.Millisecond})
+	r := e.runner(script(calls("slow", `{}`), answer("{{result 0}}")), nil, slow)
+	e.run(r, "go", nil)
+	got := e.results()
+	if len(got) != 1 {
+		e.t.Fatalf("results = %+v", got)
+	}
+	e.wantFailure(got[0], `tool "slow" timed out after 20ms`)
+}
+
+func cancelMidStep(e *env) {
+	started := make(chan struct{})
+	block := tool(e, "block", "Blocks.", func(ctx context.Context, _ struct{}) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}, nil)
+	r := e.runner(script(calls("block", `{}`), answer("never")), nil, block)
+	ctx, cancel := context.WithCancel(e.t.Context())
+	go func() { <-started; cancel() }()
+	res, err := r.Run(ctx, "go", nil)
+	if !errors.Is(err, context.Canceled) {
+		e.t.Fatalf("Run error = %v, want context.Canceled", err)
+	}
+	e.wantCode(err, core.Canceled)
+	if res == nil || res.Thread == "" {
+		e.t.Errorf("Result = %+v, want the thread", res)
+	}
+	if len(e.results()) != 0 {
+		e.t.Errorf("results were sent after cancellation: %+v", e.results())
+	}
+	if _, ok := e.b.(core.Canceler); ok && !slices.Contains(e.kinds(), "cancel") {
+		e.t.Errorf("the backend can cancel but the service saw no cancel: %v", e.kinds())
+	}
+}
+
+func maxSteps(e *env) {
+	var steps []coretest.Step
+	for range 4 {
+		steps = append(steps, calls("getUserFavoriteCity", `{}`))
+	}
+	r := e.runner(script(append(steps, answer("done"))...), &core.Options{MaxSteps: 2}, weatherTools(e)...)
+	_, err := r.Run(e.t.Context(), "go", nil)
+	if !errors.Is(err, core.ErrMaxSteps) {
+		e.t.Fatalf("Run error = %v, want ErrMaxSteps", err)
+	}
+	e.wantCode(err, core.ResourceExhausted)
+	if n := len(e.results()); n != 2 {
+		e.t.Errorf("%d results sent, want 2", n)
+	}
+	if _, ok := e.b.(core.Canceler); ok && !slices.Contains(e.kinds(), "cancel") {
+		e.t.Errorf("the backend can cancel but the turn was left waiting: %v", e.kinds())
+	}
+}
+
+func largeOutput(e *env) {
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	r := e.runner(script(calls("big", `{}`), answer("got it")), nil,
+		tool(e, "big", "Returns a lot.", func(context.Context, struct{}) (string, error) { return big, nil }, nil))
+	e.wantText(e.run(r, "go", nil), "got it")
+	got := e.results()
+	if len(got) != 1 || got[0].Output != big {
+		e.t.Errorf("output of %d bytes arrived as %d bytes", len(big), len(got[0].Output))
+	}
+}
+
+func nonASCII(e *env) {
+	echo := tool(e, "echo", "Echoes.", func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return "écho: " + in.Text + " ✓", nil
+	}, nil)
+	r := e.runner(script(calls("echo", `{"text":"São Paulo, 北京, Zürich 🚀"}`), answer("{{result 0}} — fin")), nil, echo)
+	e.wantText(e.run(r, "Répète «ça»", nil), "écho: São Paulo, 北京, Zürich 🚀 ✓ — fin")
+	if rec := e.h.Received(); len(rec) == 0 || rec[0].Input != "Répète «ça»" {
+		e.t.Errorf("input arrived as %+v", rec)
+	}
+}
+
+func contentArray(e *env) {
+	img := "data:image/png;base64,iVBORw0KGgo="
+	pic := tool(e, "chart", "Draws a chart.", func(context.Context, struct{}) (core.Content, error) {
+		return core.Content{core.TextPart("Sales by month"), core.ImagePart(img)}, nil
+	}, nil)
+	r := e.runner(script(calls("chart", `{}`), answer("see chart")), nil, pic)
+	e.wantText(e.run(r, "chart please", nil), "see chart")
+	got := e.results()
+	if len(got) != 1 || !strings.Contains(got[0].Output, "Sales by month") || !strings.Contains(got[0].Output, img) {
+		e.t.Errorf("results = %+v, want the text and the image", got)
+	}
+	if e.caps.ContentArrays && !strings.Contains(got[0].Output, `"input_image"`) {
+		e.t.Errorf("the backend accepts arrays but sent %q", got[0].Output)
+	}
+}
+
+func nullOutput(e *env) {
+	none := tool(e, "noop", "Does nothing.", func(context.Context, struct{}) (*customer, error) { return nil, nil }, nil)
+	r := e.runner(script(calls("noop", `{}`), answer("done")), nil, none)
+	e.wantText(e.run(r, "go", nil), "done")
+	if got := e.results(); len(got) != 1 || got[0].Failed {
+		e.t.Errorf("results = %+v, want one successful", got)
+	}
+}
+
+func deferredTool(e *env) {
+	lookup := tool(e, "lookup_item", "Look up a catalog item.", func(_ context.Context, in struct {
+		ItemID string `json:"item_id"`
+	}) (string, error) {
+		return "item " + in.ItemID + ": blue widget", nil
+	}, &core.ToolOptions{DeferLoading: true})
+	st := calls("lookup_item", `{"item_id":"A1"}`)
+	st.Search = "catalog"
+	r, err := e.tryRunner(script(st, answer("{{result 0}}")), nil, lookup, tool(e, "getUserFavoriteCity", "", favoriteCity, nil))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !e.caps.DeferredLoading {
+		e.t.Skip("the backend states no native deferred loading (Capabilities.DeferredLoading is false)")
+	}
+	e.wantText(e.run(r, "What is item A1?", nil), "item A1: blue widget")
+}
+
+func secondRun(e *env) {
+	s := &coretest.Script{Turns: []coretest.Turn{
+		{Steps: []coretest.Step{calls("getUserFavoriteCity", `{}`), answer(`Your favorite city is {{output "getUserFavoriteCity"}}.`)}},
+		{Expect: "And its nickname?", Steps: []coretest.Step{
+			calls("getCityNickname", `{"location":"{{output \"getUserFavoriteCity\"}}"}`),
+			answer(`{{output "getUserFavoriteCity"}} is {{output "getCityNickname"}}.`),
+		}},
+	}}
+	r := e.runner(s, nil, weatherTools(e)...)
+	res := e.run(r, "What is my favorite city?", nil)
+	res2 := e.run(r, "And its nickname?", &core.RunOptions{Thread: res.Thread})
+	e.wantText(res2, "Seattle, WA is The Emerald City.")
+	var got []string
+	for _, x := range e.h.Received() {
+		switch x.Kind {
+		case "input":
+			got = append(got, "input:"+x.Input)
+		case "results":
+			for _, d := range x.Results {
+				got = append(got, "result:"+d.Name+"="+d.Output)
+			}
+		}
+	}
+	want := []string{"input:What is my favorite city?", "result:getUserFavoriteCity=Seattle, WA", "input:And its nickname?", "result:getCityNickname=The Emerald City"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		e.t.Errorf("received (-want +got):\n%s", diff)
+	}
+}
+
+func resumeAfterLostResponse(e *env) {
+	var runs atomic.Int32
+	book := tool(e, "book_table", "Books a table.", counted(&runs, func(_ context.Context, in struct {
+		Table int `json:"table"`
+	}) (string, error) {
+		return fmt.Sprintf("table %d booked", in.Table), nil
+	}), nil)
+	e.inject(Fault{Kind: LostResponse, On: ResultsRequests})
+	r := e.runner(script(calls("book_table", `{"table":7}`), answer("{{result 0}}")), nil, book)
+	res, err := r.Run(e.t.Context(), "Book table 7", nil)
+	if err != nil {
+		// The backend could not recover by itself: resume the thread.
+		if res == nil || res.Thread == "" {
+			e.t.Fatalf("Run failed without a thread to resume: %v", err)
+		}
+		res, err = r.Resume(e.t.Context(), res.Thread, nil)
+		if err != nil {
+			e.t.Fatalf("Resume: %v", err)
+		}
+	}
+	e.wantText(res, "table 7 booked")
+	if runs.Load() != 1 {
+		e.t.Errorf("the function ran %d times, want 1", runs.Load())
+	}
+	for _, d := range e.results() {
+		if d.Output != "table 7 booked" {
+			e.t.Errorf("a resend differs from the kept result: %+v", d)
+		}
+	}
+}
+
+func resumeUnknownThread(e *env) {
+	r := e.runner(script(answer("x")), nil)
+	_, err := r.Resume(e.t.Context(), "thread-that-does-not-exist", nil)
+	e.wantCode(err, core.NotFound)
+}
+
+func resumeFinishedThread(e *env) {
+	var runs atomic.Int32
+	r := e.runner(script(calls("getUserFavoriteCity", `{}`), answer(`{{output "getUserFavoriteCity"}}`)), nil,
+		tool(e, "getUserFavoriteCity", "", counted(&runs, favoriteCity), nil))
+	res := e.run(r, "Where?", nil)
+	res2, err := r.Resume(e.t.Context(), res.Thread, nil)
+	if err != nil {
+		e.t.Fatalf("Resume: %v", err)
+	}
+	e.wantText(res2, "Seattle, WA")
+	if runs.Load() != 1 || len(e.results()) != 1 {
+		e.t.Errorf("runs %d, results %d; want 1 and 1", runs.Load(), len(e.results()))
+	}
+}
+
+func duplicateDelivery(e *env) {
+	var runs atomic.Int32
+	e.inject(Fault{Kind: Duplicate, Times: 3})
+	r := e.runner(script(calls("getUserFavoriteCity", `{}`), calls("getCityNickname", `{"location":"Seattle, WA"}`), answer(`{{output "getCityNickname"}}`)), nil,
+		tool(e, "getUserFavoriteCity", "", counted(&runs, favoriteCity), nil),
+		tool(e, "getCityNickname", "", counted(&runs, cityNickname), nil))
+	e.wantText(e.run(r, "go", nil), "The Emerald City")
+	if runs.Load() != 2 {
+		e.t.Errorf("functions ran %d times, want 2", runs.Load())
+	}
+}
+
+func rateLimitThenSuccess(e *env) {
+	e.inject(Fault{Kind: RateLimited, Times: 1, On: ResultsRequests})
+	r := e.runner(script(calls("getUserFavoriteCity", `{}`), answer(`{{output "getUserFavoriteCity"}}`)), nil, weatherTools(e)...)
+	e.wantText(e.run(r, "go", nil), "Seattle, WA")
+}
+
+func rateLimitExhausted(e *env) {
+	e.inject(Fault{Kind: RateLimited, Times: 100, On: InputRequests})
+	r, err := e.tryRunner(script(answer("never")), nil)
+	if err == nil {
+		_, err = r.Run(e.t.Context(), "go", nil)
+	}
+	e.wantCode(err, core.ResourceExhausted)
+}
+
+func serverErrorBurst(e *env) {
+	e.inject(Fault{Kind: ServerError, Times: 2, On: ResultsRequests})
+	r := e.runner(script(calls("getUserFavoriteCity", `{}`), answer(`{{output "getUserFavoriteCity"}}`)), nil, weatherTools(e)...)
+	e.wantText(e.run(r, "go", nil), "Seattle, WA")
+}
+
+func authenticationFailure(e *env) {
+	e.inject(Fault{Kind: Unauthorized})
+	r, err := e.tryRunner(script(answer("never")), nil)
+	if err == nil {
+		_, err = r.Run(e.t.Context(), "go", nil)
+	}
+	e.wantCode(err, core.PermissionDenied)
+}
+
+func turnFailure(e *env) {
+	s := script(calls("getUserFavoriteCity", `{}`), coretest.Step{Fail: &coretest.Failure{Code: "server_error", Message: "synthetic model failure"}})
+	r := e.runner(s, nil, weatherTools(e)...)
+	_, err := r.Run(e.t.Context(), "go", nil)
+	if err == nil || !strings.Contains(err.Error(), "synthetic model failure") {
+		e.t.Fatalf("Run error = %v, want the service's message", err)
+	}
+	e.wantCode(err, core.Internal)
+}

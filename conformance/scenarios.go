@@ -171,8 +171,7 @@ func argumentsAsString(e *env) { argumentsAs(e, true) }
 func argumentsAsObject(e *env) { argumentsAs(e, false) }
 
 func handlerError(e *env) {
-	s := script(calls("getCityNickname", `{"location":"Paris, FR"}`), answer(`nickname: {{output "getCityNickname"}}`),
-	)
+	s := script(calls("getCityNickname", `{"location":"Paris, FR"}`), answer(`nickname: {{output "getCityNickname"}}`))
 	r := e.runner(s, nil, weatherTools(e)...)
 	res := e.run(r, "Nickname of Paris?", nil)
 	got := e.results()

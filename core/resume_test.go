@@ -131,8 +131,11 @@ func TestInDoubt(t *testing.T) {
 		{"verify finds the result", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
 			return "booked 7 (verified)", true, nil
 		}}, 0, coretest.Delivered{Output: "booked 7 (verified)"}, core.OK},
-		{"verify finds nothing, idempotent: run again", &core.ToolOptions{Idempotent: true, Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
+		{"verify finds it did not happen: run again", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
 			return nil, false, nil
+		}}, 1, coretest.Delivered{Output: "booked 7"}, core.OK},
+		{"verify fails, idempotent: run again", &core.ToolOptions{Idempotent: true, Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
+			return nil, false, errors.New("ledger unreachable")
 		}}, 1, coretest.Delivered{Output: "booked 7"}, core.OK},
 		{"verify fails: outcome unknown", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
 			return nil, false, errors.New("ledger unreachable")

@@ -389,24 +389,31 @@ func (r *Runner) runClaimed(ctx context.Context, call *Call, key JournalKey, ide
 }
 
 // runInDoubt decides a call found started but not finished, now owned by
-// this runner: its Verify hook's result if it finds one; else a new run if
-// the tool is idempotent; else a failed result saying the outcome is unknown.
+// this runner. With a Verify hook: the result it finds is sent; if it finds
+// that the call did not take effect, the call runs again; if it cannot tell
+// (an error), the call is treated as having no hook. Without one: an
+// idempotent tool runs again; any other call gets a failed result saying
+// its outcome is unknown.
 func (r *Runner) runInDoubt(ctx context.Context, call *Call, key JournalKey, idem string, ev func(EventKind, Outcome, time.Duration, error)) (ToolResult, error) {
 	tool := r.tools.Lookup(call.Name)
 	if tool != nil && tool.opts.Verify != nil {
 		v, found, err := tool.opts.Verify(withCall(ctx, call), *call)
-		if err == nil && found {
+		switch {
+		case err == nil && found:
 			out, err := encodeOutput(v)
-			if err == nil {
-				jr := JournalResult{Output: out, Outcome: OK}
-				if err := r.opts.Journal.Finish(ctx, key, r.opts.Owner, jr); err != nil {
-					return ToolResult{}, r.journalError(ctx, err)
-				}
-				ev(CallInDoubt, OK, 0, nil)
-				return toResult(call, &jr, idem), nil
+			if err != nil {
+				break
 			}
-		}
-		if err != nil {
+			jr := JournalResult{Output: out, Outcome: OK}
+			if err := r.opts.Journal.Finish(ctx, key, r.opts.Owner, jr); err != nil {
+				return ToolResult{}, r.journalError(ctx, err)
+			}
+			ev(CallInDoubt, OK, 0, nil)
+			return toResult(call, &jr, idem), nil
+		case err == nil:
+			ev(CallInDoubt, OK, 0, nil)
+			return r.runClaimed(ctx, call, key, idem, ev)
+		default:
 			r.opts.Logger.WarnContext(ctx, "toolrelay: verify failed", "call_id", call.ID, "tool", call.Name, "error", err)
 		}
 	}

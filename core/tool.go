@@ -46,13 +46,17 @@ type ToolOptions struct {
 	Timeout time.Duration
 	// Idempotent declares that running the tool twice with the same
 	// arguments has the same effect as running it once. A call found started
-	// but not finished after a crash is run again only if the tool is
-	// idempotent or its Verify hook finds its result; otherwise the model is
-	// told the outcome is unknown.
+	// but not finished after a crash (in doubt) runs again only if the tool
+	// is idempotent or its Verify hook says the call did not take effect;
+	// otherwise the model is told the outcome is unknown and the program gets
+	// a CallInDoubt event.
 	Idempotent bool
 	// Verify, if set, checks the outside world for the outcome of a call
 	// that may have run but whose result was not saved. It returns the
-	// result (as a handler would) and found = true if the call took effect.
+	// result (as a handler would) and found = true if the call took effect;
+	// found = false if it is sure the call did not take effect (the call then
+	// runs again); an error if it cannot tell (the call is then treated as if
+	// there were no Verify hook).
 	Verify func(ctx context.Context, call Call) (result any, found bool, err error)
 	// Fields refines the inferred schema of a typed tool, property by
 	// property. Keys are JSON property names; a nested property is named by

@@ -188,6 +188,9 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, 
 		return res, err
 	}
 	for {
+		if step == nil {
+			return finish(&Error{Code: Internal, Op: r.b.Name() + ": step", Err: errors.New("the backend returned no step")})
+		}
 		res.Thread, res.Turn = step.Thread, step.Turn
 		res.Usage.Add(step.Usage)
 		if len(step.Calls) == 0 {
@@ -268,15 +271,8 @@ func checkResults(calls []Call, results []ToolResult) error {
 func (r *Runner) runCalls(ctx context.Context, step *Step, n int) ([]ToolResult, error) {
 	results := make([]ToolResult, len(step.Calls))
 	errs := make([]error, len(step.Calls))
-	if len(step.Calls) == 1 || r.opts.Concurrency == 1 {
-		for i := range step.Calls {
-			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n)
-			if errs[i] != nil {
-				return nil, errs[i]
-			}
-		}
-		return results, nil
-	}
+	// Handlers run in goroutines even one at a time, so that a canceled
+	// context ends the run at once, whatever a handler does.
 	sem := make(chan struct{}, r.opts.Concurrency)
 	var wg sync.WaitGroup
 	done := make(chan struct{})

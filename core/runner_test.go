@@ -259,6 +259,25 @@ func TestCancelMidStep(t *testing.T) {
 	}
 }
 
+// TestCancelSingleCall checks that a lone handler that ignores its context
+// does not hold the run once the context is canceled.
+func TestCancelSingleCall(t *testing.T) {
+	started := make(chan struct{})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	stubborn := mustTool(t)(core.NewTool("stubborn", "", func(ctx context.Context, _ struct{}) (string, error) {
+		close(started)
+		<-release
+		return "", nil
+	}, nil))
+	r, _ := newRunner(t, coretest.Simple("stubborn", `{}`, "never"), []*core.Tool{stubborn}, &core.Options{Concurrency: 1})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-started; cancel() }()
+	if _, err := r.Run(ctx, "go", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run error = %v, want context.Canceled", err)
+	}
+}
+
 // TestMaxSteps checks that a model that never stops ends the run with a
 // typed error, and that the waiting turn is canceled rather than parked.
 func TestMaxSteps(t *testing.T) {

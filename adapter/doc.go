@@ -24,7 +24,32 @@
 //
 // The foundry, responses and fake-foundry backends:
 //
-//	Setting                  Environment variable        File key
+//	Setting                  Environment variable                 File key
+//	project endpoint         AZURE_AI_PROJECT_ENDPOINT            foundry.endpoint
+//	                         (or FOUNDRY_PROJECT_ENDPOINT)
+//	static bearer token      AGENT_TOKEN                          foundry.token
+//	API key (api-key)        TOOLRELAY_FOUNDRY_API_KEY            foundry.api_key
+//	agent to run             TOOLRELAY_FOUNDRY_AGENT              foundry.agent
+//	agent version            TOOLRELAY_FOUNDRY_AGENT_VERSION      foundry.agent_version
+//	model deployment         TOOLRELAY_FOUNDRY_MODEL              foundry.model
+//	agent instructions       TOOLRELAY_FOUNDRY_INSTRUCTIONS       foundry.instructions
+//	thread linking           TOOLRELAY_FOUNDRY_MODE               foundry.mode
+//	stream responses         TOOLRELAY_FOUNDRY_STREAM             foundry.stream
+//	keep what was created    TOOLRELAY_FOUNDRY_KEEP               foundry.keep
+//	responses API key        OPENAI_API_KEY                       foundry.responses_api_key
+//	responses base URL       OPENAI_BASE_URL                      foundry.responses_base_url
+//
+// foundry authenticates with AGENT_TOKEN, else the API key, else
+// azidentity's DefaultAzureCredential (scope https://ai.azure.com/.default).
+// With no agent configured, or with a model configured, it creates a
+// version of the agent (named by the agent setting, or "toolrelay-agent")
+// from the program's tools, using the model deployment (default
+// gpt-4.1-mini) and instructions, and deletes it on Close; otherwise it
+// runs the existing agent. The mode is "conversation" (default) or
+// "previous_response_id" (the default of responses, which sends the model,
+// instructions and tools with every request and no agent). fake-foundry
+// runs the foundry backend against a fake project in the process, playing
+// the script; it needs no credentials.
 //
 // # Backends
 //

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// clearEnv keeps the environment from choosing another backend.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"TOOLRELAY_BACKEND", "TOOLRELAY_CONFIG", "TOOLRELAY_SCRIPT", "TOOLRELAY_FOUNDRY_MODE", "TOOLRELAY_FOUNDRY_AGENT", "TOOLRELAY_FOUNDRY_MODEL"} {
+		t.Setenv(k, "")
+	}
+}
+
+// TestRun checks the sample's expected output.
+func TestRun(t *testing.T) {
+	clearEnv(t)
+	var out bytes.Buffer
+	if err := run(context.Background(), &out); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	want := "Agent response: Your horoscope for Aquarius: Next Tuesday you will befriend a baby otter.\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("output mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestSchema checks that the tool's schema is the sample's.
+func TestSchema(t *testing.T) {
+	tools, err := newTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := tools.Lookup("get_horoscope")
+	want := `{"type":"object","properties":{"sign":{"type":"string","description":"An astrological sign like Taurus or Aquarius"}},"required":["sign"],"additionalProperties":false}`
+	if diff := cmp.Diff(want, string(tool.Parameters())); diff != "" {
+		t.Errorf("schema mismatch (-want +got):\n%s", diff)
+	}
+	if !tool.Strict() || tool.Description() != "Get today's horoscope for an astrological sign." {
+		t.Errorf("strict = %v, description = %q", tool.Strict(), tool.Description())
+	}
+}

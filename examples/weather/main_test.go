@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// clearEnv keeps the environment from choosing another backend.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"TOOLRELAY_BACKEND", "TOOLRELAY_CONFIG", "TOOLRELAY_SCRIPT", "TOOLRELAY_FOUNDRY_MODE", "TOOLRELAY_FOUNDRY_AGENT", "TOOLRELAY_FOUNDRY_MODEL", "TOOLRELAY_CONCURRENCY"} {
+		t.Setenv(k, "")
+	}
+}
+
+// TestRun checks the sample's expected output, in both ways of linking
+// responses.
+func TestRun(t *testing.T) {
+	for _, mode := range []string{"", "previous_response_id"} {
+		t.Run("mode="+mode, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("TOOLRELAY_FOUNDRY_MODE", mode)
+			var out bytes.Buffer
+			if err := run(context.Background(), &out); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			want := "Calling getUserFavoriteCity...\n" +
+				"Calling getCityNickname...\n" +
+				"Calling getCurrentWeatherAtLocation...\n" +
+				"Your favorite city, Seattle, WA, is also known as The Emerald City. The current weather there is 70f.\n"
+			if diff := cmp.Diff(want, out.String()); diff != "" {
+				t.Errorf("output mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSchemas checks that the tools' schemas are the sample's:
+// descriptions, the location parameter, the unit enum with default "f".
+func TestSchemas(t *testing.T) {
+	tools, err := newTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"getUserFavoriteCity": {"Gets the user's favorite city.",
+			`{"type":"object","additionalProperties":false}`},
+		"getCityNickname": {"Gets the nickname of a city, e.g. 'LA' for 'Los Angeles, CA'.",
+			`{"type":"object","properties":{"location":{"type":"string","description":"The city and state, e.g. San Francisco, CA"}},"required":["location"],"additionalProperties":false}`},
+		"getCurrentWeatherAtLocation": {"Gets the current weather at a provided location.",
+			`{"type":"object","properties":{"location":{"type":"string","description":"The city and state, e.g. San Francisco, CA"},"unit":{"type":"string","default":"f","enum":["c","f"]}},"required":["location"],"additionalProperties":false}`},
+	}
+	got := map[string][2]string{}
+	for _, tool := range tools.Tools() {
+		got[tool.Name()] = [2]string{tool.Description(), string(tool.Parameters())}
+		if tool.Strict() {
+			t.Errorf("%s is strict; the sample's tools are not", tool.Name())
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tools mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestFunctions checks the functions, including the cities they do not
+// know and the unit's default.
+func TestFunctions(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		f       func() (string, error)
+		want    string
+		wantErr string
+	}{
+		{"favorite city", func() (string, error) { return getUserFavoriteCity(ctx, struct{}{}) }, "Seattle, WA", ""},
+		{"nickname", func() (string, error) { return getCityNickname(ctx, nicknameArgs{"Seattle, WA"}) }, "The Emerald City", ""},
+		{"unknown nickname", func() (string, error) { return getCityNickname(ctx, nicknameArgs{"Paris, FR"}) }, "", "no nickname is known for Paris, FR"},
+		{"weather", func() (string, error) { return getCurrentWeatherAtLocation(ctx, weatherArgs{Location: "Seattle, WA"}) }, "70f", ""},
+		{"weather in c", func() (string, error) { return getCurrentWeatherAtLocation(ctx, weatherArgs{"Seattle, WA", "c"}) }, "21c", ""},
+		{"unknown weather", func() (string, error) { return getCurrentWeatherAtLocation(ctx, weatherArgs{Location: "Paris, FR"}) }, "", "no weather is known for Paris, FR"},
+	} {
+		got, err := tc.f()
+		if got != tc.want || (err == nil) != (tc.wantErr == "") || (err != nil && err.Error() != tc.wantErr) {
+			t.Errorf("%s = %q, %v; want %q, %q", tc.name, got, err, tc.want, tc.wantErr)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package foundry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// agentsAPIVersion is the api-version every agents route requires.
+const agentsAPIVersion = "v1"
+
+var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+
+// checkAgentName refuses a name the service would refuse.
+func checkAgentName(name string) error {
+	if !agentNameRE.MatchString(name) {
+		return core.Errorf(core.InvalidArgument, "foundry: invalid agent name %q: use at most 63 letters, digits and hyphens, starting and ending with a letter or digit", name)
+	}
+	return nil
+}
+
+// agentsClient calls the agents API of a project through an azcore
+// pipeline.
+type agentsClient struct {
+	endpoint string // project endpoint, no trailing slash
+	pl       runtime.Pipeline
+}
+
+// AgentVersion is an agent version as the service describes it.
+type AgentVersion struct {
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	Version     string          `json:"version"`
+	Description string          `json:"description,omitempty"`
+	CreatedAt   int64           `json:"created_at"`
+	Definition  json.RawMessage `json:"definition"`
+	Status      string          `json:"status,omitempty"`
+}
+
+type agentObject struct {
+	Name     string `json:"name"`
+	Versions struct {
+		Latest AgentVersion `json:"latest"`
+	} `json:"versions"`
+}
+
+// functionTool is a function tool of a prompt agent definition.
+type functionTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict"`
+}
+
+type promptDefinition struct {
+	Kind         string         `json:"kind"`
+	Model        string         `json:"model"`
+	Instructions string         `json:"instructions,omitempty"`
+	Tools        []functionTool `json:"tools,omitempty"`
+}
+
+type versionRequest struct {
+	Description string           `json:"description,omitempty"`
+	Definition  promptDefinition `json:"definition"`
+}
+
+// functionTools returns the toolbox's tools as function tools.
+func functionTools(tools *core.Toolbox) []functionTool {
+	var out []functionTool
+	for _, t := range tools.Tools() {
+		out = append(out, functionTool{Type: "function", Name: t.Name(), Description: t.Description(), Parameters: t.Parameters(), Strict: t.Strict()})
+	}
+	return out
+}
+
+func (c *agentsClient) url(path ...string) string {
+	u := c.endpoint + "/agents"
+	for _, p := range path {
+		u += "/" + url.PathEscape(p)
+	}
+	return u + "?api-version=" + agentsAPIVersion
+}
+
+// do sends a request with an optional JSON body and decodes a 200/201
+// answer into out (if not nil). An error answer is an
+// *azcore.ResponseError.
+func (c *agentsClient) do(ctx context.Context, method, u string, body, out any) error {
+	req, err := runtime.NewRequest(ctx, method, u)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		if err := runtime.MarshalAsJSON(req, body); err != nil {
+			return err
+		}
+	}
+	resp, err := c.pl.Do(req)
+	if err != nil {
+		return err
+	}
+	if !runtime.HasStatusCode(resp, http.StatusOK, http.StatusCreated) {
+		return runtime.NewResponseError(resp)
+	}
+	if out == nil {
+		runtime.Drain(resp)
+		return nil
+	}
+	return runtime.UnmarshalAsJSON(resp, out)
+}
+
+// createVersion creates a version of agent name (and the agent, if it does
+// not exist yet).
+func (c *agentsClient) createVersion(ctx context.Context, name string, req *versionRequest) (*AgentVersion, error) {
+	var v AgentVersion
+	if err := c.do(ctx, http.MethodPost, c.url(name, "versions"), req, &v); err != nil {
+		return nil, fmt.Errorf("foundry: create a version of agent %q: %w", name, err)
+	}
+	return &v, nil
+}
+
+// getVersion returns a version of agent name; "" means the latest.
+func (c *agentsClient) getVersion(ctx context.Context, name, version string) (*AgentVersion, error) {
+	if version == "" {
+		var a agentObject
+		if err := c.do(ctx, http.MethodGet, c.url(name), nil, &a); err != nil {
+			return nil, fmt.Errorf("foundry: get agent %q: %w", name, err)
+		}
+		return &a.Versions.Latest, nil
+	}
+	var v AgentVersion
+	if err := c.do(ctx, http.MethodGet, c.url(name, "versions", version), nil, &v); err != nil {
+		return nil, fmt.Errorf("foundry: get version %q of agent %q: %w", version, name, err)
+	}
+	return &v, nil
+}
+
+// deleteVersion deletes a version of agent name.
+func (c *agentsClient) deleteVersion(ctx context.Context, name, version string) error {
+	if err := c.do(ctx, http.MethodDelete, c.url(name, "versions", version), nil, nil); err != nil {
+		return fmt.Errorf("foundry: delete version %q of agent %q: %w", version, name, err)
+	}
+	return nil
+}

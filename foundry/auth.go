@@ -1,0 +1,116 @@
+package foundry
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+const (
+	module  = "toolrelay/foundry"
+	version = "v0"
+)
+
+// staticToken is a TokenCredential that returns one bearer token.
+type staticToken string
+
+// GetToken returns the token. Its expiry is unknown, so it is said to
+// last an hour; the bearer-token policy then asks again and gets the same
+// token.
+func (t staticToken) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	return azcore.AccessToken{Token: string(t), ExpiresOn: time.Now().Add(time.Hour)}, nil
+}
+
+// authPolicy returns the policy that authenticates every request, on both
+// clients: a bearer-token policy (which caches the token and refuses
+// plain http) or the api-key header. It refuses an http endpoint for
+// token authentication.
+func authPolicy(o *Options, endpoint *url.URL) (policy.Policy, error) {
+	n := 0
+	for _, set := range []bool{o.Credential != nil, o.Token != "", o.APIKey != ""} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, core.Errorf(core.InvalidArgument, "foundry: set only one of Credential, Token and APIKey")
+	}
+	if !strings.EqualFold(endpoint.Scheme, "https") {
+		what := "token"
+		if o.APIKey != "" {
+			what = "API key"
+		}
+		return nil, core.Errorf(core.InvalidArgument, "foundry: %s authentication needs an https endpoint, not %q: credentials are never sent over plain http", what, endpoint.Redacted())
+	}
+	if o.APIKey != "" {
+		return runtime.NewKeyCredentialPolicy(azcore.NewKeyCredential(o.APIKey), "api-key", nil), nil
+	}
+	cred := o.Credential
+	switch {
+	case o.Token != "":
+		cred = staticToken(o.Token)
+	case cred == nil:
+		c, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			return nil, &core.Error{Code: core.PermissionDenied, Op: "foundry: default Azure credential", Err: err}
+		}
+		cred = c
+	}
+	return runtime.NewBearerTokenPolicy(cred, []string{Scope}, nil), nil
+}
+
+// newPipeline returns an azcore pipeline that authenticates with auth and
+// sends with client. retries < 0 disables azcore's retries (openai-go
+// retries its own requests).
+func newPipeline(auth policy.Policy, client *http.Client, retries int32) runtime.Pipeline {
+	co := &policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: retries}}
+	if client != nil {
+		co.Transport = client
+	}
+	var perRetry []policy.Policy
+	if auth != nil {
+		perRetry = append(perRetry, auth)
+	}
+	return runtime.NewPipeline(module, version, runtime.PipelineOptions{PerRetry: perRetry}, co)
+}
+
+// pipelineTransport is an http.RoundTripper that sends openai-go's
+// requests through an azcore pipeline, so that they are authenticated by
+// the same policy as the agents requests.
+type pipelineTransport struct {
+	pl runtime.Pipeline
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t pipelineTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	req, err := runtime.NewRequestFromRequest(r)
+	if err != nil {
+		return nil, err
+	}
+	runtime.SkipBodyDownload(req)
+	return t.pl.Do(req)
+}
+
+// parseEndpoint checks and normalises a project endpoint.
+func parseEndpoint(endpoint string) (*url.URL, error) {
+	if endpoint == "" {
+		return nil, core.Errorf(core.InvalidArgument, "foundry: no project endpoint (set AZURE_AI_PROJECT_ENDPOINT to https://<resource>.services.ai.azure.com/api/projects/<project>)")
+	}
+	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, core.Errorf(core.InvalidArgument, "foundry: invalid project endpoint %q: want https://<resource>.services.ai.azure.com/api/projects/<project>", endpoint)
+	}
+	if u.RawQuery != "" {
+		return nil, core.Errorf(core.InvalidArgument, "foundry: project endpoint %q has a query", endpoint)
+	}
+	return u, nil
+}

@@ -1,0 +1,154 @@
+package foundry
+
+import (
+	"context"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// history is what a conversation's items say about its last turn.
+type history struct {
+	// pending are the function calls without an output, in order.
+	pending []conversations.ConversationItemUnion
+	// answered holds the call ids that have an output.
+	answered map[string]bool
+	// last is the last message or function output: what the model
+	// answered, or what waits for its answer.
+	last *conversations.ConversationItemUnion
+	// lastUser is the text of the last user message.
+	lastUser string
+}
+
+// readConversation lists all the items of a conversation, oldest first.
+func (b *Backend) readConversation(ctx context.Context, conv string) (*history, error) {
+	pager := b.client.Conversations.Items.ListAutoPaging(ctx, conv, conversations.ItemListParams{
+		Order: conversations.ItemListParamsOrderAsc,
+		Limit: openai.Int(100),
+	})
+	var calls []conversations.ConversationItemUnion
+	h := &history{answered: map[string]bool{}}
+	for pager.Next() {
+		it := pager.Current()
+		switch it.Type {
+		case "function_call":
+			calls = append(calls, it)
+		case "function_call_output":
+			h.answered[it.CallID] = true
+			h.last = &it
+		case "message":
+			h.last = &it
+			if it.Role == "user" {
+				h.lastUser = messageText(it)
+			}
+		}
+	}
+	if err := pager.Err(); err != nil {
+		return nil, err
+	}
+	for _, c := range calls {
+		if !h.answered[c.CallID] {
+			h.pending = append(h.pending, c)
+		}
+	}
+	return h, nil
+}
+
+func messageText(it conversations.ConversationItemUnion) string {
+	var texts []string
+	for _, c := range it.AsMessage().Content {
+		switch c.Type {
+		case "input_text", "output_text", "text":
+			texts = append(texts, c.Text)
+		}
+	}
+	return strings.Join(texts, "")
+}
+
+// pendingStep returns the step of a conversation's pending calls.
+func (b *Backend) pendingStep(conv string, h *history) *core.Step {
+	s := &core.Step{Thread: conv}
+	for _, c := range h.pending {
+		s.Calls = append(s.Calls, newCall(conv, c.CallID, c.Name, c.Arguments.OfString))
+	}
+	return s
+}
+
+// resumeConversation returns the current step of a conversation.
+func (b *Backend) resumeConversation(ctx context.Context, conv string) (*core.Step, error) {
+	h, err := b.readConversation(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
+	return b.continueConversation(ctx, conv, h)
+}
+
+// continueConversation returns the step a conversation is at: its pending
+// calls, or its last answer, or (when the last message or output waits
+// for the model) the model's next step.
+func (b *Backend) continueConversation(ctx context.Context, conv string, h *history) (*core.Step, error) {
+	switch {
+	case len(h.pending) > 0:
+		return b.pendingStep(conv, h), nil
+	case h.last == nil:
+		return &core.Step{Thread: conv}, nil
+	case h.last.Type == "message" && h.last.Role == "assistant":
+		return &core.Step{Thread: conv, Text: messageText(*h.last)}, nil
+	}
+	return b.respond(ctx, conv, nil)
+}
+
+// recoverStart is called when a Start on conv was refused: if the
+// conversation shows that the user's input was taken and the model asked
+// for calls (an earlier attempt whose answer was lost), it returns their
+// step.
+func (b *Backend) recoverStart(ctx context.Context, conv, input string) (*core.Step, bool) {
+	h, err := b.readConversation(ctx, conv)
+	if err != nil || len(h.pending) == 0 || h.lastUser != input {
+		return nil, false
+	}
+	return b.pendingStep(conv, h), true
+}
+
+// recoverSubmit is called when a Submit was refused: if the conversation
+// holds an output for every call of the step (an earlier attempt
+// delivered them and its answer was lost), it returns the step the
+// conversation is at.
+func (b *Backend) recoverSubmit(ctx context.Context, step *core.Step) (*core.Step, bool) {
+	h, err := b.readConversation(ctx, step.Thread)
+	if err != nil {
+		return nil, false
+	}
+	for _, c := range step.Calls {
+		if !h.answered[c.ID] {
+			return nil, false
+		}
+	}
+	s, err := b.continueConversation(ctx, step.Thread, h)
+	return s, err == nil
+}
+
+// cancelConversation gives each pending call of conv the output
+// CanceledOutput, so that the conversation can take new input.
+func (b *Backend) cancelConversation(ctx context.Context, conv string) error {
+	h, err := b.readConversation(ctx, conv)
+	if err != nil {
+		return err
+	}
+	for len(h.pending) > 0 {
+		n := min(len(h.pending), 20)
+		items := make([]responses.ResponseInputItemUnionParam, n)
+		for i, c := range h.pending[:n] {
+			items[i] = functionOutput(c.CallID, CanceledOutput)
+		}
+		if _, err := b.client.Conversations.Items.New(ctx, conv, conversations.ItemNewParams{Items: items}); err != nil {
+			return err
+		}
+		h.pending = h.pending[n:]
+	}
+	return nil
+}

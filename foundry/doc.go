@@ -1,0 +1,90 @@
+// Package foundry is the toolrelay backend for the Azure AI Foundry Agent
+// Service: it runs the tool loop of a Foundry prompt agent, whose function
+// tools are implemented by the program, over the project's
+// OpenAI-compatible responses and conversations API. The same loop, with
+// no agent, runs over the plain Responses API ([OpenResponses]).
+//
+// Application code should use the portable API (core.Runner), opened by
+// configuration through package adapter ("foundry", "responses" and the
+// embedded fake "fake-foundry"); this package is for programs that build
+// the backend in code.
+//
+// # The protocol
+//
+// A run sends the user's message, then, while a response's output holds
+// function_call items, hands them to the runner (which runs them
+// concurrently) and sends one function_call_output item per call, all in
+// the next request; it ends with the first response without calls, whose
+// output text is the answer. Only function_call_output items and the
+// user's messages are ever sent as input: server-side output items
+// (reasoning, messages, tool calls) are never forwarded.
+//
+// Function_call_output has no success flag: a failed call's output is a
+// JSON object {"error": "<message>"} holding the text the runner decided
+// the model may see ([FailureOutput]). A content array returned by a tool
+// is sent as an array of input_text, input_image and input_file parts.
+//
+// The responses of a thread are linked in one of two ways ([Mode]): in a
+// conversation (the default of [Open]; the thread is the conversation id,
+// the first message creates the conversation, as the service's samples
+// do), or by previous_response_id (the default of [OpenResponses]; the
+// thread is the latest response id). Either thread can be resumed in a new
+// process with Resume: the function calls the service lists without an
+// output are the pending calls, and results kept in the runner's journal
+// are sent again instead of running the functions twice. A call's journal
+// key is (backend name, thread, "", call id): in conversation mode the
+// conversation id, which the conversation's items let Resume rebuild; in
+// chain mode the response that made the call.
+//
+// # Configuration
+//
+// [Options] holds the project endpoint
+// (https://<resource>.services.ai.azure.com/api/projects/<project>), the
+// credential, and the agent: the name (and optionally the version) of an
+// existing agent, or a definition (model deployment, instructions) from
+// which Open creates an agent version whose function tools are the
+// toolbox's tools, with their strict flags. Close deletes what the backend
+// created (the agent version, its conversations) unless Keep is set.
+//
+// Authentication is an azcore.TokenCredential (by default
+// azidentity.NewDefaultAzureCredential) asked for tokens of scope
+// https://ai.azure.com/.default, or a static bearer token (Options.Token,
+// the AGENT_TOKEN of the service's samples), or an API key (api-key
+// header). One azcore bearer-token policy authenticates both clients, so
+// the token is fetched once and cached; plain http endpoints are refused.
+// Tokens and keys are never logged.
+//
+// Package adapter reads these settings from the environment
+// (AZURE_AI_PROJECT_ENDPOINT or FOUNDRY_PROJECT_ENDPOINT, AGENT_TOKEN,
+// TOOLRELAY_FOUNDRY_*; OPENAI_API_KEY and OPENAI_BASE_URL for responses);
+// its package doc lists them.
+//
+// # Errors
+//
+// Errors from the service are returned as the SDKs make them, so that
+// errors.As reaches an *openai.Error (responses, conversations) or an
+// *azcore.ResponseError (agents); [Backend.ErrorCode] classifies them by
+// HTTP status (400 InvalidArgument, 401 and 403 PermissionDenied, 404
+// NotFound, 409 FailedPrecondition, 429 ResourceExhausted, 5xx Unknown).
+// A response that ends failed, incomplete or cancelled, or a stream's
+// error event, is a *[TurnError] carrying the service's code and message,
+// classified by that code (rate_limit_exceeded ResourceExhausted,
+// server_error Internal, …). Bad options are *core.Error values with code
+// InvalidArgument.
+//
+// Starting a new turn on a thread whose last turn still waits for results
+// fails with InvalidArgument ("No tool output found for function call");
+// resume the thread instead. A Canceler is provided: when a run stops
+// early, the pending calls are given an output saying so, so that the
+// thread stays usable.
+//
+// # SDK access
+//
+// [Backend.Client] returns the openai-go client (base URL
+// <endpoint>/openai/v1/, authenticated by the backend), for requests the
+// backend does not make; [Backend.Pipeline] returns the azcore pipeline of
+// the agents API; [Backend.Agent] names the agent version in use.
+// Options.RequestOptions adds openai-go request options (retries,
+// timeouts, headers) to every request; Options.HTTPClient sets the HTTP
+// client of both.
+package foundry

@@ -1,0 +1,271 @@
+package foundrytest
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolrelay/toolrelay/core/coretest"
+)
+
+// conversation is a conversation of the fake, with the model playing the
+// script for it.
+type conversation struct {
+	id       string
+	seq      int
+	created  int64
+	metadata map[string]string
+	items    []*item
+	deleted  bool
+
+	model      *coretest.Model
+	unbegun    []string // user messages the model has not begun a turn with
+	modelCalls []string // call ids of the model's pending calls
+	lastText   string   // the model's last answer
+}
+
+func (c *conversation) json() map[string]any {
+	md := c.metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return map[string]any{"id": c.id, "object": "conversation", "created_at": c.created, "metadata": md}
+}
+
+// pending returns the function_call items of c that have no output yet,
+// in order.
+func (c *conversation) pending() []*item {
+	return pendingCalls(c.items, nil)
+}
+
+// pendingCalls returns the calls among items that no function_call_output
+// among items and extra answers, in order.
+func pendingCalls(items []*item, extra []*item) []*item {
+	answered := map[string]bool{}
+	for _, it := range slices.Concat(items, extra) {
+		if it.Type == "function_call_output" {
+			answered[it.CallID] = true
+		}
+	}
+	var out []*item
+	for _, it := range items {
+		if it.Type == "function_call" && !answered[it.CallID] {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// takeInput checks input items against the calls waiting for an output
+// and returns the new items they make (user messages and function outputs,
+// with ids) and the user texts. Outputs must answer waiting calls, each
+// once; with complete set, every waiting call must be answered. Echoed
+// function_call items of known calls are ignored.
+func (s *Server) takeInput(waiting []*item, known func(callID string) bool, in []inputItem, complete bool) (items []*item, texts []string, e *apiError) {
+	open := map[string]*item{}
+	for _, c := range waiting {
+		open[c.CallID] = c
+	}
+	for _, it := range in {
+		switch it.Type {
+		case "message":
+			text, _ := messageText(it.Content)
+			role := it.Role
+			items = append(items, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: role, Text: text})
+			if role == "user" {
+				texts = append(texts, text)
+			}
+		case "function_call_output":
+			call := open[it.CallID]
+			if call == nil {
+				return nil, nil, noToolCall(it.CallID)
+			}
+			delete(open, it.CallID)
+			items = append(items, &item{Type: "function_call_output", ID: s.newID("fco_"), Status: "completed", CallID: it.CallID, Name: call.Name, Output: it.Output})
+		case "function_call":
+			if known == nil || !known(it.CallID) {
+				return nil, nil, noToolCall(it.CallID)
+			}
+		}
+	}
+	if complete {
+		for _, c := range waiting {
+			if open[c.CallID] != nil {
+				return nil, nil, noToolOutput(c.CallID)
+			}
+		}
+	}
+	return items, texts, nil
+}
+
+// record notes what a thread received, in neutral terms.
+func (s *Server) record(thread string, items []*item) {
+	var results []coretest.Delivered
+	for _, it := range items {
+		switch {
+		case it.Type == "message" && it.Role == "user":
+			s.received = append(s.received, coretest.Received{Kind: "input", Thread: thread, Input: it.Text})
+		case it.Type == "function_call_output":
+			results = append(results, coretest.Delivered{CallID: it.CallID, Name: it.Name, Output: it.outputText()})
+		}
+	}
+	if len(results) > 0 {
+		s.received = append(s.received, coretest.Received{Kind: "results", Thread: thread, Results: results})
+	}
+}
+
+// add appends new items to c, queues user texts for the model and hands
+// the model its results once all its calls are answered.
+func (s *Server) add(c *conversation, items []*item, texts []string) {
+	c.items = append(c.items, items...)
+	s.record(c.id, items)
+	c.unbegun = append(c.unbegun, texts...)
+	if len(c.modelCalls) == 0 {
+		return
+	}
+	outputs := map[string]*item{}
+	for _, it := range c.items {
+		if it.Type == "function_call_output" {
+			outputs[it.CallID] = it
+		}
+	}
+	results := make([]coretest.Delivered, 0, len(c.modelCalls))
+	for _, id := range c.modelCalls {
+		o := outputs[id]
+		if o == nil {
+			return
+		}
+		results = append(results, coretest.Delivered{CallID: id, Name: o.Name, Output: o.outputText()})
+	}
+	c.model.Deliver(results)
+	c.modelCalls = nil
+}
+
+func (s *Server) conversation(id string) (*conversation, *apiError) {
+	c := s.conversations[id]
+	if c == nil || c.deleted {
+		return nil, notFound("Conversation with id '%s' not found.", id)
+	}
+	return c, nil
+}
+
+func (s *Server) createConversation(ex *exchange, _ []string, _ *Fault) (any, error) {
+	var req struct {
+		Items    json.RawMessage   `json:"items"`
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := json.Unmarshal(ex.body, &req); err != nil {
+		return nil, schemaError("/")
+	}
+	in, e := parseInput(req.Items)
+	if e != nil {
+		return nil, e
+	}
+	if len(in) > 20 {
+		return nil, badRequest("invalid_request", "items", "You may add up to 20 items at a time.")
+	}
+	c := &conversation{id: s.newID("conv_"), seq: len(s.conversations), created: now(), metadata: req.Metadata, model: s.script.NewModel()}
+	items, texts, e := s.takeInput(nil, nil, in, true)
+	if e != nil {
+		return nil, e
+	}
+	s.conversations[c.id] = c
+	s.add(c, items, texts)
+	return c.json(), nil
+}
+
+func (s *Server) getConversation(_ *exchange, args []string, _ *Fault) (any, error) {
+	c, e := s.conversation(args[0])
+	if e != nil {
+		return nil, e
+	}
+	return c.json(), nil
+}
+
+func (s *Server) deleteConversation(_ *exchange, args []string, _ *Fault) (any, error) {
+	c, e := s.conversation(args[0])
+	if e != nil {
+		return nil, e
+	}
+	c.deleted = true
+	return map[string]any{"id": c.id, "object": "conversation.deleted", "deleted": true}, nil
+}
+
+func (s *Server) createItems(ex *exchange, args []string, _ *Fault) (any, error) {
+	c, e := s.conversation(args[0])
+	if e != nil {
+		return nil, e
+	}
+	var req struct {
+		Items json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(ex.body, &req); err != nil {
+		return nil, schemaError("/")
+	}
+	in, e := parseInput(req.Items)
+	if e != nil {
+		return nil, e
+	}
+	if len(in) == 0 || len(in) > 20 {
+		return nil, badRequest("invalid_request", "items", "Add between 1 and 20 items at a time.")
+	}
+	items, texts, e := s.takeInput(c.pending(), c.knows, in, false)
+	if e != nil {
+		return nil, e
+	}
+	s.add(c, items, texts)
+	return itemList(items, false), nil
+}
+
+// knows reports whether c holds the call callID.
+func (c *conversation) knows(callID string) bool {
+	return slices.ContainsFunc(c.items, func(it *item) bool { return it.Type == "function_call" && it.CallID == callID })
+}
+
+func itemList(items []*item, more bool) map[string]any {
+	first, last := "", ""
+	if len(items) > 0 {
+		first, last = items[0].ID, items[len(items)-1].ID
+	}
+	if items == nil {
+		items = []*item{}
+	}
+	return map[string]any{"object": "list", "data": items, "first_id": first, "last_id": last, "has_more": more}
+}
+
+func (s *Server) listItems(ex *exchange, args []string, _ *Fault) (any, error) {
+	c, e := s.conversation(args[0])
+	if e != nil {
+		return nil, e
+	}
+	q := ex.r.URL.Query()
+	limit := 20
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 100 {
+			return nil, badRequest("invalid_request", "limit", "limit must be between 1 and 100.")
+		}
+		limit = n
+	}
+	items := slices.Clone(c.items)
+	switch strings.ToLower(q.Get("order")) {
+	case "", "desc":
+		slices.Reverse(items)
+	case "asc":
+	default:
+		return nil, badRequest("invalid_request", "order", "order must be 'asc' or 'desc'.")
+	}
+	if after := q.Get("after"); after != "" {
+		i := slices.IndexFunc(items, func(it *item) bool { return it.ID == after })
+		if i < 0 {
+			return nil, notFound("Item with id '%s' not found.", after)
+		}
+		items = items[i+1:]
+	}
+	more := len(items) > limit
+	if more {
+		items = items[:limit]
+	}
+	return itemList(items, more), nil
+}

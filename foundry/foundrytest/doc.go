@@ -1,0 +1,56 @@
+// Package foundrytest provides a fake Azure AI Foundry project for tests:
+// a real HTTPS server on loopback ([httptest.NewTLSServer]) that speaks the
+// service's wire format and plays a [coretest.Script] as the model. It
+// serves, under /api/projects/<project>:
+//
+//   - the agents API (api-version=v1 required): POST /agents,
+//     GET|DELETE /agents/{name}, POST /agents/{name}/versions,
+//     GET|DELETE /agents/{name}/versions/{version};
+//   - the OpenAI-compatible API (no api-version): POST /openai/v1/conversations,
+//     GET|DELETE /openai/v1/conversations/{id}, POST|GET
+//     /openai/v1/conversations/{id}/items, POST /openai/v1/responses (JSON,
+//     or server-sent events when "stream": true), GET|DELETE
+//     /openai/v1/responses/{id}.
+//
+// Each conversation, and each chain of responses linked by
+// previous_response_id, has its own [coretest.Model]: a conversation's
+// user messages begin the model's turns, and function_call_output items
+// deliver the results of its calls. A request may continue a chain from
+// any of its responses, not only the latest.
+//
+// # What it enforces
+//
+// The fake refuses what the service refuses, with the service's status
+// and words:
+//
+//   - no bearer token (or api-key): 401 PermissionDenied;
+//   - a top-level "agent" key: 400 invalid_payload "The 'agent' property is
+//     deprecated. Use 'agent_reference' instead.";
+//   - tools, tool_choice, parallel_tool_calls or text alongside an
+//     agent_reference: 400 invalid_payload "Not allowed when agent is
+//     specified.";
+//   - a function_call_output for a call that is not waiting for one: 400
+//     "No tool call found for function call output with call_id …";
+//   - a request that leaves a waiting call without an output: 400 "No
+//     tool output found for function call …";
+//   - an unknown agent or agent version: 404;
+//   - conversation together with previous_response_id: 400;
+//   - server-side output items (reasoning and the like) sent back as
+//     input: 400 "The provided data does not match the expected schema";
+//   - a missing or wrong api-version on the agents routes, or one on the
+//     /openai/v1 routes: 400.
+//
+// Without [Options.Plain], every response must reference an agent. With
+// it, requests without an agent are served as the plain Responses API:
+// they must name a model, and may carry tools.
+//
+// # Faults and records
+//
+// [Server.InjectFault] queues faults for the next requests of an
+// operation: an error status (429 with retry-after-ms, 500, 503, …), a
+// response whose status is failed (response.failed when streaming), an
+// error event, or a dropped answer (the request is served, then the
+// connection is closed without an answer). [Server.Requests] returns every
+// request as it arrived, with the status answered; [Server.Received]
+// returns what the fake accepted in neutral terms ([coretest.Received]).
+package foundrytest

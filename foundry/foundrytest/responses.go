@@ -1,0 +1,416 @@
+package foundrytest
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/toolrelay/toolrelay/core/coretest"
+)
+
+// response is a response of the fake.
+type response struct {
+	id           string
+	created      int64
+	status       string // completed, failed
+	errCode      string
+	errMessage   string
+	output       []*item
+	conversation string
+	previous     string
+	agentRef     json.RawMessage
+	model        string
+	instructions string
+	deleted      bool
+
+	// In a chain of responses: the operations that bring a new model to
+	// the state it has after this response, and the calls it waits for.
+	hist  []modelOp
+	calls []*item
+	text  string // the answer, if the response gave one
+}
+
+// modelOp is one operation on a Model, kept to rebuild a chain's model
+// at any of its responses (a request may continue from an older one).
+type modelOp struct {
+	begin   *string
+	deliver []coretest.Delivered
+	next    bool
+}
+
+func (r *response) json() map[string]any {
+	var errv, conv, prev, ref, instr any
+	if r.status == "failed" {
+		errv = map[string]any{"code": r.errCode, "message": r.errMessage}
+	}
+	if r.conversation != "" {
+		conv = map[string]any{"id": r.conversation}
+	}
+	if r.previous != "" {
+		prev = r.previous
+	}
+	if len(r.agentRef) > 0 {
+		ref = r.agentRef
+	}
+	if r.instructions != "" {
+		instr = r.instructions
+	}
+	output := r.output
+	if output == nil {
+		output = []*item{}
+	}
+	m := map[string]any{
+		"id": r.id, "object": "response", "created_at": r.created, "status": r.status,
+		"error": errv, "incomplete_details": nil, "instructions": instr, "model": r.model,
+		"output": output, "parallel_tool_calls": true, "temperature": 1.0, "top_p": 1.0,
+		"tool_choice": "auto", "tools": []any{}, "text": map[string]any{"format": map[string]any{"type": "text"}},
+		"truncation": "disabled", "metadata": map[string]any{}, "store": true, "background": false,
+		"conversation": conv, "previous_response_id": prev, "agent_reference": ref, "usage": usageJSON(),
+	}
+	if r.status == "completed" {
+		m["completed_at"] = r.created
+	}
+	return m
+}
+
+// request is the part of a create-response body the fake acts on.
+type request struct {
+	agentRef     json.RawMessage
+	agentName    string
+	agentVersion string
+	model        string
+	instructions string
+	conversation string
+	previous     string
+	input        []inputItem
+	stream       bool
+}
+
+// present reports whether key is in m with a value other than null.
+func present(m map[string]json.RawMessage, key string) bool {
+	v, ok := m[key]
+	return ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+}
+
+func (s *Server) parseRequest(body []byte) (*request, *apiError) {
+	m, e := decodeObject(body)
+	if e != nil {
+		return nil, e
+	}
+	if present(m, "agent") {
+		return nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_payload", Message: msgAgentDeprecated, Param: "agent"}
+	}
+	req := &request{}
+	if present(m, "agent_reference") {
+		var ref struct {
+			Type    string `json:"type"`
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		}
+		if err := json.Unmarshal(m["agent_reference"], &ref); err != nil || ref.Type != "agent_reference" || ref.Name == "" {
+			return nil, schemaError("agent_reference")
+		}
+		for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls", "text"} {
+			if present(m, k) {
+				return nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_payload", Message: msgNotAllowed, Param: k}
+			}
+		}
+		v := s.version(ref.Name, ref.Version)
+		if v == nil {
+			if ref.Version != "" {
+				return nil, notFound("Agent %q has no version %q.", ref.Name, ref.Version)
+			}
+			return nil, notFound("Agent %q not found.", ref.Name)
+		}
+		var def struct {
+			Model        string `json:"model"`
+			Instructions string `json:"instructions"`
+		}
+		json.Unmarshal(v.Definition, &def)
+		req.agentRef, req.agentName, req.agentVersion = m["agent_reference"], ref.Name, v.Version
+		req.model, req.instructions = def.Model, def.Instructions
+	} else {
+		if !s.opts.Plain {
+			return nil, badRequest("invalid_payload", "agent_reference", "This fake project serves agents: set agent_reference (or make the server with Options.Plain for model requests).")
+		}
+		if !present(m, "model") {
+			return nil, badRequest("missing_required_parameter", "model", "Missing required parameter: 'model'.")
+		}
+		json.Unmarshal(m["model"], &req.model)
+		if present(m, "instructions") {
+			json.Unmarshal(m["instructions"], &req.instructions)
+		}
+	}
+	if present(m, "conversation") {
+		var id string
+		if json.Unmarshal(m["conversation"], &id) != nil {
+			var obj struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(m["conversation"], &obj) != nil || obj.ID == "" {
+				return nil, schemaError("conversation")
+			}
+			id = obj.ID
+		}
+		req.conversation = id
+	}
+	if present(m, "previous_response_id") {
+		if json.Unmarshal(m["previous_response_id"], &req.previous) != nil {
+			return nil, schemaError("previous_response_id")
+		}
+	}
+	if req.conversation != "" && req.previous != "" {
+		return nil, badRequest("invalid_request", "conversation", msgBothThreads)
+	}
+	in, e := parseInput(m["input"])
+	if e != nil {
+		return nil, e
+	}
+	req.input = in
+	if present(m, "stream") {
+		json.Unmarshal(m["stream"], &req.stream)
+	}
+	return req, nil
+}
+
+func (s *Server) createResponse(ex *exchange, _ []string, f *Fault) (any, error) {
+	req, e := s.parseRequest(ex.body)
+	if e != nil {
+		return nil, e
+	}
+	var (
+		conv *conversation
+		prev *response
+	)
+	switch {
+	case req.conversation != "":
+		if conv, e = s.conversation(req.conversation); e != nil {
+			return nil, e
+		}
+	case req.previous != "":
+		prev = s.responses[req.previous]
+		if prev == nil || prev.deleted {
+			return nil, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "Previous response with id '" + req.previous + "' not found.", Param: "previous_response_id"}
+		}
+	}
+	r := &response{id: s.newID("resp_"), created: now(), status: "completed", agentRef: req.agentRef, model: req.model, instructions: req.instructions, previous: req.previous}
+	if conv != nil {
+		r.conversation = conv.id
+	}
+	if f != nil && (f.Failed || f.ErrorEvent) {
+		return s.faultResponse(r, prev, req.stream, f)
+	}
+	var a *coretest.Action
+	if conv != nil {
+		a, e = s.playConversation(conv, req)
+	} else {
+		a, e = s.playChain(r, prev, req)
+	}
+	if e != nil {
+		return nil, e
+	}
+	s.answer(r, a)
+	if conv != nil {
+		for _, it := range r.output {
+			it.ResponseID = r.id
+		}
+		conv.items = append(conv.items, r.output...)
+		conv.modelCalls = nil
+		for _, c := range r.calls {
+			conv.modelCalls = append(conv.modelCalls, c.CallID)
+		}
+		if r.text != "" {
+			conv.lastText = r.text
+		}
+		r.calls = nil
+	}
+	s.responses[r.id] = r
+	if req.stream {
+		return s.events(r), nil
+	}
+	return r.json(), nil
+}
+
+// faultResponse answers with a failed response (or an error event),
+// leaving the thread as it was.
+func (s *Server) faultResponse(r, prev *response, stream bool, f *Fault) (any, error) {
+	code, msg := f.Code, f.Message
+	if code == "" {
+		code = "server_error"
+	}
+	if msg == "" {
+		msg = "The server had an error while processing your request."
+	}
+	if f.ErrorEvent {
+		if !stream {
+			return nil, &apiError{Status: http.StatusInternalServerError, Code: code, Message: msg, Type: "server_error"}
+		}
+		r.status = "in_progress"
+		return &sseAnswer{events: []sseEvent{
+			{"response.created", map[string]any{"response": r.json()}},
+			{"error", map[string]any{"code": code, "message": msg, "param": nil}},
+		}}, nil
+	}
+	r.status, r.errCode, r.errMessage = "failed", code, msg
+	if prev != nil {
+		r.hist = prev.hist
+	}
+	s.responses[r.id] = r
+	if stream {
+		return s.events(r), nil
+	}
+	return r.json(), nil
+}
+
+// playConversation takes the request's input into conv and plays the
+// model's next action.
+func (s *Server) playConversation(conv *conversation, req *request) (*coretest.Action, *apiError) {
+	items, texts, e := s.takeInput(conv.pending(), conv.knows, req.input, true)
+	if e != nil {
+		return nil, e
+	}
+	s.add(conv, items, texts)
+	if len(conv.unbegun) > 0 {
+		input := strings.Join(conv.unbegun, "\n")
+		conv.unbegun = nil
+		if err := conv.model.Begin(input); err != nil {
+			return nil, scriptError(err)
+		}
+	}
+	a, err := conv.model.Next()
+	if err != nil {
+		if len(items) == 0 && conv.lastText != "" {
+			// Asked again with nothing new: the model says it again.
+			return &coretest.Action{Text: conv.lastText}, nil
+		}
+		return nil, scriptError(err)
+	}
+	return a, nil
+}
+
+// playChain takes the request's input into a chain of responses (a new
+// one when prev is nil) and plays the model's next action; it sets r.hist.
+func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *apiError) {
+	var waiting []*item
+	var hist []modelOp
+	known := func(string) bool { return false }
+	if prev != nil {
+		waiting, hist = prev.calls, slices.Clone(prev.hist)
+		known = func(id string) bool {
+			return slices.ContainsFunc(prev.calls, func(it *item) bool { return it.CallID == id })
+		}
+	}
+	items, texts, e := s.takeInput(waiting, known, req.input, true)
+	if e != nil {
+		return nil, e
+	}
+	model := s.chainModel(prev)
+	thread := r.id
+	if prev != nil {
+		thread = prev.id
+	}
+	s.record(thread, items)
+	if len(waiting) > 0 {
+		outputs := map[string]*item{}
+		for _, it := range items {
+			outputs[it.CallID] = it
+		}
+		results := make([]coretest.Delivered, len(waiting))
+		for i, c := range waiting {
+			o := outputs[c.CallID]
+			results[i] = coretest.Delivered{CallID: c.CallID, Name: c.Name, Output: o.outputText()}
+		}
+		if err := model.Deliver(slices.Clone(results)); err != nil {
+			return nil, scriptError(err)
+		}
+		hist = append(hist, modelOp{deliver: results})
+	}
+	if len(texts) > 0 {
+		input := strings.Join(texts, "\n")
+		if err := model.Begin(input); err != nil {
+			return nil, scriptError(err)
+		}
+		hist = append(hist, modelOp{begin: &input})
+	}
+	a, err := model.Next()
+	if err != nil {
+		if len(items) == 0 && prev != nil && prev.text != "" {
+			a = &coretest.Action{Text: prev.text}
+		} else {
+			return nil, scriptError(err)
+		}
+	} else {
+		hist = append(hist, modelOp{next: true})
+	}
+	r.hist = hist
+	s.models[r.id] = model
+	return a, nil
+}
+
+// chainModel returns the model in the state it has after prev (a new
+// model for a new chain): the live one if no request continued from prev
+// yet, else one rebuilt by replaying prev's history.
+func (s *Server) chainModel(prev *response) *coretest.Model {
+	if prev == nil {
+		return s.script.NewModel()
+	}
+	if m := s.models[prev.id]; m != nil {
+		delete(s.models, prev.id)
+		return m
+	}
+	m := s.script.NewModel()
+	for _, op := range prev.hist {
+		switch {
+		case op.begin != nil:
+			m.Begin(*op.begin)
+		case op.deliver != nil:
+			m.Deliver(slices.Clone(op.deliver))
+		case op.next:
+			m.Next()
+		}
+	}
+	return m
+}
+
+// answer fills r's output from the model's action.
+func (s *Server) answer(r *response, a *coretest.Action) {
+	if s.opts.Reasoning && a.Fail == nil {
+		r.output = append(r.output, &item{Type: "reasoning", ID: s.newID("rs_")})
+	}
+	switch {
+	case a.Fail != nil:
+		r.status, r.errCode, r.errMessage = "failed", a.Fail.Code, a.Fail.Message
+	case len(a.Calls) > 0:
+		for _, c := range a.Calls {
+			id := c.ID
+			if id == "" {
+				id = s.newCallID()
+			}
+			it := &item{Type: "function_call", ID: s.newID("fc_"), Status: "completed", CallID: id, Name: c.Name, Arguments: c.Arguments}
+			r.output = append(r.output, it)
+			r.calls = append(r.calls, it)
+		}
+	default:
+		r.output = append(r.output, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: "assistant", Text: a.Text})
+		r.text = a.Text
+	}
+}
+
+func (s *Server) getResponse(_ *exchange, args []string, _ *Fault) (any, error) {
+	r := s.responses[args[0]]
+	if r == nil || r.deleted {
+		return nil, notFound("Response with id '%s' not found.", args[0])
+	}
+	return r.json(), nil
+}
+
+func (s *Server) deleteResponse(_ *exchange, args []string, _ *Fault) (any, error) {
+	r := s.responses[args[0]]
+	if r == nil || r.deleted {
+		return nil, notFound("Response with id '%s' not found.", args[0])
+	}
+	r.deleted = true
+	return map[string]any{"id": r.id, "object": "response", "deleted": true}, nil
+}

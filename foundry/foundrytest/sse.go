@@ -1,0 +1,93 @@
+package foundrytest
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"net/http"
+)
+
+// sseAnswer is a streamed answer: server-sent events, written after the
+// server's lock is released.
+type sseAnswer struct {
+	events []sseEvent
+}
+
+type sseEvent struct {
+	typ  string
+	data map[string]any
+}
+
+// events returns the events that stream r, in the order the service sends
+// them: response.created, response.in_progress, each output item (added,
+// its deltas, done), then response.completed or response.failed.
+func (s *Server) events(r *response) *sseAnswer {
+	full := r.json()
+	start := maps.Clone(full)
+	start["status"], start["output"], start["error"] = "in_progress", []any{}, nil
+	delete(start, "completed_at")
+	a := &sseAnswer{}
+	add := func(typ string, data map[string]any) { a.events = append(a.events, sseEvent{typ, data}) }
+	add("response.created", map[string]any{"response": start})
+	add("response.in_progress", map[string]any{"response": start})
+	for i, it := range r.output {
+		switch it.Type {
+		case "function_call":
+			begin := *it
+			begin.Status, begin.Arguments = "in_progress", ""
+			add("response.output_item.added", map[string]any{"output_index": i, "item": &begin})
+			add("response.function_call_arguments.delta", map[string]any{"item_id": it.ID, "output_index": i, "delta": it.Arguments})
+			add("response.function_call_arguments.done", map[string]any{"item_id": it.ID, "output_index": i, "arguments": it.Arguments, "name": it.Name})
+		case "message":
+			add("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"type": "message", "id": it.ID, "status": "in_progress", "role": "assistant", "content": []any{}}})
+			part := func(text string) map[string]any {
+				return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
+			}
+			at := map[string]any{"item_id": it.ID, "output_index": i, "content_index": 0}
+			with := func(k string, v any) map[string]any { m := maps.Clone(at); m[k] = v; return m }
+			add("response.content_part.added", with("part", part("")))
+			d := with("delta", it.Text)
+			d["logprobs"] = []any{}
+			add("response.output_text.delta", d)
+			done := with("text", it.Text)
+			done["logprobs"] = []any{}
+			add("response.output_text.done", done)
+			add("response.content_part.done", with("part", part(it.Text)))
+		default:
+			add("response.output_item.added", map[string]any{"output_index": i, "item": it})
+		}
+		add("response.output_item.done", map[string]any{"output_index": i, "item": it})
+	}
+	if r.status == "failed" {
+		add("response.failed", map[string]any{"response": full})
+	} else {
+		add("response.completed", map[string]any{"response": full})
+	}
+	return a
+}
+
+// writeSSE writes a streamed answer. No event carries a top-level "error"
+// key (the error event carries code and message), as the service does.
+func (s *Server) writeSSE(ex *exchange, a *sseAnswer) {
+	s.setStatus(ex, http.StatusOK, "")
+	h := ex.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	ex.w.WriteHeader(http.StatusOK)
+	fl, _ := ex.w.(http.Flusher)
+	for i, ev := range a.events {
+		data := maps.Clone(ev.data)
+		data["type"] = ev.typ
+		data["sequence_number"] = i
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.Encode(data)
+		ex.w.Write([]byte("event: " + ev.typ + "\ndata: "))
+		ex.w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		ex.w.Write([]byte("\n\n"))
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+}

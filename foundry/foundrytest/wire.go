@@ -1,0 +1,191 @@
+package foundrytest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// item is a conversation or response item as the fake stores it. It
+// marshals to the OpenAI item shape of its type.
+type item struct {
+	Type   string
+	ID     string
+	Status string
+	// message
+	Role string
+	Text string // the text of a message (input_text or output_text)
+	// function_call and function_call_output
+	CallID    string
+	Name      string
+	Arguments string
+	Output    json.RawMessage // a JSON string or a content array
+	// ResponseID names the response that produced or received the item
+	// (a Foundry extension of the item shape).
+	ResponseID string
+}
+
+func (it *item) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"type": it.Type, "id": it.ID}
+	if it.Status != "" {
+		m["status"] = it.Status
+	}
+	if it.ResponseID != "" {
+		m["response_id"] = it.ResponseID
+	}
+	switch it.Type {
+	case "message":
+		m["role"] = it.Role
+		if it.Role == "assistant" {
+			m["content"] = []any{map[string]any{"type": "output_text", "text": it.Text, "annotations": []any{}, "logprobs": []any{}}}
+		} else {
+			m["content"] = []any{map[string]any{"type": "input_text", "text": it.Text}}
+		}
+	case "function_call":
+		m["call_id"] = it.CallID
+		m["name"] = it.Name
+		m["arguments"] = it.Arguments
+	case "function_call_output":
+		m["call_id"] = it.CallID
+		m["output"] = it.Output
+	case "reasoning":
+		m["summary"] = []any{}
+	}
+	return json.Marshal(m)
+}
+
+// outputText returns the output of a function_call_output as text: the
+// string, or the content array as JSON.
+func (it *item) outputText() string {
+	var s string
+	if json.Unmarshal(it.Output, &s) == nil {
+		return s
+	}
+	return string(it.Output)
+}
+
+// inputItem is an item of a request's input (or of a conversation's
+// items), decoded loosely to check its shape.
+type inputItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	CallID  string          `json:"call_id"`
+	Output  json.RawMessage `json:"output"`
+	Name    string          `json:"name"`
+	Args    *string         `json:"arguments"`
+}
+
+// parseInput decodes a request's input: a string (one user message) or an
+// array of items. Only the items a client may send are accepted: messages,
+// function_call_output items, and function_call items the service made.
+func parseInput(raw json.RawMessage) ([]inputItem, *apiError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, schemaError("input")
+		}
+		return []inputItem{{Type: "message", Role: "user", Content: raw}}, nil
+	}
+	var items []inputItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, schemaError("input")
+	}
+	for i := range items {
+		it := &items[i]
+		if it.Type == "" && it.Role != "" {
+			it.Type = "message"
+		}
+		switch it.Type {
+		case "message":
+			if _, err := messageText(it.Content); err != nil || it.Role == "" {
+				return nil, schemaError(fmt.Sprintf("input[%d]", i))
+			}
+		case "function_call_output":
+			if it.CallID == "" || !validOutput(it.Output) {
+				return nil, schemaError(fmt.Sprintf("input[%d]", i))
+			}
+		case "function_call":
+			if it.CallID == "" || it.Args == nil {
+				return nil, schemaError(fmt.Sprintf("input[%d]", i))
+			}
+		default:
+			// Server-side items (reasoning, mcp_list_tools, web_search_call…)
+			// sent back as input are refused, as Foundry does.
+			return nil, schemaError("/")
+		}
+	}
+	return items, nil
+}
+
+// messageText returns the text of a message's content: a string, or the
+// text parts of a content array joined by newlines.
+func messageText(content json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(content, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(content, &parts); err != nil {
+		return "", err
+	}
+	var texts []string
+	for _, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			texts = append(texts, p.Text)
+		case "input_image", "input_file":
+		default:
+			return "", fmt.Errorf("unknown content part %q", p.Type)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// validOutput reports whether a function_call_output's output is a string
+// or an array of input content parts.
+func validOutput(raw json.RawMessage) bool {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return true
+	}
+	var parts []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return false
+	}
+	for _, p := range parts {
+		switch p.Type {
+		case "input_text", "input_image", "input_file":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// usage is the token usage the fake reports for every response.
+func usageJSON() map[string]any {
+	return map[string]any{
+		"input_tokens":          UsageInputTokens,
+		"input_tokens_details":  map[string]any{"cached_tokens": 0},
+		"output_tokens":         UsageOutputTokens,
+		"output_tokens_details": map[string]any{"reasoning_tokens": 0},
+		"total_tokens":          UsageInputTokens + UsageOutputTokens,
+	}
+}
+
+// The token usage the fake reports for every response.
+const (
+	UsageInputTokens  = 10
+	UsageOutputTokens = 5
+)

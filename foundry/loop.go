@@ -1,0 +1,245 @@
+package foundry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// Start implements [core.Backend]. In Conversation mode a new thread is a
+// new conversation, created with the user's message as its first item and
+// answered by a response with an empty input; an existing thread gets the
+// message as the response's input. In Chain mode the message is the input
+// of a response linked to the thread's latest response.
+func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step, error) {
+	msg := responses.ResponseInputItemParamOfMessage(req.Input, responses.EasyInputMessageRoleUser)
+	if b.mode == Chain {
+		input := append(b.takeCanceled(req.Thread), msg)
+		return b.respond(ctx, req.Thread, input)
+	}
+	thread, input := req.Thread, []responses.ResponseInputItemUnionParam{msg}
+	if thread == "" {
+		conv, err := b.client.Conversations.New(ctx, conversations.ConversationNewParams{Items: input})
+		if err != nil {
+			return nil, fmt.Errorf("create a conversation: %w", err)
+		}
+		b.mu.Lock()
+		b.conversations = append(b.conversations, conv.ID)
+		b.mu.Unlock()
+		thread, input = conv.ID, nil
+	}
+	step, err := b.respond(ctx, thread, input)
+	if err != nil && isBadRequest(err) {
+		// The answer to an earlier attempt may have been lost after the
+		// service acted on it: the conversation then holds the calls.
+		if s, ok := b.recoverStart(ctx, thread, req.Input); ok {
+			return s, nil
+		}
+	}
+	return step, err
+}
+
+// Submit implements [core.Backend]: it sends one function_call_output
+// item per result, in call order, in one request. A failed result's
+// output is [FailureOutput] of its error message; a content array is sent
+// as an array of input parts; any other output as [core.Output.String]
+// renders it.
+func (b *Backend) Submit(ctx context.Context, req *core.SubmitRequest) (*core.Step, error) {
+	input := make([]responses.ResponseInputItemUnionParam, len(req.Results))
+	for i := range req.Results {
+		input[i] = outputItem(&req.Results[i])
+	}
+	step, err := b.respond(ctx, req.Step.Thread, input)
+	if err != nil && b.mode == Conversation && isBadRequest(err) {
+		// The outputs may have been delivered by an attempt whose answer
+		// was lost: then the conversation holds them, and the next step.
+		if s, ok := b.recoverSubmit(ctx, req.Step); ok {
+			return s, nil
+		}
+	}
+	return step, err
+}
+
+// Resume implements [core.Backend]. In Conversation mode it reads the
+// conversation's items: the function calls without an output are the
+// pending calls; with none, the last assistant message is the answer, and
+// if the model has not answered the last input yet, a response with an
+// empty input is requested. In Chain mode it reads the response named by
+// thread: its function calls are pending, or its text is the answer.
+func (b *Backend) Resume(ctx context.Context, thread string) (*core.Step, error) {
+	if thread == "" {
+		return nil, core.Errorf(core.InvalidArgument, "%s: resume: no thread", b.name)
+	}
+	if b.mode == Chain {
+		r, err := b.client.Responses.Get(ctx, thread, responses.ResponseGetParams{})
+		if err != nil {
+			return nil, err
+		}
+		return b.step(thread, r)
+	}
+	return b.resumeConversation(ctx, thread)
+}
+
+// Cancel implements [core.Canceler]. A Foundry thread has no running turn
+// to stop, but a call left without an output makes every later request on
+// the thread fail ("No tool output found for function call"). In
+// Conversation mode Cancel therefore adds an output to each pending call
+// of the conversation, saying the run stopped ([CanceledOutput]). In Chain
+// mode it remembers the pending calls of the response, and the next Start
+// on that thread sends those outputs with the user's message.
+func (b *Backend) Cancel(ctx context.Context, thread string) error {
+	if b.mode == Conversation {
+		return b.cancelConversation(ctx, thread)
+	}
+	r, err := b.client.Responses.Get(ctx, thread, responses.ResponseGetParams{})
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, o := range r.Output {
+		if o.Type == "function_call" {
+			ids = append(ids, o.AsFunctionCall().CallID)
+		}
+	}
+	if len(ids) > 0 {
+		b.mu.Lock()
+		if b.canceled == nil {
+			b.canceled = map[string][]string{}
+		}
+		b.canceled[thread] = ids
+		b.mu.Unlock()
+	}
+	return nil
+}
+
+// takeCanceled returns the outputs of the calls Cancel left on a chain's
+// response, and forgets them.
+func (b *Backend) takeCanceled(thread string) []responses.ResponseInputItemUnionParam {
+	b.mu.Lock()
+	ids := b.canceled[thread]
+	delete(b.canceled, thread)
+	b.mu.Unlock()
+	var items []responses.ResponseInputItemUnionParam
+	for _, id := range ids {
+		items = append(items, functionOutput(id, CanceledOutput))
+	}
+	return items
+}
+
+// respond creates a response on thread with input and returns its step.
+func (b *Backend) respond(ctx context.Context, thread string, input []responses.ResponseInputItemUnionParam) (*core.Step, error) {
+	p := responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfInputItemList: append(responses.ResponseInputParam{}, input...)}}
+	switch {
+	case b.mode == Conversation:
+		p.Conversation = responses.ResponseNewParamsConversationUnion{OfString: openai.String(thread)}
+	case thread != "":
+		p.PreviousResponseID = openai.String(thread)
+	}
+	if b.agentRef != nil {
+		p.SetExtraFields(map[string]any{"agent_reference": b.agentRef})
+	} else {
+		p.Model = b.model
+		if b.instructions != "" {
+			p.Instructions = openai.String(b.instructions)
+		}
+		p.Tools = b.tools
+	}
+	r, err := b.create(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	return b.step(thread, r)
+}
+
+// create sends a create-response request, streaming or not, and returns
+// the finished response.
+func (b *Backend) create(ctx context.Context, p *responses.ResponseNewParams) (*responses.Response, error) {
+	if !b.stream {
+		return b.client.Responses.New(ctx, *p)
+	}
+	stream := b.client.Responses.NewStreaming(ctx, *p)
+	defer stream.Close()
+	var final *responses.Response
+	var done []responses.ResponseOutputItemUnion
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "response.completed", "response.failed", "response.incomplete", "response.cancelled":
+			r := ev.Response
+			final = &r
+		case "response.output_item.done":
+			done = append(done, ev.Item)
+		case "error":
+			return nil, &TurnError{Status: "error", Code: ev.Code, Message: ev.Message}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	if final == nil {
+		return nil, fmt.Errorf("the response stream ended before the response finished: %w", io.ErrUnexpectedEOF)
+	}
+	if len(final.Output) == 0 && len(done) > 0 {
+		final.Output = done
+	}
+	return final, nil
+}
+
+// step turns a finished response into a step of thread. In Chain mode the
+// thread becomes the response's id.
+func (b *Backend) step(thread string, r *responses.Response) (*core.Step, error) {
+	if err := turnError(r); err != nil {
+		return nil, err
+	}
+	if b.mode == Chain {
+		thread = r.ID
+	}
+	s := &core.Step{Thread: thread, Turn: r.ID, Usage: core.Usage{
+		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.TotalTokens,
+	}}
+	for _, o := range r.Output {
+		if o.Type == "function_call" {
+			fc := o.AsFunctionCall()
+			s.Calls = append(s.Calls, newCall(thread, fc.CallID, fc.Name, fc.Arguments))
+		}
+	}
+	if len(s.Calls) == 0 {
+		s.Text = r.OutputText()
+	}
+	return s, nil
+}
+
+// newCall returns a call of thread. Its journal key is (backend, thread,
+// "", call id): in Conversation mode the thread is the conversation, so
+// that a call rebuilt from the conversation's items, which do not say
+// which response made them, has the key it had when it was seen live; in
+// Chain mode it is the response that made the call.
+func newCall(thread, id, name, args string) core.Call {
+	return core.Call{Thread: thread, ID: id, Name: name, Arguments: json.RawMessage(args)}
+}
+
+// turnError returns a *TurnError for a response that did not complete.
+func turnError(r *responses.Response) error {
+	switch r.Status {
+	case "completed", "":
+		return nil
+	case "failed":
+		return &TurnError{ResponseID: r.ID, Status: string(r.Status), Code: string(r.Error.Code), Message: r.Error.Message}
+	case "incomplete":
+		return &TurnError{ResponseID: r.ID, Status: string(r.Status), Code: r.IncompleteDetails.Reason, Message: "the response is incomplete"}
+	}
+	return &TurnError{ResponseID: r.ID, Status: string(r.Status), Message: "the response did not complete"}
+}
+
+func isBadRequest(err error) bool {
+	var e *openai.Error
+	return errors.As(err, &e) && e.StatusCode == 400
+}

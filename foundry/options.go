@@ -1,0 +1,122 @@
+package foundry
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// Mode says how the responses of a thread are linked.
+type Mode string
+
+// The two ways the service links the responses of a thread.
+const (
+	// Conversation keeps a thread in a conversation: the first user
+	// message creates it, and every response is made in it. The thread is
+	// the conversation id. This is the default of [Open].
+	Conversation Mode = "conversation"
+	// Chain links each response to the one before with
+	// previous_response_id. The thread is the latest response id. This is
+	// the default of [OpenResponses].
+	Chain Mode = "previous_response_id"
+)
+
+// Scope is the OAuth scope of the tokens the backend asks its credential
+// for.
+const Scope = "https://ai.azure.com/.default"
+
+// DefaultAgentName names the agent a definition creates a version of when
+// it names none.
+const DefaultAgentName = "toolrelay-agent"
+
+// Options configure a Foundry backend (see [Open]).
+type Options struct {
+	// Endpoint is the project endpoint,
+	// https://<resource>.services.ai.azure.com/api/projects/<project>.
+	// Required. (Package adapter reads it from AZURE_AI_PROJECT_ENDPOINT or
+	// FOUNDRY_PROJECT_ENDPOINT.)
+	Endpoint string
+
+	// Credential provides Entra ID tokens (scope [Scope]). When Credential,
+	// Token and APIKey are all unset, Open uses
+	// azidentity.NewDefaultAzureCredential.
+	Credential azcore.TokenCredential
+	// Token is a static bearer token, as `az account get-access-token
+	// --scope https://ai.azure.com/.default` prints it (the AGENT_TOKEN of
+	// the service's samples). It is used as it is, until it expires.
+	Token string
+	// APIKey authenticates with the resource's key, sent in the api-key
+	// header, instead of a token.
+	APIKey string
+
+	// AgentName names an existing agent to run, and AgentVersion one of
+	// its versions (empty means the latest). Open checks that it exists.
+	AgentName    string
+	AgentVersion string
+	// Agent, if set, defines an agent version that Open creates, with the
+	// toolbox's tools as its function tools; Close deletes it unless Keep
+	// is set. Agent.Name (or DefaultAgentName) replaces AgentName.
+	Agent *AgentDefinition
+
+	// Mode links the responses of a thread; empty means Conversation.
+	Mode Mode
+	// Stream receives responses as server-sent events instead of one JSON
+	// body. The steps are the same; error events are reported as errors.
+	Stream bool
+	// Keep leaves on the service what the backend created (the agent
+	// version and the conversations it started); by default Close deletes
+	// them.
+	Keep bool
+
+	// HTTPClient sends the requests; nil means a default client. Tests set
+	// the fake server's client.
+	HTTPClient *http.Client
+	// RequestOptions are added to every openai-go request (responses and
+	// conversations), after the backend's own: retries, timeouts, headers.
+	RequestOptions []option.RequestOption
+	// Logger receives warnings (an agent tool without a handler, a failed
+	// cleanup); nil means slog.Default(). Tokens and keys are never logged.
+	Logger *slog.Logger
+}
+
+// AgentDefinition defines a prompt agent version made from the toolbox.
+type AgentDefinition struct {
+	// Name names the agent; empty means DefaultAgentName. At most 63
+	// letters, digits and hyphens, starting and ending with a letter or
+	// digit.
+	Name string
+	// Model is the model deployment that runs the agent, such as
+	// "gpt-4.1-mini". Required.
+	Model string
+	// Instructions are the agent's instructions.
+	Instructions string
+	// Description describes the version (at most 512 characters).
+	Description string
+}
+
+// ResponsesOptions configure a plain Responses API backend (see
+// [OpenResponses]).
+type ResponsesOptions struct {
+	// BaseURL is the API's base URL; empty means what openai-go reads from
+	// the OPENAI_BASE_URL environment variable, or
+	// https://api.openai.com/v1/.
+	BaseURL string
+	// APIKey is the API key, sent as a bearer token; empty means what
+	// openai-go reads from the OPENAI_API_KEY environment variable.
+	APIKey string
+	// Model is the model every request names. Required.
+	Model string
+	// Instructions are sent with every request.
+	Instructions string
+	// Mode links the responses of a thread; empty means Chain.
+	Mode Mode
+	// Stream, Keep, HTTPClient, RequestOptions and Logger are as in
+	// [Options].
+	Stream         bool
+	Keep           bool
+	HTTPClient     *http.Client
+	RequestOptions []option.RequestOption
+	Logger         *slog.Logger
+}

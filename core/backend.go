@@ -26,7 +26,9 @@ type Backend interface {
 
 	// Start sends the user's input on the thread req.Thread (a new thread
 	// when it is "") and returns the first step of the turn it starts.
-	// req is never nil.
+	// req is never nil. If it fails after creating a thread, it returns a
+	// Step holding only that Thread along with the error, so that the run
+	// can be resumed.
 	Start(ctx context.Context, req *StartRequest) (*Step, error)
 
 	// Submit sends the results of the calls of req.Step, one per call in

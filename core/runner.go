@@ -143,11 +143,15 @@ func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Resu
 	step, err := r.b.Start(ctx, &StartRequest{Thread: ro.Thread, Input: input})
 	if err != nil {
 		err = r.wrap("start", err)
-		var res *Result
-		if ro.Thread != "" {
-			res = &Result{Thread: ro.Thread}
+		thread := ro.Thread
+		if step != nil && step.Thread != "" {
+			thread = step.Thread
 		}
-		r.emit(ctx, &Event{Kind: RunFinished, Thread: ro.Thread, Err: err})
+		var res *Result
+		if thread != "" {
+			res = &Result{Thread: thread}
+		}
+		r.emit(ctx, &Event{Kind: RunFinished, Thread: thread, Err: err})
 		return res, err
 	}
 	return r.loop(ctx, step, ro)

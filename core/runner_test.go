@@ -508,3 +508,21 @@ func TestCallFromContext(t *testing.T) {
 		t.Error("CallFromContext found a call in a plain context")
 	}
 }
+
+// startFails is a backend whose Start fails after creating a thread.
+type startFails struct{ *coretest.Backend }
+
+func (startFails) Start(context.Context, *core.StartRequest) (*core.Step, error) {
+	return &core.Step{Thread: "thread_9"}, &apiError{500}
+}
+
+// TestStartFailureKeepsThread checks that a Start that fails after making
+// a thread still gives the caller the thread, to resume it.
+func TestStartFailureKeepsThread(t *testing.T) {
+	r := core.NewRunner(startFails{coretest.NewBackend(coretest.Answer("x"), nil)}, nil, &core.Options{Logger: quiet})
+	res, err := r.Run(t.Context(), "go", nil)
+	var ae *apiError
+	if !errors.As(err, &ae) || res == nil || res.Thread != "thread_9" {
+		t.Errorf("Run = %+v, %v; want the thread and the error", res, err)
+	}
+}

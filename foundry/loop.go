@@ -44,7 +44,11 @@ func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step
 			return s, nil
 		}
 	}
-	return step, err
+	if err != nil {
+		// The conversation exists: name it, so the run can be resumed.
+		return &core.Step{Thread: thread}, err
+	}
+	return step, nil
 }
 
 // Submit implements [core.Backend]: it sends one function_call_output

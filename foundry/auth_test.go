@@ -112,8 +112,8 @@ func TestAgentToken(t *testing.T) {
 	opts.Token = "wrong"
 	_, err = foundry.Open(context.Background(), tools, opts)
 	var re *azcore.ResponseError
-	if core.CodeOf(err) != core.Unknown || !errors.As(err, &re) || re.StatusCode != 401 {
-		t.Fatalf("Open with a wrong token = %v, want a 401 *azcore.ResponseError", err)
+	if core.CodeOf(err) != core.PermissionDenied || !errors.As(err, &re) || re.StatusCode != 401 {
+		t.Fatalf("Open with a wrong token = %v, want PermissionDenied reaching a 401 *azcore.ResponseError", err)
 	}
 	if got := (&foundry.Backend{}).ErrorCode(err); got != core.PermissionDenied {
 		t.Errorf("ErrorCode = %v, want PermissionDenied", got)

@@ -125,7 +125,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 			Definition:  promptDefinition{Kind: "prompt", Model: o.Agent.Model, Instructions: o.Agent.Instructions, Tools: functionTools(tools)},
 		})
 		if err != nil {
-			return nil, err
+			return nil, b.openError(err)
 		}
 		b.agentName, b.agentVersion, b.createdVersion = v.Name, v.Version, true
 		if b.agentName == "" {
@@ -134,7 +134,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	} else {
 		v, err := b.agents.getVersion(ctx, name, version)
 		if err != nil {
-			return nil, err
+			return nil, b.openError(err)
 		}
 		b.agentName, b.agentVersion = name, version
 		b.checkTools(v, tools)
@@ -194,6 +194,12 @@ func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOpti
 		b.tools = append(b.tools, param.Override[responses.ToolUnionParam](json.RawMessage(raw)))
 	}
 	return b, nil
+}
+
+// openError classifies an error of the service met while opening, since no
+// runner is there yet to do it.
+func (b *Backend) openError(err error) error {
+	return &core.Error{Code: b.ErrorCode(err), Op: "foundry: open", Err: err}
 }
 
 func checkMode(m, def Mode) (Mode, error) {

@@ -186,7 +186,7 @@ func (b *Backend) Cancel(_ context.Context, id string) error {
 	defer b.mu.Unlock()
 	if th := b.threads[id]; th != nil {
 		th.pending = nil
-		th.model.pending = nil
+		th.model.Cancel()
 		b.received = append(b.received, Received{Kind: "cancel", Thread: id})
 	}
 	return nil

@@ -117,6 +117,15 @@ func (m *Model) Begin(input string) error {
 	return nil
 }
 
+// Cancel ends the current turn: the pending calls are dropped and the
+// turn's remaining steps skipped, so the next input begins the next turn.
+func (m *Model) Cancel() {
+	m.pending = nil
+	if m.turn >= 0 {
+		m.step = len(m.script.Turns[m.turn].Steps)
+	}
+}
+
 // Waiting reports whether the model waits for the results of calls.
 func (m *Model) Waiting() bool { return len(m.pending) > 0 }
 

@@ -1,0 +1,147 @@
+package foundry_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/toolrelay/toolrelay/conformance"
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/foundry"
+	"github.com/toolrelay/toolrelay/foundry/foundrytest"
+)
+
+// TestConformance runs the shared suite on the Foundry backend, in both
+// ways of linking a thread's responses, and on the plain responses backend.
+func TestConformance(t *testing.T) {
+	t.Run("Conversation", func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Conversation, false)) })
+	t.Run("Chain", func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Chain, false)) })
+	t.Run("Responses", func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Chain, true)) })
+}
+
+func harnessMaker(mode foundry.Mode, plain bool) conformance.HarnessMaker {
+	return func(ctx context.Context, t *testing.T) (conformance.Harness, error) {
+		return &harness{mode: mode, plain: plain}, nil
+	}
+}
+
+// harness wires a backend to a fresh fake Foundry project per scenario.
+type harness struct {
+	mode  foundry.Mode
+	plain bool
+
+	mu           sync.Mutex
+	srv          *foundrytest.Server
+	faults       []conformance.Fault
+	unauthorized bool
+}
+
+func (h *harness) MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (core.Backend, error) {
+	fo := &foundrytest.Options{Plain: h.plain, Token: "the-right-token"}
+	if h.plain {
+		fo.Token = "the-right-key" // the responses backend sends its key as a bearer token
+	}
+	h.srv = foundrytest.NewServer(script, fo)
+	for _, f := range h.faults {
+		h.apply(f)
+	}
+	token, key := "the-right-token", "the-right-key"
+	if h.unauthorized {
+		token, key = "a-wrong-token", "a-wrong-key"
+	}
+	if h.plain {
+		return foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{
+			BaseURL: h.srv.OpenAIBaseURL(), APIKey: key, Model: "gpt-4.1-mini",
+			HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
+		})
+	}
+	return foundry.Open(ctx, tools, &foundry.Options{
+		Endpoint: h.srv.ProjectEndpoint(), Token: token, Mode: h.mode,
+		Agent:      &foundry.AgentDefinition{Name: "conformance", Model: "gpt-4.1-mini"},
+		HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
+	})
+}
+
+// Received decodes the fake's records as the backend documents them: an
+// output {"error": …} is a failed result, and the outputs Cancel gives
+// pending calls are a cancellation.
+func (h *harness) Received() []coretest.Received {
+	var out []coretest.Received
+	for _, r := range h.srv.Received() {
+		if r.Kind != "results" {
+			out = append(out, r)
+			continue
+		}
+		canceled := len(r.Results) > 0
+		for i, d := range r.Results {
+			var f struct {
+				Error *string `json:"error"`
+			}
+			if json.Unmarshal([]byte(d.Output), &f) == nil && f.Error != nil {
+				r.Results[i].Failed, r.Results[i].Error = true, *f.Error
+			}
+			canceled = canceled && d.Output == foundry.CanceledOutput
+		}
+		if canceled {
+			r = coretest.Received{Kind: "cancel", Thread: r.Thread}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Inject maps the suite's faults onto the fake's. The fake cannot deliver
+// a response twice, so Duplicate is not supported.
+func (h *harness) Inject(f conformance.Fault) bool {
+	switch f.Kind {
+	case conformance.RateLimited, conformance.ServerError, conformance.LostResponse:
+	case conformance.Unauthorized:
+		h.unauthorized = true
+		return true
+	default:
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.srv != nil {
+		h.apply(f)
+	} else {
+		h.faults = append(h.faults, f)
+	}
+	return true
+}
+
+// apply queues f on the fake. Results go back in a responses.create that
+// follows the turn's first one, which is let through.
+func (h *harness) apply(f conformance.Fault) {
+	var fault foundrytest.Fault
+	switch f.Kind {
+	case conformance.RateLimited:
+		fault.Status = 429
+	case conformance.ServerError:
+		fault.Status = 500
+	case conformance.LostResponse:
+		fault.Drop = true
+	}
+	op, queue := foundrytest.OpCreateResponse, []foundrytest.Fault{}
+	switch f.On {
+	case conformance.ResultsRequests:
+		queue = append(queue, foundrytest.Fault{})
+	case conformance.InputRequests:
+		if h.mode == foundry.Conversation && !h.plain {
+			op = foundrytest.OpCreateConversation
+		}
+	}
+	for range max(f.Times, 1) {
+		queue = append(queue, fault)
+	}
+	h.srv.InjectFault(op, queue...)
+}
+
+func (h *harness) Close() {
+	if h.srv != nil {
+		h.srv.Close()
+	}
+}

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolrelay/toolrelay/core/coretest"
 )
 
 // clearEnv keeps the environment from choosing another backend.
@@ -42,5 +44,23 @@ func TestSchema(t *testing.T) {
 	}
 	if !tool.Strict() || tool.Description() != "Get today's horoscope for an astrological sign." {
 		t.Errorf("strict = %v, description = %q", tool.Strict(), tool.Description())
+	}
+}
+
+// TestScriptMatchesTestdata checks that the script the example plays is the
+// one documented in testdata/, which cmd/toolrelay-fake plays.
+func TestScriptMatchesTestdata(t *testing.T) {
+	want, err := coretest.LoadScript("../../testdata/horoscope.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJSON := cmp.Comparer(func(a, b json.RawMessage) bool {
+		var x, y any
+		json.Unmarshal(a, &x)
+		json.Unmarshal(b, &y)
+		return cmp.Equal(x, y)
+	})
+	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
+		t.Errorf("script differs from testdata/horoscope.json (-testdata +example):\n%s", diff)
 	}
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolrelay/toolrelay/core/coretest"
 )
 
 // clearEnv keeps the environment from choosing another backend.
@@ -86,5 +88,23 @@ func TestFunctions(t *testing.T) {
 		if got != tc.want || (err == nil) != (tc.wantErr == "") || (err != nil && err.Error() != tc.wantErr) {
 			t.Errorf("%s = %q, %v; want %q, %q", tc.name, got, err, tc.want, tc.wantErr)
 		}
+	}
+}
+
+// TestScriptMatchesTestdata checks that the script the example plays is the
+// one documented in testdata/, which cmd/toolrelay-fake plays.
+func TestScriptMatchesTestdata(t *testing.T) {
+	want, err := coretest.LoadScript("../../testdata/weather.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJSON := cmp.Comparer(func(a, b json.RawMessage) bool {
+		var x, y any
+		json.Unmarshal(a, &x)
+		json.Unmarshal(b, &y)
+		return cmp.Equal(x, y)
+	})
+	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
+		t.Errorf("script differs from testdata/weather.json (-testdata +example):\n%s", diff)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -35,6 +37,9 @@ type Options struct {
 	// Reasoning puts a reasoning item (a server-side item clients must not
 	// send back) before the output of every response.
 	Reasoning bool
+	// Listener, if set, is where the server listens (to serve on a fixed
+	// address); otherwise it listens on a free loopback port.
+	Listener net.Listener
 }
 
 // Server is a fake Azure AI Foundry project: a real HTTPS server on
@@ -105,7 +110,12 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 	if s.opts.Project == "" {
 		s.opts.Project = "test-project"
 	}
-	s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serveHTTP))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+	if s.opts.Listener != nil {
+		s.srv.Listener.Close()
+		s.srv.Listener = s.opts.Listener
+	}
+	s.srv.StartTLS()
 	s.URL = s.srv.URL
 	return s
 }
@@ -119,6 +129,12 @@ func (s *Server) ProjectEndpoint() string {
 // OpenAIBaseURL returns the base URL of the OpenAI-compatible routes:
 // ProjectEndpoint() + "/openai/v1/".
 func (s *Server) OpenAIBaseURL() string { return s.ProjectEndpoint() + "/openai/v1/" }
+
+// CertificatePEM returns the server's TLS certificate, PEM-encoded, for
+// clients outside this process to trust.
+func (s *Server) CertificatePEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw})
+}
 
 // Client returns an HTTP client that trusts the server's certificate.
 func (s *Server) Client() *http.Client { return s.srv.Client() }

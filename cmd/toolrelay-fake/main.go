@@ -1,0 +1,118 @@
+// Command toolrelay-fake serves a fake OpenAI Agents API or Azure AI
+// Foundry project on loopback, whose model plays a script, so that programs
+// in any language can test their tool loop against it with their usual
+// client:
+//
+//	go run ./cmd/toolrelay-fake -backend foundry -script testdata/weather.json -addr 127.0.0.1:0
+//
+// It prints, one per line, the settings a client needs, in the form
+// NAME=value:
+//
+//	BASE_URL=…         the base URL to give the client (for openai, the
+//	                   OpenAI base URL, as OPENAI_BASE_URL; for foundry, the
+//	                   project endpoint, as AZURE_AI_PROJECT_ENDPOINT)
+//	OPENAI_BASE_URL=…  for foundry: the base of its OpenAI-compatible routes
+//	CERT=…             for foundry, which serves HTTPS: the path of its
+//	                   certificate (PEM), for the client to trust
+//
+// then serves until interrupted. Any non-empty bearer token is accepted.
+// The Foundry fake also serves the plain Responses API (requests that name
+// a model instead of an agent).
+// The script is a model script of package coretest in JSON; testdata/ holds
+// one for each flow of the services' documentation (customer.json,
+// horoscope.json, weather.json).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/foundry/foundrytest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		log.SetFlags(0)
+		log.Fatalf("toolrelay-fake: %v", err)
+	}
+}
+
+// run serves a fake until ctx ends.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("toolrelay-fake", flag.ContinueOnError)
+	backend := fs.String("backend", "", "the service to fake: openai or foundry")
+	scriptPath := fs.String("script", "", "the model script to play (coretest JSON)")
+	addr := fs.String("addr", "127.0.0.1:0", "the loopback address to listen on")
+	certPath := fs.String("cert", "", "where to write the certificate (foundry); default: a new temporary file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *scriptPath == "" {
+		return errors.New("-script is required")
+	}
+	script, err := coretest.LoadScript(*scriptPath)
+	if err != nil {
+		return err
+	}
+	ln, err := listen(*addr)
+	if err != nil {
+		return err
+	}
+	switch *backend {
+	case "foundry":
+		srv := foundrytest.NewServer(script, &foundrytest.Options{Listener: ln, Plain: true})
+		defer srv.Close()
+		path, err := writeCert(*certPath, srv.CertificatePEM())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "BASE_URL=%s\nOPENAI_BASE_URL=%s\nCERT=%s\n", srv.ProjectEndpoint(), srv.OpenAIBaseURL(), path)
+	case "openai":
+		srv, err := serveOpenAI(script, ln)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		fmt.Fprintf(stdout, "BASE_URL=%s\n", srv.URL())
+	default:
+		ln.Close()
+		return fmt.Errorf("-backend must be openai or foundry, not %q", *backend)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// listen listens on addr, which must be a loopback address.
+func listen(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("-addr %q: %v", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("-addr %q: the fake serves loopback addresses only", addr)
+	}
+	return net.Listen("tcp", addr)
+}
+
+func writeCert(path string, pem []byte) (string, error) {
+	if path == "" {
+		dir, err := os.MkdirTemp("", "toolrelay-fake-")
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(dir, "cert.pem")
+	}
+	return path, os.WriteFile(path, pem, 0o644)
+}

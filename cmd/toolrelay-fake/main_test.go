@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// The test binary doubles as the command: with TOOLRELAY_FAKE_MAIN set, it
+// runs main instead of the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("TOOLRELAY_FAKE_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// start runs the command with args and returns the settings it printed.
+func start(t *testing.T, args ...string) map[string]string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "TOOLRELAY_FAKE_MAIN=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	settings := map[string]string{}
+	lines := bufio.NewScanner(out)
+	deadline := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
+	defer deadline.Stop()
+	for lines.Scan() {
+		k, v, _ := strings.Cut(lines.Text(), "=")
+		settings[k] = v
+		if k == "BASE_URL" && args[1] == "openai" || k == "CERT" {
+			break
+		}
+	}
+	if settings["BASE_URL"] == "" {
+		t.Fatalf("the command printed no BASE_URL: %v", settings)
+	}
+	return settings
+}
+
+// TestFoundryFake starts the command, points the unmodified openai-go
+// client at it (trusting the certificate it wrote) and completes a run of
+// the horoscope flow over the Responses API.
+func TestFoundryFake(t *testing.T) {
+	s := start(t, "-backend", "foundry", "-script", "../../testdata/horoscope.json", "-addr", "127.0.0.1:0")
+	pem, err := os.ReadFile(s["CERT"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("the certificate file holds no certificate")
+	}
+	client := openai.NewClient(
+		option.WithBaseURL(s["OPENAI_BASE_URL"]),
+		option.WithAPIKey("any-token"),
+		option.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}),
+	)
+	ctx := context.Background()
+	tools := []responses.ToolUnionParam{responses.ToolParamOfFunction("get_horoscope", map[string]any{
+		"type": "object", "properties": map[string]any{"sign": map[string]any{"type": "string"}}, "required": []string{"sign"},
+	}, false)}
+	resp, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: "gpt-4.1-mini", Tools: tools,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is my horoscope? I am an Aquarius.")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outputs responses.ResponseInputParam
+	for _, o := range resp.Output {
+		if o.Type == "function_call" {
+			fc := o.AsFunctionCall()
+			if fc.Name != "get_horoscope" || !strings.Contains(fc.Arguments, "Aquarius") {
+				t.Fatalf("function call %s(%s)", fc.Name, fc.Arguments)
+			}
+			it := responses.ResponseInputItemParamOfFunctionCallOutput("Aquarius: Next Tuesday you will befriend a baby otter.")
+			it.OfFunctionCallOutput.CallID = openai.String(fc.CallID)
+			outputs = append(outputs, it)
+		}
+	}
+	if len(outputs) != 1 {
+		t.Fatalf("output %+v, want one function call", resp.Output)
+	}
+	final, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: "gpt-4.1-mini", Tools: tools, PreviousResponseID: openai.String(resp.ID),
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: outputs},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := final.OutputText(), "Your horoscope for Aquarius: Next Tuesday you will befriend a baby otter."; got != want {
+		t.Errorf("answer %q, want %q", got, want)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"-backend", "foundry"}, "-script is required"},
+		{[]string{"-backend", "gemini", "-script", "../../testdata/weather.json"}, "-backend must be openai or foundry"},
+		{[]string{"-backend", "foundry", "-script", "../../testdata/weather.json", "-addr", "0.0.0.0:0"}, "loopback addresses only"},
+		{[]string{"-backend", "foundry", "-script", "nope.json"}, "no such file"},
+	}
+	for _, tt := range tests {
+		err := run(t.Context(), tt.args, os.Stdout)
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("run(%v) = %v, want %q", tt.args, err, tt.wantErr)
+		}
+	}
+}

@@ -18,9 +18,24 @@
 //	script for the fakes     TOOLRELAY_SCRIPT            script
 //	third-party settings     TOOLRELAY_SETTING_<NAME>    settings.<name>
 //
-// The openai and fake-openai backends:
+// The openai and fake-openai backends (the fake ignores the API key, base
+// URL, agent and session, which name things on the real service):
 //
-//	Setting                  Environment variable        File key
+//	Setting                  Environment variable             File key
+//	API key                  OPENAI_API_KEY                   openai.api_key
+//	base URL                 OPENAI_BASE_URL                  openai.base_url
+//	existing agent's id      TOOLRELAY_OPENAI_AGENT_ID        openai.agent_id
+//	model of a new agent     TOOLRELAY_OPENAI_MODEL           openai.model
+//	its instructions         TOOLRELAY_OPENAI_INSTRUCTIONS    openai.instructions
+//	session to reuse         TOOLRELAY_OPENAI_SESSION_ID      openai.session_id
+//	keep what was created    TOOLRELAY_OPENAI_KEEP            openai.keep
+//	poll, do not stream      TOOLRELAY_OPENAI_POLL            openai.poll
+//	pause between polls      TOOLRELAY_OPENAI_POLL_INTERVAL   openai.poll_interval
+//	stream resumes per step  TOOLRELAY_OPENAI_MAX_RECONNECTS  openai.max_reconnects
+//
+// Without an agent id, an agent is made from the toolbox (model
+// gpt-4.1-mini unless set) and deleted on Close with the sessions the
+// backend created, unless keep is set.
 //
 // The foundry, responses and fake-foundry backends:
 //

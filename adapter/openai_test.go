@@ -1,0 +1,168 @@
+package adapter_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolrelay/toolrelay/adapter"
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/openai/openaitest"
+)
+
+// cleanEnv clears the settings the environment could hold, for the test.
+func cleanEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"TOOLRELAY_CONFIG", "TOOLRELAY_BACKEND", "TOOLRELAY_SCRIPT", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+		"TOOLRELAY_OPENAI_AGENT_ID", "TOOLRELAY_OPENAI_MODEL", "TOOLRELAY_OPENAI_INSTRUCTIONS", "TOOLRELAY_OPENAI_SESSION_ID",
+		"TOOLRELAY_OPENAI_KEEP", "TOOLRELAY_OPENAI_POLL", "TOOLRELAY_OPENAI_POLL_INTERVAL", "TOOLRELAY_OPENAI_MAX_RECONNECTS"} {
+		t.Setenv(k, "")
+	}
+}
+
+func TestOpenAIConfigFromEnv(t *testing.T) {
+	cleanEnv(t)
+	env := map[string]string{
+		"OPENAI_API_KEY":                  "sk-env",
+		"OPENAI_BASE_URL":                 "http://127.0.0.1:1/v1",
+		"TOOLRELAY_OPENAI_AGENT_ID":       "agent_9",
+		"TOOLRELAY_OPENAI_MODEL":          "gpt-x",
+		"TOOLRELAY_OPENAI_INSTRUCTIONS":   "be brief",
+		"TOOLRELAY_OPENAI_SESSION_ID":     "sess_9",
+		"TOOLRELAY_OPENAI_KEEP":           "true",
+		"TOOLRELAY_OPENAI_POLL":           "1",
+		"TOOLRELAY_OPENAI_POLL_INTERVAL":  "250ms",
+		"TOOLRELAY_OPENAI_MAX_RECONNECTS": "5",
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	cfg, err := adapter.Load(&adapter.Config{OpenAI: adapter.OpenAIConfig{Model: "from-code"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := adapter.OpenAIConfig{
+		APIKey: "sk-env", BaseURL: "http://127.0.0.1:1/v1", AgentID: "agent_9", Model: "from-code",
+		Instructions: "be brief", SessionID: "sess_9", Keep: true, Poll: true,
+		PollInterval: adapter.Duration(250 * time.Millisecond), MaxReconnects: 5,
+	}
+	if diff := cmp.Diff(want, cfg.OpenAI); diff != "" {
+		t.Errorf("OpenAI settings (-want +got):\n%s", diff)
+	}
+}
+
+func customerTools(t *testing.T) *core.Toolbox {
+	t.Helper()
+	tool, err := core.NewTool("get_customer", "Look up a customer by ID.", func(ctx context.Context, in struct {
+		CustomerID string `json:"customer_id"`
+	}) (string, error) {
+		return "customer " + in.CustomerID + " is Example Customer on plan pro", nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := core.NewToolbox(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+var customerScript = coretest.Simple("get_customer", `{"customer_id":"123"}`, `{{output "get_customer"}}`)
+
+const customerAnswer = "customer 123 is Example Customer on plan pro"
+
+func quiet() core.Options {
+	return core.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+// TestFakeOpenAI opens the embedded fake by default, with the program's
+// script or the one TOOLRELAY_SCRIPT names, and refuses to open without one.
+func TestFakeOpenAI(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "script.json")
+	if err := os.WriteFile(path, []byte(`{"turns":[{"steps":[{"calls":[{"name":"get_customer","arguments":{"customer_id":"123"}}]},{"text":"from file: {{output \"get_customer\"}}"}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		script  *coretest.Script
+		env     string
+		want    string
+		wantErr string
+	}{
+		{name: "program's script", script: customerScript, want: customerAnswer},
+		{name: "script file", env: path, want: "from file: " + customerAnswer},
+		{name: "no script", wantErr: "script"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("TOOLRELAY_SCRIPT", tt.env)
+			runner, err := adapter.Open(t.Context(), customerTools(t), &adapter.Options{DefaultBackend: "fake-openai", Script: tt.script, Runner: quiet()})
+			if tt.wantErr != "" {
+				if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want InvalidArgument naming %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer runner.Close()
+			res, err := runner.Run(t.Context(), "customer 123?", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Text != tt.want {
+				t.Errorf("answer = %q, want %q", res.Text, tt.want)
+			}
+		})
+	}
+}
+
+// TestOpenAIBackend opens the real openai backend by configuration, pointed
+// at a fake server through the base URL setting.
+func TestOpenAIBackend(t *testing.T) {
+	cleanEnv(t)
+	srv := openaitest.NewServer(customerScript, &openaitest.Options{APIKey: "sk-test"})
+	defer srv.Close()
+	t.Setenv("TOOLRELAY_BACKEND", "openai")
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("TOOLRELAY_OPENAI_MODEL", "gpt-test")
+	runner, err := adapter.Open(t.Context(), customerTools(t), &adapter.Options{DefaultBackend: "fake-openai", Runner: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(t.Context(), "customer 123?", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != customerAnswer {
+		t.Errorf("answer = %q", res.Text)
+	}
+	if err := runner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Sessions(); len(got) != 0 {
+		t.Errorf("sessions left after Close: %v", got)
+	}
+	var model string
+	for _, r := range srv.Requests() {
+		if r.Method == "POST" && r.Path == "agents" {
+			model = string(r.Body)
+		}
+	}
+	if !strings.Contains(model, `"model":"gpt-test"`) {
+		t.Errorf("agent request = %s, want the configured model", model)
+	}
+}

@@ -1,0 +1,103 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// checkAgent reads the agent named by Options.AgentID and records the
+// functions it declares that the toolbox does not implement.
+func (b *Backend) checkAgent(ctx context.Context) error {
+	agent, err := b.client.Beta.Agents.Get(ctx, b.opts.AgentID)
+	if err != nil {
+		return apiError("read agent "+b.opts.AgentID, err)
+	}
+	var missing []string
+	for _, t := range agent.Tools {
+		if t.Type == "function" && b.tools.Lookup(t.Name) == nil {
+			missing = append(missing, t.Name)
+		}
+	}
+	slices.Sort(missing)
+	b.agentMu.Lock()
+	b.missing = missing
+	b.agentMu.Unlock()
+	if len(missing) > 0 {
+		b.log.WarnContext(ctx, "openai: the agent declares functions with no implementation; calls to them will fail",
+			"agent", b.opts.AgentID, "functions", missing)
+	}
+	return nil
+}
+
+// agent returns the id of the agent to run: Options.AgentID, or the agent
+// made from the toolbox (made on first use).
+func (b *Backend) agent(ctx context.Context) (string, error) {
+	if b.opts.AgentID != "" {
+		return b.opts.AgentID, nil
+	}
+	b.agentMu.Lock()
+	defer b.agentMu.Unlock()
+	if b.agentID != "" {
+		return b.agentID, nil
+	}
+	params, err := agentParams(b.tools, b.opts.Model, b.opts.Instructions)
+	if err != nil {
+		return "", err
+	}
+	agent, err := b.client.Beta.Agents.New(ctx, params, option.WithHeader("Idempotency-Key", newKey()))
+	if err != nil {
+		return "", apiError("create agent", err)
+	}
+	b.agentID, b.agentCreated = agent.ID, true
+	return agent.ID, nil
+}
+
+// agentParams defines an agent from a toolbox: one function tool per tool,
+// its schema sent as it is (the API has no strict flag), defer_loading
+// where asked, and a tool_search tool whenever a tool is deferred.
+func agentParams(tools *core.Toolbox, model, instructions string) (oai.BetaAgentNewParams, error) {
+	p := oai.BetaAgentNewParams{Model: model, Name: oai.String("toolrelay")}
+	if instructions != "" {
+		p.Instructions = oai.String(instructions)
+	}
+	deferred := false
+	for _, t := range tools.Tools() {
+		schema, err := schemaMap(t.Parameters())
+		if err != nil {
+			return p, core.Errorf(core.InvalidArgument, "openai: tool %q: %v", t.Name(), err)
+		}
+		fn := &oai.PersistedAgentToolParamFunction{Name: t.Name(), Description: t.Description(), Parameters: schema}
+		if t.DeferLoading() {
+			fn.DeferLoading = oai.Bool(true)
+			deferred = true
+		}
+		p.Tools = append(p.Tools, oai.PersistedAgentToolParamUnion{OfParamFunction: fn})
+	}
+	if deferred {
+		search := oai.NewPersistedAgentToolParamToolSearch()
+		p.Tools = append([]oai.PersistedAgentToolParamUnion{{OfParamToolSearch: &search}}, p.Tools...)
+	}
+	return p, nil
+}
+
+// schemaMap decodes a JSON Schema object, keeping numbers as written.
+func schemaMap(schema json.RawMessage) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}

@@ -1,0 +1,270 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultModel is the model of an agent made from the toolbox when
+	// Options.Model is empty.
+	DefaultModel = "gpt-4.1-mini"
+	// DefaultMaxReconnects bounds how often a dropped event stream is
+	// resumed within one Start, Submit or Resume.
+	DefaultMaxReconnects = 3
+	// DefaultPollInterval is the pause between two reads of the session in
+	// polling mode.
+	DefaultPollInterval = time.Second
+)
+
+// Options configure a [Backend]. nil is usable: the API key and base URL
+// then come from OPENAI_API_KEY and OPENAI_BASE_URL, and an agent is made
+// from the toolbox with DefaultModel.
+type Options struct {
+	// APIKey authenticates the requests; empty means OPENAI_API_KEY.
+	APIKey string
+	// BaseURL is the API's base URL; empty means OPENAI_BASE_URL, or the
+	// SDK's default (https://api.openai.com/v1/).
+	BaseURL string
+	// RequestOptions are passed to the SDK client after the settings above
+	// (so they win): an HTTP client, retries, headers, middleware, and so on.
+	RequestOptions []option.RequestOption
+
+	// AgentID names an existing agent, whose tools are defined on the
+	// service; the toolbox then supplies only their implementations. Empty
+	// means an agent is made from the toolbox on first use, with Model and
+	// Instructions.
+	AgentID string
+	// Model is the model of an agent made from the toolbox; empty means
+	// DefaultModel.
+	Model string
+	// Instructions are the instructions of an agent made from the toolbox.
+	Instructions string
+	// SessionID, if set, is the session used by a run that names no thread,
+	// instead of a new one. It is not deleted on Close.
+	SessionID string
+	// Keep keeps, on Close, the agent and the sessions this backend created;
+	// by default they are deleted.
+	Keep bool
+
+	// Polling reads the session's state with GET requests every
+	// PollInterval instead of following its event stream, for environments
+	// where a long-lived stream is not possible.
+	Polling bool
+	// PollInterval is the pause between reads in polling mode; zero means
+	// DefaultPollInterval.
+	PollInterval time.Duration
+	// MaxReconnects bounds how often a dropped event stream (or a request
+	// whose outcome was lost) is resumed within one Start, Submit or Resume
+	// before the run fails. Zero means DefaultMaxReconnects; negative means
+	// never.
+	MaxReconnects int
+
+	// Logger receives the backend's own messages (a dropped stream, a tool
+	// the agent declares without an implementation). Nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Backend is the OpenAI Agents API sessions backend: a [core.Backend] (with
+// [core.Canceler] and [core.CapabilityReporter]) over the SDK's
+// client.Beta.Agents. A thread is a session id; a turn is the service's
+// turn id. Make one with [Open]; it is safe for concurrent use by runs on
+// different threads.
+type Backend struct {
+	client oai.Client
+	tools  *core.Toolbox
+	opts   Options
+	log    *slog.Logger
+
+	life context.Context // ended by Close; bounds the event streams
+	stop context.CancelFunc
+
+	agentMu      sync.Mutex
+	agentID      string
+	agentCreated bool
+	missing      []string
+
+	mu      sync.Mutex
+	threads map[string]*thread
+	created []string // sessions this backend created
+	closed  bool
+}
+
+var (
+	_ core.Backend            = (*Backend)(nil)
+	_ core.Canceler           = (*Backend)(nil)
+	_ core.CapabilityReporter = (*Backend)(nil)
+)
+
+// Open returns a backend whose runs call the tools of tools (which may be
+// nil). opts may be nil. With Options.AgentID, Open reads the agent
+// (GET agents/{id}) and reports, through the logger and
+// [Backend.MissingTools], every function it declares that tools does not
+// implement; an unknown agent gives an error for which ErrorCode returns
+// NotFound. Without it, the agent is made from tools on the first run.
+func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, error) {
+	b := &Backend{tools: tools, threads: map[string]*thread{}}
+	if opts != nil {
+		b.opts = *opts
+	}
+	o := &b.opts
+	if o.Model == "" {
+		o.Model = DefaultModel
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	switch {
+	case o.MaxReconnects == 0:
+		o.MaxReconnects = DefaultMaxReconnects
+	case o.MaxReconnects < 0:
+		o.MaxReconnects = 0
+	}
+	b.log = o.Logger
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	var ropts []option.RequestOption
+	if o.APIKey != "" {
+		ropts = append(ropts, option.WithAPIKey(o.APIKey))
+	}
+	if o.BaseURL != "" {
+		ropts = append(ropts, option.WithBaseURL(o.BaseURL))
+	}
+	b.client = oai.NewClient(append(ropts, o.RequestOptions...)...)
+	b.life, b.stop = context.WithCancel(context.WithoutCancel(ctx))
+	if o.AgentID != "" {
+		if err := b.checkAgent(ctx); err != nil {
+			b.stop()
+			return nil, &core.Error{Code: b.ErrorCode(err), Op: "openai: open", Err: err}
+		}
+	}
+	return b, nil
+}
+
+// Name implements [core.Backend]: "openai".
+func (b *Backend) Name() string { return "openai" }
+
+// Capabilities implements [core.CapabilityReporter]: deferred loading (with
+// tool_search), a success flag on results, and content arrays (text and
+// image parts).
+func (b *Backend) Capabilities() core.Capabilities {
+	return core.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true}
+}
+
+// Client returns the SDK client the backend uses, for what toolrelay does
+// not do (see the package documentation, SDK access).
+func (b *Backend) Client() *oai.Client { return &b.client }
+
+// AgentID returns the id of the agent the sessions run: Options.AgentID, or
+// the agent made from the toolbox ("" until the first run made it).
+func (b *Backend) AgentID() string {
+	b.agentMu.Lock()
+	defer b.agentMu.Unlock()
+	if b.opts.AgentID != "" {
+		return b.opts.AgentID
+	}
+	return b.agentID
+}
+
+// MissingTools returns the functions the agent named by Options.AgentID
+// declares that the toolbox does not implement, sorted. A call to one gets
+// a failed result saying the tool is unknown.
+func (b *Backend) MissingTools() []string {
+	b.agentMu.Lock()
+	defer b.agentMu.Unlock()
+	return slices.Clone(b.missing)
+}
+
+// Close implements [core.Backend]. It ends the event streams (runs still in
+// progress then fail) and, unless
+// Options.Keep is set, deletes the sessions and the agent this backend
+// created (cancelling a turn still active first). It returns the errors of
+// those deletions, joined; a session or agent already gone is not an error.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	created := slices.Clone(b.created)
+	active := map[string]bool{}
+	for id, st := range b.threads {
+		if st.active.Load() {
+			active[id] = true
+		}
+	}
+	b.mu.Unlock()
+	b.stop()
+	if b.opts.Keep {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var errs []error
+	for _, id := range created {
+		if active[id] {
+			_ = b.postCancel(ctx, id)
+		}
+		if _, err := b.client.Beta.Agents.Sessions.Delete(ctx, id); err != nil && !isNotFound(err) {
+			errs = append(errs, apiError("delete session "+id, err))
+		}
+	}
+	b.agentMu.Lock()
+	agent, made := b.agentID, b.agentCreated
+	b.agentMu.Unlock()
+	if made {
+		if _, err := b.client.Beta.Agents.Delete(ctx, agent); err != nil && !isNotFound(err) {
+			errs = append(errs, apiError("delete agent "+agent, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var errClosed = core.Errorf(core.FailedPrecondition, "openai: the backend is closed")
+
+// thread returns the state of session id, making it if needed.
+func (b *Backend) thread(id string) (*thread, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errClosed
+	}
+	st := b.threads[id]
+	if st == nil {
+		st = newThread(id)
+		b.threads[id] = st
+	}
+	return st, nil
+}
+
+// register records a session this backend created, once its id is known.
+func (b *Backend) register(st *thread) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.threads[st.id] = st
+	if st.id != b.opts.SessionID {
+		b.created = append(b.created, st.id)
+	}
+}
+
+func (b *Backend) checkClosed() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return errClosed
+	}
+	return nil
+}

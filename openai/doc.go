@@ -1,0 +1,91 @@
+// Package openai is the toolrelay backend for OpenAI Agents API sessions,
+// built on the openai-go SDK (client.Beta.Agents). Application code uses it
+// through a [core.Runner] (usually opened by package adapter, as "openai");
+// [Open] returns the [core.Backend] the runner drives.
+//
+// Functions run in this process: sessions are created with environment
+// {"type":"none"}. A new session's first turn runs on its creation stream
+// (Sessions.NewStreaming with the input); a later turn on the same session
+// subscribes to the events stream first, then posts an
+// agent.session.input.message. When the session needs results
+// (agent.session.requires_action) the pending calls are exactly those in
+// session.required_actions: a function_call item seen in the stream or in
+// the history but not listed there is never run. The runner runs them and
+// the results go back together, as agent.session.input.tool_result events
+// (turn_id, call_id, success with output, or success false with error) in
+// one request. The turn ends on the root turn's agent.session.turn.completed
+// followed by agent.session.idle; the answer is the turn's completed
+// assistant messages that are not commentary.
+//
+// A thread is a session id; a call's journal key is the session, the turn
+// id and the call id from required_actions, so a call rebuilt by Resume in
+// a new process has the key it had when seen live.
+//
+// # Configuration
+//
+// [Options] holds every setting; package adapter fills it from its
+// configuration (see the adapter package's table):
+//
+//   - APIKey and BaseURL, defaulting to OPENAI_API_KEY and OPENAI_BASE_URL;
+//     any other SDK option goes in RequestOptions (retries, HTTP client,
+//     headers).
+//   - The agent: AgentID names an existing agent (its tools are defined on
+//     the service; the toolbox supplies only the implementations, and Open
+//     reports the functions it lacks). Otherwise an agent is made from the
+//     toolbox on first use, with Model (default [DefaultModel]) and
+//     Instructions: one function tool per tool, its JSON Schema sent as it
+//     is (the sessions API has no strict flag), defer_loading for deferred
+//     tools, and a {"type":"tool_search"} tool whenever one is deferred.
+//   - SessionID runs threadless runs on an existing session.
+//   - Keep keeps, on Close, the agent and sessions the backend created
+//     (they are deleted by default).
+//   - Polling reads required_actions with GET requests every PollInterval
+//     instead of following the event stream.
+//   - MaxReconnects bounds how often a dropped stream is resumed within one
+//     step.
+//
+// # Delivery
+//
+// Events are de-duplicated by event_id. A stream that ends mid-turn is
+// resumed: the backend subscribes again first, then reads the session
+// (Sessions.Get) and continues from what it shows: calls still pending, or
+// a finished turn whose answer is read from the turn's items. Resume does
+// the same for a thread this process does not follow (after a crash, in a
+// new process).
+//
+// Results carry an Idempotency-Key derived from the results' own keys
+// ([core.ToolResult].IdempotencyKey, stable per call), so a resend is the
+// same request. When the outcome of a request is lost, the backend reads the
+// session and sends again only the results of calls still pending. A 400
+// "Unknown pending tool call" for a call whose result was delivered before
+// (by this process, or as the journal records) means it was delivered; for
+// a call the service just announced, it is retried briefly.
+//
+// When a run stops early (step limit, canceled context) the turn is
+// cancelled with agent.session.input.cancel, so the service does not keep
+// it waiting.
+//
+// # Errors
+//
+// Errors from the service are the SDK's *openai.Error (reach it with
+// [errors.As]), wrapped with what was being done; [Backend.ErrorCode] maps
+// its status: 400 and 422 to InvalidArgument, 401 and 403 to
+// PermissionDenied (the message names authentication), 404 to NotFound,
+// 408 to DeadlineExceeded, 409 to FailedPrecondition, 429 to
+// ResourceExhausted, 5xx to Unknown. A turn the service failed or cancelled
+// gives a *[TurnError] carrying the service's code and message, mapped by
+// its code (rate and spend limits, context length: ResourceExhausted;
+// authentication_error: PermissionDenied; invalid_request: InvalidArgument;
+// server and internal errors: Internal; a cancelled turn: Canceled). A
+// failed session gives a *[SessionError] (Internal); a required action that
+// is not a function call gives an *[UnsupportedActionError]
+// (Unimplemented); a stream that keeps dropping gives Unknown. Context
+// errors are returned as they are.
+//
+// # SDK access
+//
+// [Backend.Client] returns the *openai.Client (of
+// github.com/openai/openai-go/v3) the backend uses, for anything toolrelay
+// does not do: answering a computer-use approval, listing a session's
+// items, updating the agent. [Backend.AgentID] names the agent in use.
+package openai

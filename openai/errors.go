@@ -1,0 +1,205 @@
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// TurnError reports a turn the service ended without an answer: it failed
+// (agent.session.turn.failed) or was cancelled (agent.session.turn.cancelled).
+// Its code is the service's (see the Turn error codes of the Agents API, such
+// as "rate_limit_exceeded" or "context_length_exceeded"); [Backend.ErrorCode]
+// maps it to a core code.
+type TurnError struct {
+	// Session and Turn locate the turn.
+	Session, Turn string
+	// Status is "failed" or "cancelled".
+	Status string
+	// Code and Message are the service's error, if it gave one.
+	Code, Message string
+}
+
+// Error returns "openai: session <id>: turn <id> failed: <code>: <message>".
+func (e *TurnError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "openai: session %s: turn %s %s", e.Session, e.Turn, e.Status)
+	if e.Code != "" {
+		b.WriteString(": " + e.Code)
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	return b.String()
+}
+
+// SessionError reports a session the service marked failed
+// (agent.session.failed, or status "failed").
+type SessionError struct {
+	// Session is the session's id.
+	Session string
+	// Message is the session's error, as the service gave it.
+	Message string
+}
+
+// Error returns "openai: session <id> failed: <message>".
+func (e *SessionError) Error() string {
+	if e.Message == "" {
+		return "openai: session " + e.Session + " failed"
+	}
+	return "openai: session " + e.Session + " failed: " + e.Message
+}
+
+// UnsupportedActionError reports a required action toolrelay cannot
+// perform: only function calls run in this process; a computer-use approval
+// request or an environment connection needs the program's own handling.
+// The turn is left waiting; the program may answer it with the SDK (see
+// [Backend.Client]) or cancel it.
+type UnsupportedActionError struct {
+	// Session and Turn locate the action.
+	Session, Turn string
+	// Type is the action's type, such as "computer_use_approval_request".
+	Type string
+}
+
+// Error describes the action.
+func (e *UnsupportedActionError) Error() string {
+	return fmt.Sprintf("openai: unsupported action %q in session %s: only function calls are run; answer it with the SDK or cancel the turn", e.Type, e.Session)
+}
+
+// errStreamDropped is wrapped by the error a run returns when the event
+// stream dropped more often than Options.MaxReconnects allows.
+var errStreamDropped = errors.New("openai: the event stream dropped")
+
+// ErrorCode implements [core.Backend]. It maps the service's HTTP status
+// (from *openai.Error of the SDK), a turn's error code, and this package's
+// errors to core codes; see the package documentation.
+func (b *Backend) ErrorCode(err error) core.Code {
+	var (
+		api *oai.Error
+		te  *TurnError
+		se  *SessionError
+		ue  *UnsupportedActionError
+		sse *ssestream.StreamError
+	)
+	switch {
+	case errors.As(err, &te):
+		return turnCode(te)
+	case errors.As(err, &ue):
+		return core.Unimplemented
+	case errors.As(err, &se):
+		return core.Internal
+	case errors.As(err, &api):
+		return statusCode(api.StatusCode)
+	case errors.As(err, &sse):
+		return core.Internal
+	}
+	return core.Unknown
+}
+
+func statusCode(status int) core.Code {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return core.InvalidArgument
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return core.PermissionDenied
+	case http.StatusNotFound:
+		return core.NotFound
+	case http.StatusConflict:
+		return core.FailedPrecondition
+	case http.StatusTooManyRequests:
+		return core.ResourceExhausted
+	case http.StatusRequestTimeout:
+		return core.DeadlineExceeded
+	}
+	return core.Unknown
+}
+
+func turnCode(e *TurnError) core.Code {
+	switch e.Code {
+	case "rate_limit_exceeded", "usage_limit_exceeded", "session_budget_exceeded",
+		"project_spend_limit_exceeded", "organization_spend_limit_exceeded",
+		"organization_usage_limit_exceeded", "credit_balance_exhausted",
+		"context_length_exceeded", "max_output_tokens", "flex_unavailable", "server_overloaded":
+		return core.ResourceExhausted
+	case "authentication_error", "cyber_policy", "misalignment_policy_violation":
+		return core.PermissionDenied
+	case "invalid_request":
+		return core.InvalidArgument
+	case "resource_not_found":
+		return core.NotFound
+	case "billing_not_active", "active_turn_not_steerable", "executor_version_incompatible":
+		return core.FailedPrecondition
+	case "request_timeout":
+		return core.DeadlineExceeded
+	case "server_error", "internal_error", "sandbox_error", "connection_failed":
+		return core.Internal
+	}
+	if e.Status == "cancelled" {
+		return core.Canceled
+	}
+	return core.Unknown
+}
+
+// apiError adds what was being done, and for a refused request what the
+// service said, to an SDK error, which stays reachable with errors.As.
+func apiError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var api *oai.Error
+	if !errors.As(err, &api) {
+		return fmt.Errorf("openai: %s: %w", op, err)
+	}
+	switch api.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return fmt.Errorf("openai: %s: authentication failed: the service refused the API key (set OPENAI_API_KEY or Options.APIKey): %w", op, err)
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
+		if api.Message != "" {
+			return fmt.Errorf("openai: %s: %s: %w", op, truncate(api.Message, 300), err)
+		}
+	}
+	return fmt.Errorf("openai: %s: %w", op, err)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// unknownPendingCall reports whether err is the service's refusal of a tool
+// result for a call that is not pending, and the call's id.
+func unknownPendingCall(err error) (string, bool) {
+	var api *oai.Error
+	if !errors.As(err, &api) || api.StatusCode != http.StatusBadRequest || api.Code != "invalid_request_error" {
+		return "", false
+	}
+	return strings.CutPrefix(api.Message, "Unknown pending tool call: ")
+}
+
+// definitive reports whether err is a refusal that proves the request was
+// not applied: a 4xx answer other than those the transport retries.
+func definitive(err error) bool {
+	var api *oai.Error
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.StatusCode {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+		return false
+	}
+	return api.StatusCode >= 400 && api.StatusCode < 500
+}
+
+func isNotFound(err error) bool {
+	var api *oai.Error
+	return errors.As(err, &api) && api.StatusCode == http.StatusNotFound
+}

@@ -1,0 +1,148 @@
+package openaitest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/toolrelay/toolrelay/core/coretest"
+)
+
+// agentDef is an agent: saved (POST agents) or given inline with a session.
+type agentDef struct {
+	id           string
+	name         *string
+	model        string
+	instructions string
+	tools        json.RawMessage // as given; "[]" when none
+	infos        []coretest.ToolInfo
+	created      int64
+}
+
+// toolJSON is the part of a tool definition the fake reads.
+type toolJSON struct {
+	Type         string          `json:"type"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	Parameters   json.RawMessage `json:"parameters"`
+	DeferLoading bool            `json:"defer_loading"`
+}
+
+// parseTools checks a tools array and describes its function tools for the
+// model. A deferred function needs a tool_search tool beside it.
+func parseTools(raw json.RawMessage) (json.RawMessage, []coretest.ToolInfo, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`[]`), nil, nil
+	}
+	var tools []toolJSON
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return nil, nil, fmt.Errorf("Invalid 'tools': %v.", err)
+	}
+	var infos []coretest.ToolInfo
+	search, deferred := false, false
+	seen := map[string]bool{}
+	for i, t := range tools {
+		switch t.Type {
+		case "tool_search":
+			search = true
+		case "function":
+			if t.Name == "" {
+				return nil, nil, fmt.Errorf("Missing required parameter: 'tools[%d].name'.", i)
+			}
+			if len(bytes.TrimSpace(t.Parameters)) == 0 || t.Parameters[0] != '{' {
+				return nil, nil, fmt.Errorf("Missing required parameter: 'tools[%d].parameters'.", i)
+			}
+			if seen[t.Name] {
+				return nil, nil, fmt.Errorf("Duplicate tool name: '%s'.", t.Name)
+			}
+			seen[t.Name] = true
+			deferred = deferred || t.DeferLoading
+			infos = append(infos, coretest.ToolInfo{Name: t.Name, Description: t.Description, Deferred: t.DeferLoading})
+		case "":
+			return nil, nil, fmt.Errorf("Missing required parameter: 'tools[%d].type'.", i)
+		}
+	}
+	if deferred && !search {
+		return nil, nil, fmt.Errorf("Deferred function tools (defer_loading: true) require a tool_search tool.")
+	}
+	return raw, infos, nil
+}
+
+func (s *Server) createAgent(req *Request) reply {
+	var body struct {
+		Model        string          `json:"model"`
+		Instructions *string         `json:"instructions"`
+		Name         *string         `json:"name"`
+		Tools        json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		return errorReply(http.StatusBadRequest, "invalid_request_error", "invalid_json", "We could not parse the JSON body of your request.")
+	}
+	if body.Model == "" {
+		return errorReply(http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "Missing required parameter: 'model'.")
+	}
+	tools, infos, err := parseTools(body.Tools)
+	if err != nil {
+		return errorReply(http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := &agentDef{id: s.newID("agent"), name: body.Name, model: body.Model, tools: tools, infos: infos, created: s.now()}
+	if body.Instructions != nil {
+		a.instructions = *body.Instructions
+	}
+	s.agents[a.id] = a
+	return reply{status: http.StatusOK, body: a.json()}
+}
+
+func (s *Server) getAgent(w http.ResponseWriter, id string) {
+	s.mu.Lock()
+	a := s.agents[id]
+	s.mu.Unlock()
+	if a == nil {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_not_found", "No agent found with id '"+id+"'.")
+		return
+	}
+	writeJSON(w, http.StatusOK, a.json())
+}
+
+func (s *Server) deleteAgent(w http.ResponseWriter, id string) {
+	s.mu.Lock()
+	a := s.agents[id]
+	delete(s.agents, id)
+	s.mu.Unlock()
+	if a == nil {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_not_found", "No agent found with id '"+id+"'.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true, "object": "agent.deleted"})
+}
+
+// json renders the agent as GET agents/{id} returns it.
+func (a *agentDef) json() map[string]any {
+	m := a.sessionJSON()
+	m["object"] = "agent"
+	m["created_at"] = a.created
+	m["updated_at"] = a.created
+	m["metadata"] = map[string]string{}
+	return m
+}
+
+// sessionJSON renders the agent as a session's "agent" field holds it.
+func (a *agentDef) sessionJSON() map[string]any {
+	return map[string]any{
+		"id":           a.id,
+		"instructions": a.instructions,
+		"model":        a.model,
+		"multi_agent":  map[string]any{"enabled": false, "max_concurrent_subagents": nil},
+		"name":         a.name,
+		"reasoning":    map[string]any{"effort": "medium", "summary": nil},
+		"service_tier": "auto",
+		"text":         map[string]any{"format": map[string]string{"type": "text"}, "verbosity": "medium"},
+		"tools":        a.tools,
+		"compaction":   map[string]bool{"async": true},
+		"experimental": map[string]bool{"time_awareness": false},
+	}
+}

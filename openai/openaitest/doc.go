@@ -1,0 +1,60 @@
+// Package openaitest provides a fake OpenAI Agents API server for tests: a
+// real HTTP server on loopback ([net/http/httptest]) that plays a
+// [coretest.Script] and speaks the sessions wire format the openai-go SDK
+// uses, faithfully enough that the SDK's own helpers
+// (client.Beta.Agents.Sessions.Stream with ToolHandlers, NewStreaming with
+// BetaAgentSessionFinalResult) run against it unmodified.
+//
+// Typical use in a test:
+//
+//	srv := openaitest.NewServer(coretest.Simple("get_customer", `{"customer_id":"123"}`,
+//		`Found: {{output "get_customer"}}`), nil)
+//	defer srv.Close()
+//	client := openai.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"))
+//
+// # What it serves
+//
+// POST agents, GET and DELETE agents/{id}; POST agents/sessions (plain, and
+// with "stream": true a creation stream that carries the first turn); GET
+// and DELETE agents/sessions/{id}; GET agents/sessions/{id}/events (SSE;
+// the subscriber is registered before the headers are flushed); POST
+// agents/sessions/{id}/events (202); GET .../items, .../turns,
+// .../turns/{turn_id} and .../turns/{turn_id}/items. Paths are served with
+// and without the "/v1" prefix of [Server.URL].
+//
+// Each session holds one [coretest.Model]: a user input begins the next
+// turn of the script; a step of calls is announced as function_call items
+// and parks the session in requires_action with the calls in
+// required_actions; once every pending call has a result the model takes
+// its next step; a text step ends the turn (turn.item.done with the final
+// message, turn.completed, agent.session.idle); Step.Fail ends it with
+// turn.failed. The agent's tools (saved or inline) are given to the model,
+// so a deferred tool can be called only after a Step.Search loaded it, and
+// a deferred tool without a tool_search tool is refused.
+//
+// # Protocol rules it enforces
+//
+// Every request needs "Authorization: Bearer <key>" (401 otherwise). A tool
+// result for a call that is not pending is refused with the service's 400
+// "Unknown pending tool call: <call_id>" (and nothing in that request is
+// applied). A POST carrying an Idempotency-Key already seen with the same
+// body is answered from the first response and not applied again. Every
+// event has a unique event_id; turn lifecycle events carry the turn object;
+// normal events never have a top-level "error" key. environment must be
+// {"type":"none"}, and input is required.
+//
+// # Faults
+//
+// [Options].Fault injects faults per request (a status such as 429 with
+// Retry-After-Ms or 500, a dropped response after the request was applied,
+// a delay, an event stream closed after N events); DuplicateEvents writes
+// every event twice; StrayCalls announces a function_call that
+// required_actions does not list; Commentary precedes every answer with a
+// commentary message.
+//
+// # Assertions
+//
+// [Server.Received] reports what the sessions received in the neutral terms
+// of [coretest.Received] (for the shared conformance suite);
+// [Server.Requests] reports every raw request.
+package openaitest

@@ -1,0 +1,151 @@
+package openaitest
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/toolrelay/toolrelay/core/coretest"
+)
+
+type inputEvent struct {
+	Type    string          `json:"type"`
+	Input   json.RawMessage `json:"input"`
+	TurnID  *string         `json:"turn_id"`
+	CallID  *string         `json:"call_id"`
+	Success *bool           `json:"success"`
+	Output  json.RawMessage `json:"output"`
+	Error   *string         `json:"error"`
+}
+
+// postEvents handles POST agents/sessions/{id}/events. The events of one
+// request are checked together before any is applied: a request naming a
+// call that is not pending is refused whole.
+func (s *Server) postEvents(id string) func(req *Request) reply {
+	return func(req *Request) reply {
+		bad := func(code, msg string) reply {
+			return errorReply(http.StatusBadRequest, "invalid_request_error", code, msg)
+		}
+		var body struct {
+			Events []inputEvent `json:"events"`
+		}
+		if err := json.Unmarshal(req.Body, &body); err != nil {
+			return bad("invalid_json", "We could not parse the JSON body of your request.")
+		}
+		if len(body.Events) == 0 {
+			return bad("missing_required_parameter", "Missing required parameter: 'events'.")
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		sess := s.sessions[id]
+		if sess == nil {
+			return errorReply(http.StatusNotFound, "invalid_request_error", "resource_not_found", "No session found with id '"+id+"'.")
+		}
+		// Check.
+		answered := map[*pendingCall]bool{}
+		messages := 0
+		for i, ev := range body.Events {
+			switch ev.Type {
+			case "agent.session.input.message":
+				messages++
+				if _, ok := inputText(ev.Input); !ok {
+					return bad("missing_required_parameter", "Missing required parameter: 'events["+strconv.Itoa(i)+"].input'.")
+				}
+				if messages > 1 || sess.cur != nil {
+					return bad("active_turn_not_steerable", "The session already has an active turn; wait for it to finish or cancel it.")
+				}
+			case "agent.session.input.tool_result":
+				if ev.CallID == nil || ev.TurnID == nil || ev.Success == nil {
+					return bad("missing_required_parameter", "Missing required parameters: 'turn_id', 'call_id' and 'success' are required for a tool result.")
+				}
+				p := sess.pendingCall(*ev.TurnID, *ev.CallID)
+				if p == nil || answered[p] {
+					return bad("invalid_request_error", "Unknown pending tool call: "+*ev.CallID)
+				}
+				answered[p] = true
+			case "agent.session.input.cancel":
+			case "agent.session.input.computer_use_approval_request_result":
+				return bad("invalid_request_error", "Unknown pending approval request.")
+			default:
+				return bad("invalid_value", "Invalid value for 'events["+strconv.Itoa(i)+"].type': '"+ev.Type+"'.")
+			}
+		}
+		// Apply.
+		var results []coretest.Delivered
+		for _, ev := range body.Events {
+			switch ev.Type {
+			case "agent.session.input.message":
+				text, _ := inputText(ev.Input)
+				if err := sess.model.Begin(text); err != nil {
+					return bad("invalid_value", err.Error())
+				}
+				s.startTurn(sess, text)
+			case "agent.session.input.tool_result":
+				p := sess.pendingCall(*ev.TurnID, *ev.CallID)
+				d := coretest.Delivered{CallID: p.callID, Name: p.name, Output: outputText(ev.Output), Failed: !*ev.Success}
+				if ev.Error != nil {
+					d.Error = *ev.Error
+				}
+				if d.Failed {
+					d.Output = ""
+				}
+				p.result, p.output = &d, bytes.TrimSpace(ev.Output)
+				if len(p.output) == 0 && !d.Failed {
+					p.output = json.RawMessage(`null`)
+				}
+				results = append(results, d)
+			case "agent.session.input.cancel":
+				s.cancel(sess)
+			}
+		}
+		if len(results) > 0 {
+			s.received = append(s.received, coretest.Received{Kind: "results", Thread: sess.id, Results: results})
+			if sess.allAnswered() {
+				s.deliver(sess)
+			}
+		}
+		return reply{status: http.StatusAccepted}
+	}
+}
+
+// pendingCall returns the pending call (turnID, callID) that has no result
+// yet, or nil.
+func (sess *session) pendingCall(turnID, callID string) *pendingCall {
+	for _, p := range sess.pending {
+		if p.turnID == turnID && p.callID == callID && p.result == nil {
+			return p
+		}
+	}
+	return nil
+}
+
+func (sess *session) allAnswered() bool {
+	for _, p := range sess.pending {
+		if p.result == nil {
+			return false
+		}
+	}
+	return len(sess.pending) > 0
+}
+
+// outputText renders a tool result's output as text for the model: a
+// string as it is, null as "null", a content array as JSON.
+func outputText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	switch string(raw) {
+	case "":
+		return ""
+	case "null":
+		return "null"
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return string(raw)
+	}
+	return buf.String()
+}

@@ -1,0 +1,181 @@
+package openaitest
+
+import (
+	"encoding/json"
+
+	"github.com/toolrelay/toolrelay/core/coretest"
+)
+
+// The methods below play the model on a session and emit the events a turn
+// produces. The caller holds s.mu.
+
+// startTurn starts a turn with input (model.Begin already succeeded) and
+// plays its first step.
+func (s *Server) startTurn(sess *session, input string) {
+	now := s.now()
+	t := &turn{id: s.newID("turn"), status: "in_progress", created: now}
+	sess.turns = append(sess.turns, t)
+	sess.cur = t
+	sess.status = "in_progress"
+	sess.active = now
+	s.received = append(s.received, coretest.Received{Kind: "input", Thread: sess.id, Input: input})
+	user := mustJSON(itemJSON{ID: s.newID("msg"), Type: "message", TurnID: t.id, Role: "user", Status: "completed",
+		Content: []contentJSON{{Type: "input_text", Text: input}}})
+	s.addItem(sess, t, user)
+	s.emit(sess, eventJSON{Type: "agent.session.in_progress", Session: sess.json()})
+	s.emit(sess, eventJSON{Type: "agent.session.turn.created", SessionID: sess.id, TurnID: t.id, Turn: t.json(sess)})
+	s.play(sess)
+}
+
+func (s *Server) addItem(sess *session, t *turn, item json.RawMessage) {
+	t.items = append(t.items, item)
+	sess.items = append(sess.items, item)
+}
+
+func intp(i int) *int { return &i }
+
+// itemEvent emits turn.item.added or turn.item.done for item at index.
+func (s *Server) itemEvent(sess *session, t *turn, typ string, index int, item any) {
+	s.emit(sess, eventJSON{Type: typ, SessionID: sess.id, TurnID: t.id, OutputIndex: intp(index), Item: mustJSON(item)})
+}
+
+// play plays the model's next step on the active turn.
+func (s *Server) play(sess *session) {
+	t := sess.cur
+	a, err := sess.model.Next()
+	t.usage.add(s.opts.Usage)
+	sess.usage.add(s.opts.Usage)
+	switch {
+	case err != nil:
+		s.endTurn(sess, "failed", &turnErrorJSON{Code: "internal_error", Message: err.Error()})
+		return
+	case a.Fail != nil:
+		s.endTurn(sess, "failed", &turnErrorJSON{Code: a.Fail.Code, Message: a.Fail.Message})
+		return
+	case len(a.Calls) > 0:
+		s.askCalls(sess, t, a.Calls)
+		return
+	}
+	if s.opts.Commentary != "" {
+		s.message(sess, t, "commentary", s.opts.Commentary)
+	}
+	s.message(sess, t, "final_answer", a.Text)
+	s.endTurn(sess, "completed", nil)
+}
+
+// message emits an assistant message of the given phase.
+func (s *Server) message(sess *session, t *turn, phase, text string) {
+	id := s.newID("msg")
+	index := t.index
+	t.index++
+	s.itemEvent(sess, t, "agent.session.turn.item.added", index,
+		itemJSON{ID: id, Type: "message", TurnID: t.id, Role: "assistant", Phase: phase, Status: "in_progress", Content: []contentJSON{}})
+	s.emit(sess, eventJSON{Type: "agent.session.turn.output_text.delta", SessionID: sess.id, TurnID: t.id, ItemID: id,
+		OutputIndex: intp(index), ContentIndex: intp(0), Delta: text})
+	done := itemJSON{ID: id, Type: "message", TurnID: t.id, Role: "assistant", Phase: phase, Status: "completed",
+		Content: []contentJSON{{Type: "output_text", Text: text, Annotations: &[]string{}}}}
+	s.itemEvent(sess, t, "agent.session.turn.item.done", index, done)
+	s.addItem(sess, t, mustJSON(done))
+}
+
+// askCalls announces the calls of a step and parks the session in
+// requires_action.
+func (s *Server) askCalls(sess *session, t *turn, calls []coretest.ActionCall) {
+	announce := func(callID, name string, args json.RawMessage) {
+		index := t.index
+		t.index++
+		id := s.newID("fc")
+		it := itemJSON{ID: id, Type: "function_call", TurnID: t.id, CallID: callID, Name: name, Arguments: args, Status: "in_progress"}
+		s.itemEvent(sess, t, "agent.session.turn.item.added", index, it)
+		it.Status = "completed"
+		s.itemEvent(sess, t, "agent.session.turn.item.done", index, it)
+		s.addItem(sess, t, mustJSON(it))
+	}
+	for _, c := range calls {
+		callID := c.ID
+		if callID == "" {
+			callID = s.newID("call")
+		}
+		p := &pendingCall{turnID: t.id, callID: callID, name: c.Name, args: argsJSON(c.Arguments, c.AsString)}
+		sess.pending = append(sess.pending, p)
+		announce(p.callID, p.name, p.args)
+	}
+	if s.opts.StrayCalls {
+		first := sess.pending[0]
+		announce(s.newID("call_stray"), first.name, first.args)
+	}
+	sess.status = "requires_action"
+	s.emit(sess, eventJSON{Type: "agent.session.requires_action", Session: sess.json()})
+}
+
+// deliver hands the model the results of all pending calls, in call order,
+// and plays its next step.
+func (s *Server) deliver(sess *session) {
+	t := sess.cur
+	results := make([]coretest.Delivered, len(sess.pending))
+	for i, p := range sess.pending {
+		results[i] = *p.result
+	}
+	pending := sess.pending
+	sess.pending = nil
+	if err := sess.model.Deliver(results); err != nil {
+		s.endTurn(sess, "failed", &turnErrorJSON{Code: "internal_error", Message: err.Error()})
+		return
+	}
+	sess.status = "in_progress"
+	s.emit(sess, eventJSON{Type: "agent.session.in_progress", Session: sess.json()})
+	for _, p := range pending {
+		it := itemJSON{ID: s.newID("fco"), Type: "function_call_output", TurnID: t.id, CallID: p.callID, Status: "completed"}
+		if p.result.Failed {
+			msg := p.result.Error
+			it.Error = &msg
+		} else {
+			it.Output = p.output
+		}
+		index := t.index
+		t.index++
+		s.itemEvent(sess, t, "agent.session.turn.item.added", index, it)
+		s.addItem(sess, t, mustJSON(it))
+	}
+	s.play(sess)
+}
+
+// endTurn ends the active turn with status ("completed", "failed" or
+// "cancelled") and returns the session to idle.
+func (s *Server) endTurn(sess *session, status string, terr *turnErrorJSON) {
+	t := sess.cur
+	t.status = status
+	t.err = terr
+	t.completed = s.now()
+	sess.cur = nil
+	sess.pending = nil
+	typ := "agent.session.turn." + status
+	ev := eventJSON{Type: typ, SessionID: sess.id, TurnID: t.id, Turn: t.json(sess)}
+	if t.usage != (Usage{}) {
+		ev.Usage = t.usage.json()
+	}
+	s.emit(sess, ev)
+	sess.status = "idle"
+	sess.active = s.now()
+	s.emitEnd(sess, eventJSON{Type: "agent.session.idle", Session: sess.json()})
+}
+
+// cancel cancels the active turn, if any: the model is told its pending
+// calls failed, so that it can take the next turn.
+func (s *Server) cancel(sess *session) {
+	s.received = append(s.received, coretest.Received{Kind: "cancel", Thread: sess.id})
+	if sess.cur == nil {
+		return
+	}
+	if sess.model.Waiting() {
+		results := make([]coretest.Delivered, len(sess.model.Pending()))
+		for i, c := range sess.model.Pending() {
+			results[i] = coretest.Delivered{Name: c.Name, Failed: true, Error: "cancelled"}
+			if i < len(sess.pending) {
+				results[i].CallID = sess.pending[i].callID
+			}
+		}
+		_ = sess.model.Deliver(results)
+	}
+	s.endTurn(sess, "cancelled", nil)
+}

@@ -1,0 +1,170 @@
+package openaitest
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// The JSON shapes the server sends. Fields are listed in the order the
+// service's fixtures use; pointers are null when unset.
+
+type usageJSON struct {
+	InputTokens         int64          `json:"input_tokens"`
+	InputTokensDetails  map[string]int `json:"input_tokens_details"`
+	OutputTokens        int64          `json:"output_tokens"`
+	OutputTokensDetails map[string]int `json:"output_tokens_details"`
+	TotalTokens         int64          `json:"total_tokens"`
+}
+
+func (u Usage) json() *usageJSON {
+	return &usageJSON{
+		InputTokens:         u.InputTokens,
+		InputTokensDetails:  map[string]int{"cached_tokens": 0},
+		OutputTokens:        u.OutputTokens,
+		OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
+		TotalTokens:         u.InputTokens + u.OutputTokens,
+	}
+}
+
+func (u *Usage) add(v Usage) {
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+}
+
+type turnErrorJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type turnJSON struct {
+	ID                 string         `json:"id"`
+	Object             string         `json:"object"`
+	AgentID            string         `json:"agent_id"`
+	SessionID          string         `json:"session_id"`
+	SubagentID         *string        `json:"subagent_id"`
+	Status             string         `json:"status"`
+	CreatedAt          int64          `json:"created_at"`
+	StartedAt          int64          `json:"started_at"`
+	CompletedAt        *int64         `json:"completed_at"`
+	Error              *turnErrorJSON `json:"error"`
+	Usage              *usageJSON     `json:"usage"`
+	PromptCacheOptions *struct{}      `json:"prompt_cache_options"`
+}
+
+type requiredActionJSON struct {
+	Type      string          `json:"type"`
+	TurnID    string          `json:"turn_id"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+type sessionJSON struct {
+	ID                 string               `json:"id"`
+	Object             string               `json:"object"`
+	Status             string               `json:"status"`
+	RequiredActions    []requiredActionJSON `json:"required_actions"`
+	Agent              json.RawMessage      `json:"agent"`
+	Environment        map[string]string    `json:"environment"`
+	Error              *string              `json:"error"`
+	CreatedAt          int64                `json:"created_at"`
+	LastActiveAt       int64                `json:"last_active_at"`
+	Metadata           map[string]string    `json:"metadata"`
+	Usage              *usageJSON           `json:"usage"`
+	VaultIDs           []string             `json:"vault_ids"`
+	PromptCacheOptions *struct{}            `json:"prompt_cache_options"`
+}
+
+// eventJSON is a session event. It never has a top-level "error" key: the
+// SDK reads any such key as a stream error.
+type eventJSON struct {
+	Type         string          `json:"type"`
+	EventID      string          `json:"event_id"`
+	SessionID    string          `json:"session_id,omitempty"`
+	TurnID       string          `json:"turn_id,omitempty"`
+	Session      *sessionJSON    `json:"session,omitempty"`
+	Turn         *turnJSON       `json:"turn,omitempty"`
+	OutputIndex  *int            `json:"output_index,omitempty"`
+	ItemID       string          `json:"item_id,omitempty"`
+	ContentIndex *int            `json:"content_index,omitempty"`
+	Delta        string          `json:"delta,omitempty"`
+	Item         json.RawMessage `json:"item,omitempty"`
+	Usage        *usageJSON      `json:"usage,omitempty"`
+}
+
+type contentJSON struct {
+	Type        string    `json:"type"`
+	Text        string    `json:"text"`
+	Annotations *[]string `json:"annotations,omitempty"`
+}
+
+type itemJSON struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	TurnID    string          `json:"turn_id"`
+	Role      string          `json:"role,omitempty"`
+	Phase     string          `json:"phase,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Output    json.RawMessage `json:"output,omitempty"`
+	Error     *string         `json:"error,omitempty"`
+	Status    string          `json:"status"`
+	Content   []contentJSON   `json:"content,omitempty"`
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// argsJSON returns the arguments as sent in items and required actions: the
+// rendered object as it is, or, when asked for or when the text is not a
+// JSON object, as a JSON string.
+func argsJSON(text string, asString bool) json.RawMessage {
+	t := bytes.TrimSpace([]byte(text))
+	if !asString && len(t) > 0 && t[0] == '{' && json.Valid(t) {
+		return json.RawMessage(t)
+	}
+	return mustJSON(text)
+}
+
+// inputMessage is an input message as the API accepts it.
+type inputMessage struct {
+	Role    string `json:"role"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+// inputText reads the user's text from an input: a string, or an array of
+// messages whose input_text parts are joined by newlines. ok is false when
+// the input is absent, empty or malformed.
+func inputText(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, s != ""
+	}
+	var msgs []inputMessage
+	if json.Unmarshal(raw, &msgs) != nil || len(msgs) == 0 {
+		return "", false
+	}
+	var parts []string
+	for _, m := range msgs {
+		for _, c := range m.Content {
+			if c.Type == "input_text" {
+				parts = append(parts, c.Text)
+			}
+		}
+	}
+	return strings.Join(parts, "\n"), len(parts) > 0
+}

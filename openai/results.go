@@ -1,0 +1,197 @@
+package openai
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// unknownCallDelays are the pauses before a result refused as "Unknown
+// pending tool call" is sent again, when the call was just announced and
+// the service may not have registered it yet (the official helper waits
+// the same).
+var unknownCallDelays = []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond}
+
+// deliver posts the results of a step until each is delivered, in one
+// request whose Idempotency-Key is derived from the results' own keys (see
+// [batchKey]), so that a resend of the same results is the same request.
+//
+//   - A refusal "Unknown pending tool call: <id>" for a call whose result
+//     was delivered before (the journal says so, or a request of this
+//     process carrying it may have been applied) means it was delivered: it
+//     is dropped and the rest is sent again. For another call it is the
+//     race of a call the service has not registered yet: the request is sent
+//     again after a short pause, a few times.
+//   - Another 4xx refusal is returned.
+//   - An error that leaves the outcome unknown (the response was lost, the
+//     connection broke, a 5xx after the SDK's retries) is resolved by
+//     reading the session (after re-subscribing, when streaming): results
+//     for calls no longer pending were delivered; the others are sent
+//     again. If the turn moved on meanwhile, the step it shows is returned.
+//
+// stale reports that some results had (or may have) been delivered before
+// this call, so that the turn may have moved on before the current event
+// stream was opened: the caller must read the session before it waits for
+// events.
+func (b *Backend) deliver(ctx context.Context, st *thread, results []core.ToolResult) (step *core.Step, stale bool, err error) {
+	todo := slices.Clone(results)
+	races, resyncs := 0, 0
+	// A result the journal shows as submitted may be answered from the
+	// service's idempotency store: the turn may have moved on unseen.
+	stale = slices.ContainsFunc(results, func(r core.ToolResult) bool { return r.Resend })
+	for len(todo) > 0 {
+		err := b.postResults(ctx, st, todo)
+		if err == nil {
+			st.markSent(todo)
+			return nil, stale, nil
+		}
+		if ctx.Err() != nil {
+			st.markSent(todo) // the request may have been applied
+			return nil, false, ctx.Err()
+		}
+		if id, ok := unknownPendingCall(err); ok {
+			i := slices.IndexFunc(todo, func(r core.ToolResult) bool { return r.Call.ID == id })
+			if i >= 0 && (todo[i].Resend || st.sent[key(todo[i].Call)]) {
+				// Delivered before. The rest of the request may have been
+				// applied too, if the service applies events one by one.
+				st.sent[key(todo[i].Call)] = true
+				todo = slices.Delete(todo, i, i+1)
+				st.markSent(todo)
+				stale = true
+				b.log.DebugContext(ctx, "openai: tool result already delivered", "session", st.id, "call_id", id)
+				continue
+			}
+			if races < len(unknownCallDelays) {
+				if err := sleep(ctx, unknownCallDelays[races]); err != nil {
+					return nil, false, err
+				}
+				races++
+				continue
+			}
+			return nil, false, apiError("submit results", err)
+		}
+		if definitive(err) {
+			return nil, false, apiError("submit results", err)
+		}
+		st.markSent(todo)
+		if resyncs >= b.opts.MaxReconnects {
+			return nil, false, apiError("submit results", err)
+		}
+		resyncs++
+		b.log.InfoContext(ctx, "openai: the outcome of a results request is unknown; reading the session", "session", st.id, "error", err)
+		step, sess, rerr := b.reconcile(ctx, st, !b.opts.Polling, false)
+		if rerr != nil {
+			return nil, false, rerr
+		}
+		pending := map[callKey]bool{}
+		if sess.Status == "requires_action" {
+			for _, a := range sess.RequiredActions {
+				pending[callKey{a.TurnID, a.CallID}] = true
+			}
+		}
+		todo = slices.DeleteFunc(todo, func(r core.ToolResult) bool { return !pending[key(r.Call)] })
+		if len(todo) == 0 {
+			return step, false, nil
+		}
+		stale = false // the session was just read
+	}
+	return nil, stale, nil
+}
+
+func (b *Backend) postResults(ctx context.Context, st *thread, results []core.ToolResult) error {
+	events := make([]oai.AgentSessionInputParamUnion, len(results))
+	for i, r := range results {
+		events[i] = toolResult(r)
+	}
+	return b.client.Beta.Agents.Sessions.Events.New(ctx, st.id, oai.BetaAgentSessionEventNewParams{
+		Events:         events,
+		IdempotencyKey: oai.String(batchKey(results)),
+	})
+}
+
+func (st *thread) markSent(results []core.ToolResult) {
+	for _, r := range results {
+		st.sent[key(r.Call)] = true
+	}
+}
+
+func key(c core.Call) callKey { return callKey{c.Turn, c.ID} }
+
+// batchKey derives the Idempotency-Key of a request carrying results from
+// their own keys, in order: a single result's key as it is, several
+// results' keys hashed together. The same results give the same key in any
+// process.
+func batchKey(results []core.ToolResult) string {
+	keyOf := func(r core.ToolResult) string {
+		if r.IdempotencyKey != "" {
+			return r.IdempotencyKey
+		}
+		return r.Call.Thread + "/" + r.Call.Turn + "/" + r.Call.ID
+	}
+	if len(results) == 1 {
+		return keyOf(results[0])
+	}
+	h := sha256.New()
+	for _, r := range results {
+		h.Write([]byte(keyOf(r)))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// toolResult is the agent.session.input.tool_result event of a result:
+// success with the output (a string, a content array of text and image
+// parts, or null), or success false with the error message.
+func toolResult(r core.ToolResult) oai.AgentSessionInputParamUnion {
+	tr := &oai.AgentSessionInputParamAgentSessionInputToolResult{TurnID: r.Call.Turn, CallID: r.Call.ID, Success: !r.Failed}
+	if r.Failed {
+		msg := r.Error
+		if msg == "" {
+			msg = "The tool call failed."
+		}
+		tr.Error = oai.String(msg)
+	} else {
+		tr.Output = outputParam(r.Output)
+	}
+	return oai.AgentSessionInputParamUnion{OfParamAgentSessionInputToolResult: tr}
+}
+
+func outputParam(o core.Output) oai.AgentFunctionCallOutputParamUnion {
+	switch {
+	case o.Null:
+		return param.NullStruct[oai.AgentFunctionCallOutputParamUnion]()
+	case o.Parts == nil:
+		return oai.AgentFunctionCallOutputParamUnion{OfString: oai.String(o.Text)}
+	}
+	parts := make([]oai.InputContentParamUnion, 0, len(o.Parts))
+	for _, p := range o.Parts {
+		switch {
+		case p.Type == core.PartText:
+			parts = append(parts, oai.InputContentParamOfParamInputText(p.Text))
+		case p.Type == core.PartImage && p.URL != "":
+			parts = append(parts, oai.InputContentParamOfParamInputImage(p.URL))
+		default:
+			// The sessions API takes text and image parts only.
+			return oai.AgentFunctionCallOutputParamUnion{OfString: oai.String(o.String())}
+		}
+	}
+	return oai.AgentFunctionCallOutputParamUnion{OfArrayOfInputContents: parts}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,542 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// Start implements [core.Backend]. A new session (req.Thread empty and no
+// Options.SessionID) is created with environment {"type":"none"} and its
+// first turn runs on the creation stream (or, when polling, is read with
+// GET requests); on an existing session the backend subscribes to the
+// events stream before it posts the input. If ctx ends while the turn
+// runs, the turn is cancelled (best effort).
+func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step, error) {
+	if err := b.checkClosed(); err != nil {
+		return nil, err
+	}
+	id := req.Thread
+	if id == "" {
+		id = b.opts.SessionID
+	}
+	var (
+		st  *thread
+		err error
+	)
+	if id == "" {
+		st, err = b.newSession(ctx, req.Input)
+	} else {
+		st, err = b.sendInput(ctx, id, req.Input)
+	}
+	if err != nil {
+		return nil, err
+	}
+	step, err := b.follow(ctx, st, false)
+	return b.finish(ctx, st, step, err)
+}
+
+// Resume implements [core.Backend]: it re-subscribes to the session's
+// events (unless polling), reads the session, and returns the function calls
+// still listed in required_actions (minus those whose results this process
+// delivered), or, when the session is idle, the last turn's answer read from
+// its items; while the turn runs, it follows it. A required action that is
+// not a function call gives an *[UnsupportedActionError].
+func (b *Backend) Resume(ctx context.Context, id string) (*core.Step, error) {
+	st, err := b.thread(id)
+	if err != nil {
+		return nil, err
+	}
+	st.resetFollow()
+	var step *core.Step
+	if b.opts.Polling {
+		step, err = b.poll(ctx, st, true)
+	} else if step, _, err = b.reconcile(ctx, st, true, true); err == nil && step == nil {
+		step, err = b.await(ctx, st)
+	}
+	return b.finish(ctx, st, step, err)
+}
+
+// Submit implements [core.Backend]: it posts the results of a step in one
+// request (see the package documentation, Delivery) and returns the next
+// step.
+func (b *Backend) Submit(ctx context.Context, req *core.SubmitRequest) (*core.Step, error) {
+	st, err := b.thread(req.Step.Thread)
+	if err != nil {
+		return nil, err
+	}
+	if st.turn == "" && req.Step.Turn != "" {
+		st.beginTurn(req.Step.Turn)
+	}
+	if !b.opts.Polling && st.stream == nil {
+		if st.stream, err = b.subscribe(ctx, st.id); err != nil {
+			return nil, err
+		}
+	}
+	step, stale, err := b.deliver(ctx, st, req.Results)
+	if err == nil && step == nil && stale && !b.opts.Polling {
+		// The results were delivered before: what followed is not on
+		// the current stream, so read the session.
+		step, _, err = b.reconcile(ctx, st, false, false)
+	}
+	if err == nil && step == nil {
+		step, err = b.follow(ctx, st, false)
+	}
+	if err != nil {
+		// The runner cancels the turn if ctx ended; the next call
+		// subscribes again.
+		st.closeStream()
+	}
+	return step, err
+}
+
+// Cancel implements [core.Canceler]: it posts agent.session.input.cancel,
+// so that the service does not keep the turn waiting.
+func (b *Backend) Cancel(ctx context.Context, id string) error {
+	st, err := b.thread(id)
+	if err != nil {
+		return err
+	}
+	st.endTurn()
+	return apiError("cancel turn", b.postCancel(ctx, id))
+}
+
+func (b *Backend) postCancel(ctx context.Context, id string) error {
+	cancel := oai.NewAgentSessionInputParamAgentSessionInputCancel()
+	return b.client.Beta.Agents.Sessions.Events.New(ctx, id, oai.BetaAgentSessionEventNewParams{
+		Events: []oai.AgentSessionInputParamUnion{{OfParamAgentSessionInputCancel: &cancel}},
+	})
+}
+
+// finish ends a Start or Resume: on an error the event stream is closed
+// (the next call subscribes again), and when ctx ended while the turn ran,
+// the turn is cancelled (best effort).
+func (b *Backend) finish(ctx context.Context, st *thread, step *core.Step, err error) (*core.Step, error) {
+	if err != nil {
+		st.closeStream()
+	}
+	if err != nil && ctx.Err() != nil && st.id != "" {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if cerr := b.postCancel(cctx, st.id); cerr != nil {
+			b.log.WarnContext(ctx, "openai: cancel turn failed", "session", st.id, "error", cerr)
+		}
+		st.endTurn()
+	}
+	return step, err
+}
+
+// newSession creates a session with the user's input.
+func (b *Backend) newSession(ctx context.Context, input string) (*thread, error) {
+	agentID, err := b.agent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	params := oai.BetaAgentSessionNewParams{
+		Environment: oai.EnvironmentParamUnion{OfParamNone: &oai.EnvironmentParamNone{}},
+		AgentID:     oai.String(agentID),
+		Input:       oai.BetaAgentSessionNewParamsInputUnion{OfString: oai.String(input)},
+	}
+	key := option.WithHeader("Idempotency-Key", newKey())
+	st := newThread("")
+	st.lastKnown = true
+	if b.opts.Polling {
+		sess, err := b.client.Beta.Agents.Sessions.New(ctx, params, key)
+		if err != nil {
+			return nil, apiError("create session", err)
+		}
+		st.id = sess.ID
+		st.active.Store(true)
+		b.register(st)
+		return st, nil
+	}
+	st.stream, err = b.openStream(ctx, func(sctx context.Context) *ssestream.Stream[oai.AgentSessionEventUnion] {
+		return b.client.Beta.Agents.Sessions.NewStreaming(sctx, params, key)
+	})
+	if err != nil {
+		return nil, apiError("create session", err)
+	}
+	st.active.Store(true)
+	return st, nil
+}
+
+// sendInput starts a turn on an existing session: subscribe (unless
+// polling), then post the input message.
+func (b *Backend) sendInput(ctx context.Context, id, input string) (*thread, error) {
+	st, err := b.thread(id)
+	if err != nil {
+		return nil, err
+	}
+	st.resetFollow()
+	if !st.lastKnown {
+		t, err := b.latestRootTurn(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		st.lastTurn, st.lastKnown = "", true
+		if t != nil {
+			st.lastTurn = t.ID
+		}
+	}
+	if !b.opts.Polling {
+		if st.stream, err = b.subscribe(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	msg := oai.AgentSessionInputParamOfParamAgentSessionInputMessage([]oai.AgentSessionInputMessageParam{{
+		Content: []oai.InputContentParamUnion{oai.InputContentParamOfParamInputText(input)},
+	}})
+	err = b.client.Beta.Agents.Sessions.Events.New(ctx, id, oai.BetaAgentSessionEventNewParams{
+		Events:         []oai.AgentSessionInputParamUnion{msg},
+		IdempotencyKey: oai.String(newKey()),
+	})
+	if err != nil {
+		st.closeStream()
+		return nil, apiError("send input", err)
+	}
+	st.active.Store(true)
+	return st, nil
+}
+
+func (b *Backend) subscribe(ctx context.Context, id string) (*eventStream, error) {
+	es, err := b.openStream(ctx, func(sctx context.Context) *ssestream.Stream[oai.AgentSessionEventUnion] {
+		return b.client.Beta.Agents.Sessions.Events.StreamStreaming(sctx, id)
+	})
+	if err != nil {
+		return nil, apiError("subscribe to session "+id, err)
+	}
+	return es, nil
+}
+
+// follow returns the turn's next step: from the event stream, or by polling.
+func (b *Backend) follow(ctx context.Context, st *thread, resume bool) (*core.Step, error) {
+	if b.opts.Polling {
+		return b.poll(ctx, st, resume)
+	}
+	return b.await(ctx, st)
+}
+
+// await reads the event stream until the turn reaches a step: calls to run,
+// or its end. A stream that ends mid-turn is resumed (re-subscribe, then
+// read the session) at most Options.MaxReconnects times.
+func (b *Backend) await(ctx context.Context, st *thread) (*core.Step, error) {
+	drops := 0
+	for {
+		if st.stream == nil {
+			return nil, core.Errorf(core.Internal, "openai: session %s: no event stream to follow", st.id)
+		}
+		ev, err := st.stream.next(ctx)
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case b.life.Err() != nil:
+				return nil, errClosed
+			case protocolError(err):
+				st.closeStream()
+				return nil, fmt.Errorf("openai: session %s: %w", st.id, err)
+			case st.id == "":
+				st.closeStream()
+				return nil, fmt.Errorf("openai: the creation stream ended before the session was created: %w", err)
+			case drops >= b.opts.MaxReconnects:
+				st.closeStream()
+				return nil, fmt.Errorf("%w %d times mid-turn (session %s): %v", errStreamDropped, drops+1, st.id, err)
+			}
+			drops++
+			b.log.InfoContext(ctx, "openai: event stream ended mid-turn; resuming", "session", st.id, "attempt", drops, "error", err)
+			step, _, err := b.reconcile(ctx, st, true, false)
+			if err != nil || step != nil {
+				return step, err
+			}
+			continue
+		}
+		step, err := b.handle(ctx, st, ev)
+		if err != nil || step != nil {
+			return step, err
+		}
+	}
+}
+
+// poll reads the session every PollInterval until the turn reaches a step.
+func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*core.Step, error) {
+	for {
+		step, _, err := b.reconcile(ctx, st, false, resume)
+		if err != nil || step != nil {
+			return step, err
+		}
+		t := time.NewTimer(b.opts.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-b.life.Done():
+			t.Stop()
+			return nil, errClosed
+		case <-t.C:
+		}
+	}
+}
+
+// handle applies one event to the thread and returns the step it completes,
+// if any.
+func (b *Backend) handle(ctx context.Context, st *thread, ev oai.AgentSessionEventUnion) (*core.Step, error) {
+	if !st.accept(ev.EventID) {
+		return nil, nil
+	}
+	switch ev.Type {
+	case "agent.session.created":
+		if st.id == "" && ev.Session.ID != "" {
+			st.id = ev.Session.ID
+			b.register(st)
+		}
+	case "agent.session.turn.created", "agent.session.turn.in_progress":
+		if st.turn == "" && b.newRootTurn(st, ev) {
+			st.beginTurn(ev.TurnID)
+		}
+	case "agent.session.turn.item.done":
+		it := ev.Item
+		if st.turn != "" && it.TurnID == st.turn && it.Type == "message" && it.Role == "assistant" && it.Status == "completed" && it.Phase != "commentary" {
+			st.msgs[ev.OutputIndex] = messageText(ev)
+		}
+	case "agent.session.requires_action":
+		return b.actions(st, ev.Session.RequiredActions)
+	case "agent.session.turn.completed", "agent.session.turn.failed", "agent.session.turn.cancelled":
+		if ev.TurnID != st.turn {
+			if st.turn != "" || !b.newRootTurn(st, ev) {
+				return nil, nil
+			}
+			st.beginTurn(ev.TurnID)
+			st.gap = true // its messages were not collected
+		}
+		if ev.Type != "agent.session.turn.completed" {
+			err := turnError(st.id, ev.Turn, strings.TrimPrefix(ev.Type, "agent.session.turn."))
+			st.endTurn()
+			return nil, err
+		}
+		st.terminal = true
+		st.usage = usageOf(ev.Turn.Usage)
+		if !ev.Turn.JSON.Usage.Valid() {
+			st.usage = usageOf(ev.Usage)
+		}
+	case "agent.session.idle":
+		if !st.terminal {
+			return nil, nil // an idle that does not end our turn (e.g. on subscription)
+		}
+		step := &core.Step{Thread: st.id, Turn: st.turn, Usage: st.usage, Text: st.text()}
+		if st.gap {
+			text, err := b.turnText(ctx, st.id, st.turn)
+			if err != nil {
+				return nil, err
+			}
+			step.Text = text
+		}
+		st.endTurn()
+		return step, nil
+	case "agent.session.failed":
+		err := &SessionError{Session: st.id, Message: ev.Session.Error}
+		st.endTurn()
+		return nil, err
+	}
+	return nil, nil
+}
+
+// newRootTurn reports whether the event is about a root turn (not a
+// subagent's) that is not the session's previous turn.
+func (b *Backend) newRootTurn(st *thread, ev oai.AgentSessionEventUnion) bool {
+	return ev.TurnID != "" && ev.Turn.SubagentID == "" && (!st.lastKnown || ev.TurnID != st.lastTurn)
+}
+
+// unsupported returns an *UnsupportedActionError for the first required
+// action that is not a function call.
+func unsupported(st *thread, list []oai.AgentSessionRequiredActionUnion) error {
+	for _, a := range list {
+		if a.Type != "function_call" {
+			return &UnsupportedActionError{Session: st.id, Turn: a.TurnID, Type: a.Type}
+		}
+	}
+	return nil
+}
+
+// actions turns required actions into a step: the function calls whose
+// results were not delivered yet. Any other kind of action is an error.
+func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion) (*core.Step, error) {
+	if err := unsupported(st, list); err != nil {
+		return nil, err
+	}
+	var calls []core.Call
+	for _, a := range list {
+		if st.sent[callKey{a.TurnID, a.CallID}] {
+			continue
+		}
+		var args json.RawMessage
+		if raw := a.JSON.Arguments.Raw(); raw != "" && raw != "null" {
+			args = json.RawMessage(raw)
+		}
+		calls = append(calls, core.Call{Thread: st.id, Turn: a.TurnID, ID: a.CallID, Name: a.Name, Arguments: args})
+	}
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	if st.turn == "" {
+		st.beginTurn(calls[0].Turn)
+	}
+	return &core.Step{Thread: st.id, Turn: st.turn, Calls: calls}, nil
+}
+
+// reconcile reads the session (after re-subscribing, when subscribe is
+// set, so that no later event is missed) and returns the step its state
+// shows: calls not yet answered, or the end of the turn. It returns a nil
+// step while the turn runs. With resume, an idle session gives its last
+// turn's answer, whichever turn that is.
+func (b *Backend) reconcile(ctx context.Context, st *thread, subscribe, resume bool) (*core.Step, *oai.AgentSession, error) {
+	if subscribe {
+		st.closeStream()
+		es, err := b.subscribe(ctx, st.id)
+		if err != nil {
+			return nil, nil, err
+		}
+		st.stream = es
+	}
+	st.gap = true
+	sess, err := b.client.Beta.Agents.Sessions.Get(ctx, st.id)
+	if err != nil {
+		return nil, nil, apiError("read session "+st.id, err)
+	}
+	switch sess.Status {
+	case "failed":
+		err := &SessionError{Session: st.id, Message: sess.Error}
+		st.endTurn()
+		return nil, sess, err
+	case "requires_action":
+		if err := unsupported(st, sess.RequiredActions); err != nil {
+			return nil, sess, err
+		}
+		if err := b.findTurn(ctx, st, resume); err != nil {
+			return nil, sess, err
+		}
+		step, err := b.actions(st, sess.RequiredActions)
+		return step, sess, err
+	case "idle":
+		step, err := b.finishIdle(ctx, st, resume)
+		return step, sess, err
+	}
+	return nil, sess, b.findTurn(ctx, st, resume)
+}
+
+// findTurn learns the root turn being run, when the thread does not know
+// it: the session's latest root turn, unless it is the previous one.
+func (b *Backend) findTurn(ctx context.Context, st *thread, resume bool) error {
+	if st.turn != "" {
+		return nil
+	}
+	t, err := b.latestRootTurn(ctx, st.id)
+	if err != nil || t == nil {
+		return err
+	}
+	if resume || !st.lastKnown || t.ID != st.lastTurn {
+		st.beginTurn(t.ID)
+	}
+	return nil
+}
+
+// finishIdle returns the end of the turn on an idle session: its answer, or
+// its error. It returns nil when the turn has not begun yet.
+func (b *Backend) finishIdle(ctx context.Context, st *thread, resume bool) (*core.Step, error) {
+	if st.turn == "" {
+		t, err := b.latestRootTurn(ctx, st.id)
+		switch {
+		case err != nil:
+			return nil, err
+		case t == nil && resume:
+			st.endTurn()
+			return &core.Step{Thread: st.id}, nil
+		case t == nil, !resume && st.lastKnown && t.ID == st.lastTurn:
+			return nil, nil
+		}
+		st.beginTurn(t.ID)
+	}
+	t, err := b.client.Beta.Agents.Sessions.Turns.Get(ctx, st.id, st.turn)
+	if err != nil {
+		return nil, apiError("read turn "+st.turn, err)
+	}
+	switch t.Status {
+	case "completed":
+		text, err := b.turnText(ctx, st.id, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		step := &core.Step{Thread: st.id, Turn: t.ID, Text: text, Usage: usageOf(t.Usage)}
+		st.endTurn()
+		return step, nil
+	case "failed", "cancelled":
+		err := turnError(st.id, *t, string(t.Status))
+		st.endTurn()
+		return nil, err
+	}
+	return nil, nil
+}
+
+// latestRootTurn returns the session's most recent root turn, or nil.
+func (b *Backend) latestRootTurn(ctx context.Context, id string) (*oai.Turn, error) {
+	page, err := b.client.Beta.Agents.Sessions.Turns.List(ctx, id, oai.BetaAgentSessionTurnListParams{
+		Order: oai.BetaAgentSessionTurnListParamsOrderDesc,
+		Limit: oai.Int(20),
+	})
+	if err != nil {
+		return nil, apiError("list turns of session "+id, err)
+	}
+	for i := range page.Data {
+		if page.Data[i].SubagentID == "" {
+			return &page.Data[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// turnText reads a turn's final answer from its items: the completed
+// assistant messages that are not commentary, in order.
+func (b *Backend) turnText(ctx context.Context, session, turn string) (string, error) {
+	it := b.client.Beta.Agents.Sessions.Turns.Items.ListAutoPaging(ctx, session, turn, oai.BetaAgentSessionTurnItemListParams{
+		Order: oai.BetaAgentSessionTurnItemListParamsOrderAsc,
+		Limit: oai.Int(100),
+	})
+	var parts []string
+	for it.Next() {
+		item := it.Current()
+		if item.Type == "message" && item.Role == "assistant" && item.Status == "completed" && item.Phase != "commentary" &&
+			(item.TurnID == "" || item.TurnID == turn) {
+			parts = append(parts, item.AsMessage().OutputText())
+		}
+	}
+	if err := it.Err(); err != nil {
+		return "", apiError("read the items of turn "+turn, err)
+	}
+	return strings.Join(parts, "\n"), nil
+}
+
+// messageText returns the output text of a turn.item.done message event.
+func messageText(ev oai.AgentSessionEventUnion) string {
+	var e struct {
+		Item oai.AgentSessionMessage `json:"item"`
+	}
+	if err := json.Unmarshal([]byte(ev.RawJSON()), &e); err != nil {
+		return ""
+	}
+	return e.Item.OutputText()
+}
+
+func turnError(session string, t oai.Turn, status string) *TurnError {
+	return &TurnError{Session: session, Turn: t.ID, Status: status, Code: string(t.Error.Code), Message: t.Error.Message}
+}
+
+func usageOf(u oai.TokenUsage) core.Usage {
+	return core.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+}

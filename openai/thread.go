@@ -1,0 +1,238 @@
+package openai
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// seenLimit bounds how many event ids a thread remembers for
+// de-duplication.
+const seenLimit = 4096
+
+// callKey identifies a call within a session.
+type callKey struct{ turn, call string }
+
+// thread is what the backend knows of one session: the open event stream,
+// the event ids seen, the root turn being followed, and the calls whose
+// results were (or may have been) delivered. The runner uses a thread from
+// one goroutine at a time; Close reads it under the backend's lock.
+type thread struct {
+	id     string
+	stream *eventStream
+
+	seen  map[string]bool
+	order []string // seen ids, oldest first, for eviction
+
+	turn      string // the root turn being followed; "" when unknown
+	lastTurn  string // the previous root turn of the session
+	lastKnown bool   // lastTurn is known (a session with no turn has "")
+	terminal  bool   // the root turn completed; its answer follows the next idle
+	usage     core.Usage
+	msgs      map[int64]string // final messages of the turn, by output_index
+	gap       bool             // events of the turn may have been missed
+	sent      map[callKey]bool // results delivered, or maybe delivered
+
+	// active is set while a turn this backend started or follows may run;
+	// Close reads it to cancel such turns before deleting their session.
+	active atomic.Bool
+}
+
+func newThread(id string) *thread {
+	return &thread{id: id, seen: map[string]bool{}, msgs: map[int64]string{}, sent: map[callKey]bool{}}
+}
+
+// accept reports whether an event is new, remembering its id. Events
+// without an id are always accepted.
+func (st *thread) accept(id string) bool {
+	switch {
+	case id == "":
+		return true
+	case st.seen[id]:
+		return false
+	}
+	if len(st.order) >= seenLimit {
+		delete(st.seen, st.order[0])
+		st.order = st.order[1:]
+	}
+	st.seen[id] = true
+	st.order = append(st.order, id)
+	return true
+}
+
+// beginTurn follows the root turn id.
+func (st *thread) beginTurn(id string) {
+	st.active.Store(true)
+	st.turn = id
+	st.terminal = false
+	st.usage = core.Usage{}
+	clear(st.msgs)
+}
+
+// resetFollow prepares the thread to follow a turn afresh (a new input, or
+// a resume): the stream is closed, and a turn being followed becomes the
+// previous turn. Delivered results are kept.
+func (st *thread) resetFollow() {
+	st.closeStream()
+	if st.turn != "" {
+		st.lastTurn, st.lastKnown = st.turn, true
+	}
+	st.turn = ""
+	st.terminal = false
+	st.gap = false
+	st.usage = core.Usage{}
+	clear(st.msgs)
+}
+
+// endTurn forgets the turn once it is over.
+func (st *thread) endTurn() {
+	st.active.Store(false)
+	if st.turn != "" {
+		st.lastTurn, st.lastKnown = st.turn, true
+	} else {
+		st.lastKnown = false
+	}
+	st.turn = ""
+	st.terminal = false
+	st.gap = false
+	st.usage = core.Usage{}
+	clear(st.msgs)
+	clear(st.sent)
+	st.closeStream()
+}
+
+// text joins the turn's final messages in output order.
+func (st *thread) text() string {
+	keys := slices.Sorted(maps.Keys(st.msgs))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = st.msgs[k]
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (st *thread) closeStream() {
+	if st.stream != nil {
+		st.stream.close()
+		st.stream = nil
+	}
+}
+
+// eventStream reads an SSE stream of session events in a goroutine of its
+// own, so that a wait for the next event can end with the caller's context
+// while the stream itself lives on (its context is the backend's).
+type eventStream struct {
+	events chan oai.AgentSessionEventUnion
+	done   chan struct{} // closed when the reader stops; err is then set
+	err    error
+	stop   chan struct{}
+	once   sync.Once
+	cancel func()
+}
+
+// openStream opens an event stream with open, which starts the request.
+// The request is canceled if ctx ends before the response headers arrive;
+// after that the stream lasts until it is closed, the backend is closed, or
+// the connection ends.
+func (b *Backend) openStream(ctx context.Context, open func(ctx context.Context) *ssestream.Stream[oai.AgentSessionEventUnion]) (*eventStream, error) {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopLife := context.AfterFunc(b.life, cancel)
+	stopCall := context.AfterFunc(ctx, cancel)
+	s := open(sctx)
+	callEnded := !stopCall()
+	if err := s.Err(); err != nil || callEnded {
+		cancel()
+		stopLife()
+		_ = s.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if b.life.Err() != nil {
+			return nil, errClosed
+		}
+		return nil, err
+	}
+	es := &eventStream{
+		events: make(chan oai.AgentSessionEventUnion, 64),
+		done:   make(chan struct{}),
+		stop:   make(chan struct{}),
+		cancel: func() { cancel(); stopLife() },
+	}
+	go es.read(s)
+	return es, nil
+}
+
+func (es *eventStream) read(s *ssestream.Stream[oai.AgentSessionEventUnion]) {
+	defer close(es.done)
+	defer s.Close()
+	for s.Next() {
+		select {
+		case es.events <- s.Current():
+		case <-es.stop:
+			es.err = context.Canceled
+			return
+		}
+	}
+	es.err = s.Err()
+	if es.err == nil {
+		es.err = io.EOF
+	}
+}
+
+// next returns the next event. When the stream has ended it returns an
+// error wrapping the reason (io.EOF for a clean end); when ctx ends, ctx's
+// error.
+func (es *eventStream) next(ctx context.Context) (oai.AgentSessionEventUnion, error) {
+	select {
+	case ev := <-es.events:
+		return ev, nil
+	case <-ctx.Done():
+		return oai.AgentSessionEventUnion{}, ctx.Err()
+	case <-es.done:
+		select {
+		case ev := <-es.events:
+			return ev, nil
+		default:
+		}
+		return oai.AgentSessionEventUnion{}, &streamEnd{err: es.err}
+	}
+}
+
+func (es *eventStream) close() {
+	es.once.Do(func() {
+		close(es.stop)
+		es.cancel()
+	})
+}
+
+// streamEnd reports the end of an event stream.
+type streamEnd struct{ err error }
+
+func (e *streamEnd) Error() string { return "the event stream ended: " + e.err.Error() }
+func (e *streamEnd) Unwrap() error { return e.err }
+
+// protocolError reports whether a stream ended on an error frame of the
+// service (rather than a dropped connection).
+func protocolError(err error) bool {
+	var se *ssestream.StreamError
+	return errors.As(err, &se)
+}
+
+// newKey returns a random idempotency key.
+func newKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -222,30 +222,29 @@ func TestWaitsForOtherOwner(t *testing.T) {
 // TestInterruptedCallRunsAgain checks that a handler that gave up because
 // its run was canceled leaves no result behind, so a resume runs it.
 func TestInterruptedCallRunsAgain(t *testing.T) {
-	var runs atomic.Int32
-	started := make(chan struct{}, 1)
-	tool := mustTool(t)(core.NewTool("book", "", func(ctx context.Context, in struct {
-		Table string `json:"table"`
-	}) (string, error) {
-		if runs.Add(1) == 1 {
+	synctest.Test(t, func(t *testing.T) {
+		started := make(chan struct{}, 1)
+		tool := mustTool(t)(core.NewTool("book", "", func(ctx context.Context, in struct {
+			Table string `json:"table"`
+		}) (string, error) {
 			started <- struct{}{}
 			<-ctx.Done()
 			return "", ctx.Err()
+		}, nil))
+		journal := core.NewMemoryJournal()
+		r, _ := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { <-started; cancel() }()
+		res, err := r.Run(ctx, "book", nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run error = %v, want canceled", err)
 		}
-		return "booked " + in.Table, nil
-	}, nil))
-	journal := core.NewMemoryJournal()
-	r, _ := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() { <-started; cancel() }()
-	res, err := r.Run(ctx, "book", nil)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run error = %v, want canceled", err)
-	}
-	// The in-memory backend drops pending calls on cancel, so look at the
-	// journal directly: no entry is left to be in doubt.
-	key := core.JournalKey{Backend: "coretest", Thread: res.Thread, Turn: "turn_1", Call: "call_1"}
-	if e, ok, _ := journal.Get(t.Context(), key); ok {
-		t.Errorf("journal kept %+v for an interrupted call", e)
-	}
+		// The run returns at once; the handler's goroutine then releases
+		// its claim.
+		synctest.Wait()
+		key := core.JournalKey{Backend: "coretest", Thread: res.Thread, Turn: "turn_1", Call: "call_1"}
+		if e, ok, _ := journal.Get(t.Context(), key); ok {
+			t.Errorf("journal kept %+v for an interrupted call", e)
+		}
+	})
 }

@@ -23,12 +23,13 @@ func TestConformance(t *testing.T) {
 
 func harnessMaker(mode foundry.Mode, plain bool) conformance.HarnessMaker {
 	return func(ctx context.Context, t *testing.T) (conformance.Harness, error) {
-		return &harness{mode: mode, plain: plain}, nil
+		return &harness{t: t, mode: mode, plain: plain}, nil
 	}
 }
 
 // harness wires a backend to a fresh fake Foundry project per scenario.
 type harness struct {
+	t     *testing.T
 	mode  foundry.Mode
 	plain bool
 
@@ -105,10 +106,9 @@ func (h *harness) Inject(f conformance.Fault) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.faults = append(h.faults, f)
 	if h.srv != nil {
 		h.apply(f)
-	} else {
-		h.faults = append(h.faults, f)
 	}
 	return true
 }
@@ -140,8 +140,21 @@ func (h *harness) apply(f conformance.Fault) {
 	h.srv.InjectFault(op, queue...)
 }
 
+// Close checks that the fake met every fault: a scenario that passes
+// without meeting its fault proves nothing.
 func (h *harness) Close() {
-	if h.srv != nil {
-		h.srv.Close()
+	if h.srv == nil {
+		return
+	}
+	h.srv.Close()
+	for _, f := range h.faults {
+		status := map[conformance.FaultKind]int{conformance.RateLimited: 429, conformance.ServerError: 500, conformance.LostResponse: 0}[f.Kind]
+		met := false
+		for _, r := range h.srv.Requests() {
+			met = met || r.Status == status
+		}
+		if !met {
+			h.t.Errorf("the %s fault was never injected", f.Kind)
+		}
 	}
 }

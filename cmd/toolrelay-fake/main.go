@@ -80,12 +80,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "BASE_URL=%s\nOPENAI_BASE_URL=%s\nCERT=%s\n", srv.ProjectEndpoint(), srv.OpenAIBaseURL(), path)
 	case "openai":
-		srv, err := serveOpenAI(script, ln)
-		if err != nil {
-			return err
-		}
+		srv := serveOpenAI(script, ln)
 		defer srv.Close()
-		fmt.Fprintf(stdout, "BASE_URL=%s\n", srv.URL())
+		fmt.Fprintf(stdout, "BASE_URL=%s\n", srv.URL)
 	default:
 		ln.Close()
 		return fmt.Errorf("-backend must be openai or foundry, not %q", *backend)

@@ -134,3 +134,39 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAIFake starts the command and completes the customer flow with
+// the unmodified openai-go client and its own tool helper.
+func TestOpenAIFake(t *testing.T) {
+	s := start(t, "-backend", "openai", "-script", "../../testdata/customer.json")
+	client := openai.NewClient(option.WithBaseURL(s["BASE_URL"]), option.WithAPIKey("any-token"))
+	ctx := context.Background()
+	agent, err := client.Beta.Agents.New(ctx, openai.BetaAgentNewParams{Model: "gpt-4.1-mini", Tools: []openai.PersistedAgentToolParamUnion{
+		openai.PersistedAgentToolParamOfParamFunction("Look up a customer by ID.", "get_customer", map[string]any{
+			"type": "object", "properties": map[string]any{"customer_id": map[string]any{"type": "string"}},
+			"required": []string{"customer_id"}, "additionalProperties": false,
+		}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := client.Beta.Agents.Sessions.NewStreaming(ctx, openai.BetaAgentSessionNewParams{
+		Environment: openai.EnvironmentParamUnion{OfParamNone: &openai.EnvironmentParamNone{}},
+		AgentID:     openai.String(agent.ID),
+		Input:       openai.BetaAgentSessionNewParamsInputUnion{OfString: openai.String("Who is customer 123?")},
+		ToolHandlers: map[string]openai.AgentToolHandler{"get_customer": func(_ context.Context, args map[string]any) (any, error) {
+			if args["customer_id"] != "123" {
+				return map[string]any{"found": false}, nil
+			}
+			return map[string]any{"found": true, "customer": map[string]any{"name": "Example Customer", "plan": "pro"}}, nil
+		}},
+	})
+	res, err := openai.BetaAgentSessionFinalResult(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `Here is what I found for customer 123: {"customer":{"name":"Example Customer","plan":"pro"},"found":true}`
+	if got := res.OutputText(); got != want {
+		t.Errorf("answer %q, want %q", got, want)
+	}
+}

@@ -1,19 +1,14 @@
 package main
 
 import (
-	"errors"
 	"net"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/openai/openaitest"
 )
 
-type urlCloser interface {
-	URL() string
-	Close()
-}
-
-// serveOpenAI serves the fake OpenAI Agents API on ln.
-func serveOpenAI(script *coretest.Script, ln net.Listener) (urlCloser, error) {
-	ln.Close()
-	return nil, errors.New("the openai fake is not built yet")
+// serveOpenAI serves the fake OpenAI Agents API on ln; its base URL ends
+// in /v1, like the service's.
+func serveOpenAI(script *coretest.Script, ln net.Listener) *openaitest.Server {
+	return openaitest.NewServer(script, &openaitest.Options{Listener: ln})
 }

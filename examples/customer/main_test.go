@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolrelay/toolrelay/core/coretest"
 )
 
 // clearEnv unsets the settings that would send the example elsewhere than
@@ -75,4 +80,22 @@ func TestGoRun(t *testing.T) {
 		t.Fatalf("go run: %v\n%s", err, stderr.String())
 	}
 	checkOutput(t, stdout.String())
+}
+
+// TestScriptMatchesTestdata checks that the script the example plays is the
+// one documented in testdata/, which cmd/toolrelay-fake plays.
+func TestScriptMatchesTestdata(t *testing.T) {
+	want, err := coretest.LoadScript("../../testdata/customer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJSON := cmp.Comparer(func(a, b json.RawMessage) bool {
+		var x, y any
+		json.Unmarshal(a, &x)
+		json.Unmarshal(b, &y)
+		return cmp.Equal(x, y)
+	})
+	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
+		t.Errorf("script differs from testdata/customer.json (-testdata +example):\n%s", diff)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -67,6 +68,9 @@ type Options struct {
 	// Usage is the token usage each model step adds to its turn; zero
 	// means 10 input and 5 output tokens.
 	Usage Usage
+	// Listener, if set, is where the server listens (to serve on a fixed
+	// address); otherwise it listens on a free loopback port.
+	Listener net.Listener
 }
 
 // Usage counts tokens, as the fake reports them.
@@ -166,7 +170,12 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 	if s.opts.Usage == (Usage{}) {
 		s.opts.Usage = Usage{InputTokens: 10, OutputTokens: 5}
 	}
-	s.hs = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+	if s.opts.Listener != nil {
+		s.hs.Listener.Close()
+		s.hs.Listener = s.opts.Listener
+	}
+	s.hs.Start()
 	s.URL = s.hs.URL + "/v1"
 	return s
 }

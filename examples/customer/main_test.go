@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
 
 // clearEnv unsets the settings that would send the example elsewhere than
@@ -98,4 +99,11 @@ func TestScriptMatchesTestdata(t *testing.T) {
 	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
 		t.Errorf("script differs from testdata/customer.json (-testdata +example):\n%s", diff)
 	}
+}
+
+// TestSameOnEveryFake checks that configuration alone moves the example
+// between the fakes, with the same output.
+func TestSameOnEveryFake(t *testing.T) {
+	exampletest.SameOnEveryFake(t, run, "Calling get_customer...\n"+
+		`Agent response: Here is what I found for customer 123: {"found":true,"customer":{"name":"Example Customer","plan":"pro"}}`+"\n")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
 
 // clearEnv keeps the environment from choosing another backend.
@@ -63,4 +64,10 @@ func TestScriptMatchesTestdata(t *testing.T) {
 	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
 		t.Errorf("script differs from testdata/horoscope.json (-testdata +example):\n%s", diff)
 	}
+}
+
+// TestSameOnEveryFake checks that configuration alone moves the example
+// between the fakes, with the same output.
+func TestSameOnEveryFake(t *testing.T) {
+	exampletest.SameOnEveryFake(t, run, "Agent response: Your horoscope for Aquarius: Next Tuesday you will befriend a baby otter.\n")
 }

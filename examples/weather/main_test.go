@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
 
 // clearEnv keeps the environment from choosing another backend.
@@ -107,4 +108,11 @@ func TestScriptMatchesTestdata(t *testing.T) {
 	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
 		t.Errorf("script differs from testdata/weather.json (-testdata +example):\n%s", diff)
 	}
+}
+
+// TestSameOnEveryFake checks that configuration alone moves the example
+// between the fakes, with the same output.
+func TestSameOnEveryFake(t *testing.T) {
+	exampletest.SameOnEveryFake(t, run, "Calling getUserFavoriteCity...\nCalling getCityNickname...\nCalling getCurrentWeatherAtLocation...\n"+
+		"Your favorite city, Seattle, WA, is also known as The Emerald City. The current weather there is 70f.\n")
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
 
@@ -86,19 +82,7 @@ func TestGoRun(t *testing.T) {
 // TestScriptMatchesTestdata checks that the script the example plays is the
 // one documented in testdata/, which cmd/toolrelay-fake plays.
 func TestScriptMatchesTestdata(t *testing.T) {
-	want, err := coretest.LoadScript("../../testdata/customer.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameJSON := cmp.Comparer(func(a, b json.RawMessage) bool {
-		var x, y any
-		json.Unmarshal(a, &x)
-		json.Unmarshal(b, &y)
-		return cmp.Equal(x, y)
-	})
-	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
-		t.Errorf("script differs from testdata/customer.json (-testdata +example):\n%s", diff)
-	}
+	exampletest.ScriptMatches(t, "../../testdata/customer.json", script)
 }
 
 // TestSameOnEveryFake checks that configuration alone moves the example

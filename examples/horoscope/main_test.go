@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
 
@@ -51,19 +49,7 @@ func TestSchema(t *testing.T) {
 // TestScriptMatchesTestdata checks that the script the example plays is the
 // one documented in testdata/, which cmd/toolrelay-fake plays.
 func TestScriptMatchesTestdata(t *testing.T) {
-	want, err := coretest.LoadScript("../../testdata/horoscope.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameJSON := cmp.Comparer(func(a, b json.RawMessage) bool {
-		var x, y any
-		json.Unmarshal(a, &x)
-		json.Unmarshal(b, &y)
-		return cmp.Equal(x, y)
-	})
-	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
-		t.Errorf("script differs from testdata/horoscope.json (-testdata +example):\n%s", diff)
-	}
+	exampletest.ScriptMatches(t, "../../testdata/horoscope.json", script)
 }
 
 // TestSameOnEveryFake checks that configuration alone moves the example

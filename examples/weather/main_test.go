@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
 
@@ -95,19 +93,7 @@ func TestFunctions(t *testing.T) {
 // TestScriptMatchesTestdata checks that the script the example plays is the
 // one documented in testdata/, which cmd/toolrelay-fake plays.
 func TestScriptMatchesTestdata(t *testing.T) {
-	want, err := coretest.LoadScript("../../testdata/weather.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameJSON := cmp.Comparer(func(a, b json.RawMessage) bool {
-		var x, y any
-		json.Unmarshal(a, &x)
-		json.Unmarshal(b, &y)
-		return cmp.Equal(x, y)
-	})
-	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
-		t.Errorf("script differs from testdata/weather.json (-testdata +example):\n%s", diff)
-	}
+	exampletest.ScriptMatches(t, "../../testdata/weather.json", script)
 }
 
 // TestSameOnEveryFake checks that configuration alone moves the example

@@ -5,12 +5,15 @@ package exampletest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolrelay/toolrelay/core/coretest"
 )
 
 // settings that would send an example elsewhere than where a test puts it.
@@ -47,5 +50,25 @@ func SameOnEveryFake(t *testing.T, run func(context.Context, io.Writer) error, w
 				t.Errorf("output (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// ScriptMatches checks that script, the one an example plays, is the one
+// documented in the testdata file at path (which cmd/toolrelay-fake
+// plays), comparing arguments as JSON values.
+func ScriptMatches(t *testing.T, path string, script *coretest.Script) {
+	t.Helper()
+	want, err := coretest.LoadScript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJSON := cmp.Comparer(func(a, b json.RawMessage) bool {
+		var x, y any
+		json.Unmarshal(a, &x)
+		json.Unmarshal(b, &y)
+		return cmp.Equal(x, y)
+	})
+	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
+		t.Errorf("script differs from %s (-testdata +example):\n%s", path, diff)
 	}
 }

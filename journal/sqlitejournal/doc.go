@@ -15,14 +15,19 @@
 //
 // The file holds two tables: toolrelay_journal (one row per call, keyed by
 // backend, thread, turn and call id) and toolrelay_journal_version (the
-// schema version, [SchemaVersion]). The file is put in WAL mode. Every write
-// is one transaction: Claim runs in a BEGIN IMMEDIATE transaction, so that
-// of several connections racing for a call, in this process or in others,
-// exactly one creates its entry; TakeOver is one conditional UPDATE.
-// MarkSubmitted marks a whole step's calls in one statement. Within a
-// process, a Journal uses one connection, so its writes queue in Go rather
-// than in SQLite's busy loop; between processes, a write waits up to
-// [Options.BusyTimeout] for another's lock, then fails.
+// schema version, [SchemaVersion]). The file is in WAL mode. Every write is
+// made in a write transaction (BEGIN IMMEDIATE), so that of several
+// connections racing for a call, in this process or in others, exactly one
+// creates its entry (Claim is one INSERT … ON CONFLICT DO NOTHING) or takes
+// it over (TakeOver is one conditional UPDATE).
+//
+// Within a process, a Journal makes its writes on one connection, in the
+// order they come, and commits the writes that arrive while it is
+// committing together, in the next transaction (group commit): the calls
+// of a step, claimed or finished at once, share one sync to disk. A write
+// whose context ends while it waits its turn is withdrawn, never made;
+// once under way, it is completed and reported. Between processes, a write
+// waits up to [Options.BusyTimeout] for another's lock, then fails.
 //
 // Times, leases included, are this process's wall clock, stored in Unix
 // nanoseconds: processes sharing a file share the machine's clock.
@@ -31,20 +36,31 @@
 //
 // What survives a process kill (SIGKILL, a panic, an OOM kill): every
 // write whose method returned, whichever [Synchronous] setting: a commit is
-// in the write-ahead log in the operating system's cache before the method
-// returns, and the next Open recovers it. A write that had not returned is
-// either wholly there or wholly absent.
+// in the write-ahead log, in the operating system's cache, before the
+// method returns, and the next Open recovers it. A write that had not
+// returned is wholly there or wholly absent.
 //
-// What survives a power loss or an operating-system crash: with Full, the
-// default, every write whose method returned (the log is synced with fsync
-// at every commit), given a disk that honours fsync. With Normal, the log
-// is synced only at checkpoints, so the writes of the last moments may be
-// lost; the file stays consistent. Losing a claim or a result is what the
-// journal is there to prevent — a lost claim lets a side effect run twice
-// — so Full is the default, and Normal is for calls whose handlers are
-// idempotent. Measured on this project's test machine (ext4 on a virtual
-// disk), a call's three writes cost about the same with either setting
-// (see the benchmarks in this package's tests and the project's notes).
+// What survives a power loss or an operating-system crash: with [Full],
+// the default, every claim, renewal, takeover, release and result whose
+// method returned (the log is synced to disk before the method returns),
+// given a disk that honours fsync; the last MarkSubmitted and Prune writes
+// may be lost (they are not synced on their own, but by the next claim or
+// result), which costs only this: a lost "submitted" mark makes a resumed
+// run send that result again without [core.ToolResult.Resend]. With
+// [Normal], the log is synced only at checkpoints, so any of the writes of
+// the last moments may be lost, claims and results included; the file
+// stays consistent. A lost claim is what lets a side effect happen twice,
+// so Full is the default; Normal suits journals of idempotent calls.
+//
+// What that costs: Claim and Finish each wait for one sync, so a call run
+// alone pays two syncs to disk (about 0.5 to 4 ms on the project's test
+// machine, a virtual disk shared with other work); the calls of a step,
+// run concurrently, share them. Normal costs a tenth of that. See the
+// benchmarks (go test -bench . -benchmem) and the closing note of the
+// journal work for measured medians. Programs that want cheaper syncs on
+// Linux may call sqlite.Fdatasync(true) from modernc.org/sqlite, which
+// syncs with fdatasync(2), as durable for SQLite's files; the benchmarks
+// measure it too.
 //
 // # Errors
 //

@@ -354,9 +354,24 @@ func TestCanceled(t *testing.T) {
 }
 
 func BenchmarkJournal(b *testing.B) {
-	for _, sync := range []sqlitejournal.Synchronous{sqlitejournal.Full, sqlitejournal.Normal} {
-		b.Run(string(sync), func(b *testing.B) {
-			j, err := sqlitejournal.Open(b.Context(), filepath.Join(b.TempDir(), "journal.db"), &sqlitejournal.Options{Synchronous: sync})
+	for _, tc := range []struct {
+		name      string
+		sync      sqlitejournal.Synchronous
+		fdatasync bool // sync with fdatasync(2) rather than fsync(2)
+	}{
+		{"full", sqlitejournal.Full, false},
+		{"full-fdatasync", sqlitejournal.Full, true},
+		{"normal", sqlitejournal.Normal, false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if tc.fdatasync {
+				prev, err := sqlite.Fdatasync(true)
+				if err != nil {
+					b.Skip(err)
+				}
+				defer sqlite.Fdatasync(prev)
+			}
+			j, err := sqlitejournal.Open(b.Context(), filepath.Join(b.TempDir(), "journal.db"), &sqlitejournal.Options{Synchronous: tc.sync})
 			if err != nil {
 				b.Fatal(err)
 			}

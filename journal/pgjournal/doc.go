@@ -62,7 +62,11 @@
 // with PermissionDenied when it may not create or read them. The methods
 // of a [Journal] return *[core.Error] values whose underlying error (such
 // as a *pgconn.PgError) is reachable with errors.As, and
-// [core.ErrLeaseLost] as core.Journal specifies.
+// [core.ErrLeaseLost] as core.Journal specifies. A method whose context
+// ends while its statement runs returns the context's error, but the
+// statement may have taken effect on the server: a claim made so is found
+// later as started and, once its lease ends, taken over as in doubt — never
+// run twice unseen.
 //
 // # SDK access
 //

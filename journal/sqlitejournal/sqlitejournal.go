@@ -393,9 +393,12 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 	total := 0
 	var last *core.JournalKey // the greatest key deleted so far
 	for {
-		n := 0
+		var (
+			n        int
+			lastHere *core.JournalKey // last, once this write is committed
+		)
 		err := j.w.do(ctx, &op{relaxed: true, run: func(ctx context.Context) error {
-			n = 0
+			n, lastHere = 0, last
 			var rows *sql.Rows
 			var err error
 			if last == nil {
@@ -412,8 +415,8 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 				if err := rows.Scan(&k.Backend, &k.Thread, &k.Turn, &k.Call); err != nil {
 					return err
 				}
-				if last == nil || keyLess(*last, k) {
-					last = &k
+				if lastHere == nil || keyLess(*lastHere, k) {
+					lastHere = &k
 				}
 				n++
 			}
@@ -422,7 +425,7 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 		if err != nil {
 			return total, j.opError("prune", err)
 		}
-		total += n
+		total, last = total+n, lastHere
 		if n < pruneBatch {
 			return total, nil
 		}

@@ -154,41 +154,55 @@ func (w *writer) loop() {
 }
 
 // run makes the writes of batch in one transaction, and reports each done.
-// If the transaction fails, it makes each write again in a transaction of
-// its own, so that one write's failure is not the others'.
+// If a write fails, the transaction is rolled back, and made again without
+// it, so that one write's failure is not the others'. If the transaction
+// itself fails (to begin or to commit), every write of it fails.
 func (w *writer) run(batch []*op) {
-	live := batch[:0]
+	var live []*op
 	for _, o := range batch {
 		if o.state.CompareAndSwap(queued, taken) {
 			live = append(live, o)
 		}
 	}
-	if len(live) == 0 {
-		return
-	}
-	if err := w.transaction(live); err != nil && len(live) > 1 {
-		for _, o := range live {
-			w.transaction([]*op{o})
-		}
-	}
-	for _, o := range live {
-		close(o.done)
-	}
-}
-
-// transaction makes the writes of ops in one transaction. It sets each op's
-// err, and returns the first error.
-func (w *writer) transaction(ops []*op) (err error) {
-	for _, o := range ops {
-		o.err = nil
-	}
 	defer func() {
-		for _, o := range ops {
-			if err != nil && o.err == nil {
-				o.err = err
+		for _, o := range batch {
+			if o.state.Load() == taken {
+				close(o.done)
 			}
 		}
 	}()
+	for len(live) > 0 {
+		bad := w.transaction(live)
+		if bad < 0 {
+			return
+		}
+		// live[bad] keeps its error; the others go again.
+		live = append(live[:bad:bad], live[bad+1:]...)
+	}
+}
+
+// transaction makes the writes of ops in one transaction. If a write
+// fails, it rolls the transaction back, sets that write's err and returns
+// its index. Otherwise it sets the err of every write (nil, or the error
+// of the transaction) and returns -1.
+func (w *writer) transaction(ops []*op) int {
+	if err := w.transact(ops); err != nil {
+		for i, o := range ops {
+			if o.err != nil {
+				return i
+			}
+		}
+		for _, o := range ops {
+			o.err = err
+		}
+	}
+	return -1
+}
+
+func (w *writer) transact(ops []*op) error {
+	for _, o := range ops {
+		o.err = nil
+	}
 	relaxed := w.sync == Normal
 	if !relaxed {
 		relaxed = true
@@ -210,8 +224,7 @@ func (w *writer) transaction(ops []*op) (err error) {
 		return err
 	}
 	for _, o := range ops {
-		o.err = o.run(w.ctx)
-		if o.err != nil {
+		if o.err = o.run(w.ctx); o.err != nil {
 			w.rollback.ExecContext(w.ctx)
 			return o.err
 		}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -16,8 +17,13 @@ import (
 // newTestWriter returns a writer on a new file holding a table t (x).
 func newTestWriter(t *testing.T) (*writer, *sql.DB) {
 	t.Helper()
+	return newTestWriterBusy(t, filepath.Join(t.TempDir(), "w.db"), DefaultBusyTimeout)
+}
+
+func newTestWriterBusy(t *testing.T, path string, busy time.Duration) (*writer, *sql.DB) {
+	t.Helper()
 	ctx := t.Context()
-	db, err := sql.Open("sqlite", dsn(filepath.Join(t.TempDir(), "w.db"), &Options{BusyTimeout: DefaultBusyTimeout, Synchronous: Full}))
+	db, err := sql.Open("sqlite", dsn(path, &Options{BusyTimeout: busy, Synchronous: Full}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,5 +194,52 @@ func isClosed(c chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// TestWriterLocked checks that when a transaction cannot begin (another
+// connection holds the lock past the busy timeout), its writes all fail
+// with that error at once, each not tried again alone.
+func TestWriterLocked(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "w.db")
+	w, db := newTestWriterBusy(t, path, 50*time.Millisecond)
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	var runs int
+	batch := make([]*op, 4)
+	for i := range batch {
+		batch[i] = &op{done: make(chan struct{}), run: func(context.Context) error { runs++; return nil }}
+	}
+	w.run(batch) // the writer's loop is idle: nothing was queued
+	for i, o := range batch {
+		<-o.done
+		if o.err == nil || sqliteCode(o.err) != 5 { // SQLITE_BUSY
+			t.Errorf("write %d: %v, want SQLITE_BUSY", i, o.err)
+		}
+		if o.err != batch[0].err {
+			t.Errorf("write %d failed with an error of its own (%v), want the transaction's", i, o.err)
+		}
+	}
+	if runs != 0 {
+		t.Errorf("%d writes ran, want none", runs)
+	}
+	conn.ExecContext(ctx, "ROLLBACK")
+	if err := w.do(ctx, &op{run: insert(w.conn, "after")}); err != nil {
+		t.Errorf("write after the lock was released: %v", err)
+	}
+	if diff := cmp.Diff([]string{"after"}, rowsOf(t, db)); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }

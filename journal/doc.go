@@ -22,7 +22,7 @@
 // parameters:
 //
 //	busy_timeout=5s        how long to wait for another process's lock (a Go duration)
-//	synchronous=full       full (the default) or normal: see package sqlitejournal
+//	synchronous=full       full (the default), claims or normal: see package sqlitejournal
 //	check=off              skip the integrity check at open
 //
 // A PostgreSQL URL is handed to pgx (so sslmode, connect_timeout,

@@ -122,13 +122,15 @@ func openSQLite(ctx context.Context, rawURL string, u *url.URL) (Store, error) {
 const (
 	schemaParam = "toolrelay_schema"
 	tableParam  = "toolrelay_table"
+	syncParam   = "toolrelay_synchronous"
 )
 
 func openPostgres(ctx context.Context, rawURL string, u *url.URL) (Store, error) {
 	q := u.Query()
-	o := pgjournal.Options{Schema: q.Get(schemaParam), Table: q.Get(tableParam)}
-	q.Del(schemaParam)
-	q.Del(tableParam)
+	o := pgjournal.Options{Schema: q.Get(schemaParam), Table: q.Get(tableParam), Synchronous: pgjournal.Synchronous(strings.ToLower(q.Get(syncParam)))}
+	for _, p := range []string{schemaParam, tableParam, syncParam} {
+		q.Del(p)
+	}
 	u.RawQuery = q.Encode()
 	j, err := pgjournal.Open(ctx, u.String(), &o)
 	if err != nil {

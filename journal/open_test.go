@@ -124,7 +124,7 @@ func TestOpenPostgres(t *testing.T) {
 	if strings.Contains(u, "?") {
 		sep = "&"
 	}
-	s, err := journal.Open(t.Context(), u+sep+"toolrelay_schema="+schema+"&toolrelay_table=my_journal")
+	s, err := journal.Open(t.Context(), u+sep+"toolrelay_schema="+schema+"&toolrelay_table=my_journal&toolrelay_synchronous=claims")
 	if err != nil {
 		t.Fatal(err)
 	}

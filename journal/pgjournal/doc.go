@@ -42,16 +42,34 @@
 // # Durability
 //
 // What survives a worker's crash or kill: every write whose method
-// returned, as the server holds it. What survives the database server's
-// crash or a power loss: with the server's default synchronous_commit (on),
-// every claim, renewal, takeover, release and result whose method returned,
-// since the server flushed its log before it answered; MarkSubmitted is
-// committed with synchronous_commit off, so the last "submitted" marks may
-// be lost (never a claim or a result): such a call's result is then sent
-// again without [core.ToolResult.Resend], and the server ignores it or says
-// it is not pending. With the server's synchronous_commit set to off,
-// the last writes of every kind may be lost on a server crash: do not do
-// that for a journal of side-effecting calls.
+// returned, as the server holds it.
+//
+// What survives the database server's crash or a power loss, with the
+// server's default synchronous_commit (on), depends on
+// [Options.Synchronous]:
+//
+//   - [Full] (the default): every claim, takeover, renewal, release and
+//     result whose method returned, since the server flushed its log to
+//     disk before it answered. MarkSubmitted (and nothing else) is committed
+//     with synchronous_commit off, so the last "submitted" marks may be
+//     lost: a resumed run then sends such a result again without
+//     [core.ToolResult.Resend].
+//   - [Claims]: every claim and takeover (the writes made before a handler
+//     runs), so a handler never runs twice unseen; the renewals, releases
+//     and results of the last moments may be lost, and their calls are then
+//     found started, in doubt, and settled as the tool declares.
+//
+// The server writes its log in order, so a write that waits for the disk
+// makes every earlier write durable too. With the server's (or the
+// connection's: synchronous_commit=off in the URL) synchronous_commit off,
+// the last writes of every kind, claims included, may be lost on a server
+// crash: do not do that for a journal of side-effecting calls.
+//
+// What that costs: a call run alone makes three round trips (claim,
+// result, submitted mark) and waits for two log flushes under Full, one
+// under Claims; calls run concurrently, on the pool's connections, share
+// the server's flushes. The benchmarks (go test -bench . -benchmem, with
+// TOOLRELAY_TEST_POSTGRES set) measure both settings.
 //
 // # Errors
 //

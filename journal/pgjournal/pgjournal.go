@@ -25,6 +25,19 @@ const (
 	DefaultMaxConns = core.DefaultConcurrency
 )
 
+// Synchronous says which writes wait for the server to flush them to disk
+// before they are reported done. The package doc says what each survives.
+type Synchronous string
+
+// The settings of [Options.Synchronous].
+const (
+	// Full: claims, takeovers, renewals, releases and results. The default.
+	Full Synchronous = "full"
+	// Claims: claims and takeovers only, the writes made before a handler
+	// runs; the others are committed with synchronous_commit off.
+	Claims Synchronous = "claims"
+)
+
 // Options configure [Open] and [New]. nil is usable.
 type Options struct {
 	// Schema is the schema that holds the journal's tables; Open creates
@@ -35,6 +48,9 @@ type Options struct {
 	// "_version". Empty means DefaultTable. Journals with different
 	// tables (or schemas) are independent.
 	Table string
+	// Synchronous is Full (the default, when empty) or Claims. It has effect
+	// only where the server's synchronous_commit is on (its default).
+	Synchronous Synchronous
 	// ConnectTimeout bounds each attempt to connect (dial, TLS and
 	// authentication), when the connection string sets no connect_timeout.
 	// Zero means DefaultConnectTimeout. New ignores it.
@@ -48,6 +64,7 @@ type Journal struct {
 	pool    *pgxpool.Pool
 	ownPool bool
 	t       tables
+	sync    Synchronous
 
 	claim, get, renew, takeOver, release, finish, mark, prune string
 }
@@ -106,6 +123,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Journal, erro
 }
 
 func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, error) {
+	sync := cmpOr(o.Synchronous, Full)
+	if sync != Full && sync != Claims {
+		return nil, core.Errorf(core.InvalidArgument, "synchronous %q: want %q or %q", o.Synchronous, Full, Claims)
+	}
 	t := newTables(o.Schema, cmpOr(o.Table, DefaultTable))
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -120,6 +141,7 @@ func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, 
 	return &Journal{
 		pool: pool,
 		t:    t,
+		sync: sync,
 		// The claim is one statement: the INSERT either creates the entry or
 		// finds it there (ON CONFLICT DO NOTHING), and then the SELECT reads
 		// it. If the conflicting entry was committed after the statement
@@ -220,7 +242,11 @@ func (j *Journal) Finish(ctx context.Context, key core.JournalKey, owner string,
 // owned runs a statement that changes one entry owned by its caller, and
 // returns core.ErrLeaseLost if it changed none.
 func (j *Journal) owned(ctx context.Context, op, stmt string, args []any) error {
-	tag, err := j.pool.Exec(ctx, stmt, args...)
+	exec := j.pool.Exec
+	if j.sync != Full {
+		exec = j.execAsync
+	}
+	tag, err := exec(ctx, stmt, args...)
 	if err != nil {
 		return j.opError(op, err)
 	}
@@ -231,9 +257,8 @@ func (j *Journal) owned(ctx context.Context, op, stmt string, args []any) error 
 }
 
 // MarkSubmitted implements [core.Journal]. It is one statement for all
-// the keys, in a transaction committed without waiting for the server to
-// flush it to disk (synchronous_commit off): the next claim or result
-// written, which waits, flushes it too.
+// the keys, committed without waiting for the server to flush it to disk
+// (synchronous_commit off): the next write that waits flushes it too.
 func (j *Journal) MarkSubmitted(ctx context.Context, keys []core.JournalKey) error {
 	if len(keys) == 0 {
 		return nil
@@ -245,15 +270,25 @@ func (j *Journal) MarkSubmitted(ctx context.Context, keys []core.JournalKey) err
 	for i, k := range keys {
 		cols[0][i], cols[1][i], cols[2][i], cols[3][i] = k.Backend, k.Thread, k.Turn, k.Call
 	}
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(j.mark, cols[0], cols[1], cols[2], cols[3])
-	b.Queue("COMMIT")
-	if err := j.pool.SendBatch(ctx, b).Close(); err != nil {
+	if _, err := j.execAsync(ctx, j.mark, cols[0], cols[1], cols[2], cols[3]); err != nil {
 		return j.opError("mark submitted", err)
 	}
 	return nil
+}
+
+// execAsync runs stmt in a transaction committed with synchronous_commit
+// off, in one round trip: the server does not wait for its log to reach
+// the disk before it answers. The log is written in order, so a commit
+// that waits makes the earlier ones durable too.
+func (j *Journal) execAsync(ctx context.Context, stmt string, args ...any) (pgconn.CommandTag, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	var tag pgconn.CommandTag
+	b.Queue(stmt, args...).Exec(func(t pgconn.CommandTag) error { tag = t; return nil })
+	b.Queue("COMMIT")
+	err := j.pool.SendBatch(ctx, b).Close()
+	return tag, err
 }
 
 // Get implements [core.Journal].

@@ -88,7 +88,13 @@ func open(tb testing.TB, schema string, opts *pgjournal.Options) *pgjournal.Jour
 
 func TestContract(t *testing.T) {
 	testURL(t)
-	journaltest.Run(t, func(t *testing.T) core.Journal { return open(t, newSchema(t), nil) })
+	for _, sync := range []pgjournal.Synchronous{pgjournal.Full, pgjournal.Claims} {
+		t.Run(string(sync), func(t *testing.T) {
+			journaltest.Run(t, func(t *testing.T) core.Journal {
+				return open(t, newSchema(t), &pgjournal.Options{Synchronous: sync})
+			})
+		})
+	}
 }
 
 // TestRace has four journals, each with its own connection pool (as four
@@ -215,6 +221,13 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 }
 
+func TestOpenBadSynchronous(t *testing.T) {
+	_, err := pgjournal.Open(t.Context(), testURL(t), &pgjournal.Options{Synchronous: "normal"})
+	if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(fmt.Sprint(err), `synchronous "normal"`) {
+		t.Errorf("Open with synchronous normal: %v; want InvalidArgument", err)
+	}
+}
+
 func TestOpenBadURL(t *testing.T) {
 	_, err := pgjournal.Open(t.Context(), "postgres://u:secret@host:notaport/db", nil)
 	if core.CodeOf(err) != core.InvalidArgument || strings.Contains(fmt.Sprint(err), "secret") {
@@ -273,7 +286,11 @@ func TestCanceled(t *testing.T) {
 }
 
 func BenchmarkJournal(b *testing.B) {
-	journaltest.Benchmark(b, open(b, newSchema(b), nil))
+	for _, sync := range []pgjournal.Synchronous{pgjournal.Full, pgjournal.Claims} {
+		b.Run(string(sync), func(b *testing.B) {
+			journaltest.Benchmark(b, open(b, newSchema(b), &pgjournal.Options{Synchronous: sync}))
+		})
+	}
 }
 
 // TestOpenRefused checks the codes of the errors of a server that refuses

@@ -40,27 +40,35 @@
 // method returns, and the next Open recovers it. A write that had not
 // returned is wholly there or wholly absent.
 //
-// What survives a power loss or an operating-system crash: with [Full],
-// the default, every claim, renewal, takeover, release and result whose
-// method returned (the log is synced to disk before the method returns),
-// given a disk that honours fsync; the last MarkSubmitted and Prune writes
-// may be lost (they are not synced on their own, but by the next claim or
-// result), which costs only this: a lost "submitted" mark makes a resumed
-// run send that result again without [core.ToolResult.Resend]. With
-// [Normal], the log is synced only at checkpoints, so any of the writes of
-// the last moments may be lost, claims and results included; the file
-// stays consistent. A lost claim is what lets a side effect happen twice,
-// so Full is the default; Normal suits journals of idempotent calls.
+// What survives a power loss or an operating-system crash depends on
+// [Options.Synchronous], given a disk that honours fsync:
 //
-// What that costs: Claim and Finish each wait for one sync, so a call run
-// alone pays two syncs to disk (about 0.5 to 4 ms on the project's test
-// machine, a virtual disk shared with other work); the calls of a step,
-// run concurrently, share them. Normal costs a tenth of that. See the
-// benchmarks (go test -bench . -benchmem) and the closing note of the
-// journal work for measured medians. Programs that want cheaper syncs on
-// Linux may call sqlite.Fdatasync(true) from modernc.org/sqlite, which
-// syncs with fdatasync(2), as durable for SQLite's files; the benchmarks
-// measure it too.
+//   - [Full] (the default): every claim, takeover, renewal, release and
+//     result whose method returned: the log is synced to disk before the
+//     method returns. The last MarkSubmitted and Prune writes may be lost
+//     (they are synced by the next write that is), which costs only this: a
+//     resumed run sends such a result again without [core.ToolResult.Resend].
+//   - [Claims]: every claim and takeover whose method returned (the writes
+//     made before a handler runs), so a handler never runs twice unseen;
+//     the results and releases of the last moments may be lost, and their
+//     calls are then found started, in doubt, and settled as the tool
+//     declares (verified, run again if idempotent, or failed as "outcome
+//     unknown").
+//   - [Normal]: the log is synced only at checkpoints, so the writes of the
+//     last moments, claims included, may be lost: a call whose claim was
+//     lost may run again. For journals of idempotent calls.
+//
+// Whatever the setting, the file stays consistent, and a write is wholly
+// there or wholly absent.
+//
+// What that costs: a sync to disk takes 0.3 to 2 ms on the project's test
+// machine (a virtual disk, shared). A call run alone waits for two syncs
+// under Full (its claim, then its result), one under Claims, none under
+// Normal; the calls of a step, run concurrently, share them. The
+// benchmarks (go test -bench . -benchmem) measure each setting. Programs
+// that want cheaper syncs on Linux may call sqlite.Fdatasync(true) from
+// modernc.org/sqlite, which syncs with fdatasync(2), as durable for
+// SQLite's files; the benchmarks measure that too.
 //
 // # Errors
 //

@@ -26,12 +26,18 @@ type Synchronous string
 
 // The settings of [Options.Synchronous].
 const (
-	// Full syncs the write-ahead log to disk at every commit of a claim or
-	// a result: a claim or result written survives a power loss. The
-	// default.
+	// Full syncs the write-ahead log to disk before a claim, takeover,
+	// renewal, release or result is reported written: they all survive a
+	// power loss. The default.
 	Full Synchronous = "full"
+	// Claims syncs only claims and takeovers, the writes made before a
+	// handler runs: a power loss never lets a call's handler run twice
+	// unseen, but may lose the results written in its last moments, whose
+	// calls are then found in doubt.
+	Claims Synchronous = "claims"
 	// Normal syncs only at checkpoints: every write survives the process
-	// being killed, but the last ones may be lost on a power loss.
+	// being killed, but the last ones, claims included, may be lost on a
+	// power loss.
 	Normal Synchronous = "normal"
 )
 
@@ -41,7 +47,7 @@ type Options struct {
 	// connection (another process) holds on the file before it fails.
 	// Zero means DefaultBusyTimeout.
 	BusyTimeout time.Duration
-	// Synchronous is Full (the default, when empty) or Normal.
+	// Synchronous is Full (the default, when empty), Claims or Normal.
 	Synchronous Synchronous
 	// SkipCheck skips the integrity check (PRAGMA quick_check) Open makes
 	// of the file. The check reads the whole file: about 2 ms per 1,000
@@ -83,9 +89,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 	switch o.Synchronous {
 	case "":
 		o.Synchronous = Full
-	case Full, Normal:
+	case Full, Claims, Normal:
 	default:
-		return nil, core.Errorf(core.InvalidArgument, "sqlitejournal: synchronous %q: want %q or %q", o.Synchronous, Full, Normal)
+		return nil, core.Errorf(core.InvalidArgument, "sqlitejournal: synchronous %q: want %q, %q or %q", o.Synchronous, Full, Claims, Normal)
 	}
 	if path == "" {
 		return nil, core.Errorf(core.InvalidArgument, "sqlitejournal: no file name")
@@ -117,7 +123,11 @@ func dsn(abs string, o *Options) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous("+strings.ToUpper(string(o.Synchronous))+")")
+	sync := "FULL" // the writer relaxes it for the transactions it need not sync
+	if o.Synchronous == Normal {
+		sync = "NORMAL"
+	}
+	q.Add("_pragma", "synchronous("+sync+")")
 	q.Set("_txlock", "immediate")
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true, RawQuery: q.Encode()}
 	return u.String()
@@ -237,7 +247,7 @@ func (j *Journal) Claim(ctx context.Context, key core.JournalKey, digest, idempo
 		e       core.JournalEntry
 		created bool
 	)
-	err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
+	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
 		t := now()
 		var err error
 		e, err = scanEntry(j.claim.QueryRowContext(ctx, keyArgs(key, digest, idempotencyKey, owner, t+int64(lease), t, t)...))
@@ -263,7 +273,7 @@ func (j *Journal) Renew(ctx context.Context, key core.JournalKey, owner string, 
 // TakeOver implements [core.Journal]. It is one conditional UPDATE.
 func (j *Journal) TakeOver(ctx context.Context, key core.JournalKey, owner string, lease time.Duration) (bool, error) {
 	var n int64
-	err := j.w.do(ctx, &op{run: func(ctx context.Context) (err error) {
+	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) (err error) {
 		t := now()
 		n, err = exec(ctx, j.takeOver, append([]any{owner, t + int64(lease), t}, keyArgs(key, t)...))
 		return err
@@ -297,7 +307,7 @@ func (j *Journal) Finish(ctx context.Context, key core.JournalKey, owner string,
 // returns core.ErrLeaseLost if it changed none.
 func (j *Journal) owned(ctx context.Context, what string, write func(context.Context) (int64, error)) error {
 	var n int64
-	err := j.w.do(ctx, &op{run: func(ctx context.Context) (err error) {
+	err := j.w.do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) (err error) {
 		n, err = write(ctx)
 		return err
 	}})
@@ -330,7 +340,7 @@ func (j *Journal) MarkSubmitted(ctx context.Context, keys []core.JournalKey) err
 	if len(keys) == 0 {
 		return nil
 	}
-	err := j.w.do(ctx, &op{relaxed: true, run: func(ctx context.Context) error {
+	err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
 		t := now()
 		for rest := keys; len(rest) > 0; {
 			n := min(len(rest), markBatch)
@@ -397,7 +407,7 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 			n        int
 			lastHere *core.JournalKey // last, once this write is committed
 		)
-		err := j.w.do(ctx, &op{relaxed: true, run: func(ctx context.Context) error {
+		err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
 			n, lastHere = 0, last
 			var rows *sql.Rows
 			var err error

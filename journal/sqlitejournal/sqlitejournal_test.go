@@ -34,7 +34,7 @@ func open(t *testing.T, path string, opts *sqlitejournal.Options) *sqlitejournal
 }
 
 func TestContract(t *testing.T) {
-	for _, sync := range []sqlitejournal.Synchronous{sqlitejournal.Full, sqlitejournal.Normal} {
+	for _, sync := range []sqlitejournal.Synchronous{sqlitejournal.Full, sqlitejournal.Claims, sqlitejournal.Normal} {
 		t.Run(string(sync), func(t *testing.T) {
 			journaltest.Run(t, func(t *testing.T) core.Journal {
 				return open(t, filepath.Join(t.TempDir(), "journal.db"), &sqlitejournal.Options{Synchronous: sync})
@@ -361,6 +361,7 @@ func BenchmarkJournal(b *testing.B) {
 	}{
 		{"full", sqlitejournal.Full, false},
 		{"full-fdatasync", sqlitejournal.Full, true},
+		{"claims", sqlitejournal.Claims, false},
 		{"normal", sqlitejournal.Normal, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

@@ -34,9 +34,10 @@ const maxBatch = 256
 // lease, goes into variables run closes over).
 type op struct {
 	run func(ctx context.Context) error
-	// relaxed ops need not be synced before they are reported done: a
-	// transaction of relaxed ops only is committed without a sync.
-	relaxed bool
+	// syncFrom is the weakest Synchronous setting under which the write is
+	// synced to disk before it is reported done (Claims or Full); empty:
+	// none. A transaction is synced if one of its writes must be.
+	syncFrom Synchronous
 
 	state atomic.Int32 // queued, taken or withdrawn
 	err   error
@@ -110,6 +111,21 @@ func (w *writer) close() {
 		close(w.stop)
 	}
 	<-w.stopped
+}
+
+// covers reports whether a write to be synced from setting from on is
+// synced under s.
+func (s Synchronous) covers(from Synchronous) bool {
+	rank := func(s Synchronous) int {
+		switch s {
+		case Full:
+			return 2
+		case Claims:
+			return 1
+		}
+		return 0
+	}
+	return from != "" && rank(s) >= rank(from)
 }
 
 // closeStmts closes the writer's statements, once it is stopped.
@@ -203,12 +219,9 @@ func (w *writer) transact(ops []*op) error {
 	for _, o := range ops {
 		o.err = nil
 	}
-	relaxed := w.sync == Normal
-	if !relaxed {
-		relaxed = true
-		for _, o := range ops {
-			relaxed = relaxed && o.relaxed
-		}
+	relaxed := true
+	for _, o := range ops {
+		relaxed = relaxed && !w.sync.covers(o.syncFrom)
 	}
 	if relaxed != w.relaxed {
 		pragma := "PRAGMA synchronous = FULL"

@@ -110,8 +110,9 @@ type Options struct {
 	DefaultBackend string
 	// Script is what the model of a fake backend plays.
 	Script *coretest.Script
-	// Runner is the base of the runner's options; MaxSteps, Concurrency and
-	// ToolTimeout from the configuration override it when set.
+	// Runner is the base of the runner's options; MaxSteps, Concurrency,
+	// ToolTimeout and JournalLease from the configuration override it when
+	// set. Its Journal, if set, wins over the configured journal.
 	Runner core.Options
 }
 

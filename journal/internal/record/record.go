@@ -40,16 +40,8 @@ func DecodeResult(s string) (*core.JournalResult, error) {
 	return &core.JournalResult{Output: core.Output{Text: r.Text, Parts: r.Parts, Null: r.Null}, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome}, nil
 }
 
-// State names, as stored.
-const (
-	Started   = "started"
-	Succeeded = "succeeded"
-	Failed    = "failed"
-	Submitted = "submitted"
-)
-
-// StateName returns the stored name of s.
-func StateName(s core.JournalState) string { return s.String() }
+// States are stored by name (core.JournalState.String): "started",
+// "succeeded", "failed" or "submitted".
 
 // ParseState returns the state a stored name names.
 func ParseState(name string) (core.JournalState, error) {
@@ -64,7 +56,7 @@ func ParseState(name string) (core.JournalState, error) {
 // FinishedState returns the state Finish moves an entry to for r.
 func FinishedState(r *core.JournalResult) string {
 	if r.Failed {
-		return Failed
+		return core.Failed.String()
 	}
-	return Succeeded
+	return core.Succeeded.String()
 }

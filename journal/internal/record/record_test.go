@@ -10,9 +10,9 @@ import (
 
 func TestStates(t *testing.T) {
 	for _, s := range []core.JournalState{core.Started, core.Succeeded, core.Failed, core.Submitted} {
-		got, err := ParseState(StateName(s))
+		got, err := ParseState(s.String())
 		if err != nil || got != s {
-			t.Errorf("ParseState(StateName(%v)) = %v, %v", s, got, err)
+			t.Errorf("ParseState(%v.String()) = %v, %v", s, got, err)
 		}
 	}
 	if _, err := ParseState("done"); err == nil {

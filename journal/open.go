@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core"
@@ -29,28 +27,6 @@ type Store interface {
 // rawURL is malformed, and otherwise as the store's own Open does. The
 // caller must Close the store.
 func Open(ctx context.Context, rawURL string) (Store, error) {
-	return open(ctx, rawURL)
-}
-
-// redact returns rawURL without its password, for messages.
-func redact(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		if i := strings.Index(rawURL, "@"); i >= 0 {
-			return "…" + rawURL[i:]
-		}
-		return rawURL
-	}
-	return u.Redacted()
-}
-
-func badURL(rawURL, format string, args ...any) error {
-	return &core.Error{Code: core.InvalidArgument, Op: "journal: open " + redact(rawURL), Err: fmt.Errorf(format, args...)}
-}
-
-const forms = "memory, sqlite:///absolute/path.db, sqlite:relative/path.db, postgres://… or postgresql://…"
-
-func open(ctx context.Context, rawURL string) (Store, error) {
 	if rawURL == "" || rawURL == "memory" || rawURL == "memory:" {
 		return memory{core.NewMemoryJournal()}, nil
 	}
@@ -73,6 +49,24 @@ func open(ctx context.Context, rawURL string) (Store, error) {
 	}
 	return nil, badURL(rawURL, "unknown scheme %q (want %s)", u.Scheme, forms)
 }
+
+// redact returns rawURL without its password, for messages.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		if i := strings.Index(rawURL, "@"); i >= 0 {
+			return "…" + rawURL[i:]
+		}
+		return rawURL
+	}
+	return u.Redacted()
+}
+
+func badURL(rawURL, format string, args ...any) error {
+	return &core.Error{Code: core.InvalidArgument, Op: "journal: open " + redact(rawURL), Err: fmt.Errorf(format, args...)}
+}
+
+const forms = "memory, sqlite:///absolute/path.db, sqlite:relative/path.db, postgres://… or postgresql://…"
 
 func openSQLite(ctx context.Context, rawURL string, u *url.URL) (Store, error) {
 	path := u.Opaque // sqlite:relative/path.db
@@ -143,60 +137,3 @@ func openPostgres(ctx context.Context, rawURL string, u *url.URL) (Store, error)
 type memory struct{ *core.MemoryJournal }
 
 func (memory) Close() error { return nil }
-
-// A Pruner prunes a journal periodically; see [StartPruning].
-type Pruner struct {
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
-}
-
-// PruneEvery returns how often a [Pruner] keeping entries for retention
-// prunes: a tenth of retention, but at least a minute and at most an hour
-// apart.
-func PruneEvery(retention time.Duration) time.Duration {
-	return min(max(retention/10, time.Minute), time.Hour)
-}
-
-// StartPruning prunes j of the entries finished longer than retention ago
-// (see [core.Journal.Prune]): at once, then every [PruneEvery](retention),
-// until the Pruner is closed. Failures go to logger (nil means
-// slog.Default()); pruning goes on at the next tick.
-func StartPruning(j core.Journal, retention time.Duration, logger *slog.Logger) *Pruner {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	p := &Pruner{stop: make(chan struct{}), done: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-p.stop
-		cancel()
-	}()
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(PruneEvery(retention))
-		defer t.Stop()
-		for {
-			n, err := j.Prune(ctx, time.Now().Add(-retention))
-			if err != nil && ctx.Err() == nil {
-				logger.Warn("toolrelay: journal pruning failed", "error", err)
-			} else if n > 0 {
-				logger.Debug("toolrelay: journal pruned", "entries", n, "retention", retention)
-			}
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return p
-}
-
-// Close stops the pruning, interrupting a Prune under way, and returns
-// once it has stopped. It always returns nil.
-func (p *Pruner) Close() error {
-	p.stopOnce.Do(func() { close(p.stop) })
-	<-p.done
-	return nil
-}

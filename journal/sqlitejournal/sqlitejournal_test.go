@@ -381,3 +381,40 @@ func BenchmarkJournal(b *testing.B) {
 		})
 	}
 }
+
+// TestPruneMany checks that Prune deletes more entries than one of its
+// writes does (1,000), across threads, and no Started entry.
+func TestPruneMany(t *testing.T) {
+	ctx := t.Context()
+	j := open(t, filepath.Join(t.TempDir(), "journal.db"), &sqlitejournal.Options{Synchronous: sqlitejournal.Normal})
+	const finished, started = 2500, 30
+	var done []core.JournalKey
+	for i := range finished + started {
+		k := core.JournalKey{Backend: "b", Thread: fmt.Sprint("thread-", i%13), Turn: fmt.Sprint(i % 3), Call: fmt.Sprint("call-", i)}
+		if _, _, err := j.Claim(ctx, k, "d", "i", "o", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if i < finished {
+			if err := j.Finish(ctx, k, "o", core.JournalResult{}); err != nil {
+				t.Fatal(err)
+			}
+			done = append(done, k)
+		}
+	}
+	if err := j.MarkSubmitted(ctx, done[:1200]); err != nil {
+		t.Fatal(err)
+	}
+	n, err := j.Prune(ctx, time.Now().Add(time.Minute))
+	if err != nil || n != finished {
+		t.Fatalf("Prune = %d, %v; want %d", n, err, finished)
+	}
+	if n, err := j.Prune(ctx, time.Now().Add(time.Minute)); err != nil || n != 0 {
+		t.Errorf("second Prune = %d, %v; want 0", n, err)
+	}
+	for i := finished; i < finished+started; i++ {
+		k := core.JournalKey{Backend: "b", Thread: fmt.Sprint("thread-", i%13), Turn: fmt.Sprint(i % 3), Call: fmt.Sprint("call-", i)}
+		if _, ok, err := j.Get(ctx, k); err != nil || !ok {
+			t.Errorf("started entry %s: %v, %v; want it kept", k.Call, ok, err)
+		}
+	}
+}

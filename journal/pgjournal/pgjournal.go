@@ -1,6 +1,7 @@
 package pgjournal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,7 +89,7 @@ func Open(ctx context.Context, connString string, opts *Options) (*Journal, erro
 		return nil, &core.Error{Code: core.InvalidArgument, Op: "pgjournal: open", Err: err}
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = cmpOr(o.ConnectTimeout, DefaultConnectTimeout)
+		cfg.ConnConfig.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)
 	}
 	if !strings.Contains(connString, "pool_max_conns") {
 		// pgxpool's default (4 on small machines) would make the calls of a
@@ -123,11 +124,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Journal, erro
 }
 
 func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, error) {
-	sync := cmpOr(o.Synchronous, Full)
+	sync := cmp.Or(o.Synchronous, Full)
 	if sync != Full && sync != Claims {
 		return nil, core.Errorf(core.InvalidArgument, "synchronous %q: want %q or %q", o.Synchronous, Full, Claims)
 	}
-	t := newTables(o.Schema, cmpOr(o.Table, DefaultTable))
+	t := newTables(o.Schema, cmp.Or(o.Table, DefaultTable))
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -169,14 +170,6 @@ func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, 
 }
 
 const columns = `backend, thread, turn, call_id, digest, idempotency_key, state, owner, lease_until, result, created, updated`
-
-func cmpOr[T comparable](a, b T) T {
-	var zero T
-	if a != zero {
-		return a
-	}
-	return b
-}
 
 // Pool returns the journal's connection pool.
 func (j *Journal) Pool() *pgxpool.Pool { return j.pool }

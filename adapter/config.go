@@ -27,6 +27,17 @@ type Config struct {
 	// Script is the path of a JSON model script (package coretest) that the
 	// fake backends play instead of the program's own.
 	Script string `json:"script,omitempty" env:"TOOLRELAY_SCRIPT"`
+	// Journal names the results journal (core.Options.Journal) by URL:
+	// "memory", "sqlite:///path/file.db" or "postgres://…"; package
+	// journal lists the forms. Empty means a memory journal.
+	Journal string `json:"journal,omitempty" env:"TOOLRELAY_JOURNAL"`
+	// JournalLease is how long a claim on a call lasts before another
+	// worker may take the call over (core.Options.Lease), as a Go duration.
+	JournalLease Duration `json:"journal_lease,omitempty" env:"TOOLRELAY_JOURNAL_LEASE"`
+	// JournalRetention, if set, is how long the journal keeps finished
+	// entries before pruning them (journal.Options.Retention), as a Go
+	// duration ("720h").
+	JournalRetention Duration `json:"journal_retention,omitempty" env:"TOOLRELAY_JOURNAL_RETENTION"`
 	// OpenAI holds the settings of the openai and fake-openai backends.
 	OpenAI OpenAIConfig `json:"openai,omitzero"`
 	// Foundry holds the settings of the foundry, responses and fake-foundry

@@ -16,7 +16,15 @@
 //	calls run at once        TOOLRELAY_CONCURRENCY       concurrency
 //	default tool timeout     TOOLRELAY_TOOL_TIMEOUT      tool_timeout
 //	script for the fakes     TOOLRELAY_SCRIPT            script
+//	results journal (URL)    TOOLRELAY_JOURNAL           journal
+//	journal lease            TOOLRELAY_JOURNAL_LEASE     journal_lease
+//	journal retention        TOOLRELAY_JOURNAL_RETENTION journal_retention
 //	third-party settings     TOOLRELAY_SETTING_<NAME>    settings.<name>
+//
+// The journal is "memory" (the default), "sqlite:///path/file.db" or
+// "postgres://…" (package journal lists the forms and their parameters);
+// [Open] opens it, unless Options.Runner.Journal is set, and the runner's
+// Close closes it. Durations are Go durations ("30s", "720h").
 //
 // The openai and fake-openai backends (the fake ignores the API key, base
 // URL, agent and session, which name things on the real service):

@@ -2,7 +2,9 @@ package adapter
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/journal"
 )
 
 // OpenRequest is what an [Opener] gets to open its backend.
@@ -107,14 +110,16 @@ type Options struct {
 	DefaultBackend string
 	// Script is what the model of a fake backend plays.
 	Script *coretest.Script
-	// Runner is the base of the runner's options; MaxSteps, Concurrency and
-	// ToolTimeout from the configuration override it when set.
+	// Runner is the base of the runner's options; MaxSteps, Concurrency,
+	// ToolTimeout and JournalLease from the configuration override it when
+	// set. Its Journal, if set, wins over the configured journal.
 	Runner core.Options
 }
 
-// Open loads the configuration (see [Load]), opens the configured backend
-// and returns a runner over it with tools. The caller must Close the
-// runner. opts may be nil.
+// Open loads the configuration (see [Load]), opens the configured journal
+// (unless opts.Runner.Journal is set) and backend, and returns a runner
+// over them with tools. The caller must Close the runner, which closes the
+// backend and the journal Open opened. opts may be nil.
 func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner, error) {
 	var o Options
 	if opts != nil {
@@ -140,9 +145,39 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner
 	if cfg.ToolTimeout > 0 {
 		ro.ToolTimeout = time.Duration(cfg.ToolTimeout)
 	}
+	if cfg.JournalLease > 0 {
+		ro.Lease = time.Duration(cfg.JournalLease)
+	}
+	var opened closers // what Open opens for the runner, to close with it
+	if ro.Journal == nil && cfg.Journal != "" {
+		store, err := journal.Open(ctx, cfg.Journal)
+		if err != nil {
+			return nil, err
+		}
+		ro.Journal = store
+		if cfg.JournalRetention > 0 {
+			opened = append(opened, journal.StartPruning(store, time.Duration(cfg.JournalRetention), ro.Logger))
+		}
+		opened = append(opened, store)
+		ro.Closer = append(closers{ro.Closer}, opened...)
+	}
 	b, err := OpenBackend(ctx, cfg.Backend, &OpenRequest{Config: cfg, Tools: tools, Script: o.Script, Logger: ro.Logger})
 	if err != nil {
+		opened.Close()
 		return nil, err
 	}
 	return core.NewRunner(b, tools, &ro), nil
+}
+
+// closers closes each of its non-nil closers, in order.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
 }

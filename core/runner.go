@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -46,6 +47,10 @@ type Options struct {
 	// OnEvent, if set, is called with every event, one at a time (never
 	// concurrently), in the goroutine that produced it.
 	OnEvent func(Event)
+	// Closer, if set, is closed by [Runner.Close] after the backend: what
+	// was opened for this runner alone, such as the journal package
+	// adapter opens from configuration.
+	Closer io.Closer
 }
 
 // A Runner runs the tool loop over a [Backend]: it sends the user's input,
@@ -100,8 +105,14 @@ func (r *Runner) Toolbox() *Toolbox { return r.tools }
 // Journal returns the runner's journal.
 func (r *Runner) Journal() Journal { return r.opts.Journal }
 
-// Close closes the backend.
-func (r *Runner) Close() error { return r.b.Close() }
+// Close closes the backend, then Options.Closer if set.
+func (r *Runner) Close() error {
+	err := r.b.Close()
+	if r.opts.Closer != nil {
+		err = errors.Join(err, r.opts.Closer.Close())
+	}
+	return err
+}
 
 // RunOptions configure one run. nil is usable.
 type RunOptions struct {

@@ -1,0 +1,44 @@
+// Package journal opens a durable results journal (a [core.Journal]) from
+// a URL, so that a program chooses where its journal lives by
+// configuration alone. Package adapter calls [Open] with the
+// TOOLRELAY_JOURNAL setting.
+//
+// The stores live in subpackages: [sqlitejournal] keeps the journal in an
+// SQLite file, for one machine; [pgjournal] keeps it in PostgreSQL, for
+// fleets of workers. Package journaltest checks any [core.Journal] against
+// the contract the runner relies on. Each store's package doc says what
+// survives a process kill and a power loss.
+//
+// # URLs
+//
+//	memory (or empty)                the in-memory journal of core: it survives
+//	                                 disconnects, not the process
+//	sqlite:///absolute/path/file.db  an SQLite file (created if missing)
+//	sqlite:relative/path/file.db     an SQLite file, relative to the working directory
+//	postgres://user@host:5432/db     a PostgreSQL database (also postgresql://)
+//
+// sqlite://name.db (two slashes) is refused: its file name would be read as
+// a host name. Paths are percent-decoded. An SQLite URL takes these
+// parameters:
+//
+//	busy_timeout=5s        how long to wait for another process's lock (a Go duration)
+//	synchronous=full       full (the default), claims or normal: see package sqlitejournal
+//	check=off              skip the integrity check at open
+//
+// A PostgreSQL URL is handed to pgx (so sslmode, connect_timeout,
+// pool_max_conns and the rest work as pgx documents them), less two
+// parameters of the journal's own:
+//
+//	toolrelay_schema=name  the schema of the journal's tables (created if missing)
+//	toolrelay_table=name   the journal's table (default toolrelay_journal)
+//
+// Credentials belong in the URL only as pgx reads them (a password there,
+// or PGPASSWORD, or a .pgpass file); errors never show the password.
+//
+// # Retention
+//
+// Finished entries are kept until pruned: [core.Journal.Prune] deletes
+// those finished before a given time, on demand, and [StartPruning] does it
+// periodically for a given retention (package adapter starts it when
+// TOOLRELAY_JOURNAL_RETENTION is set).
+package journal

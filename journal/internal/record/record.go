@@ -1,0 +1,62 @@
+// Package record holds what the durable journals share: how a result and a
+// state are written to a database column and read back.
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// result is a core.JournalResult as the durable journals store it, as JSON
+// text. Unlike core.JournalResult's own encoding, it keeps an empty content
+// array apart from no content array (Parts has no omitempty), so a result
+// reads back exactly as it was written.
+type result struct {
+	Text    string       `json:"text,omitempty"`
+	Parts   []core.Part  `json:"parts"`
+	Null    bool         `json:"null,omitempty"`
+	Failed  bool         `json:"failed,omitempty"`
+	Error   string       `json:"error,omitempty"`
+	Outcome core.Outcome `json:"outcome"`
+}
+
+// EncodeResult returns r as the JSON text the journals store.
+func EncodeResult(r *core.JournalResult) (string, error) {
+	b, err := json.Marshal(result{Text: r.Output.Text, Parts: r.Output.Parts, Null: r.Output.Null, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome})
+	if err != nil {
+		return "", fmt.Errorf("encode result: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeResult reads a result written by EncodeResult.
+func DecodeResult(s string) (*core.JournalResult, error) {
+	var r result
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return nil, fmt.Errorf("decode result: %w", err)
+	}
+	return &core.JournalResult{Output: core.Output{Text: r.Text, Parts: r.Parts, Null: r.Null}, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome}, nil
+}
+
+// States are stored by name (core.JournalState.String): "started",
+// "succeeded", "failed" or "submitted".
+
+// ParseState returns the state a stored name names.
+func ParseState(name string) (core.JournalState, error) {
+	for _, s := range []core.JournalState{core.Started, core.Succeeded, core.Failed, core.Submitted} {
+		if s.String() == name {
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown journal state %q", name)
+}
+
+// FinishedState returns the state Finish moves an entry to for r.
+func FinishedState(r *core.JournalResult) string {
+	if r.Failed {
+		return core.Failed.String()
+	}
+	return core.Succeeded.String()
+}

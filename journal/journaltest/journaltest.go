@@ -1,0 +1,145 @@
+// Package journaltest checks implementations of [core.Journal]: [Run] is the
+// contract every journal keeps, [Race] has several owners race for the same
+// calls, and [Benchmark] measures what the runner's journal writes cost per
+// call. A journal's whole contract test is one call:
+//
+//	func TestContract(t *testing.T) {
+//		journaltest.Run(t, func(t *testing.T) core.Journal {
+//			j, err := mystore.Open(t.Context(), filepath.Join(t.TempDir(), "j"))
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { j.Close() })
+//			return j
+//		})
+//	}
+//
+// The suite runs on core's memory journal and on the stores of package
+// journal (SQLite and PostgreSQL).
+package journaltest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// Leases the cases use: a live one that nothing in a test outlasts, and an
+// expired one (a negative lease ends before the claim is made).
+const (
+	live    = time.Hour
+	expired = -time.Hour
+)
+
+// slack is how far a stored time may be from what the test expects, so that
+// a store keeping time by a database server's clock, or rounding it, passes.
+const slack = time.Minute
+
+// A testCase is one rule of the contract.
+type testCase struct {
+	name        string
+	explanation string
+	f           func(t *testing.T, j core.Journal)
+}
+
+// Run checks that the journals newJournal returns keep the contract of
+// [core.Journal]. It calls newJournal once per case, in a subtest; each call
+// must return a new, empty journal (newJournal closes it with t.Cleanup).
+// A failing case logs the rule it checks.
+func Run(t *testing.T, newJournal func(t *testing.T) core.Journal) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("rule: %s", c.explanation)
+				}
+			})
+			c.f(t, newJournal(t))
+		})
+	}
+}
+
+// key returns a key of the suite's thread.
+func key(call string) core.JournalKey {
+	return core.JournalKey{Backend: "journaltest", Thread: "thread-1", Turn: "turn-1", Call: call}
+}
+
+// digest returns a digest for k's arguments (any stable text will do).
+func digest(k core.JournalKey) string { return "digest-of-" + k.Call }
+
+func idem(k core.JournalKey) string { return core.IdempotencyKey(k, digest(k)) }
+
+func textResult(s string) core.JournalResult {
+	return core.JournalResult{Output: core.Output{Text: s}, Outcome: core.OK}
+}
+
+func claim(t *testing.T, j core.Journal, k core.JournalKey, owner string, lease time.Duration) (core.JournalEntry, bool) {
+	t.Helper()
+	e, created, err := j.Claim(t.Context(), k, digest(k), idem(k), owner, lease)
+	if err != nil {
+		t.Fatalf("Claim(%q, %s): %v", k.Call, owner, err)
+	}
+	return e, created
+}
+
+func finish(t *testing.T, j core.Journal, k core.JournalKey, owner string, r core.JournalResult) {
+	t.Helper()
+	if err := j.Finish(t.Context(), k, owner, r); err != nil {
+		t.Fatalf("Finish(%q, %s): %v", k.Call, owner, err)
+	}
+}
+
+func markSubmitted(t *testing.T, j core.Journal, keys ...core.JournalKey) {
+	t.Helper()
+	if err := j.MarkSubmitted(t.Context(), keys); err != nil {
+		t.Fatalf("MarkSubmitted: %v", err)
+	}
+}
+
+func get(t *testing.T, j core.Journal, k core.JournalKey) (core.JournalEntry, bool) {
+	t.Helper()
+	e, ok, err := j.Get(t.Context(), k)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", k.Call, err)
+	}
+	return e, ok
+}
+
+func mustGet(t *testing.T, j core.Journal, k core.JournalKey) core.JournalEntry {
+	t.Helper()
+	e, ok := get(t, j, k)
+	if !ok {
+		t.Fatalf("Get(%q): no entry, want one", k.Call)
+	}
+	return e
+}
+
+// ignoreTimes leaves the times of entries out of a comparison; the cases
+// check them with within.
+var ignoreTimes = cmpopts.IgnoreFields(core.JournalEntry{}, "LeaseUntil", "Created", "Updated")
+
+// equateTimes compares times with Equal, ignoring their location and
+// monotonic reading.
+var equateTimes = cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
+
+// checkEntry compares an entry with want, but for its times.
+func checkEntry(t *testing.T, what string, want, got core.JournalEntry) {
+	t.Helper()
+	if diff := cmp.Diff(want, got, ignoreTimes); diff != "" {
+		t.Errorf("%s: entry (-want +got):\n%s", what, diff)
+	}
+}
+
+// within checks that a stored time lies between from and to, give or take
+// slack.
+func within(t *testing.T, what string, got, from, to time.Time) {
+	t.Helper()
+	if got.Before(from.Add(-slack)) || got.After(to.Add(slack)) {
+		t.Errorf("%s = %v, want between %v and %v (±%v)", what, got, from, to, slack)
+	}
+}

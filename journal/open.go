@@ -1,0 +1,139 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/journal/pgjournal"
+	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
+)
+
+// A Store is a journal that holds resources (a file, connections):
+// Close releases them.
+type Store interface {
+	core.Journal
+	io.Closer
+}
+
+// Open opens the journal that rawURL names (see the package doc for the
+// forms it takes): the memory journal, an SQLite file or a PostgreSQL
+// database. It fails with a *[core.Error] of code InvalidArgument if
+// rawURL is malformed, and otherwise as the store's own Open does. The
+// caller must Close the store.
+func Open(ctx context.Context, rawURL string) (Store, error) {
+	if rawURL == "" || rawURL == "memory" || rawURL == "memory:" {
+		return memory{core.NewMemoryJournal()}, nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// A *url.Error quotes the URL, password included: keep only why.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, badURL(rawURL, "%v (want %s)", err, forms)
+	}
+	switch u.Scheme {
+	case "sqlite":
+		return openSQLite(ctx, rawURL, u)
+	case "postgres", "postgresql":
+		return openPostgres(ctx, rawURL, u)
+	case "":
+		return nil, badURL(rawURL, "no scheme (want %s)", forms)
+	}
+	return nil, badURL(rawURL, "unknown scheme %q (want %s)", u.Scheme, forms)
+}
+
+// redact returns rawURL without its password, for messages.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		if i := strings.Index(rawURL, "@"); i >= 0 {
+			return "…" + rawURL[i:]
+		}
+		return rawURL
+	}
+	return u.Redacted()
+}
+
+func badURL(rawURL, format string, args ...any) error {
+	return &core.Error{Code: core.InvalidArgument, Op: "journal: open " + redact(rawURL), Err: fmt.Errorf(format, args...)}
+}
+
+const forms = "memory, sqlite:///absolute/path.db, sqlite:relative/path.db, postgres://… or postgresql://…"
+
+func openSQLite(ctx context.Context, rawURL string, u *url.URL) (Store, error) {
+	path := u.Opaque // sqlite:relative/path.db
+	if path == "" {
+		if u.Host != "" {
+			return nil, badURL(rawURL, "sqlite://%s names a host, %q: write sqlite:///absolute/path.db (three slashes) or sqlite:relative/path.db", u.Host+u.Path, u.Host)
+		}
+		path = u.Path
+	} else if p, err := url.PathUnescape(path); err == nil {
+		path = p
+	}
+	if path == "" {
+		return nil, badURL(rawURL, "no file name (want sqlite:///absolute/path.db or sqlite:relative/path.db)")
+	}
+	var o sqlitejournal.Options
+	for k, vs := range u.Query() {
+		v := vs[len(vs)-1]
+		switch k {
+		case "busy_timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, badURL(rawURL, "busy_timeout=%q: want a positive Go duration, such as 5s", v)
+			}
+			o.BusyTimeout = d
+		case "synchronous":
+			o.Synchronous = sqlitejournal.Synchronous(strings.ToLower(v))
+		case "check":
+			switch strings.ToLower(v) {
+			case "on", "true", "1":
+			case "off", "false", "0":
+				o.SkipCheck = true
+			default:
+				return nil, badURL(rawURL, "check=%q: want on or off", v)
+			}
+		default:
+			return nil, badURL(rawURL, "unknown parameter %q (known: busy_timeout, synchronous, check)", k)
+		}
+	}
+	j, err := sqlitejournal.Open(ctx, path, &o)
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// The parameters of a postgres URL that are the journal's, not pgx's.
+const (
+	schemaParam = "toolrelay_schema"
+	tableParam  = "toolrelay_table"
+	syncParam   = "toolrelay_synchronous"
+)
+
+func openPostgres(ctx context.Context, rawURL string, u *url.URL) (Store, error) {
+	q := u.Query()
+	o := pgjournal.Options{Schema: q.Get(schemaParam), Table: q.Get(tableParam), Synchronous: pgjournal.Synchronous(strings.ToLower(q.Get(syncParam)))}
+	for _, p := range []string{schemaParam, tableParam, syncParam} {
+		q.Del(p)
+	}
+	u.RawQuery = q.Encode()
+	j, err := pgjournal.Open(ctx, u.String(), &o)
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// memory is the memory journal as a Store.
+type memory struct{ *core.MemoryJournal }
+
+func (memory) Close() error { return nil }

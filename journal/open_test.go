@@ -1,0 +1,142 @@
+package journal_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/journal"
+	"github.com/toolrelay/toolrelay/journal/pgjournal"
+	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
+)
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		url string
+		// check inspects the store opened.
+		check func(t *testing.T, s journal.Store)
+	}{
+		{"", isMemory},
+		{"memory", isMemory},
+		{"memory:", isMemory},
+		{"sqlite://" + filepath.Join(dir, "abs.db"), isSQLite(filepath.Join(dir, "abs.db"))},
+		{"sqlite:rel.db", isSQLite(filepath.Join(dir, "rel.db"))},
+		{"sqlite:sub%20dir.db?synchronous=normal&busy_timeout=2s&check=off", isSQLite(filepath.Join(dir, "sub dir.db"))},
+		{"sqlite://" + filepath.Join(dir, "a b.db") + "?synchronous=FULL&check=on", isSQLite(filepath.Join(dir, "a b.db"))},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			s, err := journal.Open(t.Context(), tc.url)
+			if err != nil {
+				t.Fatalf("Open(%q): %v", tc.url, err)
+			}
+			defer func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}()
+			tc.check(t, s)
+			k := core.JournalKey{Backend: "b", Thread: "t", Call: "c"}
+			if _, created, err := s.Claim(t.Context(), k, "d", "i", "o", time.Minute); err != nil || !created {
+				t.Errorf("Claim on the store = %v, %v; want created", created, err)
+			}
+		})
+	}
+}
+
+func isMemory(t *testing.T, s journal.Store) {
+	t.Helper()
+	if fmt.Sprintf("%T", s) != "journal.memory" {
+		t.Errorf("store is a %T, want the memory journal", s)
+	}
+}
+
+func isSQLite(path string) func(t *testing.T, s journal.Store) {
+	return func(t *testing.T, s journal.Store) {
+		t.Helper()
+		j, ok := s.(*sqlitejournal.Journal)
+		if !ok {
+			t.Fatalf("store is a %T, want a *sqlitejournal.Journal", s)
+		}
+		if j.Path() != path {
+			t.Errorf("file %q, want %q", j.Path(), path)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestOpenBadURL(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		url  string
+		code core.Code
+		want string
+	}{
+		{"sqlite://rel.db", core.InvalidArgument, "names a host"},
+		{"sqlite:", core.InvalidArgument, "no file name"},
+		{"sqlite:///", core.FailedPrecondition, "cannot be opened"},
+		{"sqlite://" + dir + "/j.db?synchronous=off", core.InvalidArgument, `synchronous "off"`},
+		{"sqlite://" + dir + "/j.db?busy=1", core.InvalidArgument, `unknown parameter "busy"`},
+		{"sqlite://" + dir + "/j.db?busy_timeout=5", core.InvalidArgument, "busy_timeout"},
+		{"sqlite://" + dir + "/j.db?check=maybe", core.InvalidArgument, "check"},
+		{"sqlite://" + dir + "/no/such/dir/j.db", core.FailedPrecondition, "cannot be opened or created"},
+		{"mysql://host/db", core.InvalidArgument, `unknown scheme "mysql"`},
+		{"/var/lib/journal.db", core.InvalidArgument, "no scheme"},
+		{"postgres://user:secret@127.0.0.1:1/db?sslmode=disable&toolrelay_schema=s", core.Unknown, "cannot connect to PostgreSQL"},
+		{"postgresql://user:secret@127.0.0.1:1/db?sslmode=disable", core.Unknown, "cannot connect to PostgreSQL"},
+		{"postgres://user:secret@host:port/db", core.InvalidArgument, ""},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			s, err := journal.Open(t.Context(), tc.url)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			if core.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open: %v\nwant code %v and %q", err, tc.code, tc.want)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("Open: %v\nshows the password", err)
+			}
+		})
+	}
+}
+
+func TestOpenPostgres(t *testing.T) {
+	u := os.Getenv("TOOLRELAY_TEST_POSTGRES")
+	if u == "" {
+		t.Skip("TOOLRELAY_TEST_POSTGRES is not set: skipping the PostgreSQL tests")
+	}
+	schema := "toolrelay_test_" + strings.ToLower(rand.Text()[:12])
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	s, err := journal.Open(t.Context(), u+sep+"toolrelay_schema="+schema+"&toolrelay_table=my_journal&toolrelay_synchronous=claims")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := s.(*pgjournal.Journal)
+	t.Cleanup(func() {
+		j.Pool().Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+		s.Close()
+	})
+	if _, _, err := s.Claim(t.Context(), core.JournalKey{Call: "c"}, "d", "i", "o", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := j.Pool().QueryRow(t.Context(), `SELECT count(*) FROM `+pgx.Identifier{schema, "my_journal"}.Sanitize()).Scan(&n); err != nil || n != 1 {
+		t.Errorf("entries in %s.my_journal = %d, %v; want 1", schema, n, err)
+	}
+}

@@ -1,0 +1,373 @@
+package pgjournal
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/journal/internal/record"
+)
+
+// Defaults of [Options].
+const (
+	DefaultTable          = "toolrelay_journal"
+	DefaultConnectTimeout = 5 * time.Second
+	// DefaultMaxConns is the size of the connection pool Open makes when
+	// the connection string sets no pool_max_conns: as many connections
+	// as the calls a runner runs at once, by default.
+	DefaultMaxConns = core.DefaultConcurrency
+)
+
+// Synchronous says which writes wait for the server to flush them to disk
+// before they are reported done. The package doc says what each survives.
+type Synchronous string
+
+// The settings of [Options.Synchronous].
+const (
+	// Full: claims, takeovers, renewals, releases and results. The default.
+	Full Synchronous = "full"
+	// Claims: claims and takeovers only, the writes made before a handler
+	// runs; the others are committed with synchronous_commit off.
+	Claims Synchronous = "claims"
+)
+
+// Options configure [Open] and [New]. nil is usable.
+type Options struct {
+	// Schema is the schema that holds the journal's tables; Open creates
+	// it if it does not exist. Empty means the first schema of the
+	// connection's search_path (usually public).
+	Schema string
+	// Table names the journal's table; its version table is Table +
+	// "_version". Empty means DefaultTable. Journals with different
+	// tables (or schemas) are independent.
+	Table string
+	// Synchronous is Full (the default, when empty) or Claims. It has effect
+	// only where the server's synchronous_commit is on (its default).
+	Synchronous Synchronous
+	// ConnectTimeout bounds each attempt to connect (dial, TLS and
+	// authentication), when the connection string sets no connect_timeout.
+	// Zero means DefaultConnectTimeout. New ignores it.
+	ConnectTimeout time.Duration
+}
+
+// Journal is a [core.Journal] kept in PostgreSQL. It is safe for
+// concurrent use, and any number of processes, on any number of machines,
+// may share the same tables.
+type Journal struct {
+	pool    *pgxpool.Pool
+	ownPool bool
+	t       tables
+	sync    Synchronous
+
+	claim, get, renew, takeOver, release, finish, mark, prune string
+}
+
+var _ core.Journal = (*Journal)(nil)
+
+// Open connects to the PostgreSQL database that connString names (a URL,
+// postgres://user@host:5432/db?sslmode=disable, or key=value settings, as
+// pgx reads them, pool_max_conns included) and opens the journal there,
+// creating its tables if they do not exist. It fails, with a *[core.Error],
+// within the connect timeout if the server cannot be reached, and with code
+// FailedPrecondition if the tables exist but are of another schema version.
+// opts may be nil. The caller must Close the journal.
+func Open(ctx context.Context, connString string, opts *Options) (*Journal, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, &core.Error{Code: core.InvalidArgument, Op: "pgjournal: open", Err: err}
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)
+	}
+	if !strings.Contains(connString, "pool_max_conns") {
+		// pgxpool's default (4 on small machines) would make the calls of a
+		// step queue for connections rather than commit together.
+		cfg.MaxConns = max(cfg.MaxConns, DefaultMaxConns)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, openError(cfg.ConnConfig, err)
+	}
+	j, err := newJournal(ctx, pool, &o)
+	if err != nil {
+		pool.Close()
+		return nil, openError(cfg.ConnConfig, err)
+	}
+	j.ownPool = true
+	return j, nil
+}
+
+// New opens the journal in the database of pool, creating its tables if
+// they do not exist. Close does not close pool. opts may be nil.
+func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Journal, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	j, err := newJournal(ctx, pool, &o)
+	if err != nil {
+		return nil, openError(pool.Config().ConnConfig, err)
+	}
+	return j, nil
+}
+
+func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, error) {
+	sync := cmp.Or(o.Synchronous, Full)
+	if sync != Full && sync != Claims {
+		return nil, core.Errorf(core.InvalidArgument, "synchronous %q: want %q or %q", o.Synchronous, Full, Claims)
+	}
+	t := newTables(o.Schema, cmp.Or(o.Table, DefaultTable))
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	if err := ensureSchema(ctx, conn.Conn(), t); err != nil {
+		return nil, err
+	}
+	e := t.entries
+	const key = `backend = $1 AND thread = $2 AND turn = $3 AND call_id = $4`
+	return &Journal{
+		pool: pool,
+		t:    t,
+		sync: sync,
+		// The claim is one statement: the INSERT either creates the entry or
+		// finds it there (ON CONFLICT DO NOTHING), and then the SELECT reads
+		// it. If the conflicting entry was committed after the statement
+		// began, the SELECT does not see it, and no row comes back: Claim
+		// then runs the statement again.
+		claim: `WITH ins AS (
+				INSERT INTO ` + e + ` (backend, thread, turn, call_id, digest, idempotency_key, state, owner, lease_until, created, updated)
+				VALUES ($1, $2, $3, $4, $5, $6, 'started', $7, now() + $8::bigint * interval '1 microsecond', now(), now())
+				ON CONFLICT (backend, thread, turn, call_id) DO NOTHING
+				RETURNING ` + columns + `, true AS created)
+			SELECT * FROM ins
+			UNION ALL
+			SELECT ` + columns + `, false FROM ` + e + ` WHERE ` + key + ` AND NOT EXISTS (SELECT FROM ins)`,
+		get:      `SELECT ` + columns + ` FROM ` + e + ` WHERE ` + key,
+		renew:    `UPDATE ` + e + ` SET lease_until = now() + $6::bigint * interval '1 microsecond' WHERE ` + key + ` AND state = 'started' AND owner = $5`,
+		takeOver: `UPDATE ` + e + ` SET owner = $5, lease_until = now() + $6::bigint * interval '1 microsecond', updated = now() WHERE ` + key + ` AND state = 'started' AND lease_until <= now()`,
+		release:  `DELETE FROM ` + e + ` WHERE ` + key + ` AND state = 'started' AND owner = $5`,
+		finish:   `UPDATE ` + e + ` SET state = $6, result = $7, updated = now() WHERE ` + key + ` AND state = 'started' AND owner = $5`,
+		mark: `UPDATE ` + e + ` AS e SET state = 'submitted', updated = now()
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(backend, thread, turn, call_id)
+			WHERE e.backend = k.backend AND e.thread = k.thread AND e.turn = k.turn AND e.call_id = k.call_id
+				AND e.state IN ('succeeded', 'failed')`,
+		prune: `DELETE FROM ` + e + ` WHERE state <> 'started' AND updated < $1`,
+	}, nil
+}
+
+const columns = `backend, thread, turn, call_id, digest, idempotency_key, state, owner, lease_until, result, created, updated`
+
+// Pool returns the journal's connection pool.
+func (j *Journal) Pool() *pgxpool.Pool { return j.pool }
+
+// Close closes the journal's connection pool, if Open made it.
+func (j *Journal) Close() error {
+	if j.ownPool {
+		j.pool.Close()
+	}
+	return nil
+}
+
+func keyArgs(k core.JournalKey, more ...any) []any {
+	return append([]any{k.Backend, k.Thread, k.Turn, k.Call}, more...)
+}
+
+// Claim implements [core.Journal]. The claim is one atomic statement
+// (INSERT … ON CONFLICT DO NOTHING, reading the entry found instead).
+func (j *Journal) Claim(ctx context.Context, key core.JournalKey, digest, idempotencyKey, owner string, lease time.Duration) (core.JournalEntry, bool, error) {
+	for range 10 {
+		var created bool
+		e, err := scanEntry(j.pool.QueryRow(ctx, j.claim, keyArgs(key, digest, idempotencyKey, owner, lease.Microseconds())...), &created)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // the entry was committed, or deleted, as the statement ran
+		}
+		if err != nil {
+			return core.JournalEntry{}, false, j.opError("claim", err)
+		}
+		return e, created, nil
+	}
+	return core.JournalEntry{}, false, j.opError("claim", errors.New("the entry kept changing under the claim"))
+}
+
+// Renew implements [core.Journal].
+func (j *Journal) Renew(ctx context.Context, key core.JournalKey, owner string, lease time.Duration) error {
+	return j.owned(ctx, "renew", j.renew, keyArgs(key, owner, lease.Microseconds()))
+}
+
+// TakeOver implements [core.Journal]. It is one conditional UPDATE; the
+// lease is compared with the server's clock.
+func (j *Journal) TakeOver(ctx context.Context, key core.JournalKey, owner string, lease time.Duration) (bool, error) {
+	tag, err := j.pool.Exec(ctx, j.takeOver, keyArgs(key, owner, lease.Microseconds())...)
+	if err != nil {
+		return false, j.opError("take over", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Release implements [core.Journal].
+func (j *Journal) Release(ctx context.Context, key core.JournalKey, owner string) error {
+	return j.owned(ctx, "release", j.release, keyArgs(key, owner))
+}
+
+// Finish implements [core.Journal].
+func (j *Journal) Finish(ctx context.Context, key core.JournalKey, owner string, result core.JournalResult) error {
+	r, err := record.EncodeResult(&result)
+	if err != nil {
+		return j.opError("finish", err)
+	}
+	return j.owned(ctx, "finish", j.finish, keyArgs(key, owner, record.FinishedState(&result), r))
+}
+
+// owned runs a statement that changes one entry owned by its caller, and
+// returns core.ErrLeaseLost if it changed none.
+func (j *Journal) owned(ctx context.Context, op, stmt string, args []any) error {
+	exec := j.pool.Exec
+	if j.sync != Full {
+		exec = j.execAsync
+	}
+	tag, err := exec(ctx, stmt, args...)
+	if err != nil {
+		return j.opError(op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return core.ErrLeaseLost
+	}
+	return nil
+}
+
+// MarkSubmitted implements [core.Journal]. It is one statement for all
+// the keys, committed without waiting for the server to flush it to disk
+// (synchronous_commit off): the next write that waits flushes it too.
+func (j *Journal) MarkSubmitted(ctx context.Context, keys []core.JournalKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	cols := make([][]string, 4)
+	for i := range cols {
+		cols[i] = make([]string, len(keys))
+	}
+	for i, k := range keys {
+		cols[0][i], cols[1][i], cols[2][i], cols[3][i] = k.Backend, k.Thread, k.Turn, k.Call
+	}
+	if _, err := j.execAsync(ctx, j.mark, cols[0], cols[1], cols[2], cols[3]); err != nil {
+		return j.opError("mark submitted", err)
+	}
+	return nil
+}
+
+// execAsync runs stmt in a transaction committed with synchronous_commit
+// off, in one round trip: the server does not wait for its log to reach
+// the disk before it answers. The log is written in order, so a commit
+// that waits makes the earlier ones durable too.
+func (j *Journal) execAsync(ctx context.Context, stmt string, args ...any) (pgconn.CommandTag, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	var tag pgconn.CommandTag
+	b.Queue(stmt, args...).Exec(func(t pgconn.CommandTag) error { tag = t; return nil })
+	b.Queue("COMMIT")
+	err := j.pool.SendBatch(ctx, b).Close()
+	return tag, err
+}
+
+// Get implements [core.Journal].
+func (j *Journal) Get(ctx context.Context, key core.JournalKey) (core.JournalEntry, bool, error) {
+	e, err := scanEntry(j.pool.QueryRow(ctx, j.get, keyArgs(key)...), nil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return core.JournalEntry{}, false, nil
+	}
+	if err != nil {
+		return core.JournalEntry{}, false, j.opError("get", err)
+	}
+	return e, true, nil
+}
+
+// Prune implements [core.Journal]. It is one DELETE: other writers wait
+// only for the rows it deletes. Times are compared with the server's.
+func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
+	tag, err := j.pool.Exec(ctx, j.prune, before)
+	if err != nil {
+		return 0, j.opError("prune", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// scanEntry reads an entry; created, if not nil, receives the claim's
+// extra column.
+func scanEntry(row pgx.Row, created *bool) (core.JournalEntry, error) {
+	var (
+		e      core.JournalEntry
+		state  string
+		result *string
+	)
+	dest := []any{&e.Key.Backend, &e.Key.Thread, &e.Key.Turn, &e.Key.Call, &e.Digest, &e.IdempotencyKey, &state, &e.Owner, &e.LeaseUntil, &result, &e.Created, &e.Updated}
+	if created != nil {
+		dest = append(dest, created)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return e, err
+	}
+	var err error
+	if e.State, err = record.ParseState(state); err != nil {
+		return e, err
+	}
+	if result != nil {
+		if e.Result, err = record.DecodeResult(*result); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+// opError wraps the error of an operation; the driver's error (such as a
+// *pgconn.PgError) stays reachable with errors.As.
+func (j *Journal) opError(op string, err error) error {
+	return &core.Error{Code: core.CodeOf(err), Op: "pgjournal: " + op, Err: err}
+}
+
+// openError returns the error of a failed Open, saying which server and
+// database it was (never the password).
+func openError(cfg *pgx.ConnConfig, err error) error {
+	op := fmt.Sprintf("pgjournal: open %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		return &core.Error{Code: ce.Code, Op: op, Err: ce.Err}
+	}
+	var connErr *pgconn.ConnectError
+	var pgErr *pgconn.PgError
+	code := core.CodeOf(err)
+	errors.As(err, &pgErr)
+	switch {
+	case errors.As(err, &connErr):
+		err = fmt.Errorf("cannot connect to PostgreSQL (connect timeout %v): %w", cfg.ConnectTimeout, err)
+		switch {
+		case pgErr != nil && (pgErr.Code == "28000" || pgErr.Code == "28P01"): // invalid authorization, password
+			code = core.PermissionDenied
+		case pgErr != nil && pgErr.Code == "3D000": // invalid_catalog_name: no such database
+			code = core.NotFound
+		}
+	case pgErr != nil && pgErr.Code == "42501": // insufficient_privilege
+		code, err = core.PermissionDenied, fmt.Errorf("cannot create or read the journal's tables: %w", err)
+	}
+	return &core.Error{Code: code, Op: op, Err: err}
+}
+
+// isUndefined reports whether err says a table or schema does not exist.
+func isUndefined(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000")
+}

@@ -1,0 +1,318 @@
+package pgjournal_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/journal/journaltest"
+	"github.com/toolrelay/toolrelay/journal/pgjournal"
+)
+
+// TestEnv names the environment variable holding the URL of the database
+// the tests use.
+const testEnv = "TOOLRELAY_TEST_POSTGRES"
+
+// testURL returns the URL of the test database, or skips the test.
+func testURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(testEnv)
+	if u == "" {
+		tb.Skipf("%s is not set: skipping the PostgreSQL tests (set it to a database URL, such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", testEnv)
+	}
+	return u
+}
+
+// admin runs SQL on the test database, outside any journal.
+func admin(tb testing.TB, sql string, args ...any) {
+	tb.Helper()
+	ctx := context.Background()
+	conn := connect(tb)
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		tb.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// connect returns a connection to the test database.
+func connect(tb testing.TB) *pgx.Conn {
+	tb.Helper()
+	// The URL may hold settings of the pool (pool_max_conns).
+	cfg, err := pgxpool.ParseConfig(testURL(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	conn, err := pgx.ConnectConfig(context.Background(), cfg.ConnConfig)
+	if err != nil {
+		tb.Fatalf("connect to the test database: %v", err)
+	}
+	return conn
+}
+
+// newSchema returns the name of a schema of its own for a test, which is
+// dropped when the test ends.
+func newSchema(tb testing.TB) string {
+	tb.Helper()
+	testURL(tb)
+	name := "toolrelay_test_" + strings.ToLower(rand.Text()[:12])
+	tb.Cleanup(func() { admin(tb, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`) })
+	return name
+}
+
+func open(tb testing.TB, schema string, opts *pgjournal.Options) *pgjournal.Journal {
+	tb.Helper()
+	o := pgjournal.Options{Schema: schema}
+	if opts != nil {
+		o = *opts
+		o.Schema = schema
+	}
+	j, err := pgjournal.Open(context.Background(), testURL(tb), &o)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() { j.Close() })
+	return j
+}
+
+func TestContract(t *testing.T) {
+	testURL(t)
+	for _, sync := range []pgjournal.Synchronous{pgjournal.Full, pgjournal.Claims} {
+		t.Run(string(sync), func(t *testing.T) {
+			journaltest.Run(t, func(t *testing.T) core.Journal {
+				return open(t, newSchema(t), &pgjournal.Options{Synchronous: sync})
+			})
+		})
+	}
+}
+
+// TestRace has four journals, each with its own connection pool (as four
+// workers on four machines would have), race for the same 1,000 calls.
+func TestRace(t *testing.T) {
+	schema := newSchema(t)
+	var js []core.Journal
+	for range 4 {
+		js = append(js, open(t, schema, nil))
+	}
+	journaltest.Race(t, js, 1000)
+}
+
+// TestOpenConcurrently has workers open a new journal at once: one creates
+// the tables, the others find them.
+func TestOpenConcurrently(t *testing.T) {
+	schema := newSchema(t)
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			j, err := pgjournal.Open(t.Context(), testURL(t), &pgjournal.Options{Schema: schema})
+			if err != nil {
+				t.Errorf("Open: %v", err)
+				return
+			}
+			j.Close()
+		})
+	}
+	wg.Wait()
+	j := open(t, schema, nil)
+	var n int
+	if err := j.Pool().QueryRow(t.Context(), `SELECT count(*) FROM `+pgx.Identifier{schema, "toolrelay_journal_version"}.Sanitize()).Scan(&n); err != nil || n != 1 {
+		t.Errorf("version rows = %d, %v; want 1", n, err)
+	}
+}
+
+// TestReopen checks that entries outlive the journal that wrote them, and
+// that journals with different tables are independent.
+func TestReopen(t *testing.T) {
+	ctx := t.Context()
+	schema := newSchema(t)
+	k := core.JournalKey{Backend: "b", Thread: "t", Turn: "u", Call: "c"}
+	j := open(t, schema, nil)
+	if _, _, err := j.Claim(ctx, k, "d", "i", "o", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Finish(ctx, k, "o", core.JournalResult{Output: core.Output{Text: "kept"}}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	j = open(t, schema, nil)
+	if e, ok, err := j.Get(ctx, k); err != nil || !ok || e.Result == nil || e.Result.Output.Text != "kept" {
+		t.Errorf("Get after reopening = %+v, %v, %v; want the result kept", e, ok, err)
+	}
+	other := open(t, schema, &pgjournal.Options{Table: "other_journal"})
+	if _, ok, err := other.Get(ctx, k); err != nil || ok {
+		t.Errorf("Get from a journal with another table = %v, %v; want no entry", ok, err)
+	}
+}
+
+// TestOpenUnreachable checks that Open fails clearly, and quickly, when the
+// server cannot be reached.
+func TestOpenUnreachable(t *testing.T) {
+	// A port nobody listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := l.Addr().String()
+	l.Close()
+	// A server that accepts connections and never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+
+	for _, tc := range []struct {
+		name    string
+		url     string
+		opts    *pgjournal.Options
+		timeout time.Duration
+	}{
+		{"refused", "postgres://postgres@" + refused + "/test?sslmode=disable", nil, pgjournal.DefaultConnectTimeout},
+		{"silent", "postgres://postgres@" + silent.Addr().String() + "/test?sslmode=disable", &pgjournal.Options{ConnectTimeout: 300 * time.Millisecond}, 300 * time.Millisecond},
+		{"silent, connect_timeout", "postgres://postgres@" + silent.Addr().String() + "/test?sslmode=disable&connect_timeout=1", nil, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			j, err := pgjournal.Open(t.Context(), tc.url, tc.opts)
+			took := time.Since(start)
+			if err == nil {
+				j.Close()
+				t.Fatal("Open succeeded")
+			}
+			var connErr *pgconn.ConnectError
+			if !strings.Contains(err.Error(), "cannot connect to PostgreSQL") || !errors.As(err, &connErr) {
+				t.Errorf("Open: %v\nwant it to say it cannot connect, wrapping a *pgconn.ConnectError", err)
+			}
+			if took > tc.timeout+5*time.Second {
+				t.Errorf("Open failed after %v, want about the connect timeout (%v)", took, tc.timeout)
+			}
+		})
+	}
+}
+
+func TestOpenBadSynchronous(t *testing.T) {
+	_, err := pgjournal.Open(t.Context(), testURL(t), &pgjournal.Options{Synchronous: "normal"})
+	if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(fmt.Sprint(err), `synchronous "normal"`) {
+		t.Errorf("Open with synchronous normal: %v; want InvalidArgument", err)
+	}
+}
+
+func TestOpenBadURL(t *testing.T) {
+	_, err := pgjournal.Open(t.Context(), "postgres://u:secret@host:notaport/db", nil)
+	if core.CodeOf(err) != core.InvalidArgument || strings.Contains(fmt.Sprint(err), "secret") {
+		t.Errorf("Open with a bad URL: %v; want InvalidArgument, without the password", err)
+	}
+}
+
+// TestOpenSchemaVersions checks that Open refuses tables of another
+// version, or not toolrelay's, with a clear error, and changes nothing.
+func TestOpenSchemaVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup string // run on the version table (%s)
+		want  string // SCHEMA stands for the schema
+	}{
+		{"older", `UPDATE %s SET version = 0`, "schema version 0, older than version 1"},
+		{"newer", `UPDATE %s SET version = 2`, "schema version 2, written by a newer toolrelay"},
+		{"unversioned", `DROP TABLE %s`, "there is a table SCHEMA.toolrelay_journal but no table SCHEMA.toolrelay_journal_version"},
+		{"empty version table", `DELETE FROM %s`, "the table SCHEMA.toolrelay_journal_version is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			schema := newSchema(t)
+			j := open(t, schema, nil)
+			k := core.JournalKey{Backend: "b", Thread: "t", Call: "kept"}
+			if _, _, err := j.Claim(ctx, k, "d", "i", "o", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			j.Close()
+			version := pgx.Identifier{schema, "toolrelay_journal_version"}.Sanitize()
+			entries := pgx.Identifier{schema, "toolrelay_journal"}.Sanitize()
+			admin(t, fmt.Sprintf(tc.setup, version))
+			_, err := pgjournal.Open(ctx, testURL(t), &pgjournal.Options{Schema: schema})
+			if want := strings.ReplaceAll(tc.want, "SCHEMA", schema); err == nil || !strings.Contains(err.Error(), want) || core.CodeOf(err) != core.FailedPrecondition {
+				t.Errorf("Open: %v\nwant FailedPrecondition and %q", err, want)
+			}
+			var n int
+			conn := connect(t)
+			defer conn.Close(ctx)
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+entries+` WHERE call_id = 'kept'`).Scan(&n); err != nil || n != 1 {
+				t.Errorf("entries kept = %d, %v; want 1", n, err)
+			}
+		})
+	}
+}
+
+// TestCanceled checks that a canceled context stops an operation.
+func TestCanceled(t *testing.T) {
+	j := open(t, newSchema(t), nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, _, err := j.Claim(ctx, core.JournalKey{Call: "c"}, "d", "i", "o", time.Hour)
+	if !errors.Is(err, context.Canceled) || core.CodeOf(err) != core.Canceled {
+		t.Errorf("Claim with a canceled context: %v; want context.Canceled", err)
+	}
+}
+
+func BenchmarkJournal(b *testing.B) {
+	for _, sync := range []pgjournal.Synchronous{pgjournal.Full, pgjournal.Claims} {
+		b.Run(string(sync), func(b *testing.B) {
+			journaltest.Benchmark(b, open(b, newSchema(b), &pgjournal.Options{Synchronous: sync}))
+		})
+	}
+}
+
+// TestOpenRefused checks the codes of the errors of a server that refuses
+// the connection.
+func TestOpenRefused(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.ConnConfig
+	for _, tc := range []struct {
+		name, url string
+		code      core.Code
+	}{
+		{"no such database", fmt.Sprintf("postgres://%s@%s:%d/toolrelay_no_such_db?sslmode=disable", c.User, c.Host, c.Port), core.NotFound},
+		{"no such role", fmt.Sprintf("postgres://toolrelay_no_such_role@%s:%d/%s?sslmode=disable", c.Host, c.Port, c.Database), core.PermissionDenied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pgjournal.Open(t.Context(), tc.url, nil)
+			if core.CodeOf(err) != tc.code || !strings.Contains(fmt.Sprint(err), "cannot connect to PostgreSQL") {
+				t.Errorf("Open: %v; want code %v, saying it cannot connect", err, tc.code)
+			}
+		})
+	}
+}

@@ -1,0 +1,137 @@
+package pgjournal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// SchemaVersion is the version of the tables this package reads and
+// writes. A journal whose version table holds another version is refused
+// at open.
+const SchemaVersion = 1
+
+// tables names the tables of one journal, quoted for SQL.
+type tables struct {
+	schema           string // unquoted; "" for the search path's
+	entries, version string
+	// name is the journal's qualified, unquoted name, for messages and
+	// the advisory lock.
+	name string
+}
+
+func newTables(schema, table string) tables {
+	ident := func(name string) string {
+		if schema == "" {
+			return pgx.Identifier{name}.Sanitize()
+		}
+		return pgx.Identifier{schema, name}.Sanitize()
+	}
+	name := table
+	if schema != "" {
+		name = schema + "." + table
+	}
+	return tables{schema: schema, entries: ident(table), version: ident(table + "_version"), name: name}
+}
+
+func (t tables) create() []string {
+	return []string{
+		`CREATE TABLE ` + t.entries + ` (
+			backend         text NOT NULL,
+			thread          text NOT NULL,
+			turn            text NOT NULL,
+			call_id         text NOT NULL,
+			digest          text NOT NULL,
+			idempotency_key text NOT NULL,
+			state           text NOT NULL CHECK (state IN ('started', 'succeeded', 'failed', 'submitted')),
+			owner           text NOT NULL,
+			lease_until     timestamptz NOT NULL,
+			result          text,
+			created         timestamptz NOT NULL,
+			updated         timestamptz NOT NULL,
+			PRIMARY KEY (backend, thread, turn, call_id)
+		) WITH (fillfactor = 70)`,
+		`CREATE TABLE ` + t.version + ` (version integer NOT NULL)`,
+		fmt.Sprintf(`INSERT INTO %s (version) VALUES (%d)`, t.version, SchemaVersion),
+	}
+}
+
+// lockKey is the key of the advisory lock that guards the creation of the
+// journal's tables.
+func (t tables) lockKey() int64 {
+	h := fnv.New64a()
+	h.Write([]byte("toolrelay journal " + t.name))
+	return int64(h.Sum64())
+}
+
+// ensureSchema checks the version of the journal's tables, creating them
+// (and the schema) first if they do not exist. The creation runs in a
+// transaction holding an advisory lock, so that workers opening a new
+// journal at once create it once.
+func ensureSchema(ctx context.Context, conn *pgx.Conn, t tables) error {
+	var v int
+	err := conn.QueryRow(ctx, `SELECT version FROM `+t.version).Scan(&v)
+	if err == nil {
+		return checkVersion(v)
+	}
+	if !errors.Is(err, pgx.ErrNoRows) && !isUndefined(err) {
+		return err
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, t.lockKey()); err != nil {
+		return err
+	}
+	if t.schema != "" {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, t.schema).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{t.schema}.Sanitize()); err != nil {
+				return fmt.Errorf("create schema %s: %w", t.schema, err)
+			}
+		}
+	}
+	var hasEntries, hasVersion bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL`, t.entries, t.version).Scan(&hasEntries, &hasVersion); err != nil {
+		return err
+	}
+	switch {
+	case hasVersion:
+		err := tx.QueryRow(ctx, `SELECT version FROM `+t.version).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return core.Errorf(core.FailedPrecondition, "the table %s_version is empty: it was not written by toolrelay, or was damaged", t.name)
+		}
+		if err != nil {
+			return err
+		}
+		return checkVersion(v)
+	case hasEntries:
+		return core.Errorf(core.FailedPrecondition, "there is a table %s but no table %s_version: it was written by an unversioned (older) toolrelay, or by another program; this version reads schema version %d only", t.name, t.name, SchemaVersion)
+	}
+	for _, stmt := range t.create() {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("create the journal tables: %w", err)
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+func checkVersion(v int) error {
+	switch {
+	case v < SchemaVersion:
+		return core.Errorf(core.FailedPrecondition, "the journal has schema version %d, older than version %d that this toolrelay reads; it cannot be migrated automatically: finish or drain the runs it holds with the toolrelay that wrote it, then start a new journal (another table or schema)", v, SchemaVersion)
+	case v > SchemaVersion:
+		return core.Errorf(core.FailedPrecondition, "the journal has schema version %d, written by a newer toolrelay; this one reads version %d only", v, SchemaVersion)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package sqlitejournal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// SchemaVersion is the version of the tables this package reads and writes.
+// A file whose version table holds another version is refused at open.
+const SchemaVersion = 1
+
+// The tables. The version table holds one row: the schema version of the
+// file. Times are Unix nanoseconds; result is JSON text.
+const (
+	entriesTable = "toolrelay_journal"
+	versionTable = "toolrelay_journal_version"
+)
+
+var schema = []string{
+	`CREATE TABLE ` + entriesTable + ` (
+		backend         TEXT NOT NULL,
+		thread          TEXT NOT NULL,
+		turn            TEXT NOT NULL,
+		call            TEXT NOT NULL,
+		digest          TEXT NOT NULL,
+		idempotency_key TEXT NOT NULL,
+		state           TEXT NOT NULL CHECK (state IN ('started', 'succeeded', 'failed', 'submitted')),
+		owner           TEXT NOT NULL,
+		lease_until     INTEGER NOT NULL,
+		result          TEXT,
+		created         INTEGER NOT NULL,
+		updated         INTEGER NOT NULL,
+		PRIMARY KEY (backend, thread, turn, call)
+	) WITHOUT ROWID`,
+	`CREATE TABLE ` + versionTable + ` (version INTEGER NOT NULL)`,
+	fmt.Sprintf(`INSERT INTO %s (version) VALUES (%d)`, versionTable, SchemaVersion),
+}
+
+// ensureSchema creates the tables of a new journal, or checks the version
+// of an existing one. It runs in one write transaction (BEGIN IMMEDIATE), so
+// that processes opening a new file at once create the tables once.
+func ensureSchema(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	tables := map[string]bool{}
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name IN (?, ?)`, entriesTable, versionTable)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		tables[name] = true
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	switch {
+	case tables[versionTable]:
+		var v int
+		err := tx.QueryRowContext(ctx, `SELECT version FROM `+versionTable).Scan(&v)
+		if errors.Is(err, sql.ErrNoRows) {
+			return core.Errorf(core.FailedPrecondition, "the table %s is empty: the file was not written by toolrelay, or was damaged", versionTable)
+		}
+		if err != nil {
+			return err
+		}
+		return checkVersion(v)
+	case tables[entriesTable]:
+		return core.Errorf(core.FailedPrecondition, "the file has a %s table but no %s table: it was written by an unversioned (older) toolrelay, or by another program; this version reads schema version %d only", entriesTable, versionTable, SchemaVersion)
+	}
+	for _, stmt := range schema {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("create the journal tables: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+func checkVersion(v int) error {
+	switch {
+	case v < SchemaVersion:
+		return core.Errorf(core.FailedPrecondition, "the journal has schema version %d, older than version %d that this toolrelay reads; it cannot be migrated automatically: finish or drain the runs it holds with the toolrelay that wrote it, then start a new journal file", v, SchemaVersion)
+	case v > SchemaVersion:
+		return core.Errorf(core.FailedPrecondition, "the journal has schema version %d, written by a newer toolrelay; this one reads version %d only", v, SchemaVersion)
+	}
+	return nil
+}

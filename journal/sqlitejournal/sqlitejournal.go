@@ -1,0 +1,473 @@
+package sqlitejournal
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/journal/internal/record"
+)
+
+// DefaultBusyTimeout is the default of [Options.BusyTimeout].
+const DefaultBusyTimeout = 5 * time.Second
+
+// Synchronous says when a commit waits for the disk (SQLite's PRAGMA
+// synchronous, in WAL mode). The package doc says what each survives.
+type Synchronous string
+
+// The settings of [Options.Synchronous].
+const (
+	// Full syncs the write-ahead log to disk before a claim, takeover,
+	// renewal, release or result is reported written: they all survive a
+	// power loss. The default.
+	Full Synchronous = "full"
+	// Claims syncs only claims and takeovers, the writes made before a
+	// handler runs: a power loss never lets a call's handler run twice
+	// unseen, but may lose the results written in its last moments, whose
+	// calls are then found in doubt.
+	Claims Synchronous = "claims"
+	// Normal syncs only at checkpoints: every write survives the process
+	// being killed, but the last ones, claims included, may be lost on a
+	// power loss.
+	Normal Synchronous = "normal"
+)
+
+// Options configure [Open]. nil is usable.
+type Options struct {
+	// BusyTimeout bounds how long an operation waits for a lock another
+	// connection (another process) holds on the file before it fails.
+	// Zero means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	// Synchronous is Full (the default, when empty), Claims or Normal.
+	Synchronous Synchronous
+	// SkipCheck skips the integrity check (PRAGMA quick_check) Open makes
+	// of the file. The check reads the whole file: about 2 ms per 1,000
+	// entries.
+	SkipCheck bool
+}
+
+// Journal is a [core.Journal] kept in an SQLite file. It is safe for
+// concurrent use, and several processes may open the same file.
+type Journal struct {
+	db   *sql.DB
+	path string
+	conn *sql.Conn // the writer's
+	w    *writer
+
+	// Statements of the writer's connection.
+	claim, selectKey, renew, takeOver, release, finish, prune, pruneFirst *sql.Stmt
+	mark                                                                  [markBatch + 1]*sql.Stmt // by number of keys
+	// get reads on another connection.
+	get *sql.Stmt
+}
+
+var _ core.Journal = (*Journal)(nil)
+
+// Open opens the journal in the SQLite file at path, creating the file and
+// its tables if they do not exist. It fails with a *[core.Error] of code
+// FailedPrecondition, leaving the file as it is, if the file is not an
+// SQLite database or is corrupt, if another connection holds a lock on it
+// for longer than the busy timeout, or if its tables are of another schema
+// version. opts may be nil. The caller must Close the journal.
+func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	switch o.Synchronous {
+	case "":
+		o.Synchronous = Full
+	case Full, Claims, Normal:
+	default:
+		return nil, core.Errorf(core.InvalidArgument, "sqlitejournal: synchronous %q: want %q, %q or %q", o.Synchronous, Full, Claims, Normal)
+	}
+	if path == "" {
+		return nil, core.Errorf(core.InvalidArgument, "sqlitejournal: no file name")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, core.Errorf(core.InvalidArgument, "sqlitejournal: %s: %v", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn(abs, &o))
+	if err != nil {
+		return nil, openError(abs, &o, err)
+	}
+	// One connection for the writer (see writer.go), one for Get.
+	db.SetMaxOpenConns(2)
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	j := &Journal{db: db, path: abs}
+	if err := j.init(ctx, &o); err != nil {
+		j.Close()
+		return nil, openError(abs, &o, err)
+	}
+	return j, nil
+}
+
+// dsn returns the data source name for the file at abs: a file: URI (so
+// that any character may appear in the path) with the connection's
+// settings as the modernc.org/sqlite driver reads them.
+func dsn(abs string, o *Options) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	sync := "FULL" // the writer relaxes it for the transactions it need not sync
+	if o.Synchronous == Normal {
+		sync = "NORMAL"
+	}
+	q.Add("_pragma", "synchronous("+sync+")")
+	q.Set("_txlock", "immediate")
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true, RawQuery: q.Encode()}
+	return u.String()
+}
+
+const (
+	keyMatch = `backend = ? AND thread = ? AND turn = ? AND call = ?`
+	columns  = `backend, thread, turn, call, digest, idempotency_key, state, owner, lease_until, result, created, updated`
+)
+
+func (j *Journal) init(ctx context.Context, o *Options) error {
+	var mode string
+	if err := j.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return core.Errorf(core.FailedPrecondition, "the file cannot be put in WAL mode (journal_mode is %q)", mode)
+	}
+	if !o.SkipCheck {
+		var res string
+		if err := j.db.QueryRowContext(ctx, "PRAGMA quick_check(3)").Scan(&res); err != nil {
+			return err
+		}
+		if res != "ok" {
+			return core.Errorf(core.FailedPrecondition, "the file is corrupt (it was left as it is; PRAGMA quick_check says: %s)", strings.ReplaceAll(res, "\n", " "))
+		}
+	}
+	if err := ensureSchema(ctx, j.db); err != nil {
+		return err
+	}
+	var err error
+	if j.get, err = j.db.PrepareContext(ctx, `SELECT `+columns+` FROM `+entriesTable+` WHERE `+keyMatch); err != nil {
+		return err
+	}
+	conn, err := j.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	j.conn = conn
+	for _, s := range []struct {
+		stmt **sql.Stmt
+		text string
+	}{
+		{&j.claim, `INSERT INTO ` + entriesTable + ` (` + columns + `) VALUES (?, ?, ?, ?, ?, ?, 'started', ?, ?, NULL, ?, ?)
+			ON CONFLICT DO NOTHING RETURNING ` + columns},
+		{&j.selectKey, `SELECT ` + columns + ` FROM ` + entriesTable + ` WHERE ` + keyMatch},
+		{&j.renew, `UPDATE ` + entriesTable + ` SET lease_until = ? WHERE ` + keyMatch + ` AND state = 'started' AND owner = ?`},
+		{&j.takeOver, `UPDATE ` + entriesTable + ` SET owner = ?, lease_until = ?, updated = ? WHERE ` + keyMatch + ` AND state = 'started' AND lease_until <= ?`},
+		{&j.release, `DELETE FROM ` + entriesTable + ` WHERE ` + keyMatch + ` AND state = 'started' AND owner = ?`},
+		{&j.finish, `UPDATE ` + entriesTable + ` SET state = ?, result = ?, updated = ? WHERE ` + keyMatch + ` AND state = 'started' AND owner = ?`},
+		{&j.prune, `DELETE FROM ` + entriesTable + ` WHERE (backend, thread, turn, call) IN
+			(SELECT backend, thread, turn, call FROM ` + entriesTable + `
+				WHERE (backend, thread, turn, call) > (?, ?, ?, ?) AND state <> 'started' AND updated < ?
+				ORDER BY backend, thread, turn, call LIMIT ?)
+			RETURNING backend, thread, turn, call`},
+		{&j.pruneFirst, `DELETE FROM ` + entriesTable + ` WHERE (backend, thread, turn, call) IN
+			(SELECT backend, thread, turn, call FROM ` + entriesTable + `
+				WHERE state <> 'started' AND updated < ?
+				ORDER BY backend, thread, turn, call LIMIT ?)
+			RETURNING backend, thread, turn, call`},
+	} {
+		if *s.stmt, err = conn.PrepareContext(ctx, s.text); err != nil {
+			return err
+		}
+	}
+	for n := 1; n <= markBatch; n++ {
+		if j.mark[n], err = conn.PrepareContext(ctx, markStmt(n)); err != nil {
+			return err
+		}
+	}
+	j.w, err = newWriter(ctx, conn, o.Synchronous)
+	return err
+}
+
+// Path returns the absolute path of the journal's file.
+func (j *Journal) Path() string { return j.path }
+
+// Close closes the journal's connections to the file, once the writes under
+// way are done. Methods called after Close fail.
+func (j *Journal) Close() error {
+	if j.w != nil {
+		j.w.close()
+	}
+	// Statements prepared on a *sql.Conn are the program's to close, and
+	// SQLite closes a connection (checkpointing its log into the file) only
+	// once its statements are.
+	var errs []error
+	for _, s := range append([]*sql.Stmt{j.claim, j.selectKey, j.renew, j.takeOver, j.release, j.finish, j.prune, j.pruneFirst}, j.mark[1:]...) {
+		if s != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	if j.w != nil {
+		errs = append(errs, j.w.closeStmts())
+	}
+	if j.conn != nil {
+		errs = append(errs, j.conn.Close())
+	}
+	errs = append(errs, j.db.Close())
+	return errors.Join(errs...)
+}
+
+// now is the clock of leases and times: this process's wall clock, in Unix
+// nanoseconds.
+func now() int64 { return time.Now().UnixNano() }
+
+func keyArgs(k core.JournalKey, more ...any) []any {
+	return append([]any{k.Backend, k.Thread, k.Turn, k.Call}, more...)
+}
+
+// Claim implements [core.Journal]. The claim is one INSERT … ON CONFLICT
+// DO NOTHING statement in a write transaction (BEGIN IMMEDIATE), atomic
+// across connections and processes; when it finds an entry, a SELECT in
+// the same transaction reads it.
+func (j *Journal) Claim(ctx context.Context, key core.JournalKey, digest, idempotencyKey, owner string, lease time.Duration) (core.JournalEntry, bool, error) {
+	var (
+		e       core.JournalEntry
+		created bool
+	)
+	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
+		t := now()
+		var err error
+		e, err = scanEntry(j.claim.QueryRowContext(ctx, keyArgs(key, digest, idempotencyKey, owner, t+int64(lease), t, t)...))
+		if created = err == nil; created || !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		e, err = scanEntry(j.selectKey.QueryRowContext(ctx, keyArgs(key)...))
+		return err
+	}})
+	if err != nil {
+		return core.JournalEntry{}, false, j.opError("claim", err)
+	}
+	return e, created, nil
+}
+
+// Renew implements [core.Journal].
+func (j *Journal) Renew(ctx context.Context, key core.JournalKey, owner string, lease time.Duration) error {
+	return j.owned(ctx, "renew", func(ctx context.Context) (int64, error) {
+		return exec(ctx, j.renew, append([]any{now() + int64(lease)}, keyArgs(key, owner)...))
+	})
+}
+
+// TakeOver implements [core.Journal]. It is one conditional UPDATE.
+func (j *Journal) TakeOver(ctx context.Context, key core.JournalKey, owner string, lease time.Duration) (bool, error) {
+	var n int64
+	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) (err error) {
+		t := now()
+		n, err = exec(ctx, j.takeOver, append([]any{owner, t + int64(lease), t}, keyArgs(key, t)...))
+		return err
+	}})
+	if err != nil {
+		return false, j.opError("take over", err)
+	}
+	return n == 1, nil
+}
+
+// Release implements [core.Journal].
+func (j *Journal) Release(ctx context.Context, key core.JournalKey, owner string) error {
+	return j.owned(ctx, "release", func(ctx context.Context) (int64, error) {
+		return exec(ctx, j.release, keyArgs(key, owner))
+	})
+}
+
+// Finish implements [core.Journal].
+func (j *Journal) Finish(ctx context.Context, key core.JournalKey, owner string, result core.JournalResult) error {
+	r, err := record.EncodeResult(&result)
+	if err != nil {
+		return j.opError("finish", err)
+	}
+	state := record.FinishedState(&result)
+	return j.owned(ctx, "finish", func(ctx context.Context) (int64, error) {
+		return exec(ctx, j.finish, append([]any{state, r, now()}, keyArgs(key, owner)...))
+	})
+}
+
+// owned makes a write that changes one entry owned by its caller, and
+// returns core.ErrLeaseLost if it changed none.
+func (j *Journal) owned(ctx context.Context, what string, write func(context.Context) (int64, error)) error {
+	var n int64
+	err := j.w.do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) (err error) {
+		n, err = write(ctx)
+		return err
+	}})
+	if err != nil {
+		return j.opError(what, err)
+	}
+	if n == 0 {
+		return core.ErrLeaseLost
+	}
+	return nil
+}
+
+func exec(ctx context.Context, stmt *sql.Stmt, args []any) (int64, error) {
+	res, err := stmt.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// markBatch is how many keys one statement of MarkSubmitted names.
+const markBatch = 16
+
+// MarkSubmitted implements [core.Journal]. The keys of a step (up to 16)
+// are marked in one statement, more in several, all in one transaction.
+// With [Full], a transaction of MarkSubmitted writes only is committed
+// without a sync: the next claim or result written syncs it too (see the
+// package doc).
+func (j *Journal) MarkSubmitted(ctx context.Context, keys []core.JournalKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
+		t := now()
+		for rest := keys; len(rest) > 0; {
+			n := min(len(rest), markBatch)
+			if _, err := j.mark[n].ExecContext(ctx, markArgs(t, rest[:n])...); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	}})
+	if err != nil {
+		return j.opError("mark submitted", err)
+	}
+	return nil
+}
+
+// markStmt returns the statement that marks n keys submitted.
+func markStmt(n int) string {
+	var b strings.Builder
+	b.WriteString(`UPDATE ` + entriesTable + ` SET state = 'submitted', updated = ? WHERE state IN ('succeeded', 'failed') AND (backend, thread, turn, call) IN (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?)")
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+func markArgs(t int64, keys []core.JournalKey) []any {
+	args := make([]any, 0, 1+4*len(keys))
+	args = append(args, t)
+	for _, k := range keys {
+		args = append(args, k.Backend, k.Thread, k.Turn, k.Call)
+	}
+	return args
+}
+
+// Get implements [core.Journal].
+func (j *Journal) Get(ctx context.Context, key core.JournalKey) (core.JournalEntry, bool, error) {
+	e, err := scanEntry(j.get.QueryRowContext(ctx, keyArgs(key)...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.JournalEntry{}, false, nil
+	}
+	if err != nil {
+		return core.JournalEntry{}, false, j.opError("get", err)
+	}
+	return e, true, nil
+}
+
+// pruneBatch is how many entries one write of Prune deletes.
+const pruneBatch = 1000
+
+// Prune implements [core.Journal]. It deletes up to 1,000 entries per
+// write, so that other writes never wait long behind it, going through the
+// table once, in key order; ctx is checked between writes. Its writes are
+// not synced (a deletion lost to a power loss is made by the next Prune).
+func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	var last *core.JournalKey // the greatest key deleted so far
+	for {
+		var (
+			n        int
+			lastHere *core.JournalKey // last, once this write is committed
+		)
+		err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
+			n, lastHere = 0, last
+			var rows *sql.Rows
+			var err error
+			if last == nil {
+				rows, err = j.pruneFirst.QueryContext(ctx, before.UnixNano(), pruneBatch)
+			} else {
+				rows, err = j.prune.QueryContext(ctx, keyArgs(*last, before.UnixNano(), pruneBatch)...)
+			}
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var k core.JournalKey
+				if err := rows.Scan(&k.Backend, &k.Thread, &k.Turn, &k.Call); err != nil {
+					return err
+				}
+				if lastHere == nil || keyLess(*lastHere, k) {
+					lastHere = &k
+				}
+				n++
+			}
+			return rows.Err()
+		}})
+		if err != nil {
+			return total, j.opError("prune", err)
+		}
+		total, last = total+n, lastHere
+		if n < pruneBatch {
+			return total, nil
+		}
+	}
+}
+
+// keyLess orders keys as SQLite's BINARY collation orders the primary key.
+func keyLess(a, b core.JournalKey) bool {
+	return cmp.Or(strings.Compare(a.Backend, b.Backend), strings.Compare(a.Thread, b.Thread), strings.Compare(a.Turn, b.Turn), strings.Compare(a.Call, b.Call)) < 0
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanEntry(row scanner) (core.JournalEntry, error) {
+	var (
+		e                      core.JournalEntry
+		state                  string
+		result                 sql.NullString
+		lease, created, update int64
+	)
+	err := row.Scan(&e.Key.Backend, &e.Key.Thread, &e.Key.Turn, &e.Key.Call, &e.Digest, &e.IdempotencyKey, &state, &e.Owner, &lease, &result, &created, &update)
+	if err != nil {
+		return e, err
+	}
+	if e.State, err = record.ParseState(state); err != nil {
+		return e, err
+	}
+	if result.Valid {
+		if e.Result, err = record.DecodeResult(result.String); err != nil {
+			return e, err
+		}
+	}
+	e.LeaseUntil, e.Created, e.Updated = time.Unix(0, lease), time.Unix(0, created), time.Unix(0, update)
+	return e, nil
+}

@@ -1,0 +1,245 @@
+package sqlitejournal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// newTestWriter returns a writer on a new file holding a table t (x).
+func newTestWriter(t *testing.T) (*writer, *sql.DB) {
+	t.Helper()
+	return newTestWriterBusy(t, filepath.Join(t.TempDir(), "w.db"), DefaultBusyTimeout)
+}
+
+func newTestWriterBusy(t *testing.T, path string, busy time.Duration) (*writer, *sql.DB) {
+	t.Helper()
+	ctx := t.Context()
+	db, err := sql.Open("sqlite", dsn(path, &Options{BusyTimeout: busy, Synchronous: Full}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.ExecContext(ctx, "CREATE TABLE t (x TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := newWriter(ctx, conn, Full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.close()
+		w.closeStmts()
+		conn.Close()
+	})
+	return w, db
+}
+
+func insert(conn *sql.Conn, x string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := conn.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", x)
+		return err
+	}
+}
+
+func rowsOf(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), "SELECT x FROM t ORDER BY x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var xs []string
+	for rows.Next() {
+		var x string
+		rows.Scan(&x)
+		xs = append(xs, x)
+	}
+	return xs
+}
+
+// hold makes the writer wait, in a write of its own, until release is
+// called; writes made meanwhile queue up and go into one transaction.
+func hold(t *testing.T, w *writer) (release func()) {
+	t.Helper()
+	started, proceed := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- w.do(t.Context(), &op{run: func(context.Context) error {
+			close(started)
+			<-proceed
+			return nil
+		}})
+	}()
+	<-started
+	return func() {
+		close(proceed)
+		if err := <-done; err != nil {
+			t.Errorf("held write: %v", err)
+		}
+	}
+}
+
+// waitQueued waits until n writes are queued.
+func waitQueued(w *writer, n int) {
+	for len(w.queue) < n {
+		// The writes are sent by goroutines just started: let them run.
+		runtime.Gosched()
+	}
+}
+
+// TestWriterFailureIsolated checks that a write that fails in a shared
+// transaction fails alone: the others of its batch are committed.
+func TestWriterFailureIsolated(t *testing.T) {
+	w, db := newTestWriter(t)
+	release := hold(t, w)
+	boom := errors.New("boom")
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			x := fmt.Sprint("row-", i)
+			run := insert(w.conn, x)
+			if i == 2 {
+				run = func(ctx context.Context) error {
+					if err := insert(w.conn, x)(ctx); err != nil {
+						return err
+					}
+					return boom
+				}
+			}
+			errs[i] = w.do(t.Context(), &op{run: run})
+		})
+	}
+	waitQueued(w, len(errs))
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		if want := error(nil); i == 2 {
+			if !errors.Is(err, boom) {
+				t.Errorf("write %d: %v, want boom", i, err)
+			}
+		} else if err != want {
+			t.Errorf("write %d: %v, want nil", i, err)
+		}
+	}
+	if diff := cmp.Diff([]string{"row-0", "row-1", "row-3", "row-4"}, rowsOf(t, db)); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
+
+// TestWriterWithdraw checks that a write whose context ends while it waits
+// its turn is withdrawn: it returns the context's error and is never made.
+func TestWriterWithdraw(t *testing.T) {
+	w, db := newTestWriter(t)
+	release := hold(t, w)
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- w.do(ctx, &op{run: insert(w.conn, "withdrawn")}) }()
+	waitQueued(w, 1)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled write: %v, want context.Canceled", err)
+	}
+	release()
+	if err := w.do(t.Context(), &op{run: insert(w.conn, "kept")}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"kept"}, rowsOf(t, db)); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
+
+// TestWriterClose checks that close lets the write under way finish, fails
+// the queued ones, and that writes after it fail.
+func TestWriterClose(t *testing.T) {
+	w, db := newTestWriter(t)
+	release := hold(t, w)
+	errc := make(chan error, 1)
+	go func() { errc <- w.do(t.Context(), &op{run: insert(w.conn, "queued")}) }()
+	waitQueued(w, 1)
+	closed := make(chan struct{})
+	go func() { w.close(); close(closed) }()
+	for !isClosed(w.stop) {
+		runtime.Gosched()
+	}
+	release()
+	<-closed
+	if err := <-errc; !errors.Is(err, errClosed) {
+		t.Errorf("write queued at close: %v, want errClosed", err)
+	}
+	if err := w.do(t.Context(), &op{run: insert(w.conn, "late")}); !errors.Is(err, errClosed) {
+		t.Errorf("write after close: %v, want errClosed", err)
+	}
+	if rows := rowsOf(t, db); len(rows) != 0 {
+		t.Errorf("rows = %v, want none", rows)
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestWriterLocked checks that when a transaction cannot begin (another
+// connection holds the lock past the busy timeout), its writes all fail
+// with that error at once, each not tried again alone.
+func TestWriterLocked(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "w.db")
+	w, db := newTestWriterBusy(t, path, 50*time.Millisecond)
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	var runs int
+	batch := make([]*op, 4)
+	for i := range batch {
+		batch[i] = &op{done: make(chan struct{}), run: func(context.Context) error { runs++; return nil }}
+	}
+	w.run(batch) // the writer's loop is idle: nothing was queued
+	for i, o := range batch {
+		<-o.done
+		if o.err == nil || sqliteCode(o.err) != 5 { // SQLITE_BUSY
+			t.Errorf("write %d: %v, want SQLITE_BUSY", i, o.err)
+		}
+		if o.err != batch[0].err {
+			t.Errorf("write %d failed with an error of its own (%v), want the transaction's", i, o.err)
+		}
+	}
+	if runs != 0 {
+		t.Errorf("%d writes ran, want none", runs)
+	}
+	conn.ExecContext(ctx, "ROLLBACK")
+	if err := w.do(ctx, &op{run: insert(w.conn, "after")}); err != nil {
+		t.Errorf("write after the lock was released: %v", err)
+	}
+	if diff := cmp.Diff([]string{"after"}, rowsOf(t, db)); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,339 @@
+package crashtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/foundry"
+	"github.com/toolrelay/toolrelay/foundry/foundrytest"
+	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
+	"github.com/toolrelay/toolrelay/openai"
+	"github.com/toolrelay/toolrelay/openai/openaitest"
+)
+
+// The test binary doubles as the worker process: with CRASH_PHASE set, it
+// runs one worker (see worker) instead of the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("CRASH_PHASE") != "" {
+		if err := worker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The points at which the first worker is killed, in the order a call
+// meets them.
+const (
+	afterClaim  = "after-claim"  // the call is claimed; its handler starts
+	afterEffect = "after-effect" // the side effect happened; no result saved
+	afterRecord = "after-record" // the result is in the journal; not sent
+	afterSubmit = "after-submit" // the service accepted the result; not marked
+)
+
+// What the side-effecting tool declares.
+const (
+	sideEffects = "side-effects" // the default: not idempotent, no Verify hook
+	verifies    = "verify"       // a Verify hook that checks the effects file
+	idempotent  = "idempotent"   // safe to run again
+)
+
+const question = "What's the weather like in my favorite city?"
+
+// script chains the weather bot's three calls; the third is the one with a
+// side effect.
+var script = &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+	{Calls: []coretest.Call{{Name: "getUserFavoriteCity"}}},
+	{Calls: []coretest.Call{{Name: "getCityNickname", Arguments: []byte(`{"location": "{{output \"getUserFavoriteCity\"}}"}`)}}},
+	{Calls: []coretest.Call{{Name: "getCurrentWeatherAtLocation", Arguments: []byte(`{"location": "{{output \"getUserFavoriteCity\"}}"}`)}}},
+	{Text: `Your favorite city, {{output "getUserFavoriteCity"}}, is also known as {{output "getCityNickname"}}. The current weather there is {{output "getCurrentWeatherAtLocation"}}.`},
+}}}}
+
+const answer = "Your favorite city, Seattle, WA, is also known as The Emerald City. The current weather there is 70f."
+
+// TestCrash kills a worker running the weather flow at each point of the
+// side-effecting call's life, on each backend, for each declaration the
+// tool can make; a second worker then resumes the thread from the SQLite
+// journal file.
+func TestCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns worker processes")
+	}
+	tests := []struct {
+		point, decl string
+		effects     int  // how often the side effect happens in all
+		inDoubt     bool // the model is told the outcome is unknown
+	}{
+		{afterClaim, sideEffects, 0, true},
+		{afterClaim, verifies, 1, false},   // verified not done: run again
+		{afterClaim, idempotent, 1, false}, // run again
+		{afterEffect, sideEffects, 1, true},
+		{afterEffect, verifies, 1, false},   // verified done: its result is sent
+		{afterEffect, idempotent, 2, false}, // run again, as declared safe
+		{afterRecord, sideEffects, 1, false},
+		{afterRecord, verifies, 1, false},
+		{afterRecord, idempotent, 1, false},
+		{afterSubmit, sideEffects, 1, false},
+		{afterSubmit, verifies, 1, false},
+		{afterSubmit, idempotent, 1, false},
+	}
+	for _, backend := range []string{"openai", "foundry"} {
+		for _, tt := range tests {
+			t.Run(backend+"/"+tt.point+"/"+tt.decl, func(t *testing.T) {
+				t.Parallel()
+				env := serve(t, backend)
+				env["CRASH_POINT"], env["CRASH_DECL"] = tt.point, tt.decl
+
+				err := spawn(t, "run", env, nil)
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("the first worker was not killed at %s: %v", tt.point, err)
+				}
+				var out bytes.Buffer
+				if err := spawn(t, "resume", env, &out); err != nil {
+					t.Fatalf("the resuming worker failed: %v", err)
+				}
+				text := strings.TrimSpace(out.String())
+				if tt.inDoubt {
+					if !strings.Contains(text, "is unknown") || !strings.Contains(text, "The Emerald City") {
+						t.Errorf("answer %q: want the turn completed with the weather's outcome unknown", text)
+					}
+				} else if text != answer {
+					t.Errorf("answer %q, want %q", text, answer)
+				}
+				effects, _ := os.ReadFile(env["CRASH_EFFECTS"])
+				if n := strings.Count(string(effects), "\n"); n != tt.effects {
+					t.Errorf("the side effect happened %d times, want %d", n, tt.effects)
+				}
+			})
+		}
+	}
+}
+
+// serve starts a fake of backend for one test and returns the workers'
+// environment: where the fake and the files are.
+func serve(t *testing.T, backend string) map[string]string {
+	dir := t.TempDir()
+	env := map[string]string{
+		"CRASH_BACKEND": backend,
+		"CRASH_JOURNAL": filepath.Join(dir, "journal.db"),
+		"CRASH_EFFECTS": filepath.Join(dir, "effects.log"),
+		"CRASH_THREAD":  filepath.Join(dir, "thread"),
+	}
+	switch backend {
+	case "openai":
+		srv := openaitest.NewServer(script, nil)
+		t.Cleanup(srv.Close)
+		env["CRASH_URL"] = srv.URL
+	case "foundry":
+		srv := foundrytest.NewServer(script, nil)
+		t.Cleanup(srv.Close)
+		cert := filepath.Join(dir, "cert.pem")
+		if err := os.WriteFile(cert, srv.CertificatePEM(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env["CRASH_URL"], env["CRASH_CERT"] = srv.ProjectEndpoint(), cert
+	}
+	return env
+}
+
+// spawn runs one worker process in phase and waits for it.
+func spawn(t *testing.T, phase string, env map[string]string, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), "CRASH_PHASE="+phase)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
+	err := cmd.Run()
+	if stderr.Len() > 0 {
+		t.Logf("%s worker's stderr:\n%s", phase, stderr.String())
+	}
+	return err
+}
+
+// worker is the worker process: it runs the weather flow (phase "run"),
+// killing itself at CRASH_POINT, or resumes the thread the first worker
+// left (phase "resume") and prints the answer.
+func worker() error {
+	ctx := context.Background()
+	phase, point := os.Getenv("CRASH_PHASE"), os.Getenv("CRASH_POINT")
+	if phase != "run" {
+		point = ""
+	}
+	sj, err := sqlitejournal.Open(ctx, os.Getenv("CRASH_JOURNAL"), nil)
+	if err != nil {
+		return err
+	}
+	defer sj.Close()
+	tools, err := weatherTools(point, os.Getenv("CRASH_DECL"), os.Getenv("CRASH_EFFECTS"))
+	if err != nil {
+		return err
+	}
+	b, err := openBackend(ctx, tools)
+	if err != nil {
+		return err
+	}
+	threadFile := os.Getenv("CRASH_THREAD")
+	r := core.NewRunner(b, tools, &core.Options{
+		Journal: &killingJournal{Journal: sj, point: point},
+		Lease:   300 * time.Millisecond,
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		OnEvent: func(e core.Event) {
+			if e.Kind == core.StepStarted && e.Step == 1 {
+				os.WriteFile(threadFile, []byte(e.Thread), 0o600)
+			}
+		},
+	})
+	var res *core.Result
+	if phase == "run" {
+		res, err = r.Run(ctx, question, nil)
+	} else {
+		thread, rerr := os.ReadFile(threadFile)
+		if rerr != nil {
+			return rerr
+		}
+		res, err = r.Resume(ctx, string(thread), nil)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.Text)
+	return nil
+}
+
+func openBackend(ctx context.Context, tools *core.Toolbox) (core.Backend, error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("CRASH_BACKEND") == "openai" {
+		return openai.Open(ctx, tools, &openai.Options{BaseURL: os.Getenv("CRASH_URL"), APIKey: "test-key", Keep: true, Logger: quiet})
+	}
+	pem, err := os.ReadFile(os.Getenv("CRASH_CERT"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return foundry.Open(ctx, tools, &foundry.Options{
+		Endpoint: os.Getenv("CRASH_URL"), Token: "test-token", Keep: true, Logger: quiet,
+		Agent:      &foundry.AgentDefinition{Name: "weather", Model: "gpt-4.1-mini"},
+		HTTPClient: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}},
+	})
+}
+
+// die kills the process at once, as a crash would.
+func die() {
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+// killingJournal kills the process after a result is recorded, or once the
+// service accepted it, for the side-effecting call.
+type killingJournal struct {
+	*sqlitejournal.Journal
+	point string
+}
+
+func (j *killingJournal) Finish(ctx context.Context, key core.JournalKey, owner string, r core.JournalResult) error {
+	err := j.Journal.Finish(ctx, key, owner, r)
+	if j.point == afterRecord && isWeather(ctx, j, key) {
+		die()
+	}
+	return err
+}
+
+func (j *killingJournal) MarkSubmitted(ctx context.Context, keys []core.JournalKey) error {
+	for _, k := range keys {
+		if j.point == afterSubmit && isWeather(ctx, j, k) {
+			die()
+		}
+	}
+	return j.Journal.MarkSubmitted(ctx, keys)
+}
+
+// isWeather reports whether key is the side-effecting call: the only one
+// whose result mentions the weather.
+func isWeather(ctx context.Context, j *killingJournal, key core.JournalKey) bool {
+	e, ok, err := j.Get(ctx, key)
+	return err == nil && ok && e.Result != nil && e.Result.Output.Text == "70f"
+}
+
+type locationArgs struct {
+	Location string `json:"location"`
+}
+
+// weatherTools returns the weather bot's tools. getCurrentWeatherAtLocation
+// records a line in the effects file each time it takes effect, declares
+// decl, and kills the process at point.
+func weatherTools(point, decl, effects string) (*core.Toolbox, error) {
+	city, err := core.NewTool("getUserFavoriteCity", "Gets the user's favorite city.", func(context.Context, struct{}) (string, error) {
+		return "Seattle, WA", nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	nickname, err := core.NewTool("getCityNickname", "Gets the nickname of a city.", func(_ context.Context, in locationArgs) (string, error) {
+		if in.Location != "Seattle, WA" {
+			return "", core.ModelErrorf("no nickname for %s", in.Location)
+		}
+		return "The Emerald City", nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	opts := &core.ToolOptions{Idempotent: decl == idempotent}
+	if decl == verifies {
+		opts.Verify = func(ctx context.Context, call core.Call) (any, bool, error) {
+			b, err := os.ReadFile(effects)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, false, err
+			}
+			return "70f", strings.Contains(string(b), call.ID+"\n"), nil
+		}
+	}
+	weather, err := core.NewTool("getCurrentWeatherAtLocation", "Gets the current weather at a location.", func(ctx context.Context, in locationArgs) (string, error) {
+		if point == afterClaim {
+			die()
+		}
+		call, _ := core.CallFromContext(ctx)
+		f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return "", err
+		}
+		_, err = f.WriteString(call.ID + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", err
+		}
+		if point == afterEffect {
+			die()
+		}
+		return "70f", nil
+	}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return core.NewToolbox(city, nickname, weather)
+}

@@ -165,7 +165,9 @@ func (b *Backend) openStream(ctx context.Context, open func(ctx context.Context)
 		return nil, err
 	}
 	es := &eventStream{
-		events: make(chan oai.AgentSessionEventUnion, 64),
+		// Unbuffered: an event is a large value (about 8 KB), and a
+		// buffer of them would be held by every stream in flight.
+		events: make(chan oai.AgentSessionEventUnion),
 		done:   make(chan struct{}),
 		stop:   make(chan struct{}),
 		cancel: func() { cancel(); stopLife() },

@@ -1,0 +1,26 @@
+// Package bench measures toolrelay against what its users would otherwise
+// write, in the same run and on the same fake servers, so that the
+// machine's noise cancels out of the ratios.
+//
+// The baselines live here, not in the library:
+//
+//   - the raw loop ([RawSession], [RawFoundry]): the services' documented
+//     examples written on openai-go alone — follow the events (sessions) or
+//     create a response (Foundry), run each function call in turn, send its
+//     result, until the agent answers; sequential and without validation;
+//   - the official helper ([HelperTurn]): openai-go's Sessions.Stream with
+//     ToolHandlers and FinalResult (sessions only).
+//
+// The benchmarks (bench_test.go; see BENCHMARKS.md at the repository root)
+// are named for the measure they take:
+//
+//	P1 BenchmarkStep      per-step overhead, one instant call per step
+//	P2 BenchmarkParallel  one step of 8 calls, each sleeping 50 ms
+//	P3 BenchmarkScale     1,000 concurrent runs of 5 steps on a fake in
+//	                      another process: steps/s and heap per in-flight run
+//	P4 BenchmarkJournal   journal cost per call: memory, SQLite, PostgreSQL
+//	P5 BenchmarkConformance  the conformance suite's wall time per backend
+//
+// `go run ./bench/compare` runs them all briefly and prints one ratio line
+// per measure.
+package bench

@@ -1,0 +1,288 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/foundry"
+	"github.com/toolrelay/toolrelay/foundry/foundrytest"
+	"github.com/toolrelay/toolrelay/openai"
+	"github.com/toolrelay/toolrelay/openai/openaitest"
+)
+
+// backends are the services every measure runs on.
+var backends = []string{"openai", "foundry"}
+
+// A fake is a fake service the benchmarks talk to: in this process, or
+// in a child process (so that its memory and CPU are not the client's).
+type fake struct {
+	backend string
+	url     string // openai: the base URL; foundry: the project endpoint
+	client  *http.Client
+}
+
+// token is the bearer token (API key) the benchmarks send.
+const token = "bench-token"
+
+// transport returns the HTTP transport both the baselines and toolrelay
+// use: it keeps as many idle connections as runs in flight, as a program
+// with many concurrent runs would configure.
+func transport(roots *x509.CertPool) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 0
+	t.MaxIdleConnsPerHost = 4096
+	if roots != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: roots}
+	}
+	return t
+}
+
+// startFake starts a fake of backend playing script in this process.
+func startFake(tb testing.TB, backend string, script *coretest.Script) *fake {
+	tb.Helper()
+	switch backend {
+	case "openai":
+		srv := openaitest.NewServer(script, &openaitest.Options{APIKey: token})
+		tb.Cleanup(srv.Close)
+		return &fake{backend: backend, url: srv.URL, client: &http.Client{Transport: transport(nil)}}
+	case "foundry":
+		srv := foundrytest.NewServer(script, &foundrytest.Options{Token: token})
+		tb.Cleanup(srv.Close)
+		return &fake{backend: backend, url: srv.ProjectEndpoint(), client: &http.Client{Transport: transport(certPool(tb, srv.CertificatePEM()))}}
+	}
+	tb.Fatalf("no backend %q", backend)
+	return nil
+}
+
+func certPool(tb testing.TB, pem []byte) *x509.CertPool {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		tb.Fatal("the fake's certificate does not parse")
+	}
+	return pool
+}
+
+// childFake is the environment variable that makes the test binary serve
+// a fake instead of running tests: its value is the backend, and
+// childScript holds the script's JSON.
+const (
+	childFake   = "TOOLRELAY_BENCH_FAKE"
+	childScript = "TOOLRELAY_BENCH_SCRIPT"
+)
+
+func TestMain(m *testing.M) {
+	if backend := os.Getenv(childFake); backend != "" {
+		if err := serveChild(backend, os.Getenv(childScript)); err != nil {
+			fmt.Fprintln(os.Stderr, "bench fake:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// serveChild serves a fake until its standard input closes, after
+// printing its URL (and, for foundry, its certificate) on one JSON line.
+func serveChild(backend, scriptJSON string) error {
+	script, err := coretest.ParseScript([]byte(scriptJSON))
+	if err != nil {
+		return err
+	}
+	var hello struct{ URL, Cert string }
+	switch backend {
+	case "openai":
+		srv := openaitest.NewServer(script, &openaitest.Options{APIKey: token})
+		defer srv.Close()
+		hello.URL = srv.URL
+	case "foundry":
+		srv := foundrytest.NewServer(script, &foundrytest.Options{Token: token})
+		defer srv.Close()
+		hello.URL, hello.Cert = srv.ProjectEndpoint(), string(srv.CertificatePEM())
+	default:
+		return fmt.Errorf("no backend %q", backend)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(hello); err != nil {
+		return err
+	}
+	io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// startChildFake starts a fake of backend playing script in a child
+// process, and stops it at the end of the benchmark.
+func startChildFake(tb testing.TB, backend string, script *coretest.Script) *fake {
+	tb.Helper()
+	js, err := json.Marshal(script)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childFake+"="+backend, childScript+"="+string(js))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadBytes('\n')
+	if err != nil {
+		tb.Fatalf("the fake did not start: %v", err)
+	}
+	var hello struct{ URL, Cert string }
+	if err := json.Unmarshal(line, &hello); err != nil {
+		tb.Fatalf("the fake said %q: %v", line, err)
+	}
+	f := &fake{backend: backend, url: hello.URL, client: &http.Client{Transport: transport(nil)}}
+	if hello.Cert != "" {
+		f.client = &http.Client{Transport: transport(certPool(tb, []byte(hello.Cert)))}
+	}
+	return f
+}
+
+// quiet discards the backends' own log messages.
+var quiet = slog.New(slog.DiscardHandler)
+
+// A flow runs turns on one fake, through one of the clients compared.
+type flow struct {
+	// turn runs one turn on thread ("" for a new one) and returns the
+	// thread and the answer.
+	turn  func(ctx context.Context, thread, input string) (string, string, error)
+	close func()
+}
+
+// agentName is the name of the Foundry agent the benchmarks create.
+const agentName = "bench-agent"
+
+// rawClient returns an openai-go client for the fake: the sessions API,
+// or the Foundry project's OpenAI-compatible routes.
+func (f *fake) rawClient() oai.Client {
+	base := f.url
+	if f.backend == "foundry" {
+		base += "/openai/v1/"
+	}
+	return oai.NewClient(option.WithBaseURL(base), option.WithAPIKey(token), option.WithHTTPClient(f.client))
+}
+
+// agent creates the agent every flow on f uses, with the tools of tools,
+// and returns its id (openai) or name (foundry).
+func (f *fake) agent(tb testing.TB, tools *core.Toolbox) string {
+	tb.Helper()
+	ctx := context.Background()
+	if f.backend == "foundry" {
+		b, err := foundry.Open(ctx, tools, &foundry.Options{
+			Endpoint: f.url, Token: token, HTTPClient: f.client, Keep: true, Logger: quiet,
+			Agent: &foundry.AgentDefinition{Name: agentName, Model: "gpt-4.1-mini"},
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		b.Close()
+		return agentName
+	}
+	c := f.rawClient()
+	p := oai.BetaAgentNewParams{Model: "gpt-4.1-mini", Name: oai.String("bench")}
+	for _, t := range tools.Tools() {
+		var schema map[string]any
+		if err := json.Unmarshal(t.Parameters(), &schema); err != nil {
+			tb.Fatal(err)
+		}
+		p.Tools = append(p.Tools, oai.PersistedAgentToolParamUnion{OfParamFunction: &oai.PersistedAgentToolParamFunction{
+			Name: t.Name(), Description: t.Description(), Parameters: schema,
+		}})
+	}
+	a, err := c.Beta.Agents.New(ctx, p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a.ID
+}
+
+// raw returns the raw loop's flow on f.
+func (f *fake) raw(agent string, fns map[string]Func) *flow {
+	c := f.rawClient()
+	run := RawSession
+	if f.backend == "foundry" {
+		run = RawFoundry
+	}
+	return &flow{
+		turn: func(ctx context.Context, thread, input string) (string, string, error) {
+			return run(ctx, &c, agent, thread, input, fns)
+		},
+		close: func() {},
+	}
+}
+
+// helper returns the official helper's flow on f (sessions only): a new
+// thread is made by the raw loop, later turns by the helper.
+func (f *fake) helper(agent string, fns map[string]Func) *flow {
+	c := f.rawClient()
+	return &flow{
+		turn: func(ctx context.Context, thread, input string) (string, string, error) {
+			if thread == "" {
+				return RawSession(ctx, &c, agent, thread, input, fns)
+			}
+			text, err := HelperTurn(ctx, &c, thread, input, fns)
+			return thread, text, err
+		},
+		close: func() {},
+	}
+}
+
+// toolrelay returns toolrelay's flow on f, with the runner options opts
+// (nil: the defaults).
+func (f *fake) toolrelay(tb testing.TB, agent string, tools *core.Toolbox, opts *core.Options) *flow {
+	tb.Helper()
+	ctx := context.Background()
+	var b core.Backend
+	var err error
+	switch f.backend {
+	case "openai":
+		b, err = openai.Open(ctx, tools, &openai.Options{
+			BaseURL: f.url, APIKey: token, AgentID: agent, Keep: true, Logger: quiet,
+			RequestOptions: []option.RequestOption{option.WithHTTPClient(f.client)},
+		})
+	case "foundry":
+		b, err = foundry.Open(ctx, tools, &foundry.Options{
+			Endpoint: f.url, Token: token, AgentName: agent, HTTPClient: f.client, Keep: true, Logger: quiet,
+		})
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := core.NewRunner(b, tools, opts)
+	return &flow{
+		turn: func(ctx context.Context, thread, input string) (string, string, error) {
+			res, err := r.Run(ctx, input, &core.RunOptions{Thread: thread})
+			if err != nil {
+				return thread, "", err
+			}
+			return res.Thread, res.Text, nil
+		},
+		close: func() { r.Close() },
+	}
+}

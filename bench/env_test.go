@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	oai "github.com/openai/openai-go/v3"
@@ -79,7 +80,7 @@ func certPool(tb testing.TB, pem []byte) *x509.CertPool {
 
 // childFake is the environment variable that makes the test binary serve
 // a fake instead of running tests: its value is the backend, and
-// childScript holds the script's JSON.
+// childScript names the file that holds the script.
 const (
 	childFake   = "TOOLRELAY_BENCH_FAKE"
 	childScript = "TOOLRELAY_BENCH_SCRIPT"
@@ -98,8 +99,8 @@ func TestMain(m *testing.M) {
 
 // serveChild serves a fake until its standard input closes, after
 // printing its URL (and, for foundry, its certificate) on one JSON line.
-func serveChild(backend, scriptJSON string) error {
-	script, err := coretest.ParseScript([]byte(scriptJSON))
+func serveChild(backend, scriptPath string) error {
+	script, err := coretest.LoadScript(scriptPath)
 	if err != nil {
 		return err
 	}
@@ -131,8 +132,12 @@ func startChildFake(tb testing.TB, backend string, script *coretest.Script) *fak
 	if err != nil {
 		tb.Fatal(err)
 	}
+	path := filepath.Join(tb.TempDir(), "script.json")
+	if err := os.WriteFile(path, js, 0o600); err != nil {
+		tb.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childFake+"="+backend, childScript+"="+string(js))
+	cmd.Env = append(os.Environ(), childFake+"="+backend, childScript+"="+path)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

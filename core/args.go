@@ -64,10 +64,16 @@ func jsonKind(v any) string {
 // not valid arguments). Arguments sent as an object or as a string holding
 // the same object have the same digest.
 func ArgumentsDigest(raw json.RawMessage) string {
-	c, err := canonicalArgs(raw)
-	if err != nil {
-		c = raw
+	c, _ := canonicalArgs(raw)
+	return digestOf(raw, c)
+}
+
+// digestOf returns ArgumentsDigest(raw) given canon, raw's canonical form
+// (nil when raw is not valid arguments).
+func digestOf(raw, canon []byte) string {
+	if canon == nil {
+		canon = raw
 	}
-	sum := sha256.Sum256(c)
+	sum := sha256.Sum256(canon)
 	return hex.EncodeToString(sum[:])
 }

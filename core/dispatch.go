@@ -14,7 +14,8 @@ import (
 // arguments, runs the handler (recovering a panic, bounding its time) and
 // encodes its output. Every failure becomes a failed result; the returned
 // error is the internal cause, for the operator only.
-func (r *Runner) execute(ctx context.Context, call *Call) (JournalResult, error) {
+func (r *Runner) execute(ctx context.Context, c *callRun) (JournalResult, error) {
+	call := c.call
 	tool := r.tools.Lookup(call.Name)
 	if tool == nil {
 		msg := fmt.Sprintf("unknown tool %q", call.Name)
@@ -23,7 +24,10 @@ func (r *Runner) execute(ctx context.Context, call *Call) (JournalResult, error)
 		}
 		return failed(UnknownTool, msg), errors.New(msg)
 	}
-	args, err := tool.prepareArgs(call.Arguments)
+	args, err := c.args, c.argErr
+	if err == nil {
+		args, err = tool.prepareArgs(args)
+	}
 	if err != nil {
 		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
 		return failed(InvalidArguments, msg), errors.New(msg)
@@ -35,13 +39,9 @@ func (r *Runner) execute(ctx context.Context, call *Call) (JournalResult, error)
 	return tool.invoke(ctx, call, args, timeout)
 }
 
-// prepareArgs returns the canonical arguments, validated against the
-// schema, with its defaults applied.
-func (t *Tool) prepareArgs(raw json.RawMessage) ([]byte, error) {
-	canon, err := canonicalArgs(raw)
-	if err != nil {
-		return nil, err
-	}
+// prepareArgs validates canonical arguments against the schema and
+// returns them with its defaults applied.
+func (t *Tool) prepareArgs(canon []byte) ([]byte, error) {
 	var inst map[string]any
 	if err := json.Unmarshal(canon, &inst); err != nil {
 		return nil, err

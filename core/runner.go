@@ -328,44 +328,61 @@ func (r *Runner) key(c *Call) JournalKey {
 	return JournalKey{Backend: r.b.Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID}
 }
 
+// A callRun is one call being run: its journal key, its arguments in
+// canonical form (parsed once, for the digest and for the handler), and
+// the step it belongs to.
+type callRun struct {
+	call   *Call
+	key    JournalKey
+	args   []byte // canonical arguments; nil when argErr is set
+	argErr error  // why the arguments are not valid
+	digest string
+	idem   string
+	step   int
+}
+
+// event reports an event about the call.
+func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcome, d time.Duration, err error) {
+	r.emit(ctx, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: o, Duration: d, Err: err})
+}
+
 // runCall produces the result of one call: from the journal when it holds
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
 func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult, error) {
 	j := r.opts.Journal
-	key := r.key(call)
-	digest := ArgumentsDigest(call.Arguments)
-	idem := IdempotencyKey(key, digest)
-	ev := func(kind EventKind, o Outcome, d time.Duration, err error) {
-		r.emit(ctx, &Event{Kind: kind, Thread: call.Thread, Turn: call.Turn, Step: step, Call: call, Outcome: o, Duration: d, Err: err})
-	}
+	c := &callRun{call: call, key: r.key(call), step: step}
+	c.args, c.argErr = canonicalArgs(call.Arguments)
+	c.digest = digestOf(call.Arguments, c.args)
+	c.idem = IdempotencyKey(c.key, c.digest)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		entry, claimed, err := j.Claim(ctx, key, digest, idem, r.opts.Owner, r.opts.Lease)
+		entry, claimed, err := j.Claim(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
 		if err != nil {
 			return ToolResult{}, r.journalError(ctx, err)
 		}
 		if claimed {
-			return r.runClaimed(ctx, call, key, idem, ev)
+			return r.runClaimed(ctx, c)
 		}
-		if entry.Digest != digest {
-			err := fmt.Errorf("call %q is in the journal with other arguments (digest %.12s, now %.12s)", call.ID, entry.Digest, digest)
-			ev(CallReused, Conflict, 0, err)
+		if entry.Digest != c.digest {
+			err := fmt.Errorf("call %q is in the journal with other arguments (digest %.12s, now %.12s)", call.ID, entry.Digest, c.digest)
+			r.event(ctx, c, CallReused, Conflict, 0, err)
 			return ToolResult{}, &Error{Code: FailedPrecondition, Op: "core: journal", Err: err}
 		}
 		if entry.State.Finished() {
 			tr := toResult(call, entry.Result, entry.IdempotencyKey)
 			tr.Resend = entry.State == Submitted
-			ev(CallReused, tr.Outcome, 0, nil)
+			r.event(ctx, c, CallReused, tr.Outcome, 0, nil)
 			return tr, nil
 		}
 		// Started: wait for its owner to finish, unless its lease expired.
 		if !time.Now().Before(entry.LeaseUntil) {
-			took, err := j.TakeOver(ctx, key, r.opts.Owner, r.opts.Lease)
+			took, err := j.TakeOver(ctx, c.key, r.opts.Owner, r.opts.Lease)
 			if err != nil {
 				return ToolResult{}, r.journalError(ctx, err)
 			}
 			if took {
-				return r.runInDoubt(ctx, call, key, entry.IdempotencyKey, ev)
+				c.idem = entry.IdempotencyKey
+				return r.runInDoubt(ctx, c)
 			}
 		}
 		select {
@@ -378,25 +395,25 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult,
 
 // runClaimed runs the handler of a call this runner claimed and records
 // its result.
-func (r *Runner) runClaimed(ctx context.Context, call *Call, key JournalKey, idem string, ev func(EventKind, Outcome, time.Duration, error)) (ToolResult, error) {
+func (r *Runner) runClaimed(ctx context.Context, c *callRun) (ToolResult, error) {
 	j := r.opts.Journal
-	stop := r.keepLease(key)
-	ev(CallStarted, OK, 0, nil)
+	stop := r.keepLease(c.key)
+	r.event(ctx, c, CallStarted, OK, 0, nil)
 	t0 := time.Now()
-	jr, cause := r.execute(ctx, call)
+	jr, cause := r.execute(ctx, c)
 	d := time.Since(t0)
 	stop()
 	if jr.Outcome == Interrupted {
 		// The run was canceled and the handler gave up: let it run again.
-		ev(CallFinished, jr.Outcome, d, cause)
-		j.Release(context.WithoutCancel(ctx), key, r.opts.Owner)
+		r.event(ctx, c, CallFinished, jr.Outcome, d, cause)
+		j.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
 		return ToolResult{}, r.ctxError(ctx)
 	}
-	if err := j.Finish(ctx, key, r.opts.Owner, jr); err != nil {
+	if err := j.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
 		return ToolResult{}, r.journalError(ctx, err)
 	}
-	ev(CallFinished, jr.Outcome, d, cause)
-	return toResult(call, &jr, idem), nil
+	r.event(ctx, c, CallFinished, jr.Outcome, d, cause)
+	return toResult(c.call, &jr, c.idem), nil
 }
 
 // runInDoubt decides a call found started but not finished, now owned by
@@ -405,7 +422,8 @@ func (r *Runner) runClaimed(ctx context.Context, call *Call, key JournalKey, ide
 // (an error), the call is treated as having no hook. Without one: an
 // idempotent tool runs again; any other call gets a failed result saying
 // its outcome is unknown.
-func (r *Runner) runInDoubt(ctx context.Context, call *Call, key JournalKey, idem string, ev func(EventKind, Outcome, time.Duration, error)) (ToolResult, error) {
+func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (ToolResult, error) {
+	call := c.call
 	tool := r.tools.Lookup(call.Name)
 	if tool != nil && tool.opts.Verify != nil {
 		v, found, err := tool.opts.Verify(withCall(ctx, call), *call)
@@ -416,28 +434,28 @@ func (r *Runner) runInDoubt(ctx context.Context, call *Call, key JournalKey, ide
 				break
 			}
 			jr := JournalResult{Output: out, Outcome: OK}
-			if err := r.opts.Journal.Finish(ctx, key, r.opts.Owner, jr); err != nil {
+			if err := r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
 				return ToolResult{}, r.journalError(ctx, err)
 			}
-			ev(CallInDoubt, OK, 0, nil)
-			return toResult(call, &jr, idem), nil
+			r.event(ctx, c, CallInDoubt, OK, 0, nil)
+			return toResult(call, &jr, c.idem), nil
 		case err == nil:
-			ev(CallInDoubt, OK, 0, nil)
-			return r.runClaimed(ctx, call, key, idem, ev)
+			r.event(ctx, c, CallInDoubt, OK, 0, nil)
+			return r.runClaimed(ctx, c)
 		default:
 			r.opts.Logger.WarnContext(ctx, "toolrelay: verify failed", "call_id", call.ID, "tool", call.Name, "error", err)
 		}
 	}
 	if tool == nil || tool.opts.Idempotent {
-		ev(CallInDoubt, OK, 0, nil)
-		return r.runClaimed(ctx, call, key, idem, ev)
+		r.event(ctx, c, CallInDoubt, OK, 0, nil)
+		return r.runClaimed(ctx, c)
 	}
 	jr := failed(InDoubt, fmt.Sprintf("the outcome of this call of %q is unknown: it may or may not have taken effect, and it was not run again", call.Name))
-	if err := r.opts.Journal.Finish(ctx, key, r.opts.Owner, jr); err != nil {
+	if err := r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
 		return ToolResult{}, r.journalError(ctx, err)
 	}
-	ev(CallInDoubt, InDoubt, 0, errors.New("call started but not finished; not verified and not idempotent"))
-	return toResult(call, &jr, idem), nil
+	r.event(ctx, c, CallInDoubt, InDoubt, 0, errors.New("call started but not finished; not verified and not idempotent"))
+	return toResult(call, &jr, c.idem), nil
 }
 
 // keepLease renews the claim on key while a handler runs; the returned

@@ -1,7 +1,9 @@
 package foundry
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -72,15 +74,37 @@ func authPolicy(o *Options, endpoint *url.URL) (policy.Policy, error) {
 // sends with client. retries < 0 disables azcore's retries (openai-go
 // retries its own requests).
 func newPipeline(auth policy.Policy, client *http.Client, retries int32) runtime.Pipeline {
-	co := &policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: retries}}
-	if client != nil {
-		co.Transport = client
+	if client == nil {
+		client = http.DefaultClient
 	}
+	co := &policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: retries}, Transport: sender{client}}
 	var perRetry []policy.Policy
 	if auth != nil {
 		perRetry = append(perRetry, auth)
 	}
 	return runtime.NewPipeline(module, version, runtime.PipelineOptions{PerRetry: perRetry}, co)
+}
+
+// sender is a pipeline's transport: it sends with an http.Client, handing
+// net/http a request's body as an in-memory reader. net/http writes the
+// headers of a request whose body is of another type (as azcore's are) in
+// a write of their own before the body; this way a request goes out in
+// one write, and the server reads it in one.
+type sender struct{ c *http.Client }
+
+// maxInMemoryBody bounds the bodies sender reads into memory first.
+const maxInMemoryBody = 1 << 20
+
+// Do implements policy.Transporter.
+func (s sender) Do(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Body != http.NoBody && r.ContentLength > 0 && r.ContentLength <= maxInMemoryBody {
+		b := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	return s.c.Do(r)
 }
 
 // pipelineTransport is an http.RoundTripper that sends openai-go's

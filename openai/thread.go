@@ -180,6 +180,9 @@ func (es *eventStream) read(s *ssestream.Stream[oai.AgentSessionEventUnion]) {
 	defer close(es.done)
 	defer s.Close()
 	for s.Next() {
+		if !handled[s.Current().Type] {
+			continue
+		}
 		select {
 		case es.events <- s.Current():
 		case <-es.stop:
@@ -191,6 +194,21 @@ func (es *eventStream) read(s *ssestream.Stream[oai.AgentSessionEventUnion]) {
 	if es.err == nil {
 		es.err = io.EOF
 	}
+}
+
+// handled lists the event types Backend.handle acts on; the reader drops
+// the others (deltas, added items, progress) rather than hand them over.
+var handled = map[string]bool{
+	"agent.session.created":          true,
+	"agent.session.turn.created":     true,
+	"agent.session.turn.in_progress": true,
+	"agent.session.turn.item.done":   true,
+	"agent.session.requires_action":  true,
+	"agent.session.turn.completed":   true,
+	"agent.session.turn.failed":      true,
+	"agent.session.turn.cancelled":   true,
+	"agent.session.idle":             true,
+	"agent.session.failed":           true,
 }
 
 // next returns the next event. When the stream has ended it returns an

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+var backends = []string{"openai", "foundry"}
+
+// reportStep prints P1: per step, toolrelay (with each journal) against
+// the raw loop.
+func reportStep(w io.Writer, rs results) {
+	for _, be := range backends {
+		raw := "Step/" + be + "/raw"
+		for _, c := range []string{"toolrelay", "toolrelay-sqlite", "toolrelay-postgres"} {
+			name := "Step/" + be + "/" + c
+			t, ok := rs.ratio(name, raw, "ns/op")
+			if !ok {
+				fmt.Fprintf(w, "P1 %-8s %s/raw  not measured\n", be, c)
+				continue
+			}
+			a, _ := rs.ratio(name, raw, "allocs/op")
+			ns, _ := rs.median(name, "ns/op")
+			rawNS, _ := rs.median(raw, "ns/op")
+			fmt.Fprintf(w, "P1 %-8s %s/raw time=%.2fx allocs=%.2fx  (%s vs %s per step)\n", be, c, t, a, dur(ns), dur(rawNS))
+		}
+	}
+}
+
+// reportParallel prints P2: a step of 8 calls of 50 ms.
+func reportParallel(w io.Writer, rs results) {
+	for _, be := range backends {
+		tr, ok := rs.median("Parallel/"+be+"/toolrelay", "ns/op")
+		if !ok {
+			fmt.Fprintf(w, "P2 %-8s not measured\n", be)
+			continue
+		}
+		line := fmt.Sprintf("P2 %-8s toolrelay=%s", be, dur(tr))
+		for _, c := range []string{"raw", "helper"} {
+			if v, ok := rs.median("Parallel/"+be+"/"+c, "ns/op"); ok {
+				line += fmt.Sprintf("  %s=%s (%s/toolrelay=%.1fx)", c, dur(v), c, v/tr)
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// reportScale prints P3: throughput and heap per in-flight run.
+func reportScale(w io.Writer, rs results) {
+	for _, be := range backends {
+		tr, raw := "Scale/"+be+"/toolrelay", "Scale/"+be+"/raw"
+		th, ok := rs.ratio(tr, raw, "steps/s")
+		if !ok {
+			fmt.Fprintf(w, "P3 %-8s not measured\n", be)
+			continue
+		}
+		s1, _ := rs.median(tr, "steps/s")
+		s2, _ := rs.median(raw, "steps/s")
+		h1, _ := rs.median(tr, "heap-B/run")
+		h2, _ := rs.median(raw, "heap-B/run")
+		fmt.Fprintf(w, "P3 %-8s toolrelay/raw throughput=%.2fx (%.0f vs %.0f steps/s)  heap=%.1f KiB/run (raw %.1f KiB/run)\n",
+			be, th, s1, s2, h1/1024, h2/1024)
+	}
+}
+
+// reportJournal prints P4: the journal's cost per call.
+func reportJournal(w io.Writer, rs results) {
+	line := "P4 journal per call"
+	for _, j := range []string{"memory", "sqlite", "postgres"} {
+		c, ok1 := rs.median("Journal/"+j+"/Call", "ns/op")
+		s, ok2 := rs.median("Journal/"+j+"/Step8", "ns/op")
+		if !ok1 || !ok2 {
+			line += fmt.Sprintf("  %s=not measured", j)
+			continue
+		}
+		line += fmt.Sprintf("  %s=%s (in a step of 8: %s)", j, dur(c), dur(s))
+	}
+	fmt.Fprintln(w, line)
+}
+
+// reportConformance prints P5: the conformance suite's wall time.
+func reportConformance(w io.Writer, rs results) {
+	line := "P5 conformance suite"
+	for _, be := range backends {
+		v, ok := rs.median("Conformance/"+be, "ns/op")
+		if !ok {
+			line += fmt.Sprintf("  %s=not measured", be)
+			continue
+		}
+		line += fmt.Sprintf("  %s=%s", be, dur(v))
+	}
+	fmt.Fprintln(w, line)
+}
+
+// dur formats nanoseconds as a rounded duration.
+func dur(ns float64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	case d >= time.Microsecond:
+		return d.Round(10 * time.Nanosecond).String()
+	}
+	return d.String()
+}

@@ -363,6 +363,24 @@ func TestTurnFailed(t *testing.T) {
 	}
 }
 
+// TestStartFailureNamesSession: a turn that fails on the creation stream
+// still names the session it created, so that the run can be resumed or
+// the session inspected.
+func TestStartFailureNamesSession(t *testing.T) {
+	h := start(t, setup{script: oneTurn(coretest.Step{Fail: &coretest.Failure{Code: "server_error", Message: "boom"}})})
+	res, err := h.runner.Run(t.Context(), "hi", nil)
+	var te *openai.TurnError
+	if !errors.As(err, &te) {
+		t.Fatalf("err = %v, want a *TurnError", err)
+	}
+	if res == nil || len(h.srv.Sessions()) != 1 || res.Thread != h.srv.Sessions()[0] {
+		t.Fatalf("Run = %+v; want a Result naming the session %v", res, h.srv.Sessions())
+	}
+	if te.Session != res.Thread {
+		t.Errorf("TurnError.Session = %q, want %q", te.Session, res.Thread)
+	}
+}
+
 // TestMaxStepsCancels: a run that reaches its step limit cancels the turn
 // rather than leaving it parked.
 func TestMaxStepsCancels(t *testing.T) {

@@ -117,11 +117,15 @@ func (b *Backend) postCancel(ctx context.Context, id string) error {
 }
 
 // finish ends a Start or Resume: on an error the event stream is closed
-// (the next call subscribes again), and when ctx ended while the turn ran,
-// the turn is cancelled (best effort).
+// (the next call subscribes again), the step names the session if there is
+// one (so that the run can be resumed), and when ctx ended while the turn
+// ran, the turn is cancelled (best effort).
 func (b *Backend) finish(ctx context.Context, st *thread, step *core.Step, err error) (*core.Step, error) {
 	if err != nil {
 		st.closeStream()
+		if step == nil && st.id != "" {
+			step = &core.Step{Thread: st.id}
+		}
 	}
 	if err != nil && ctx.Err() != nil && st.id != "" {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -13,36 +13,67 @@ import (
 // as a JSON object, as a JSON string holding one (both protocols do this),
 // or empty (or null, or "") for a function without parameters.
 func canonicalArgs(raw []byte) ([]byte, error) {
+	canon, _, err := parseArgs(raw)
+	return canon, err
+}
+
+// parseArgs is canonicalArgs that also returns the object parsed, its
+// numbers as json.Number.
+func parseArgs(raw []byte) ([]byte, map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var inner string
 		if err := json.Unmarshal(raw, &inner); err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", err)
+			return nil, nil, fmt.Errorf("not valid JSON: %v", err)
 		}
 		raw = bytes.TrimSpace([]byte(inner))
 	}
 	if len(raw) == 0 || string(raw) == "null" {
-		return []byte("{}"), nil
+		return []byte("{}"), map[string]any{}, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("not valid JSON: data after the object")
+		return nil, nil, fmt.Errorf("not valid JSON: data after the object")
 	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonKind(v))
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonKind(v))
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+	if err := enc.Encode(obj); err != nil {
+		return nil, nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), obj, nil
+}
+
+// floatNumbers replaces, in place, the json.Numbers of a parsed JSON value
+// with float64s, as encoding/json decodes numbers into an interface, and
+// returns the value. (The schema validator takes numbers that way.)
+func floatNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		f, err := v.Float64()
+		if err != nil {
+			return v
+		}
+		return f
+	case map[string]any:
+		for k, e := range v {
+			v[k] = floatNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = floatNumbers(e)
+		}
+	}
+	return v
 }
 
 func jsonKind(v any) string {

@@ -26,7 +26,7 @@ func (r *Runner) execute(ctx context.Context, c *callRun) (JournalResult, error)
 	}
 	args, err := c.args, c.argErr
 	if err == nil {
-		args, err = tool.prepareArgs(args)
+		args, err = tool.prepareArgs(args, c.obj)
 	}
 	if err != nil {
 		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
@@ -39,13 +39,10 @@ func (r *Runner) execute(ctx context.Context, c *callRun) (JournalResult, error)
 	return tool.invoke(ctx, call, args, timeout)
 }
 
-// prepareArgs validates canonical arguments against the schema and
-// returns them with its defaults applied.
-func (t *Tool) prepareArgs(canon []byte) ([]byte, error) {
-	var inst map[string]any
-	if err := json.Unmarshal(canon, &inst); err != nil {
-		return nil, err
-	}
+// prepareArgs validates arguments, in canonical form and parsed, against
+// the schema, and returns them with its defaults applied. It changes obj.
+func (t *Tool) prepareArgs(canon []byte, obj map[string]any) ([]byte, error) {
+	inst := floatNumbers(obj).(map[string]any)
 	if err := t.resolved.Validate(inst); err != nil {
 		return nil, errors.New(validationMessage(err))
 	}

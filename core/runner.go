@@ -287,27 +287,38 @@ func (r *Runner) runCalls(ctx context.Context, step *Step, n int) ([]ToolResult,
 	results := make([]ToolResult, len(step.Calls))
 	errs := make([]error, len(step.Calls))
 	// Handlers run in goroutines even one at a time, so that a canceled
-	// context ends the run at once, whatever a handler does.
-	sem := make(chan struct{}, r.opts.Concurrency)
-	var wg sync.WaitGroup
-	done := make(chan struct{})
+	// context ends the run at once, whatever a handler does. Each reports
+	// on done when it has finished.
+	done := make(chan struct{}, len(step.Calls))
+	var sem chan struct{}
+	if len(step.Calls) > r.opts.Concurrency {
+		sem = make(chan struct{}, r.opts.Concurrency)
+	}
+	launched := 0
 launch:
 	for i := range step.Calls {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break launch
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				break launch
+			}
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		launched++
+		go func() {
 			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n)
-		})
+			if sem != nil {
+				<-sem
+			}
+			done <- struct{}{}
+		}()
 	}
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return nil, r.ctxError(ctx)
+	for range launched {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, r.ctxError(ctx)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, r.ctxError(ctx)
@@ -334,8 +345,9 @@ func (r *Runner) key(c *Call) JournalKey {
 type callRun struct {
 	call   *Call
 	key    JournalKey
-	args   []byte // canonical arguments; nil when argErr is set
-	argErr error  // why the arguments are not valid
+	args   []byte         // canonical arguments; nil when argErr is set
+	obj    map[string]any // the arguments parsed (numbers as json.Number)
+	argErr error          // why the arguments are not valid
 	digest string
 	idem   string
 	step   int
@@ -352,7 +364,7 @@ func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcom
 func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult, error) {
 	j := r.opts.Journal
 	c := &callRun{call: call, key: r.key(call), step: step}
-	c.args, c.argErr = canonicalArgs(call.Arguments)
+	c.args, c.obj, c.argErr = parseArgs(call.Arguments)
 	c.digest = digestOf(call.Arguments, c.args)
 	c.idem = IdempotencyKey(c.key, c.digest)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {

@@ -216,7 +216,7 @@ func (s *Server) createResponse(ex *exchange, _ []string, f *Fault) (any, error)
 		for _, it := range r.output {
 			it.ResponseID = r.id
 		}
-		conv.items = append(conv.items, r.output...)
+		conv.append(r.output...)
 		conv.modelCalls = nil
 		for _, c := range r.calls {
 			conv.modelCalls = append(conv.modelCalls, c.CallID)

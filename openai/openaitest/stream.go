@@ -135,26 +135,31 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, sess *sessi
 	if sub.closeAfter < 0 {
 		return
 	}
+	n := 1
+	if s.opts.DuplicateEvents {
+		n = 2
+	}
 	written := 0
 	for {
+		// The frames queued together (the events of one request) are
+		// flushed together, in one chunk.
 		frames, ended := sub.take()
 		for _, f := range frames {
-			n := 1
-			if s.opts.DuplicateEvents {
-				n = 2
-			}
 			for range n {
 				if _, err := w.Write(f); err != nil {
 					return
 				}
 			}
-			if flusher != nil {
-				flusher.Flush()
-			}
 			written++
 			if sub.closeAfter > 0 && written >= sub.closeAfter {
+				if flusher != nil {
+					flusher.Flush()
+				}
 				return
 			}
+		}
+		if flusher != nil && len(frames) > 0 {
+			flusher.Flush()
 		}
 		if ended {
 			return

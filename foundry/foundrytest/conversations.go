@@ -23,6 +23,36 @@ type conversation struct {
 	unbegun    []string // user messages the model has not begun a turn with
 	modelCalls []string // call ids of the model's pending calls
 	lastText   string   // the model's last answer
+
+	// Indexes of items, kept by append so that a request costs the same
+	// however long the conversation is.
+	open     []*item          // function_call items no output answers, in order
+	answered map[string]bool  // call ids some function_call_output answers
+	calls    map[string]bool  // call ids of the function_call items
+	outputs  map[string]*item // the last function_call_output of each call id
+}
+
+// append adds items to c and updates its indexes.
+func (c *conversation) append(items ...*item) {
+	if c.answered == nil {
+		c.answered, c.calls, c.outputs = map[string]bool{}, map[string]bool{}, map[string]*item{}
+	}
+	c.items = append(c.items, items...)
+	for _, it := range items {
+		switch it.Type {
+		case "function_call":
+			c.calls[it.CallID] = true
+			if !c.answered[it.CallID] {
+				c.open = append(c.open, it)
+			}
+		case "function_call_output":
+			c.outputs[it.CallID] = it
+			if !c.answered[it.CallID] {
+				c.answered[it.CallID] = true
+				c.open = slices.DeleteFunc(c.open, func(call *item) bool { return call.CallID == it.CallID })
+			}
+		}
+	}
 }
 
 func (c *conversation) json() map[string]any {
@@ -33,28 +63,10 @@ func (c *conversation) json() map[string]any {
 	return map[string]any{"id": c.id, "object": "conversation", "created_at": c.created, "metadata": md}
 }
 
-// pending returns the function_call items of c that have no output yet,
-// in order.
+// pending returns the function_call items of c that no
+// function_call_output of c answers, in order.
 func (c *conversation) pending() []*item {
-	return pendingCalls(c.items, nil)
-}
-
-// pendingCalls returns the calls among items that no function_call_output
-// among items and extra answers, in order.
-func pendingCalls(items []*item, extra []*item) []*item {
-	answered := map[string]bool{}
-	for _, it := range slices.Concat(items, extra) {
-		if it.Type == "function_call_output" {
-			answered[it.CallID] = true
-		}
-	}
-	var out []*item
-	for _, it := range items {
-		if it.Type == "function_call" && !answered[it.CallID] {
-			out = append(out, it)
-		}
-	}
-	return out
+	return slices.Clone(c.open)
 }
 
 // takeInput checks input items against the calls waiting for an output
@@ -118,21 +130,15 @@ func (s *Server) record(thread string, items []*item) {
 // add appends new items to c, queues user texts for the model and hands
 // the model its results once all its calls are answered.
 func (s *Server) add(c *conversation, items []*item, texts []string) {
-	c.items = append(c.items, items...)
+	c.append(items...)
 	s.record(c.id, items)
 	c.unbegun = append(c.unbegun, texts...)
 	if len(c.modelCalls) == 0 {
 		return
 	}
-	outputs := map[string]*item{}
-	for _, it := range c.items {
-		if it.Type == "function_call_output" {
-			outputs[it.CallID] = it
-		}
-	}
 	results := make([]coretest.Delivered, 0, len(c.modelCalls))
 	for _, id := range c.modelCalls {
-		o := outputs[id]
+		o := c.outputs[id]
 		if o == nil {
 			return
 		}
@@ -220,7 +226,7 @@ func (s *Server) createItems(ex *exchange, args []string, _ *Fault) (any, error)
 
 // knows reports whether c holds the call callID.
 func (c *conversation) knows(callID string) bool {
-	return slices.ContainsFunc(c.items, func(it *item) bool { return it.Type == "function_call" && it.CallID == callID })
+	return c.calls[callID]
 }
 
 func itemList(items []*item, more bool) map[string]any {

@@ -1,5 +1,6 @@
 // Package foundrytest provides a fake Azure AI Foundry project for tests:
-// a real HTTPS server on loopback ([httptest.NewTLSServer]) that speaks the
+// a real HTTPS server on loopback ([httptest.NewTLSServer], with an ECDSA
+// certificate for the same hosts for cheaper handshakes) that speaks the
 // service's wire format and plays a [coretest.Script] as the model. It
 // serves, under /api/projects/<project>:
 //

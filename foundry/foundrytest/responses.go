@@ -216,7 +216,7 @@ func (s *Server) createResponse(ex *exchange, _ []string, f *Fault) (any, error)
 		for _, it := range r.output {
 			it.ResponseID = r.id
 		}
-		conv.items = append(conv.items, r.output...)
+		conv.append(r.output...)
 		conv.modelCalls = nil
 		for _, c := range r.calls {
 			conv.modelCalls = append(conv.modelCalls, c.CallID)
@@ -230,7 +230,7 @@ func (s *Server) createResponse(ex *exchange, _ []string, f *Fault) (any, error)
 	if req.stream {
 		return s.events(r), nil
 	}
-	return r.json(), nil
+	return r.wire(), nil
 }
 
 // faultResponse answers with a failed response (or an error event),
@@ -261,7 +261,7 @@ func (s *Server) faultResponse(r, prev *response, stream bool, f *Fault) (any, e
 	if stream {
 		return s.events(r), nil
 	}
-	return r.json(), nil
+	return r.wire(), nil
 }
 
 // playConversation takes the request's input into conv and plays the
@@ -403,7 +403,7 @@ func (s *Server) getResponse(_ *exchange, args []string, _ *Fault) (any, error) 
 	if r == nil || r.deleted {
 		return nil, notFound("Response with id '%s' not found.", args[0])
 	}
-	return r.json(), nil
+	return r.wire(), nil
 }
 
 func (s *Server) deleteResponse(_ *exchange, args []string, _ *Fault) (any, error) {

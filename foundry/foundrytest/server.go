@@ -3,6 +3,7 @@ package foundrytest
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -114,6 +115,12 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 	if s.opts.Listener != nil {
 		s.srv.Listener.Close()
 		s.srv.Listener = s.opts.Listener
+	}
+	s.srv.TLS = &tls.Config{
+		Certificates: []tls.Certificate{tlsCertificate()},
+		// Classical key exchanges only: the post-quantum hybrid Go prefers
+		// costs more than the rest of a request.
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521},
 	}
 	s.srv.StartTLS()
 	s.URL = s.srv.URL

@@ -26,35 +26,6 @@ type item struct {
 	ResponseID string
 }
 
-func (it *item) MarshalJSON() ([]byte, error) {
-	m := map[string]any{"type": it.Type, "id": it.ID}
-	if it.Status != "" {
-		m["status"] = it.Status
-	}
-	if it.ResponseID != "" {
-		m["response_id"] = it.ResponseID
-	}
-	switch it.Type {
-	case "message":
-		m["role"] = it.Role
-		if it.Role == "assistant" {
-			m["content"] = []any{map[string]any{"type": "output_text", "text": it.Text, "annotations": []any{}, "logprobs": []any{}}}
-		} else {
-			m["content"] = []any{map[string]any{"type": "input_text", "text": it.Text}}
-		}
-	case "function_call":
-		m["call_id"] = it.CallID
-		m["name"] = it.Name
-		m["arguments"] = it.Arguments
-	case "function_call_output":
-		m["call_id"] = it.CallID
-		m["output"] = it.Output
-	case "reasoning":
-		m["summary"] = []any{}
-	}
-	return json.Marshal(m)
-}
-
 // outputText returns the output of a function_call_output as text: the
 // string, or the content array as JSON.
 func (it *item) outputText() string {

@@ -461,9 +461,11 @@ type reply struct {
 // refused.
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, req *Request, handle func(req *Request) reply) {
 	key := r.Header.Get("Idempotency-Key")
-	digest := sha256.Sum256(req.Body)
-	skey := r.Method + " " + req.Path + " " + key
+	var digest [32]byte
+	var skey string
 	if key != "" {
+		digest = sha256.Sum256(req.Body)
+		skey = r.Method + " " + req.Path + " " + key
 		s.mu.Lock()
 		e := s.idem[skey]
 		s.mu.Unlock()

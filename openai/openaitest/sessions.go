@@ -10,15 +10,17 @@ import (
 
 // session is a session and the model playing the script for it.
 type session struct {
-	id      string
-	seq     int
-	agent   *agentDef
-	model   *coretest.Model
-	status  string // idle, in_progress, requires_action, failed
-	errMsg  string
-	created int64
-	active  int64
-	usage   Usage
+	id    string
+	seq   int
+	agent *agentDef
+	// agentJSON is the agent as sessions show it, rendered once.
+	agentJSON json.RawMessage
+	model     *coretest.Model
+	status    string // idle, in_progress, requires_action, failed
+	errMsg    string
+	created   int64
+	active    int64
+	usage     Usage
 
 	turns   []*turn
 	cur     *turn          // the active turn, or nil
@@ -114,14 +116,15 @@ func (s *Server) newSession(body []byte) (*session, string, *reply) {
 	}
 	now := s.now()
 	sess := &session{
-		id:      s.newID("sess"),
-		seq:     len(s.sessions) + 1,
-		agent:   &a,
-		model:   s.script.NewModel(),
-		status:  "idle",
-		created: now,
-		active:  now,
-		subs:    map[*subscriber]bool{},
+		id:        s.newID("sess"),
+		seq:       len(s.sessions) + 1,
+		agent:     &a,
+		agentJSON: mustJSON(a.sessionJSON()),
+		model:     s.script.NewModel(),
+		status:    "idle",
+		created:   now,
+		active:    now,
+		subs:      map[*subscriber]bool{},
 	}
 	if len(a.infos) > 0 {
 		sess.model.SetTools(a.infos)
@@ -209,11 +212,10 @@ func (sess *session) json() *sessionJSON {
 		Object:          "agent.session",
 		Status:          sess.status,
 		RequiredActions: []requiredActionJSON{},
-		Agent:           mustJSON(sess.agent.sessionJSON()),
-		Environment:     map[string]string{"type": "none"},
+		Agent:           sess.agentJSON,
+		Environment:     environmentJSON{Type: "none"},
 		CreatedAt:       sess.created,
 		LastActiveAt:    sess.active,
-		Metadata:        map[string]string{},
 		VaultIDs:        []string{},
 	}
 	if sess.errMsg != "" {

@@ -1,7 +1,6 @@
 package openaitest
 
 import (
-	"encoding/json"
 	"net/http"
 	"sync"
 )
@@ -14,8 +13,8 @@ type subscriber struct {
 	creation   bool // a creation stream: it ends after its turn's final idle
 
 	mu     sync.Mutex
-	frames [][]byte
-	ended  bool // nothing more will be queued
+	frames [][]byte // SSE frames, shared between subscribers: read only
+	ended  bool     // nothing more will be queued
 	notify chan struct{}
 }
 
@@ -72,13 +71,21 @@ func (s *Server) emitEnd(sess *session, ev eventJSON) { s.send(sess, ev, true) }
 func (s *Server) send(sess *session, ev eventJSON, turnEnd bool) {
 	ev.EventID = s.newID("evt")
 	sess.events = append(sess.events, ev.Type)
-	b, err := json.Marshal(ev)
-	if err != nil {
-		panic(err)
+	if len(sess.subs) == 0 {
+		return
 	}
+	b := ev.frame()
 	for sub := range sess.subs {
 		sub.push(b, turnEnd && sub.creation)
 	}
+}
+
+// frame returns the SSE frame of ev: "data: <JSON>\n\n".
+func (ev *eventJSON) frame() []byte {
+	b := make([]byte, 0, 1024)
+	b = append(b, "data: "...)
+	b = ev.appendJSON(b)
+	return append(b, "\n\n"...)
 }
 
 // endStreams ends every stream of the session. The caller holds s.mu.
@@ -104,7 +111,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, id string, f 
 	sess.subs[sub] = true
 	if sess.status == "idle" {
 		ev := eventJSON{Type: "agent.session.idle", EventID: s.newID("evt"), Session: sess.json()}
-		sub.push(mustJSON(ev), false)
+		sub.push(ev.frame(), false)
 	}
 	s.mu.Unlock()
 	s.serveStream(w, r, sess, sub)
@@ -128,26 +135,31 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, sess *sessi
 	if sub.closeAfter < 0 {
 		return
 	}
+	n := 1
+	if s.opts.DuplicateEvents {
+		n = 2
+	}
 	written := 0
 	for {
+		// The frames queued together (the events of one request) are
+		// flushed together, in one chunk.
 		frames, ended := sub.take()
 		for _, f := range frames {
-			n := 1
-			if s.opts.DuplicateEvents {
-				n = 2
-			}
 			for range n {
-				if _, err := w.Write([]byte("data: " + string(f) + "\n\n")); err != nil {
+				if _, err := w.Write(f); err != nil {
 					return
 				}
 			}
-			if flusher != nil {
-				flusher.Flush()
-			}
 			written++
 			if sub.closeAfter > 0 && written >= sub.closeAfter {
+				if flusher != nil {
+					flusher.Flush()
+				}
 				return
 			}
+		}
+		if flusher != nil && len(frames) > 0 {
+			flusher.Flush()
 		}
 		if ended {
 			return

@@ -19,8 +19,8 @@ func (s *Server) startTurn(sess *session, input string) {
 	sess.status = "in_progress"
 	sess.active = now
 	s.received = append(s.received, coretest.Received{Kind: "input", Thread: sess.id, Input: input})
-	user := mustJSON(itemJSON{ID: s.newID("msg"), Type: "message", TurnID: t.id, Role: "user", Status: "completed",
-		Content: []contentJSON{{Type: "input_text", Text: input}}})
+	user := (&itemJSON{ID: s.newID("msg"), Type: "message", TurnID: t.id, Role: "user", Status: "completed",
+		Content: []contentJSON{{Type: "input_text", Text: input}}}).json()
 	s.addItem(sess, t, user)
 	s.emit(sess, eventJSON{Type: "agent.session.in_progress", Session: sess.json()})
 	s.emit(sess, eventJSON{Type: "agent.session.turn.created", SessionID: sess.id, TurnID: t.id, Turn: t.json(sess)})
@@ -34,9 +34,10 @@ func (s *Server) addItem(sess *session, t *turn, item json.RawMessage) {
 
 func intp(i int) *int { return &i }
 
-// itemEvent emits turn.item.added or turn.item.done for item at index.
-func (s *Server) itemEvent(sess *session, t *turn, typ string, index int, item any) {
-	s.emit(sess, eventJSON{Type: typ, SessionID: sess.id, TurnID: t.id, OutputIndex: intp(index), Item: mustJSON(item)})
+// itemEvent emits turn.item.added or turn.item.done for item (as JSON) at
+// index.
+func (s *Server) itemEvent(sess *session, t *turn, typ string, index int, item json.RawMessage) {
+	s.emit(sess, eventJSON{Type: typ, SessionID: sess.id, TurnID: t.id, OutputIndex: intp(index), Item: item})
 }
 
 // play plays the model's next step on the active turn.
@@ -69,13 +70,13 @@ func (s *Server) message(sess *session, t *turn, phase, text string) {
 	index := t.index
 	t.index++
 	s.itemEvent(sess, t, "agent.session.turn.item.added", index,
-		itemJSON{ID: id, Type: "message", TurnID: t.id, Role: "assistant", Phase: phase, Status: "in_progress", Content: []contentJSON{}})
+		(&itemJSON{ID: id, Type: "message", TurnID: t.id, Role: "assistant", Phase: phase, Status: "in_progress", Content: []contentJSON{}}).json())
 	s.emit(sess, eventJSON{Type: "agent.session.turn.output_text.delta", SessionID: sess.id, TurnID: t.id, ItemID: id,
 		OutputIndex: intp(index), ContentIndex: intp(0), Delta: text})
-	done := itemJSON{ID: id, Type: "message", TurnID: t.id, Role: "assistant", Phase: phase, Status: "completed",
-		Content: []contentJSON{{Type: "output_text", Text: text, Annotations: &[]string{}}}}
+	done := (&itemJSON{ID: id, Type: "message", TurnID: t.id, Role: "assistant", Phase: phase, Status: "completed",
+		Content: []contentJSON{{Type: "output_text", Text: text, Annotations: &[]string{}}}}).json()
 	s.itemEvent(sess, t, "agent.session.turn.item.done", index, done)
-	s.addItem(sess, t, mustJSON(done))
+	s.addItem(sess, t, done)
 }
 
 // askCalls announces the calls of a step and parks the session in
@@ -86,10 +87,11 @@ func (s *Server) askCalls(sess *session, t *turn, calls []coretest.ActionCall) {
 		t.index++
 		id := s.newID("fc")
 		it := itemJSON{ID: id, Type: "function_call", TurnID: t.id, CallID: callID, Name: name, Arguments: args, Status: "in_progress"}
-		s.itemEvent(sess, t, "agent.session.turn.item.added", index, it)
+		s.itemEvent(sess, t, "agent.session.turn.item.added", index, it.json())
 		it.Status = "completed"
-		s.itemEvent(sess, t, "agent.session.turn.item.done", index, it)
-		s.addItem(sess, t, mustJSON(it))
+		done := it.json()
+		s.itemEvent(sess, t, "agent.session.turn.item.done", index, done)
+		s.addItem(sess, t, done)
 	}
 	for _, c := range calls {
 		callID := c.ID
@@ -134,8 +136,9 @@ func (s *Server) deliver(sess *session) {
 		}
 		index := t.index
 		t.index++
-		s.itemEvent(sess, t, "agent.session.turn.item.added", index, it)
-		s.addItem(sess, t, mustJSON(it))
+		item := it.json()
+		s.itemEvent(sess, t, "agent.session.turn.item.added", index, item)
+		s.addItem(sess, t, item)
 	}
 	s.play(sess)
 }

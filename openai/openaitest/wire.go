@@ -10,20 +10,22 @@ import (
 // service's fixtures use; pointers are null when unset.
 
 type usageJSON struct {
-	InputTokens         int64          `json:"input_tokens"`
-	InputTokensDetails  map[string]int `json:"input_tokens_details"`
-	OutputTokens        int64          `json:"output_tokens"`
-	OutputTokensDetails map[string]int `json:"output_tokens_details"`
-	TotalTokens         int64          `json:"total_tokens"`
+	InputTokens        int64 `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int64 `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int64 `json:"total_tokens"`
 }
 
 func (u Usage) json() *usageJSON {
 	return &usageJSON{
-		InputTokens:         u.InputTokens,
-		InputTokensDetails:  map[string]int{"cached_tokens": 0},
-		OutputTokens:        u.OutputTokens,
-		OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
-		TotalTokens:         u.InputTokens + u.OutputTokens,
+		InputTokens:  u.InputTokens,
+		OutputTokens: u.OutputTokens,
+		TotalTokens:  u.InputTokens + u.OutputTokens,
 	}
 }
 
@@ -66,14 +68,18 @@ type sessionJSON struct {
 	Status             string               `json:"status"`
 	RequiredActions    []requiredActionJSON `json:"required_actions"`
 	Agent              json.RawMessage      `json:"agent"`
-	Environment        map[string]string    `json:"environment"`
+	Environment        environmentJSON      `json:"environment"`
 	Error              *string              `json:"error"`
 	CreatedAt          int64                `json:"created_at"`
 	LastActiveAt       int64                `json:"last_active_at"`
-	Metadata           map[string]string    `json:"metadata"`
+	Metadata           struct{}             `json:"metadata"` // always empty
 	Usage              *usageJSON           `json:"usage"`
 	VaultIDs           []string             `json:"vault_ids"`
 	PromptCacheOptions *struct{}            `json:"prompt_cache_options"`
+}
+
+type environmentJSON struct {
+	Type string `json:"type"`
 }
 
 // eventJSON is a session event. It never has a top-level "error" key: the

@@ -1,0 +1,140 @@
+package foundrytest
+
+import "encoding/json"
+
+// The structs below give the JSON of a response and of an item the shape
+// and key order (sorted, as encoding/json writes maps) of the maps that
+// response.json and the streamed events use, at a fraction of the cost:
+// TestWireShapes checks that both encode alike.
+
+// responseWire is a response as JSON answers (not events) carry it.
+type responseWire struct {
+	AgentReference     json.RawMessage `json:"agent_reference"`
+	Background         bool            `json:"background"`
+	CompletedAt        *int64          `json:"completed_at,omitempty"`
+	Conversation       *idWire         `json:"conversation"`
+	CreatedAt          int64           `json:"created_at"`
+	Error              *errorWire      `json:"error"`
+	ID                 string          `json:"id"`
+	IncompleteDetails  *struct{}       `json:"incomplete_details"`
+	Instructions       *string         `json:"instructions"`
+	Metadata           struct{}        `json:"metadata"`
+	Model              string          `json:"model"`
+	Object             string          `json:"object"`
+	Output             []*item         `json:"output"`
+	ParallelToolCalls  bool            `json:"parallel_tool_calls"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+	Status             string          `json:"status"`
+	Store              bool            `json:"store"`
+	Temperature        float64         `json:"temperature"`
+	Text               textWire        `json:"text"`
+	ToolChoice         string          `json:"tool_choice"`
+	Tools              []struct{}      `json:"tools"`
+	TopP               float64         `json:"top_p"`
+	Truncation         string          `json:"truncation"`
+	Usage              usageWire       `json:"usage"`
+}
+
+type idWire struct {
+	ID string `json:"id"`
+}
+
+type errorWire struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type textWire struct {
+	Format struct {
+		Type string `json:"type"`
+	} `json:"format"`
+}
+
+type usageWire struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int `json:"total_tokens"`
+}
+
+// wire returns r as JSON answers carry it: what r.json() encodes to.
+func (r *response) wire() *responseWire {
+	w := &responseWire{
+		ID: r.id, CreatedAt: r.created, Model: r.model, Object: "response", Output: r.output,
+		ParallelToolCalls: true, Status: r.status, Store: true, Temperature: 1, ToolChoice: "auto",
+		Tools: []struct{}{}, TopP: 1, Truncation: "disabled",
+		Usage: usageWire{InputTokens: UsageInputTokens, OutputTokens: UsageOutputTokens, TotalTokens: UsageInputTokens + UsageOutputTokens},
+	}
+	w.Text.Format.Type = "text"
+	if w.Output == nil {
+		w.Output = []*item{}
+	}
+	if r.status == "failed" {
+		w.Error = &errorWire{Code: r.errCode, Message: r.errMessage}
+	}
+	if r.conversation != "" {
+		w.Conversation = &idWire{ID: r.conversation}
+	}
+	if r.previous != "" {
+		w.PreviousResponseID = &r.previous
+	}
+	if len(r.agentRef) > 0 {
+		w.AgentReference = r.agentRef
+	}
+	if r.instructions != "" {
+		w.Instructions = &r.instructions
+	}
+	if r.status == "completed" {
+		w.CompletedAt = &r.created
+	}
+	return w
+}
+
+// itemWire is an item's JSON (see item.MarshalJSON).
+type itemWire struct {
+	Arguments  *string          `json:"arguments,omitempty"`
+	CallID     *string          `json:"call_id,omitempty"`
+	Content    []contentWire    `json:"content,omitempty"`
+	ID         string           `json:"id"`
+	Name       *string          `json:"name,omitempty"`
+	Output     *json.RawMessage `json:"output,omitempty"`
+	ResponseID string           `json:"response_id,omitempty"`
+	Role       *string          `json:"role,omitempty"`
+	Status     string           `json:"status,omitempty"`
+	Summary    *[]struct{}      `json:"summary,omitempty"`
+	Type       string           `json:"type"`
+}
+
+type contentWire struct {
+	Annotations *[]struct{} `json:"annotations,omitempty"`
+	Logprobs    *[]struct{} `json:"logprobs,omitempty"`
+	Text        string      `json:"text"`
+	Type        string      `json:"type"`
+}
+
+// MarshalJSON writes the OpenAI item shape of the item's type.
+func (it *item) MarshalJSON() ([]byte, error) {
+	w := itemWire{ID: it.ID, ResponseID: it.ResponseID, Status: it.Status, Type: it.Type}
+	switch it.Type {
+	case "message":
+		w.Role = &it.Role
+		if it.Role == "assistant" {
+			empty := []struct{}{}
+			w.Content = []contentWire{{Annotations: &empty, Logprobs: &empty, Text: it.Text, Type: "output_text"}}
+		} else {
+			w.Content = []contentWire{{Text: it.Text, Type: "input_text"}}
+		}
+	case "function_call":
+		w.CallID, w.Name, w.Arguments = &it.CallID, &it.Name, &it.Arguments
+	case "function_call_output":
+		w.CallID, w.Output = &it.CallID, &it.Output
+	case "reasoning":
+		w.Summary = &[]struct{}{}
+	}
+	return json.Marshal(w)
+}

@@ -263,6 +263,7 @@ func (b *Backend) await(ctx context.Context, st *thread) (*core.Step, error) {
 			continue
 		}
 		step, err := b.handle(ctx, st, ev)
+		release(ev)
 		if err != nil || step != nil {
 			return step, err
 		}
@@ -292,7 +293,7 @@ func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*core.Step
 // handle applies one event to the thread and returns the step it completes,
 // if any. The event stream hands over only the types listed in handled
 // (thread.go): a new case here needs its type there.
-func (b *Backend) handle(ctx context.Context, st *thread, ev oai.AgentSessionEventUnion) (*core.Step, error) {
+func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEventUnion) (*core.Step, error) {
 	if !st.accept(ev.EventID) {
 		return nil, nil
 	}
@@ -307,7 +308,7 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev oai.AgentSessionEve
 			st.beginTurn(ev.TurnID)
 		}
 	case "agent.session.turn.item.done":
-		it := ev.Item
+		it := &ev.Item
 		if st.turn != "" && it.TurnID == st.turn && it.Type == "message" && it.Role == "assistant" && it.Status == "completed" && it.Phase != "commentary" {
 			st.msgs[ev.OutputIndex] = messageText(ev)
 		}
@@ -355,7 +356,7 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev oai.AgentSessionEve
 
 // newRootTurn reports whether the event is about a root turn (not a
 // subagent's) that is not the session's previous turn.
-func (b *Backend) newRootTurn(st *thread, ev oai.AgentSessionEventUnion) bool {
+func (b *Backend) newRootTurn(st *thread, ev *oai.AgentSessionEventUnion) bool {
 	return ev.TurnID != "" && ev.Turn.SubagentID == "" && (!st.lastKnown || ev.TurnID != st.lastTurn)
 }
 
@@ -528,7 +529,7 @@ func (b *Backend) turnText(ctx context.Context, session, turn string) (string, e
 }
 
 // messageText returns the output text of a turn.item.done message event.
-func messageText(ev oai.AgentSessionEventUnion) string {
+func messageText(ev *oai.AgentSessionEventUnion) string {
 	var e struct {
 		Item oai.AgentSessionMessage `json:"item"`
 	}

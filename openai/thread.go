@@ -134,7 +134,7 @@ func (st *thread) closeStream() {
 // own, so that a wait for the next event can end with the caller's context
 // while the stream itself lives on (its context is the backend's).
 type eventStream struct {
-	events chan oai.AgentSessionEventUnion
+	events chan *oai.AgentSessionEventUnion
 	done   chan struct{} // closed when the reader stops; err is then set
 	err    error
 	stop   chan struct{}
@@ -165,9 +165,7 @@ func (b *Backend) openStream(ctx context.Context, open func(ctx context.Context)
 		return nil, err
 	}
 	es := &eventStream{
-		// Unbuffered: an event is a large value (about 8 KB), and a
-		// buffer of them would be held by every stream in flight.
-		events: make(chan oai.AgentSessionEventUnion),
+		events: make(chan *oai.AgentSessionEventUnion, 4),
 		done:   make(chan struct{}),
 		stop:   make(chan struct{}),
 		cancel: func() { cancel(); stopLife() },
@@ -180,11 +178,14 @@ func (es *eventStream) read(s *ssestream.Stream[oai.AgentSessionEventUnion]) {
 	defer close(es.done)
 	defer s.Close()
 	for s.Next() {
-		if !handled[s.Current().Type] {
+		ev := eventPool.Get().(*oai.AgentSessionEventUnion)
+		*ev = s.Current()
+		if !handled[ev.Type] {
+			eventPool.Put(ev)
 			continue
 		}
 		select {
-		case es.events <- s.Current():
+		case es.events <- ev:
 		case <-es.stop:
 			es.err = context.Canceled
 			return
@@ -211,22 +212,32 @@ var handled = map[string]bool{
 	"agent.session.failed":           true,
 }
 
+// eventPool recycles events. An event is a large value (about 8 KB): the
+// reader hands each over by pointer, and the consumer gives it back with
+// release once it has read what it needs (handle keeps no pointer into
+// the struct itself; the slices and strings it keeps are the decoder's
+// fresh ones).
+var eventPool = sync.Pool{New: func() any { return new(oai.AgentSessionEventUnion) }}
+
+// release gives an event that next returned back to the pool.
+func release(ev *oai.AgentSessionEventUnion) { eventPool.Put(ev) }
+
 // next returns the next event. When the stream has ended it returns an
 // error wrapping the reason (io.EOF for a clean end); when ctx ends, ctx's
 // error.
-func (es *eventStream) next(ctx context.Context) (oai.AgentSessionEventUnion, error) {
+func (es *eventStream) next(ctx context.Context) (*oai.AgentSessionEventUnion, error) {
 	select {
 	case ev := <-es.events:
 		return ev, nil
 	case <-ctx.Done():
-		return oai.AgentSessionEventUnion{}, ctx.Err()
+		return nil, ctx.Err()
 	case <-es.done:
 		select {
 		case ev := <-es.events:
 			return ev, nil
 		default:
 		}
-		return oai.AgentSessionEventUnion{}, &streamEnd{err: es.err}
+		return nil, &streamEnd{err: es.err}
 	}
 }
 

@@ -473,31 +473,42 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (ToolResult, error)
 // keepLease renews the claim on key while a handler runs; the returned
 // function stops it.
 func (r *Runner) keepLease(key JournalKey) (stop func()) {
-	var mu sync.Mutex
-	stopped := false
-	var t *time.Timer
-	every := r.opts.Lease / 3
-	renew := func() {}
-	renew = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		defer cancel()
-		if err := r.opts.Journal.Renew(ctx, key, r.opts.Owner, r.opts.Lease); err != nil {
-			r.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", key.Call, "error", err)
-		}
-		t = time.AfterFunc(every, renew)
+	l := &lease{r: r, key: key}
+	l.mu.Lock()
+	l.t = time.AfterFunc(r.opts.Lease/3, l.renew)
+	l.mu.Unlock()
+	return l.stop
+}
+
+// A lease renews a claim every third of the lease until stopped.
+type lease struct {
+	r       *Runner
+	key     JournalKey
+	mu      sync.Mutex
+	stopped bool
+	t       *time.Timer
+}
+
+func (l *lease) renew() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
 	}
-	t = time.AfterFunc(every, renew)
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		t.Stop()
+	every := l.r.opts.Lease / 3
+	ctx, cancel := context.WithTimeout(context.Background(), every)
+	defer cancel()
+	if err := l.r.opts.Journal.Renew(ctx, l.key, l.r.opts.Owner, l.r.opts.Lease); err != nil {
+		l.r.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", l.key.Call, "error", err)
 	}
+	l.t = time.AfterFunc(every, l.renew)
+}
+
+func (l *lease) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	l.t.Stop()
 }
 
 func (r *Runner) journalError(ctx context.Context, err error) error {

@@ -71,13 +71,15 @@ func authPolicy(o *Options, endpoint *url.URL) (policy.Policy, error) {
 }
 
 // newPipeline returns an azcore pipeline that authenticates with auth and
-// sends with client. retries < 0 disables azcore's retries (openai-go
-// retries its own requests).
+// sends with client. retries < 0 disables azcore's retries and its
+// telemetry (User-Agent) policy: that pipeline carries openai-go's
+// requests, which openai-go retries and labels itself.
 func newPipeline(auth policy.Policy, client *http.Client, retries int32) runtime.Pipeline {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	co := &policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: retries}, Transport: sender{client}}
+	co.Telemetry.Disabled = retries < 0
 	var perRetry []policy.Policy
 	if auth != nil {
 		perRetry = append(perRetry, auth)

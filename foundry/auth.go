@@ -2,6 +2,7 @@ package foundry
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"io"
 	"net/http"
@@ -78,7 +79,14 @@ func newPipeline(auth policy.Policy, client *http.Client, retries int32) runtime
 	if client == nil {
 		client = http.DefaultClient
 	}
-	co := &policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: retries}, Transport: sender{client}}
+	send := sender{c: client}
+	if retries < 0 {
+		// openai-go's own http.Client (redirects, timeouts) carries these
+		// requests to the pipeline: sending them through another
+		// http.Client would do that work twice.
+		send = sender{rt: cmp.Or[http.RoundTripper](client.Transport, http.DefaultTransport)}
+	}
+	co := &policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: retries}, Transport: send}
 	co.Telemetry.Disabled = retries < 0
 	var perRetry []policy.Policy
 	if auth != nil {
@@ -87,12 +95,16 @@ func newPipeline(auth policy.Policy, client *http.Client, retries int32) runtime
 	return runtime.NewPipeline(module, version, runtime.PipelineOptions{PerRetry: perRetry}, co)
 }
 
-// sender is a pipeline's transport: it sends with an http.Client, handing
-// net/http a request's body as an in-memory reader. net/http writes the
-// headers of a request whose body is of another type (as azcore's are) in
-// a write of their own before the body; this way a request goes out in
-// one write, and the server reads it in one.
-type sender struct{ c *http.Client }
+// sender is a pipeline's transport: it sends with an http.Client (or, when
+// rt is set, with that RoundTripper), handing net/http a request's body as
+// an in-memory reader. net/http writes the headers of a request whose body
+// is of another type (as azcore's are) in a write of their own before the
+// body; this way a request goes out in one write, and the server reads it
+// in one.
+type sender struct {
+	c  *http.Client
+	rt http.RoundTripper
+}
 
 // maxInMemoryBody bounds the bodies sender reads into memory first.
 const maxInMemoryBody = 1 << 20
@@ -105,6 +117,9 @@ func (s sender) Do(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		r.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	if s.rt != nil {
+		return s.rt.RoundTrip(r)
 	}
 	return s.c.Do(r)
 }

@@ -130,22 +130,22 @@ func (st *thread) closeStream() {
 	}
 }
 
-// eventStream reads an SSE stream of session events in a goroutine of its
-// own, so that a wait for the next event can end with the caller's context
-// while the stream itself lives on (its context is the backend's).
+// eventStream is an SSE stream of session events, read by the goroutine
+// that waits for the next event. Its request's context is the backend's,
+// not the call's that opened it: a call whose context ends while it waits
+// ends the stream (the caller then closes it, and the next call subscribes
+// again).
 type eventStream struct {
-	events chan *oai.AgentSessionEventUnion
-	done   chan struct{} // closed when the reader stops; err is then set
-	err    error
-	stop   chan struct{}
+	s      *ssestream.Stream[oai.AgentSessionEventUnion]
+	cancel func() // cancels the stream's request
+	err    error  // why the stream ended, once it has
 	once   sync.Once
-	cancel func()
 }
 
 // openStream opens an event stream with open, which starts the request.
 // The request is canceled if ctx ends before the response headers arrive;
-// after that the stream lasts until it is closed, the backend is closed, or
-// the connection ends.
+// after that the stream lasts until it is closed, the backend is closed,
+// the connection ends, or a wait for its next event is canceled.
 func (b *Backend) openStream(ctx context.Context, open func(ctx context.Context) *ssestream.Stream[oai.AgentSessionEventUnion]) (*eventStream, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stopLife := context.AfterFunc(b.life, cancel)
@@ -164,41 +164,11 @@ func (b *Backend) openStream(ctx context.Context, open func(ctx context.Context)
 		}
 		return nil, err
 	}
-	es := &eventStream{
-		events: make(chan *oai.AgentSessionEventUnion, 4),
-		done:   make(chan struct{}),
-		stop:   make(chan struct{}),
-		cancel: func() { cancel(); stopLife() },
-	}
-	go es.read(s)
-	return es, nil
+	return &eventStream{s: s, cancel: func() { cancel(); stopLife() }}, nil
 }
 
-func (es *eventStream) read(s *ssestream.Stream[oai.AgentSessionEventUnion]) {
-	defer close(es.done)
-	defer s.Close()
-	for s.Next() {
-		ev := eventPool.Get().(*oai.AgentSessionEventUnion)
-		*ev = s.Current()
-		if !handled[ev.Type] {
-			eventPool.Put(ev)
-			continue
-		}
-		select {
-		case es.events <- ev:
-		case <-es.stop:
-			es.err = context.Canceled
-			return
-		}
-	}
-	es.err = s.Err()
-	if es.err == nil {
-		es.err = io.EOF
-	}
-}
-
-// handled lists the event types Backend.handle acts on; the reader drops
-// the others (deltas, added items, progress) rather than hand them over.
+// handled lists the event types Backend.handle acts on; next skips the
+// others (deltas, added items, progress).
 var handled = map[string]bool{
 	"agent.session.created":          true,
 	"agent.session.turn.created":     true,
@@ -212,39 +182,48 @@ var handled = map[string]bool{
 	"agent.session.failed":           true,
 }
 
-// eventPool recycles events. An event is a large value (about 8 KB): the
-// reader hands each over by pointer, and the consumer gives it back with
-// release once it has read what it needs (handle keeps no pointer into
-// the struct itself; the slices and strings it keeps are the decoder's
-// fresh ones).
+// eventPool recycles events. An event is a large value (about 8 KB): next
+// hands each over by pointer, and the caller gives it back with release
+// once it has read what it needs (handle keeps no pointer into the struct
+// itself; the slices and strings it keeps are the decoder's fresh ones).
 var eventPool = sync.Pool{New: func() any { return new(oai.AgentSessionEventUnion) }}
 
 // release gives an event that next returned back to the pool.
 func release(ev *oai.AgentSessionEventUnion) { eventPool.Put(ev) }
 
-// next returns the next event. When the stream has ended it returns an
-// error wrapping the reason (io.EOF for a clean end); when ctx ends, ctx's
-// error.
+// next returns the next event of a type in handled. When the stream has
+// ended it returns an error wrapping the reason (io.EOF for a clean end);
+// when ctx ends, ctx's error, and the stream is over.
 func (es *eventStream) next(ctx context.Context) (*oai.AgentSessionEventUnion, error) {
-	select {
-	case ev := <-es.events:
-		return ev, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-es.done:
-		select {
-		case ev := <-es.events:
-			return ev, nil
-		default:
-		}
+	if es.err != nil {
 		return nil, &streamEnd{err: es.err}
 	}
+	stop := context.AfterFunc(ctx, es.cancel)
+	defer stop()
+	for es.s.Next() {
+		ev := eventPool.Get().(*oai.AgentSessionEventUnion)
+		*ev = es.s.Current()
+		if handled[ev.Type] {
+			return ev, nil
+		}
+		release(ev)
+	}
+	es.err = es.s.Err()
+	if es.err == nil {
+		es.err = io.EOF
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, &streamEnd{err: es.err}
 }
 
+// close ends the stream; it may be called while another goroutine waits
+// in next, which then returns.
 func (es *eventStream) close() {
 	es.once.Do(func() {
-		close(es.stop)
 		es.cancel()
+		_ = es.s.Close()
 	})
 }
 

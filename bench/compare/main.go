@@ -5,8 +5,12 @@
 //	go run ./bench/compare
 //	go run ./bench/compare -count 5 -out bench.txt   # more runs; keep the raw output for benchstat
 //
-// Each measure runs as its own `go test -bench` with a benchtime suited
-// to it; figures are medians over -count runs. The PostgreSQL measures
+// compare builds the benchmarks' test binary once, then runs it in
+// rounds: each round runs every measure once, with a benchtime suited to
+// it, so that the runs of a measure are spread over the session and a
+// slow spell of the machine falls on all of them alike. Within a run, the
+// baselines and toolrelay are measured one right after the other. Figures
+// are medians over the -count rounds. The PostgreSQL measures
 // need TOOLRELAY_TEST_POSTGRES (a database URL) and are skipped without
 // it. compare exits non-zero only when a benchmark fails to run: whether
 // a ratio is good enough is for people to judge, not for this program.
@@ -15,6 +19,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"log"
 	"os"
@@ -22,7 +27,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -35,7 +39,7 @@ type measure struct {
 }
 
 var measures = []measure{
-	{"P1", "^BenchmarkStep$", "2000x", reportStep},
+	{"P1", "^BenchmarkStep$", "1000x", reportStep},
 	{"P2", "^BenchmarkParallel$", "10x", reportParallel},
 	{"P3", "^BenchmarkScale$", "2x", reportScale},
 	{"P4", "^BenchmarkJournal$", "500x", reportJournal},
@@ -45,7 +49,7 @@ var measures = []measure{
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("compare: ")
-	count := flag.Int("count", 3, "runs of each benchmark (figures are medians)")
+	count := flag.Int("count", 3, "rounds: runs of each benchmark (figures are medians)")
 	only := flag.String("only", "", "run only these measures, comma-separated (e.g. P1,P3)")
 	out := flag.String("out", "", "also append the benchmarks' raw output to this file (for benchstat)")
 	flag.Parse()
@@ -58,34 +62,60 @@ func main() {
 		defer f.Close()
 		raw = f
 	}
-	failed := false
+	var todo []measure
 	for _, m := range measures {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), m.id) {
-			continue
+		if *only == "" || slices.Contains(strings.Split(*only, ","), m.id) {
+			todo = append(todo, m)
 		}
-		text, err := run(m, *count)
-		raw.Write(text)
-		if err != nil {
-			log.Printf("%s: %v\n%s", m.id, err, text)
-			failed = true
-			continue
-		}
-		m.report(os.Stdout, parse(text))
 	}
-	if failed {
-		os.Exit(1)
+	bin, cleanup, err := build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cleanup()
+	outputs := make([][]byte, len(todo))
+	for round := range *count {
+		for i, m := range todo {
+			text, err := run(bin, m)
+			raw.Write(text)
+			if err != nil {
+				cleanup()
+				log.Fatalf("%s (round %d): %v\n%s", m.id, round+1, err, text)
+			}
+			outputs[i] = append(outputs[i], text...)
+		}
+	}
+	for i, m := range todo {
+		m.report(os.Stdout, parse(outputs[i]))
 	}
 }
 
-// run runs one measure's benchmarks and returns their output.
-func run(m measure, count int) ([]byte, error) {
+// build compiles the benchmarks' test binary into a temporary directory.
+func build() (bin string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "toolrelay-compare-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
 	gotool := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gotool); err != nil {
 		gotool = "go"
 	}
-	cmd := exec.Command(gotool, "test", "-run", "^$", "-bench", m.bench, "-benchmem",
-		"-benchtime", m.benchtime, "-count", strconv.Itoa(count), "-timeout", "30m", "./bench")
+	bin = filepath.Join(dir, "bench.test")
+	cmd := exec.Command(gotool, "test", "-c", "-o", bin, "./bench")
 	cmd.Dir = moduleRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("go test -c ./bench: %v\n%s", err, out)
+	}
+	return bin, cleanup, nil
+}
+
+// run runs one measure's benchmarks once and returns their output.
+func run(bin string, m measure) ([]byte, error) {
+	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", m.bench, "-test.benchmem",
+		"-test.benchtime", m.benchtime, "-test.count", "1", "-test.timeout", "30m")
+	cmd.Dir = filepath.Join(moduleRoot(), "bench")
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"testing"
 
 	oai "github.com/openai/openai-go/v3"
@@ -84,6 +85,9 @@ func certPool(tb testing.TB, pem []byte) *x509.CertPool {
 const (
 	childFake   = "TOOLRELAY_BENCH_FAKE"
 	childScript = "TOOLRELAY_BENCH_SCRIPT"
+	// childProfile, if set in the benchmarks' environment, makes every
+	// child fake write a CPU profile of itself to <value>.<backend>.cpu.
+	childProfile = "TOOLRELAY_BENCH_PROF"
 )
 
 func TestMain(m *testing.M) {
@@ -119,6 +123,17 @@ func serveChild(backend, scriptPath string) error {
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(hello); err != nil {
 		return err
+	}
+	if prefix := os.Getenv(childProfile); prefix != "" {
+		f, err := os.Create(prefix + "." + backend + ".cpu")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	io.Copy(io.Discard, os.Stdin)
 	return nil

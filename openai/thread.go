@@ -51,7 +51,7 @@ type thread struct {
 }
 
 func newThread(id string) *thread {
-	return &thread{id: id, seen: map[string]bool{}, msgs: map[int64]string{}, sent: map[callKey]bool{}}
+	return &thread{id: id, msgs: map[int64]string{}, sent: map[callKey]bool{}}
 }
 
 // accept reports whether an event is new, remembering its id. Events
@@ -62,6 +62,9 @@ func (st *thread) accept(id string) bool {
 		return true
 	case st.seen[id]:
 		return false
+	}
+	if st.seen == nil {
+		st.seen = map[string]bool{}
 	}
 	if len(st.order) >= seenLimit {
 		delete(st.seen, st.order[0])
@@ -110,6 +113,10 @@ func (st *thread) endTurn() {
 	st.usage = core.Usage{}
 	clear(st.msgs)
 	clear(st.sent)
+	// The ids of the turn's events are not needed once it is over (the
+	// events of a past turn are told apart by its turn id): let a thread
+	// that waits for its next input hold no more than its ids.
+	st.seen, st.order = nil, nil
 	st.closeStream()
 }
 

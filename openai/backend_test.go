@@ -323,6 +323,32 @@ func TestDuplicateEvents(t *testing.T) {
 	h.checkOnce()
 }
 
+// TestDuplicateEventsSecondTurn: with every event twice, a second turn on
+// the same session runs each call once too, and a session between turns
+// holds no event ids (they belong to a turn that is over).
+func TestDuplicateEventsSecondTurn(t *testing.T) {
+	turn := coretest.Turn{Steps: []coretest.Step{calls(call("get_customer", `{"customer_id":"123"}`)), text(`{{output "get_customer"}}`)}}
+	h := start(t, setup{
+		script: &coretest.Script{Turns: []coretest.Turn{turn, turn}},
+		server: &openaitest.Options{DuplicateEvents: true},
+	})
+	thread := ""
+	for i := range 2 {
+		res, err := h.runner.Run(t.Context(), "customer 123?", &core.RunOptions{Thread: thread})
+		if err != nil {
+			t.Fatalf("turn %d: %v", i+1, err)
+		}
+		if res.Text != customer123 {
+			t.Errorf("turn %d: answer %q, want %q", i+1, res.Text, customer123)
+		}
+		thread = res.Thread
+		if n := h.backend.SeenEvents(thread); n != 0 {
+			t.Errorf("after turn %d the session holds %d event ids, want 0", i+1, n)
+		}
+	}
+	h.checkOnce()
+}
+
 // TestPolling runs a turn without any event stream.
 func TestPolling(t *testing.T) {
 	h := start(t, setup{

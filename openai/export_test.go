@@ -9,3 +9,14 @@ func SetUnknownCallDelays(d []time.Duration) (restore func()) {
 	unknownCallDelays = d
 	return func() { unknownCallDelays = old }
 }
+
+// SeenEvents returns how many event ids the backend remembers for a session.
+func (b *Backend) SeenEvents(session string) int {
+	b.mu.Lock()
+	st := b.threads[session]
+	b.mu.Unlock()
+	if st == nil {
+		return 0
+	}
+	return len(st.order)
+}

@@ -40,7 +40,7 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 		defer s.mu.Unlock()
 		sess := s.sessions[id]
 		if sess == nil {
-			return errorReply(http.StatusNotFound, "invalid_request_error", "resource_not_found", "No session found with id '"+id+"'.")
+			return noSession(id)
 		}
 		// Check.
 		answered := map[*pendingCall]bool{}

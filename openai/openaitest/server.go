@@ -526,6 +526,17 @@ func errorReply(status int, typ, code, msg string) reply {
 	return reply{status: status, body: errorBody(typ, code, msg)}
 }
 
+// noSession is the service's answer to a request naming an unknown
+// session; writeNoSession writes it.
+func noSession(id string) reply {
+	return errorReply(http.StatusNotFound, "invalid_request_error", "resource_not_found", "No session found with id '"+id+"'.")
+}
+
+func writeNoSession(w http.ResponseWriter, id string) {
+	r := noSession(id)
+	writeJSON(w, r.status, r.body)
+}
+
 func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
 	b, _ := json.Marshal(errorBody(typ, code, msg))
 	writeRaw(w, status, "application/json", b)

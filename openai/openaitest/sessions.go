@@ -184,7 +184,7 @@ func (s *Server) getSession(w http.ResponseWriter, id string) {
 	}
 	s.mu.Unlock()
 	if sess == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_not_found", "No session found with id '"+id+"'.")
+		writeNoSession(w, id)
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
@@ -199,7 +199,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, id string) {
 	}
 	s.mu.Unlock()
 	if sess == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_not_found", "No session found with id '"+id+"'.")
+		writeNoSession(w, id)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true, "object": "agent.session.deleted"})
@@ -267,7 +267,7 @@ func (s *Server) getTurn(w http.ResponseWriter, id, turnID string) {
 	defer s.mu.Unlock()
 	sess := s.sessions[id]
 	if sess == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_not_found", "No session found with id '"+id+"'.")
+		writeNoSession(w, id)
 		return
 	}
 	t := sess.turn(turnID)
@@ -283,7 +283,7 @@ func (s *Server) listTurns(w http.ResponseWriter, r *http.Request, id string) {
 	defer s.mu.Unlock()
 	sess := s.sessions[id]
 	if sess == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_not_found", "No session found with id '"+id+"'.")
+		writeNoSession(w, id)
 		return
 	}
 	all := make([]entry, len(sess.turns))
@@ -305,7 +305,7 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request, id, turnID st
 	defer s.mu.Unlock()
 	sess := s.sessions[id]
 	if sess == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_not_found", "No session found with id '"+id+"'.")
+		writeNoSession(w, id)
 		return
 	}
 	items := sess.items

@@ -104,7 +104,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, id string, f 
 	sess := s.sessions[id]
 	if sess == nil {
 		s.mu.Unlock()
-		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_not_found", "No session found with id '"+id+"'.")
+		writeNoSession(w, id)
 		return
 	}
 	sub := s.newSubscriber(f)

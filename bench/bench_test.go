@@ -23,8 +23,8 @@ import (
 const postgresEnv = "TOOLRELAY_TEST_POSTGRES"
 
 // A client is one of the clients compared: "raw", "helper" or
-// "toolrelay", the last with a journal named by URL ("" for the default,
-// in memory).
+// "toolrelay", the last with a journal: "sqlite", "postgres" or "" (the
+// default, in memory).
 type client struct {
 	name    string
 	journal string

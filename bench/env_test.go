@@ -30,8 +30,8 @@ import (
 // backends are the services every measure runs on.
 var backends = []string{"openai", "foundry"}
 
-// A fake is a fake service the benchmarks talk to: in this process, or
-// in a child process (so that its memory and CPU are not the client's).
+// A fake is a fake service the benchmarks talk to, served by a child
+// process (so that its memory and CPU are not the client's).
 type fake struct {
 	backend string
 	url     string // openai: the base URL; foundry: the project endpoint
@@ -52,23 +52,6 @@ func transport(roots *x509.CertPool) *http.Transport {
 		t.TLSClientConfig = &tls.Config{RootCAs: roots}
 	}
 	return t
-}
-
-// startFake starts a fake of backend playing script in this process.
-func startFake(tb testing.TB, backend string, script *coretest.Script) *fake {
-	tb.Helper()
-	switch backend {
-	case "openai":
-		srv := openaitest.NewServer(script, &openaitest.Options{APIKey: token})
-		tb.Cleanup(srv.Close)
-		return &fake{backend: backend, url: srv.URL, client: &http.Client{Transport: transport(nil)}}
-	case "foundry":
-		srv := foundrytest.NewServer(script, &foundrytest.Options{Token: token})
-		tb.Cleanup(srv.Close)
-		return &fake{backend: backend, url: srv.ProjectEndpoint(), client: &http.Client{Transport: transport(certPool(tb, srv.CertificatePEM()))}}
-	}
-	tb.Fatalf("no backend %q", backend)
-	return nil
 }
 
 func certPool(tb testing.TB, pem []byte) *x509.CertPool {

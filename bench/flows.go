@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core"
@@ -44,6 +43,11 @@ func Sleep(d time.Duration) Hold {
 	}
 }
 
+// record is the record "lookup" returns for id.
+func record(id string) Record {
+	return Record{ID: id, Name: "record " + id, Score: len(id)}
+}
+
 // Lookup returns the tool "lookup", which runs hold (if not nil) and
 // returns a record, and the same function as the baselines call it: its
 // arguments decoded with encoding/json, its output encoded with it,
@@ -55,7 +59,7 @@ func Lookup(hold Hold) (*core.Toolbox, map[string]Func) {
 				return Record{}, err
 			}
 		}
-		return Record{ID: in.ID, Name: "record " + in.ID, Score: len(in.ID)}, nil
+		return record(in.ID), nil
 	}
 	tool, err := core.NewTool("lookup", "Look up a record by ID.", fn, nil)
 	if err != nil {
@@ -104,8 +108,7 @@ func Script(turns, steps, calls int) *coretest.Script {
 // Answer is the answer every turn of a [Script] of steps steps and calls
 // calls per step ends with.
 func Answer(steps, calls int) string {
-	id := fmt.Sprintf("r-%d-%d", steps-1, calls-1)
-	b, _ := json.Marshal(Record{ID: id, Name: "record " + id, Score: len(id)})
+	b, _ := json.Marshal(record(fmt.Sprintf("r-%d-%d", steps-1, calls-1)))
 	return "done: " + string(b)
 }
 
@@ -121,5 +124,5 @@ func truncate(s string) string {
 	if len(s) > 80 {
 		return s[:80] + "…"
 	}
-	return strings.TrimSpace(s)
+	return s
 }

@@ -68,7 +68,8 @@ func main() {
 			todo = append(todo, m)
 		}
 	}
-	bin, cleanup, err := build()
+	root := moduleRoot()
+	bin, cleanup, err := build(root)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func main() {
 	outputs := make([][]byte, len(todo))
 	for round := range *count {
 		for i, m := range todo {
-			text, err := run(bin, m)
+			text, err := run(bin, filepath.Join(root, "bench"), m)
 			raw.Write(text)
 			if err != nil {
 				cleanup()
@@ -90,8 +91,9 @@ func main() {
 	}
 }
 
-// build compiles the benchmarks' test binary into a temporary directory.
-func build() (bin string, cleanup func(), err error) {
+// build compiles the benchmarks' test binary of the module at root into a
+// temporary directory.
+func build(root string) (bin string, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "toolrelay-compare-")
 	if err != nil {
 		return "", nil, err
@@ -103,7 +105,7 @@ func build() (bin string, cleanup func(), err error) {
 	}
 	bin = filepath.Join(dir, "bench.test")
 	cmd := exec.Command(gotool, "test", "-c", "-o", bin, "./bench")
-	cmd.Dir = moduleRoot()
+	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("go test -c ./bench: %v\n%s", err, out)
@@ -111,11 +113,12 @@ func build() (bin string, cleanup func(), err error) {
 	return bin, cleanup, nil
 }
 
-// run runs one measure's benchmarks once and returns their output.
-func run(bin string, m measure) ([]byte, error) {
+// run runs one measure's benchmarks once, in dir, and returns their
+// output.
+func run(bin, dir string, m measure) ([]byte, error) {
 	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", m.bench, "-test.benchmem",
 		"-test.benchtime", m.benchtime, "-test.count", "1", "-test.timeout", "30m")
-	cmd.Dir = filepath.Join(moduleRoot(), "bench")
+	cmd.Dir = dir
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()

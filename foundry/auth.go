@@ -72,22 +72,21 @@ func authPolicy(o *Options, endpoint *url.URL) (policy.Policy, error) {
 }
 
 // newPipeline returns an azcore pipeline that authenticates with auth and
-// sends with client. retries < 0 disables azcore's retries and its
-// telemetry (User-Agent) policy: that pipeline carries openai-go's
-// requests, which openai-go retries and labels itself.
-func newPipeline(auth policy.Policy, client *http.Client, retries int32) runtime.Pipeline {
+// sends with client. The pipeline for openai-go's requests (forOpenAI)
+// has neither retries nor the telemetry (User-Agent) policy, as openai-go
+// retries and labels its requests itself, and hands them to client's
+// transport: openai-go's own http.Client (redirects, timeouts) already
+// carries them, and another http.Client would do that work twice.
+func newPipeline(auth policy.Policy, client *http.Client, forOpenAI bool) runtime.Pipeline {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	send := sender{c: client}
-	if retries < 0 {
-		// openai-go's own http.Client (redirects, timeouts) carries these
-		// requests to the pipeline: sending them through another
-		// http.Client would do that work twice.
-		send = sender{rt: cmp.Or[http.RoundTripper](client.Transport, http.DefaultTransport)}
+	co := &policy.ClientOptions{Transport: sender{c: client}}
+	if forOpenAI {
+		co.Retry.MaxRetries = -1
+		co.Telemetry.Disabled = true
+		co.Transport = sender{rt: cmp.Or[http.RoundTripper](client.Transport, http.DefaultTransport)}
 	}
-	co := &policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: retries}, Transport: send}
-	co.Telemetry.Disabled = retries < 0
 	var perRetry []policy.Policy
 	if auth != nil {
 		perRetry = append(perRetry, auth)

@@ -108,11 +108,11 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		stream: o.Stream,
 		keep:   o.Keep,
 		logger: loggerOr(o.Logger),
-		agents: &agentsClient{endpoint: ep, pl: newPipeline(auth, o.HTTPClient, 0)},
+		agents: &agentsClient{endpoint: ep, pl: newPipeline(auth, o.HTTPClient, false)},
 	}
 	// One authentication policy on both clients: the token is fetched
 	// once and cached for both.
-	transport := pipelineTransport{pl: newPipeline(auth, o.HTTPClient, -1)}
+	transport := pipelineTransport{pl: newPipeline(auth, o.HTTPClient, true)}
 	b.client = openai.NewClient(slices.Concat([]option.RequestOption{
 		option.WithBaseURL(ep + "/openai/v1/"),
 		option.WithAPIKey(""), // never send an OPENAI_API_KEY from the environment

@@ -8,17 +8,11 @@ import (
 	"fmt"
 )
 
-// canonicalArgs normalises the arguments of a call to canonical JSON: an
-// object with sorted keys and no insignificant space. Arguments may arrive
-// as a JSON object, as a JSON string holding one (both protocols do this),
-// or empty (or null, or "") for a function without parameters.
-func canonicalArgs(raw []byte) ([]byte, error) {
-	canon, _, err := parseArgs(raw)
-	return canon, err
-}
-
-// parseArgs is canonicalArgs that also returns the object parsed, its
-// numbers as json.Number.
+// parseArgs parses the arguments of a call and returns them in canonical
+// JSON (an object with sorted keys and no insignificant space) and as the
+// object parsed, its numbers as json.Number. Arguments may arrive as a
+// JSON object, as a JSON string holding one (both protocols do this), or
+// empty (or null, or "") for a function without parameters.
 func parseArgs(raw []byte) ([]byte, map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
@@ -95,7 +89,7 @@ func jsonKind(v any) string {
 // not valid arguments). Arguments sent as an object or as a string holding
 // the same object have the same digest.
 func ArgumentsDigest(raw json.RawMessage) string {
-	c, _ := canonicalArgs(raw)
+	c, _, _ := parseArgs(raw)
 	return digestOf(raw, c)
 }
 

@@ -63,6 +63,7 @@ type Runner struct {
 	opts  Options
 
 	emitMu sync.Mutex
+	leases leases
 }
 
 // NewRunner returns a runner over b that calls the tools of tools (which
@@ -107,6 +108,7 @@ func (r *Runner) Journal() Journal { return r.opts.Journal }
 
 // Close closes the backend, then Options.Closer if set.
 func (r *Runner) Close() error {
+	r.leases.close()
 	err := r.b.Close()
 	if r.opts.Closer != nil {
 		err = errors.Join(err, r.opts.Closer.Close())
@@ -285,10 +287,19 @@ func checkResults(calls []Call, results []ToolResult) error {
 // when ctx is canceled.
 func (r *Runner) runCalls(ctx context.Context, step *Step, n int) ([]ToolResult, error) {
 	results := make([]ToolResult, len(step.Calls))
+	if len(step.Calls) == 1 && ctx.Done() == nil {
+		// Nothing can cancel the run: a lone call runs in this goroutine
+		// (handing it to another costs more than a quick call).
+		var err error
+		if results[0], err = r.runCall(ctx, &step.Calls[0], n); err != nil {
+			return nil, err
+		}
+		return results, nil
+	}
 	errs := make([]error, len(step.Calls))
-	// Handlers run in goroutines even one at a time, so that a canceled
-	// context ends the run at once, whatever a handler does. Each reports
-	// on done when it has finished.
+	// Otherwise handlers run in goroutines even one at a time, so that a
+	// canceled context ends the run at once, whatever a handler does.
+	// Each reports on done when it has finished.
 	done := make(chan struct{}, len(step.Calls))
 	var sem chan struct{}
 	if len(step.Calls) > r.opts.Concurrency {
@@ -409,12 +420,12 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult,
 // its result.
 func (r *Runner) runClaimed(ctx context.Context, c *callRun) (ToolResult, error) {
 	j := r.opts.Journal
-	stop := r.keepLease(c.key)
+	r.holdLease(c.key)
 	r.event(ctx, c, CallStarted, OK, 0, nil)
 	t0 := time.Now()
 	jr, cause := r.execute(ctx, c)
 	d := time.Since(t0)
-	stop()
+	r.dropLease(c.key)
 	if jr.Outcome == Interrupted {
 		// The run was canceled and the handler gave up: let it run again.
 		r.event(ctx, c, CallFinished, jr.Outcome, d, cause)
@@ -468,47 +479,6 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (ToolResult, error)
 	}
 	r.event(ctx, c, CallInDoubt, InDoubt, 0, errors.New("call started but not finished; not verified and not idempotent"))
 	return toResult(call, &jr, c.idem), nil
-}
-
-// keepLease renews the claim on key while a handler runs; the returned
-// function stops it.
-func (r *Runner) keepLease(key JournalKey) (stop func()) {
-	l := &lease{r: r, key: key}
-	l.mu.Lock()
-	l.t = time.AfterFunc(r.opts.Lease/3, l.renew)
-	l.mu.Unlock()
-	return l.stop
-}
-
-// A lease renews a claim every third of the lease until stopped.
-type lease struct {
-	r       *Runner
-	key     JournalKey
-	mu      sync.Mutex
-	stopped bool
-	t       *time.Timer
-}
-
-func (l *lease) renew() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopped {
-		return
-	}
-	every := l.r.opts.Lease / 3
-	ctx, cancel := context.WithTimeout(context.Background(), every)
-	defer cancel()
-	if err := l.r.opts.Journal.Renew(ctx, l.key, l.r.opts.Owner, l.r.opts.Lease); err != nil {
-		l.r.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", l.key.Call, "error", err)
-	}
-	l.t = time.AfterFunc(every, l.renew)
-}
-
-func (l *lease) stop() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.stopped = true
-	l.t.Stop()
 }
 
 func (r *Runner) journalError(ctx context.Context, err error) error {

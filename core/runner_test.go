@@ -123,39 +123,53 @@ func TestBadInput(t *testing.T) {
 			coretest.Delivered{Failed: true, Error: `tool "stuck" timed out after 1ms`}, core.TimedOut},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
-				{Calls: []coretest.Call{tt.call}},
-				{Text: `the model read: {{result 0}}`},
-			}}}}
-			var outcomes []core.Outcome
-			r, b := newRunner(t, script, tools, &core.Options{Logger: logger, OnEvent: func(e core.Event) {
-				if e.Kind == core.CallFinished {
-					outcomes = append(outcomes, e.Outcome)
+		for _, rc := range runContexts {
+			t.Run(tt.name+"/"+rc.name, func(t *testing.T) {
+				script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+					{Calls: []coretest.Call{tt.call}},
+					{Text: `the model read: {{result 0}}`},
+				}}}}
+				var outcomes []core.Outcome
+				r, b := newRunner(t, script, tools, &core.Options{Logger: logger, OnEvent: func(e core.Event) {
+					if e.Kind == core.CallFinished {
+						outcomes = append(outcomes, e.Outcome)
+					}
+				}})
+				res, err := r.Run(rc.ctx(t), "go", nil)
+				if err != nil {
+					t.Fatalf("Run: %v", err)
 				}
-			}})
-			res, err := r.Run(t.Context(), "go", nil)
-			if err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			want := tt.want
-			want.CallID, want.Name = "call_1", tt.call.Name
-			if diff := cmp.Diff([]coretest.Delivered{want}, results(b.Received())); diff != "" {
-				t.Errorf("delivered results (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff([]core.Outcome{tt.outcome}, outcomes); diff != "" {
-				t.Errorf("outcomes (-want +got):\n%s", diff)
-			}
-			if got, wantText := res.Text, "the model read: "+want.Text(); got != wantText {
-				t.Errorf("final text = %q, want %q", got, wantText)
-			}
-		})
+				want := tt.want
+				want.CallID, want.Name = "call_1", tt.call.Name
+				if diff := cmp.Diff([]coretest.Delivered{want}, results(b.Received())); diff != "" {
+					t.Errorf("delivered results (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff([]core.Outcome{tt.outcome}, outcomes); diff != "" {
+					t.Errorf("outcomes (-want +got):\n%s", diff)
+				}
+				if got, wantText := res.Text, "the model read: "+want.Text(); got != wantText {
+					t.Errorf("final text = %q, want %q", got, wantText)
+				}
+			})
+		}
 	}
 	t.Run("panic stack goes to the logger only", func(t *testing.T) {
 		if !strings.Contains(logs.String(), "panic: boom: secret state") || !strings.Contains(logs.String(), "runtime/debug.Stack") {
 			t.Errorf("logs lack the panic and its stack:\n%s", logs.String())
 		}
 	})
+}
+
+// runContexts are the two kinds of context a run may get: one that can be
+// canceled (the runner runs every call in a goroutine of its own, so that
+// canceling ends the run at once) and one that cannot (a lone call runs in
+// the run's goroutine).
+var runContexts = []struct {
+	name string
+	ctx  func(t *testing.T) context.Context
+}{
+	{"cancelable", func(t *testing.T) context.Context { return t.Context() }},
+	{"background", func(*testing.T) context.Context { return context.Background() }},
 }
 
 // TestParallelStep checks that the calls of one step run concurrently under

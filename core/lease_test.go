@@ -1,0 +1,64 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+)
+
+// TestLeaseRenewed checks that the claim on a call stays alive while its
+// handler runs for several times the lease, and that nothing is left
+// renewing once the run is over (synctest.Test waits for every goroutine
+// the run started).
+func TestLeaseRenewed(t *testing.T) {
+	const lease = 3 * time.Second
+	for _, rc := range runContexts {
+		t.Run(rc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				journal := core.NewMemoryJournal()
+				var left []time.Duration // lease left at each check
+				slow := mustTool(t)(core.NewTool("slow", "", func(ctx context.Context, _ struct{}) (string, error) {
+					call, _ := core.CallFromContext(ctx)
+					key := core.JournalKey{Backend: "coretest", Thread: call.Thread, Turn: call.Turn, Call: call.ID}
+					for range 4 {
+						time.Sleep(lease)
+						e, ok, err := journal.Get(ctx, key)
+						if err != nil || !ok || e.State != core.Started {
+							t.Errorf("the call's entry is %+v, %v, %v; want it started", e, ok, err)
+						}
+						left = append(left, e.LeaseUntil.Sub(time.Now()))
+					}
+					return "done", nil
+				}, nil))
+				script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+					{Calls: []coretest.Call{{Name: "slow", Arguments: json.RawMessage(`{}`)}}},
+					{Text: "{{result 0}}"},
+				}}}}
+				r, _ := newRunner(t, script, []*core.Tool{slow}, &core.Options{Journal: journal, Lease: lease})
+				res, err := r.Run(rc.ctx(t), "go", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Text != "done" {
+					t.Errorf("answer %q, want done", res.Text)
+				}
+				// Renewed every third of the lease, a claim always has
+				// two thirds of it left, or more; never renewed, it would
+				// have none at the first check.
+				for i, d := range left {
+					if d < 2*lease/3 || d > lease {
+						t.Errorf("check %d: %v of the lease left, want between %v and %v", i, d, 2*lease/3, lease)
+					}
+				}
+				if len(left) != 4 {
+					t.Errorf("%d checks, want 4", len(left))
+				}
+			})
+		})
+	}
+}

@@ -252,6 +252,17 @@ func (j *MemoryJournal) Prune(_ context.Context, before time.Time) (int, error) 
 	return n, nil
 }
 
+// forget deletes the submitted entries of keys.
+func (j *MemoryJournal) forget(keys []JournalKey) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, k := range keys {
+		if e := j.entries[k]; e != nil && e.State == Submitted {
+			delete(j.entries, k)
+		}
+	}
+}
+
 func (j *MemoryJournal) owned(key JournalKey, owner string) (*JournalEntry, error) {
 	e, ok := j.entries[key]
 	if !ok || e.State != Started || e.Owner != owner {

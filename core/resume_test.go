@@ -248,3 +248,54 @@ func TestInterruptedCallRunsAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnJournalForgets checks that the journal a runner makes for itself
+// forgets a run's calls once the run has its answer (it would otherwise
+// grow with every run), keeps them while the turn may be resumed, and that
+// a journal given to the runner keeps them.
+func TestOwnJournalForgets(t *testing.T) {
+	key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+	lost := errors.New("connection reset")
+	tests := []struct {
+		name    string
+		journal core.Journal // nil: the runner's own
+		fail    bool         // the submission fails, so the run has no answer
+		want    bool         // the call's entry is still there after the run
+	}{
+		{name: "own journal, answered", want: false},
+		{name: "own journal, failed mid-turn", fail: true, want: true},
+		{name: "journal given", journal: core.NewMemoryJournal(), want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tool, runs := counter(t, nil)
+			tb, _ := core.NewToolbox(tool)
+			backend := coretest.NewBackend(bookScript, &coretest.BackendOptions{Fault: func(op string, n int) error {
+				if tt.fail && op == "submit" && n == 2 {
+					return lost
+				}
+				return nil
+			}})
+			r := core.NewRunner(backend, tb, &core.Options{Journal: tt.journal, Logger: quiet})
+			res, err := r.Run(t.Context(), "book table 7", nil)
+			if tt.fail != (err != nil) {
+				t.Fatalf("Run error = %v", err)
+			}
+			_, ok, err := r.Journal().Get(t.Context(), key)
+			if err != nil || ok != tt.want {
+				t.Errorf("journal holds the call: %v (%v), want %v", ok, err, tt.want)
+			}
+			if !tt.fail {
+				return
+			}
+			// The entry kept serves the resume: the call does not run again.
+			res, err = r.Resume(t.Context(), res.Thread, nil)
+			if err != nil || res.Text != "booked 7" || runs.Load() != 1 {
+				t.Fatalf("Resume = %+v, %v after %d runs, want booked 7 after 1", res, err, runs.Load())
+			}
+			if _, ok, _ := r.Journal().Get(t.Context(), key); ok {
+				t.Error("the journal still holds the call after the resumed run's answer")
+			}
+		})
+	}
+}

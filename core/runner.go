@@ -32,7 +32,9 @@ type Options struct {
 	// Zero means no limit.
 	ToolTimeout time.Duration
 	// Journal keeps every result (see [Journal]). Nil means a new
-	// [MemoryJournal].
+	// [MemoryJournal] of the runner's own, which forgets the calls of a run
+	// once the run has its answer (so that it does not grow with every
+	// run); a journal set here keeps its entries until they are pruned.
 	Journal Journal
 	// Owner names this runner in the journal, so that workers sharing a
 	// journal can tell their claims apart. Empty means a random name.
@@ -64,6 +66,9 @@ type Runner struct {
 
 	emitMu sync.Mutex
 	leases leases
+	// own is the journal when the runner made it: it forgets the calls
+	// of each run that ends with an answer.
+	own *MemoryJournal
 }
 
 // NewRunner returns a runner over b that calls the tools of tools (which
@@ -81,7 +86,8 @@ func NewRunner(b Backend, tools *Toolbox, opts *Options) *Runner {
 		o.MaxSteps = DefaultMaxSteps
 	}
 	if o.Journal == nil {
-		o.Journal = NewMemoryJournal()
+		r.own = NewMemoryJournal()
+		o.Journal = r.own
 	}
 	if o.Owner == "" {
 		var b [8]byte
@@ -212,6 +218,7 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, 
 		res.Usage.Add(step.Usage)
 		if len(step.Calls) == 0 {
 			res.Text = step.Text
+			r.forget(res.Calls)
 			return finish(nil)
 		}
 		if res.Steps >= ro.MaxSteps {
@@ -252,6 +259,20 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, 
 		r.emit(ctx, &Event{Kind: ResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)})
 		step = next
 	}
+}
+
+// forget deletes the entries of a run's calls from the runner's own
+// journal, once the run has its answer: the turn is over, so no resume
+// will ask for them again.
+func (r *Runner) forget(calls []ToolResult) {
+	if r.own == nil || len(calls) == 0 {
+		return
+	}
+	keys := make([]JournalKey, len(calls))
+	for i := range calls {
+		keys[i] = r.key(&calls[i].Call)
+	}
+	r.own.forget(keys)
 }
 
 // checkCalls refuses a step whose calls repeat a call id or lack one.

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/toolrelay/toolrelay/core"
 )
@@ -162,9 +163,7 @@ func (b *Backend) newSession(ctx context.Context, input string) (*thread, error)
 		b.register(st)
 		return st, nil
 	}
-	st.stream, err = b.openStream(ctx, func(sctx context.Context) *ssestream.Stream[oai.AgentSessionEventUnion] {
-		return b.client.Beta.Agents.Sessions.NewStreaming(sctx, params, key)
-	})
+	st.stream, err = b.openStream(ctx, http.MethodPost, "agents/sessions", params, key, option.WithJSONSet("stream", true))
 	if err != nil {
 		return nil, apiError("create session", err)
 	}
@@ -211,9 +210,7 @@ func (b *Backend) sendInput(ctx context.Context, id, input string) (*thread, err
 }
 
 func (b *Backend) subscribe(ctx context.Context, id string) (*eventStream, error) {
-	es, err := b.openStream(ctx, func(sctx context.Context) *ssestream.Stream[oai.AgentSessionEventUnion] {
-		return b.client.Beta.Agents.Sessions.Events.StreamStreaming(sctx, id)
-	})
+	es, err := b.openStream(ctx, http.MethodGet, "agents/sessions/"+url.PathEscape(id)+"/events", nil)
 	if err != nil {
 		return nil, apiError("subscribe to session "+id, err)
 	}

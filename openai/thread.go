@@ -1,18 +1,22 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/toolrelay/toolrelay/core"
@@ -149,20 +153,29 @@ type eventStream struct {
 	once   sync.Once
 }
 
-// openStream opens an event stream with open, which starts the request.
-// The request is canceled if ctx ends before the response headers arrive;
-// after that the stream lasts until it is closed, the backend is closed,
-// the connection ends, or a wait for its next event is canceled.
-func (b *Backend) openStream(ctx context.Context, open func(ctx context.Context) *ssestream.Stream[oai.AgentSessionEventUnion]) (*eventStream, error) {
+// openStream starts a request whose answer is a stream of session events:
+// the creation of a session (POST agents/sessions with "stream": true) or a
+// subscription (GET agents/sessions/{id}/events), as openai-go's
+// NewStreaming and StreamStreaming make them, with the same headers and
+// read by the same SSE decoder and stream, except that the events handle
+// ignores are dropped before they are decoded (see [keep]). The request is
+// canceled if ctx ends before the response headers arrive; after that the
+// stream lasts until it is closed, the backend is closed, the connection
+// ends, or a wait for its next event is canceled.
+func (b *Backend) openStream(ctx context.Context, method, path string, params any, opts ...option.RequestOption) (*eventStream, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stopLife := context.AfterFunc(b.life, cancel)
 	stopCall := context.AfterFunc(ctx, cancel)
-	s := open(sctx)
+	var res *http.Response
+	opts = append([]option.RequestOption{option.WithHeader("OpenAI-Beta", "agents=v1"), option.WithHeader("Accept", "text/event-stream")}, opts...)
+	err := b.client.Execute(sctx, method, path, params, &res, opts...)
 	callEnded := !stopCall()
-	if err := s.Err(); err != nil || callEnded {
+	if err != nil || callEnded {
 		cancel()
 		stopLife()
-		_ = s.Close()
+		if err == nil {
+			_ = res.Body.Close()
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -171,11 +184,60 @@ func (b *Backend) openStream(ctx context.Context, open func(ctx context.Context)
 		}
 		return nil, err
 	}
+	s := ssestream.NewStream[oai.AgentSessionEventUnion](&eventFilter{ssestream.NewDecoder(res)}, nil)
 	return &eventStream{s: s, cancel: func() { cancel(); stopLife() }}, nil
 }
 
-// handled lists the event types Backend.handle acts on; next skips the
-// others (deltas, added items, progress).
+// eventFilter passes on the events of a stream that handle may act on.
+type eventFilter struct{ ssestream.Decoder }
+
+// Next moves to the next event kept.
+func (f *eventFilter) Next() bool {
+	for f.Decoder.Next() {
+		if keep(f.Event().Data) {
+			return true
+		}
+	}
+	return false
+}
+
+// keep reports whether the stream must decode an event: one whose type is
+// in handled (a turn.item.done only for a message), an error frame, a frame
+// that is not JSON (the stream reports both), or the end of the stream.
+// Decoding an event into its union type costs far more than this look at
+// three fields, and most events of a step (progress, added items, function
+// call items) are of no use to the backend.
+func keep(data []byte) bool {
+	if bytes.HasPrefix(data, []byte("[DONE]")) {
+		return true
+	}
+	var ev struct {
+		Type  string  `json:"type"`
+		Error present `json:"error"`
+		Item  struct {
+			Type string `json:"type"`
+		} `json:"item"`
+	}
+	if err := json.Unmarshal(data, &ev); err != nil || bool(ev.Error) {
+		return true
+	}
+	if ev.Type == "agent.session.turn.item.done" {
+		return ev.Item.Type == "message"
+	}
+	return handled[ev.Type]
+}
+
+// present is set when a JSON object has the field, whatever its value
+// (null included).
+type present bool
+
+func (p *present) UnmarshalJSON([]byte) error {
+	*p = true
+	return nil
+}
+
+// handled lists the event types Backend.handle acts on; the stream drops
+// the others (deltas, added items, progress) before they are decoded.
 var handled = map[string]bool{
 	"agent.session.created":          true,
 	"agent.session.turn.created":     true,
@@ -198,7 +260,7 @@ var eventPool = sync.Pool{New: func() any { return new(oai.AgentSessionEventUnio
 // release gives an event that next returned back to the pool.
 func release(ev *oai.AgentSessionEventUnion) { eventPool.Put(ev) }
 
-// next returns the next event of a type in handled. When the stream has
+// next returns the next event (of a type in handled). When the stream has
 // ended it returns an error wrapping the reason (io.EOF for a clean end);
 // when ctx ends, ctx's error, and the stream is over.
 func (es *eventStream) next(ctx context.Context) (*oai.AgentSessionEventUnion, error) {
@@ -207,13 +269,10 @@ func (es *eventStream) next(ctx context.Context) (*oai.AgentSessionEventUnion, e
 	}
 	stop := context.AfterFunc(ctx, es.cancel)
 	defer stop()
-	for es.s.Next() {
+	if es.s.Next() {
 		ev := eventPool.Get().(*oai.AgentSessionEventUnion)
 		*ev = es.s.Current()
-		if handled[ev.Type] {
-			return ev, nil
-		}
-		release(ev)
+		return ev, nil
 	}
 	es.err = es.s.Err()
 	if es.err == nil {

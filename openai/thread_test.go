@@ -1,0 +1,73 @@
+package openai
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+)
+
+// TestEventFilter reads SSE streams through the filter and openai-go's
+// stream: the events handle acts on arrive decoded, the others are dropped
+// unread, and the stream still ends as openai-go ends it: on an error frame
+// (whatever the rest of the frame), on a frame it cannot decode, or on
+// [DONE].
+func TestEventFilter(t *testing.T) {
+	const (
+		created  = `{"type":"agent.session.turn.created","event_id":"e1","turn_id":"turn_1"}`
+		progress = `{"type":"agent.session.in_progress","event_id":"e2","session":{"id":"s"}}`
+		delta    = `{"type":"agent.session.turn.output_text.delta","event_id":"e3","delta":"Hel"}`
+		added    = `{"type":"agent.session.turn.item.added","event_id":"e4","item":{"type":"message"}}`
+		fcDone   = `{"type":"agent.session.turn.item.done","event_id":"e5","item":{"type":"function_call","error":null}}`
+		msgDone  = `{"type":"agent.session.turn.item.done","event_id":"e6","item":{"type":"message","role":"assistant"}}`
+		requires = `{"type":"agent.session.requires_action","event_id":"e7","session":{"id":"s","error":null}}`
+		unknown  = `{"type":"agent.session.new_kind","event_id":"e8"}`
+		noType   = `{"event_id":"e9"}`
+		errFrame = `{"type":"agent.session.turn.item.added","event_id":"e10","error":{"code":"internal_error","message":"boom"}}`
+		nullErr  = `{"type":"agent.session.in_progress","event_id":"e11","error":null}`
+	)
+	tests := []struct {
+		name    string
+		frames  []string
+		want    []string // event ids decoded
+		wantErr string   // the stream's error; "" for a clean end
+	}{
+		{"a step", []string{created, progress, delta, added, fcDone, msgDone, requires}, []string{"e1", "e6", "e7"}, ""},
+		{"unknown types are skipped", []string{unknown, requires}, []string{"e7"}, ""},
+		{"an event without a type is skipped", []string{noType, requires}, []string{"e7"}, ""},
+		{"a frame that is not JSON is left to the stream", []string{created, `{"type":`, requires}, []string{"e1"}, "unexpected end of JSON input"},
+		{"an error frame of a skipped type ends the stream", []string{created, errFrame, requires}, []string{"e1"}, "received error while streaming"},
+		{"an error key, even null, ends the stream", []string{created, nullErr, requires}, []string{"e1"}, "received error while streaming"},
+		{"[DONE] ends the stream", []string{created, "[DONE]", requires}, []string{"e1"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body strings.Builder
+			for _, f := range tt.frames {
+				body.WriteString("data: " + f + "\n\n")
+			}
+			res := &http.Response{
+				Header: http.Header{"Content-Type": {"text/event-stream"}},
+				Body:   io.NopCloser(strings.NewReader(body.String())),
+			}
+			s := ssestream.NewStream[oai.AgentSessionEventUnion](&eventFilter{ssestream.NewDecoder(res)}, nil)
+			var got []string
+			for s.Next() {
+				got = append(got, s.Current().EventID)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("events decoded (-want +got):\n%s", diff)
+			}
+			switch err := s.Err(); {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("stream error %v, want a clean end", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("stream error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolrelay/toolrelay/core"
 )
@@ -147,7 +149,7 @@ func (st *thread) closeStream() {
 // ends the stream (the caller then closes it, and the next call subscribes
 // again).
 type eventStream struct {
-	s      *ssestream.Stream[oai.AgentSessionEventUnion]
+	dec    ssestream.Decoder
 	cancel func() // cancels the stream's request
 	err    error  // why the stream ended, once it has
 	once   sync.Once
@@ -156,12 +158,11 @@ type eventStream struct {
 // openStream starts a request whose answer is a stream of session events:
 // the creation of a session (POST agents/sessions with "stream": true) or a
 // subscription (GET agents/sessions/{id}/events), as openai-go's
-// NewStreaming and StreamStreaming make them, with the same headers and
-// read by the same SSE decoder and stream, except that the events handle
-// ignores are dropped before they are decoded (see [keep]). The request is
-// canceled if ctx ends before the response headers arrive; after that the
-// stream lasts until it is closed, the backend is closed, the connection
-// ends, or a wait for its next event is canceled.
+// NewStreaming and StreamStreaming make them, with the same headers, and
+// read by the same SSE decoder (see [eventStream.read] for the rest). The
+// request is canceled if ctx ends before the response headers arrive; after
+// that the stream lasts until it is closed, the backend is closed, the
+// connection ends, or a wait for its next event is canceled.
 func (b *Backend) openStream(ctx context.Context, method, path string, params any, opts ...option.RequestOption) (*eventStream, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stopLife := context.AfterFunc(b.life, cancel)
@@ -184,60 +185,20 @@ func (b *Backend) openStream(ctx context.Context, method, path string, params an
 		}
 		return nil, err
 	}
-	s := ssestream.NewStream[oai.AgentSessionEventUnion](&eventFilter{ssestream.NewDecoder(res)}, nil)
-	return &eventStream{s: s, cancel: func() { cancel(); stopLife() }}, nil
+	return &eventStream{dec: ssestream.NewDecoder(res), cancel: func() { cancel(); stopLife() }}, nil
 }
 
-// eventFilter passes on the events of a stream that handle may act on.
-type eventFilter struct{ ssestream.Decoder }
-
-// Next moves to the next event kept.
-func (f *eventFilter) Next() bool {
-	for f.Decoder.Next() {
-		if keep(f.Event().Data) {
-			return true
-		}
+// wanted reports whether handle acts on an event of type typ, whose item
+// (for a turn.item.done) is of type item.
+func wanted(typ, item string) bool {
+	if typ == "agent.session.turn.item.done" {
+		return item == "message"
 	}
-	return false
+	return handled[typ]
 }
 
-// keep reports whether the stream must decode an event: one whose type is
-// in handled (a turn.item.done only for a message), an error frame, a frame
-// that is not JSON (the stream reports both), or the end of the stream.
-// Decoding an event into its union type costs far more than this look at
-// three fields, and most events of a step (progress, added items, function
-// call items) are of no use to the backend.
-func keep(data []byte) bool {
-	if bytes.HasPrefix(data, []byte("[DONE]")) {
-		return true
-	}
-	var ev struct {
-		Type  string  `json:"type"`
-		Error present `json:"error"`
-		Item  struct {
-			Type string `json:"type"`
-		} `json:"item"`
-	}
-	if err := json.Unmarshal(data, &ev); err != nil || bool(ev.Error) {
-		return true
-	}
-	if ev.Type == "agent.session.turn.item.done" {
-		return ev.Item.Type == "message"
-	}
-	return handled[ev.Type]
-}
-
-// present is set when a JSON object has the field, whatever its value
-// (null included).
-type present bool
-
-func (p *present) UnmarshalJSON([]byte) error {
-	*p = true
-	return nil
-}
-
-// handled lists the event types Backend.handle acts on; the stream drops
-// the others (deltas, added items, progress) before they are decoded.
+// handled lists the event types Backend.handle acts on; the stream skips
+// the others (deltas, added items, progress) without decoding them.
 var handled = map[string]bool{
 	"agent.session.created":          true,
 	"agent.session.turn.created":     true,
@@ -269,19 +230,58 @@ func (es *eventStream) next(ctx context.Context) (*oai.AgentSessionEventUnion, e
 	}
 	stop := context.AfterFunc(ctx, es.cancel)
 	defer stop()
-	if es.s.Next() {
-		ev := eventPool.Get().(*oai.AgentSessionEventUnion)
-		*ev = es.s.Current()
+	ev, err := es.read()
+	if err == nil {
 		return ev, nil
 	}
-	es.err = es.s.Err()
-	if es.err == nil {
-		es.err = io.EOF
-	}
+	es.err = err
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	return nil, &streamEnd{err: es.err}
+}
+
+// read returns the next event handle acts on, ending the stream as
+// openai-go's ssestream.Stream does: cleanly (io.EOF) on [DONE]; with an
+// *ssestream.StreamError on an event with a top-level "error" field, even
+// null; with the decoding error on a frame that is not JSON. Every other
+// event is first looked at for its type (with gjson, as the stream looks
+// for "error"), and decoded whole, into an event from the pool, only when
+// handle needs it or its type is not a string. Decoding the event union
+// costs far more than the look, and most events of a step (progress, added
+// items, function call items) are of no use to the backend; decoding into
+// the pool, rather than through ssestream.Stream, also keeps the event's
+// 8 KB off the goroutine's stack, which the collector would otherwise
+// shrink and the next event grow again.
+func (es *eventStream) read() (*oai.AgentSessionEventUnion, error) {
+	for es.dec.Next() {
+		e := es.dec.Event()
+		if bytes.HasPrefix(e.Data, []byte("[DONE]")) {
+			return nil, io.EOF
+		}
+		if !gjson.ValidBytes(e.Data) {
+			var v struct{}
+			return nil, json.Unmarshal(e.Data, &v) // the syntax error
+		}
+		head := gjson.GetManyBytes(e.Data, "type", "error", "item.type")
+		if head[1].Exists() {
+			return nil, &ssestream.StreamError{Message: fmt.Sprintf("received error while streaming: %s", head[1].String()), Event: e}
+		}
+		if head[0].Type == gjson.String && !wanted(head[0].Str, head[2].String()) {
+			continue
+		}
+		ev := eventPool.Get().(*oai.AgentSessionEventUnion)
+		*ev = oai.AgentSessionEventUnion{}
+		if err := json.Unmarshal(e.Data, ev); err != nil {
+			release(ev)
+			return nil, err
+		}
+		return ev, nil
+	}
+	if err := es.dec.Err(); err != nil {
+		return nil, err
+	}
+	return nil, io.EOF
 }
 
 // close ends the stream; it may be called while another goroutine waits
@@ -289,7 +289,7 @@ func (es *eventStream) next(ctx context.Context) (*oai.AgentSessionEventUnion, e
 func (es *eventStream) close() {
 	es.once.Do(func() {
 		es.cancel()
-		_ = es.s.Close()
+		_ = es.dec.Close()
 	})
 }
 

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -11,12 +12,11 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
-// TestEventFilter reads SSE streams through the filter and openai-go's
-// stream: the events handle acts on arrive decoded, the others are dropped
-// unread, and the stream still ends as openai-go ends it: on an error frame
-// (whatever the rest of the frame), on a frame it cannot decode, or on
-// [DONE].
-func TestEventFilter(t *testing.T) {
+// TestEventStream reads SSE streams: the events handle acts on arrive
+// decoded, the others are skipped, and the stream ends as openai-go's
+// ends: on an error frame (whatever the rest of the frame), on a frame it
+// cannot decode, or on [DONE].
+func TestEventStream(t *testing.T) {
 	const (
 		created  = `{"type":"agent.session.turn.created","event_id":"e1","turn_id":"turn_1"}`
 		progress = `{"type":"agent.session.in_progress","event_id":"e2","session":{"id":"s"}}`
@@ -29,6 +29,7 @@ func TestEventFilter(t *testing.T) {
 		noType   = `{"event_id":"e9"}`
 		errFrame = `{"type":"agent.session.turn.item.added","event_id":"e10","error":{"code":"internal_error","message":"boom"}}`
 		nullErr  = `{"type":"agent.session.in_progress","event_id":"e11","error":null}`
+		oddItem  = `{"type":"agent.session.turn.item.done","event_id":"e12","item":"not an object"}`
 	)
 	tests := []struct {
 		name    string
@@ -38,10 +39,11 @@ func TestEventFilter(t *testing.T) {
 	}{
 		{"a step", []string{created, progress, delta, added, fcDone, msgDone, requires}, []string{"e1", "e6", "e7"}, ""},
 		{"unknown types are skipped", []string{unknown, requires}, []string{"e7"}, ""},
-		{"an event without a type is skipped", []string{noType, requires}, []string{"e7"}, ""},
+		{"an event without a type is decoded", []string{noType, requires}, []string{"e9", "e7"}, ""},
 		{"a frame that is not JSON is left to the stream", []string{created, `{"type":`, requires}, []string{"e1"}, "unexpected end of JSON input"},
-		{"an error frame of a skipped type ends the stream", []string{created, errFrame, requires}, []string{"e1"}, "received error while streaming"},
-		{"an error key, even null, ends the stream", []string{created, nullErr, requires}, []string{"e1"}, "received error while streaming"},
+		{"an error frame of a skipped type ends the stream", []string{created, errFrame, requires}, []string{"e1"}, `received error while streaming: {"code":"internal_error","message":"boom"}`},
+		{"an error key, even null, ends the stream", []string{created, nullErr, requires}, []string{"e1"}, "received error while streaming: "},
+		{"an item done that is not a message's is skipped", []string{oddItem, requires}, []string{"e7"}, ""},
 		{"[DONE] ends the stream", []string{created, "[DONE]", requires}, []string{"e1"}, ""},
 	}
 	for _, tt := range tests {
@@ -54,19 +56,29 @@ func TestEventFilter(t *testing.T) {
 				Header: http.Header{"Content-Type": {"text/event-stream"}},
 				Body:   io.NopCloser(strings.NewReader(body.String())),
 			}
-			s := ssestream.NewStream[oai.AgentSessionEventUnion](&eventFilter{ssestream.NewDecoder(res)}, nil)
+			es := &eventStream{dec: ssestream.NewDecoder(res), cancel: func() {}}
+			defer es.close()
 			var got []string
-			for s.Next() {
-				got = append(got, s.Current().EventID)
+			var err error
+			for {
+				var ev *oai.AgentSessionEventUnion
+				if ev, err = es.next(t.Context()); err != nil {
+					break
+				}
+				got = append(got, ev.EventID)
+				release(ev)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events decoded (-want +got):\n%s", diff)
 			}
-			switch err := s.Err(); {
-			case tt.wantErr == "" && err != nil:
+			var se *ssestream.StreamError
+			switch {
+			case tt.wantErr == "" && !errors.Is(err, io.EOF):
 				t.Errorf("stream error %v, want a clean end", err)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			case tt.wantErr != "" && (errors.Is(err, io.EOF) || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Errorf("stream error %v, want %q", err, tt.wantErr)
+			case strings.HasPrefix(tt.wantErr, "received error") != (errors.As(err, &se) && protocolError(err)):
+				t.Errorf("stream error %v (%T): a protocol error is an error frame's, and only that", err, err)
 			}
 		})
 	}

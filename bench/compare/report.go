@@ -9,7 +9,7 @@ import (
 var backends = []string{"openai", "foundry"}
 
 // reportStep prints P1: per step, toolrelay (with each journal) against
-// the raw loop.
+// the raw loop, in time, client CPU time and allocations.
 func reportStep(w io.Writer, rs results) {
 	for _, be := range backends {
 		raw := "Step/" + be + "/raw"
@@ -20,10 +20,11 @@ func reportStep(w io.Writer, rs results) {
 				fmt.Fprintf(w, "P1 %-8s %s/raw  not measured\n", be, c)
 				continue
 			}
+			cpu, _ := rs.ratio(name, raw, "cpu-ns/op")
 			a, _ := rs.ratio(name, raw, "allocs/op")
 			ns, _ := rs.median(name, "ns/op")
 			rawNS, _ := rs.median(raw, "ns/op")
-			fmt.Fprintf(w, "P1 %-8s %s/raw time=%.2fx allocs=%.2fx  (%s vs %s per step)\n", be, c, t, a, dur(ns), dur(rawNS))
+			fmt.Fprintf(w, "P1 %-8s %s/raw time=%.2fx cpu=%.2fx allocs=%.2fx  (%s vs %s per step)\n", be, c, t, cpu, a, dur(ns), dur(rawNS))
 		}
 	}
 }

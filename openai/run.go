@@ -288,8 +288,9 @@ func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*core.Step
 }
 
 // handle applies one event to the thread and returns the step it completes,
-// if any. The event stream hands over only the types listed in handled
-// (thread.go): a new case here needs its type there.
+// if any. The event stream hands over only the types listed in handled,
+// and of turn.item.done only messages' (see wanted, thread.go): a new case
+// here needs its type there.
 func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEventUnion) (*core.Step, error) {
 	if !st.accept(ev.EventID) {
 		return nil, nil

@@ -249,11 +249,7 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, 
 			return finish(r.wrap("submit", err))
 		}
 		res.Calls = append(res.Calls, results...)
-		keys := make([]JournalKey, len(results))
-		for i := range results {
-			keys[i] = r.key(&results[i].Call)
-		}
-		if err := r.opts.Journal.MarkSubmitted(ctx, keys); err != nil {
+		if err := r.opts.Journal.MarkSubmitted(ctx, r.keys(results)); err != nil {
 			return finish(&Error{Code: CodeOf(err), Op: "core: journal", Err: err})
 		}
 		r.emit(ctx, &Event{Kind: ResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)})
@@ -268,11 +264,16 @@ func (r *Runner) forget(calls []ToolResult) {
 	if r.own == nil || len(calls) == 0 {
 		return
 	}
-	keys := make([]JournalKey, len(calls))
-	for i := range calls {
-		keys[i] = r.key(&calls[i].Call)
+	r.own.forget(r.keys(calls))
+}
+
+// keys returns the journal keys of the calls results answer.
+func (r *Runner) keys(results []ToolResult) []JournalKey {
+	keys := make([]JournalKey, len(results))
+	for i := range results {
+		keys[i] = r.key(&results[i].Call)
 	}
-	r.own.forget(keys)
+	return keys
 }
 
 // checkCalls refuses a step whose calls repeat a call id or lack one.

@@ -244,30 +244,32 @@ func (es *eventStream) next(ctx context.Context) (*oai.AgentSessionEventUnion, e
 // read returns the next event handle acts on, ending the stream as
 // openai-go's ssestream.Stream does: cleanly (io.EOF) on [DONE]; with an
 // *ssestream.StreamError on an event with a top-level "error" field, even
-// null; with the decoding error on a frame that is not JSON. Every other
-// event is first looked at for its type (with gjson, as the stream looks
-// for "error"), and decoded whole, into an event from the pool, only when
-// handle needs it or its type is not a string. Decoding the event union
-// costs far more than the look, and most events of a step (progress, added
-// items, function call items) are of no use to the backend; decoding into
-// the pool, rather than through ssestream.Stream, also keeps the event's
-// 8 KB off the goroutine's stack, which the collector would otherwise
-// shrink and the next event grow again.
+// null (looked for first, with gjson, as the stream does); with the
+// decoding error on a frame that is not JSON. Every other event is looked
+// at for its type, also with gjson, and decoded whole, into an event from
+// the pool, only when handle needs it or its type is not a string; an
+// event skipped is only checked to be JSON (decoding checks the others).
+// Decoding the event union costs far more than the look, and most events
+// of a step (progress, added items, function call items) are of no use to
+// the backend; decoding into the pool, rather than through
+// ssestream.Stream, also keeps the event's 8 KB off the goroutine's stack,
+// which the collector would otherwise shrink and the next event grow
+// again.
 func (es *eventStream) read() (*oai.AgentSessionEventUnion, error) {
 	for es.dec.Next() {
 		e := es.dec.Event()
 		if bytes.HasPrefix(e.Data, []byte("[DONE]")) {
 			return nil, io.EOF
 		}
-		if !gjson.ValidBytes(e.Data) {
-			var v struct{}
-			return nil, json.Unmarshal(e.Data, &v) // the syntax error
-		}
 		head := gjson.GetManyBytes(e.Data, "type", "error", "item.type")
 		if head[1].Exists() {
 			return nil, &ssestream.StreamError{Message: fmt.Sprintf("received error while streaming: %s", head[1].String()), Event: e}
 		}
 		if head[0].Type == gjson.String && !wanted(head[0].Str, head[2].String()) {
+			if !gjson.ValidBytes(e.Data) {
+				var v struct{}
+				return nil, json.Unmarshal(e.Data, &v) // the syntax error
+			}
 			continue
 		}
 		ev := eventPool.Get().(*oai.AgentSessionEventUnion)

@@ -41,6 +41,7 @@ func TestEventStream(t *testing.T) {
 		{"unknown types are skipped", []string{unknown, requires}, []string{"e7"}, ""},
 		{"an event without a type is decoded", []string{noType, requires}, []string{"e9", "e7"}, ""},
 		{"a frame that is not JSON is left to the stream", []string{created, `{"type":`, requires}, []string{"e1"}, "unexpected end of JSON input"},
+		{"a frame of a skipped type that is not JSON ends the stream", []string{created, `{"type":"agent.session.turn.item.added","event_id":"e13",`, requires}, []string{"e1"}, "unexpected end of JSON input"},
 		{"an error frame of a skipped type ends the stream", []string{created, errFrame, requires}, []string{"e1"}, `received error while streaming: {"code":"internal_error","message":"boom"}`},
 		{"an error key, even null, ends the stream", []string{created, nullErr, requires}, []string{"e1"}, "received error while streaming: "},
 		{"an item done that is not a message's is skipped", []string{oddItem, requires}, []string{"e7"}, ""},

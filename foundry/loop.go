@@ -83,7 +83,7 @@ func (b *Backend) Resume(ctx context.Context, thread string) (*core.Step, error)
 		return nil, core.Errorf(core.InvalidArgument, "%s: resume: no thread", b.name)
 	}
 	if b.mode == Chain {
-		r, err := b.client.Responses.Get(ctx, thread, responses.ResponseGetParams{})
+		r, err := b.getReply(ctx, thread)
 		if err != nil {
 			return nil, err
 		}
@@ -103,14 +103,14 @@ func (b *Backend) Cancel(ctx context.Context, thread string) error {
 	if b.mode == Conversation {
 		return b.cancelConversation(ctx, thread)
 	}
-	r, err := b.client.Responses.Get(ctx, thread, responses.ResponseGetParams{})
+	r, err := b.getReply(ctx, thread)
 	if err != nil {
 		return err
 	}
 	var ids []string
 	for _, o := range r.Output {
 		if o.Type == "function_call" {
-			ids = append(ids, o.AsFunctionCall().CallID)
+			ids = append(ids, o.CallID)
 		}
 	}
 	if len(ids) > 0 {
@@ -164,10 +164,10 @@ func (b *Backend) respond(ctx context.Context, thread string, input []responses.
 }
 
 // create sends a create-response request, streaming or not, and returns
-// the finished response.
-func (b *Backend) create(ctx context.Context, p *responses.ResponseNewParams) (*responses.Response, error) {
+// the finished response's reply.
+func (b *Backend) create(ctx context.Context, p *responses.ResponseNewParams) (*reply, error) {
 	if !b.stream {
-		return b.client.Responses.New(ctx, *p)
+		return b.newReply(ctx, p)
 	}
 	stream := b.client.Responses.NewStreaming(ctx, *p)
 	defer stream.Close()
@@ -194,12 +194,12 @@ func (b *Backend) create(ctx context.Context, p *responses.ResponseNewParams) (*
 	if len(final.Output) == 0 && len(done) > 0 {
 		final.Output = done
 	}
-	return final, nil
+	return replyOf(final), nil
 }
 
 // step turns a finished response into a step of thread. In Chain mode the
 // thread becomes the response's id.
-func (b *Backend) step(thread string, r *responses.Response) (*core.Step, error) {
+func (b *Backend) step(thread string, r *reply) (*core.Step, error) {
 	if err := turnError(r); err != nil {
 		return nil, err
 	}
@@ -211,12 +211,11 @@ func (b *Backend) step(thread string, r *responses.Response) (*core.Step, error)
 	}}
 	for _, o := range r.Output {
 		if o.Type == "function_call" {
-			fc := o.AsFunctionCall()
-			s.Calls = append(s.Calls, newCall(thread, fc.CallID, fc.Name, fc.Arguments))
+			s.Calls = append(s.Calls, newCall(thread, o.CallID, o.Name, o.Arguments))
 		}
 	}
 	if len(s.Calls) == 0 {
-		s.Text = r.OutputText()
+		s.Text = r.text()
 	}
 	return s, nil
 }
@@ -231,16 +230,16 @@ func newCall(thread, id, name, args string) core.Call {
 }
 
 // turnError returns a *TurnError for a response that did not complete.
-func turnError(r *responses.Response) error {
+func turnError(r *reply) error {
 	switch r.Status {
 	case "completed", "":
 		return nil
 	case "failed":
-		return &TurnError{ResponseID: r.ID, Status: string(r.Status), Code: string(r.Error.Code), Message: r.Error.Message}
+		return &TurnError{ResponseID: r.ID, Status: r.Status, Code: r.Error.Code, Message: r.Error.Message}
 	case "incomplete":
-		return &TurnError{ResponseID: r.ID, Status: string(r.Status), Code: r.IncompleteDetails.Reason, Message: "the response is incomplete"}
+		return &TurnError{ResponseID: r.ID, Status: r.Status, Code: r.IncompleteDetails.Reason, Message: "the response is incomplete"}
 	}
-	return &TurnError{ResponseID: r.ID, Status: string(r.Status), Message: "the response did not complete"}
+	return &TurnError{ResponseID: r.ID, Status: r.Status, Message: "the response did not complete"}
 }
 
 func isBadRequest(err error) bool {

@@ -1,0 +1,89 @@
+package foundry
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// TestReply checks that a reply decoded from a response's JSON holds what
+// openai-go's Response decoded from the same JSON says: the same fields,
+// the same output text, and so the same step and error.
+func TestReply(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string
+		want reply
+	}{
+		{
+			name: "two function calls after reasoning",
+			body: `{"id":"resp_1","object":"response","status":"completed","error":null,"incomplete_details":null,
+				"output":[{"type":"reasoning","id":"rs_1","summary":[]},
+					{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Roma\"}","status":"completed"},
+					{"type":"function_call","id":"fc_2","call_id":"call_2","name":"get_time","arguments":"{}","status":"completed"}],
+				"usage":{"input_tokens":12,"output_tokens":7,"total_tokens":19,"input_tokens_details":{"cached_tokens":0}},
+				"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"},"strict":true}]}`,
+			want: reply{ID: "resp_1", Status: "completed", Usage: replyUsage{InputTokens: 12, OutputTokens: 7, TotalTokens: 19}, Output: []replyItem{
+				{Type: "reasoning"},
+				{Type: "function_call", CallID: "call_1", Name: "get_weather", Arguments: `{"city":"Roma"}`},
+				{Type: "function_call", CallID: "call_2", Name: "get_time", Arguments: `{}`},
+			}},
+		},
+		{
+			name: "an answer in two parts and a refusal",
+			body: `{"id":"resp_2","status":"completed","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed",
+				"content":[{"type":"output_text","text":"Sole ","annotations":[]},{"type":"refusal","refusal":"no"},{"type":"output_text","text":"a Roma","annotations":[]}]}]}`,
+			want: reply{ID: "resp_2", Status: "completed", Output: []replyItem{{Type: "message", Content: []replyContent{
+				{Type: "output_text", Text: "Sole "}, {Type: "refusal"}, {Type: "output_text", Text: "a Roma"},
+			}}}},
+		},
+		{
+			name: "failed",
+			body: `{"id":"resp_3","status":"failed","error":{"code":"server_error","message":"boom"},"output":[]}`,
+			want: reply{ID: "resp_3", Status: "failed", Error: replyError{Code: "server_error", Message: "boom"}, Output: []replyItem{}},
+		},
+		{
+			name: "incomplete",
+			body: `{"id":"resp_4","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}`,
+			want: reply{ID: "resp_4", Status: "incomplete", IncompleteDetails: replyIncomplete{Reason: "max_output_tokens"}, Output: []replyItem{}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got reply
+			if err := json.Unmarshal([]byte(tc.body), &got); err != nil {
+				t.Fatal(err)
+			}
+			var r responses.Response
+			if err := json.Unmarshal([]byte(tc.body), &r); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(&tc.want, &got); diff != "" {
+				t.Errorf("reply (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(&got, replyOf(&r)); diff != "" {
+				t.Errorf("replyOf(Response) differs from the reply (-reply +replyOf):\n%s", diff)
+			}
+			if got, want := got.text(), r.OutputText(); got != want {
+				t.Errorf("text() = %q, Response.OutputText() = %q", got, want)
+			}
+			b := &Backend{mode: Chain}
+			gs, gerr := b.step("", &got)
+			ws, werr := b.step("", replyOf(&r))
+			if diff := cmp.Diff(ws, gs); diff != "" {
+				t.Errorf("step (-from Response +from reply):\n%s", diff)
+			}
+			if diff := cmp.Diff(errText(werr), errText(gerr)); diff != "" {
+				t.Errorf("step error (-from Response +from reply):\n%s", diff)
+			}
+		})
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -4,34 +4,45 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync"
 	"sync/atomic"
 )
 
 // The writer makes every write of a Journal, on the one connection it
-// holds. Writes that arrive while it commits a transaction wait, and go
+// holds. Writes that arrive while a transaction is under way wait, and go
 // together into the next one (group commit): the calls of a step, claimed
 // or finished at once, share one transaction and one sync to disk, instead
 // of each paying for its own.
+//
+// The transactions are made by the callers themselves, one at a time: a
+// write that finds none under way makes its own at once, in its caller's
+// goroutine (a call alone hands nothing to another goroutine, and wakes
+// none); writes that find one under way queue, and the first of them, once
+// it is over, makes the next with the others queued. A goroutine of the
+// writer's own would be woken by every write and wake its caller in turn:
+// on a small machine, that cost a call alone more than its SQL.
 type writer struct {
 	conn     *sql.Conn
 	sync     Synchronous
 	relaxed  bool // the connection is at synchronous = NORMAL now
-	queue    chan *op
-	stop     chan struct{}
-	stopped  chan struct{}
-	ctx      context.Context // canceled when the writer stops
-	cancel   context.CancelFunc
 	begin    *sql.Stmt
 	commit   *sql.Stmt
 	rollback *sql.Stmt
+	batch    []*op // the leader's
+
+	mu      sync.Mutex
+	leading bool  // a caller is making transactions
+	queue   []*op // writes waiting for the next transaction
+	closed  bool
+	idle    sync.Cond // signaled when leading becomes false
 }
 
 // maxBatch bounds the writes of one transaction.
 const maxBatch = 256
 
-// An op is one write. run makes it, inside the writer's transaction; it
-// returns only errors of the database (an op's own outcome, such as a lost
-// lease, goes into variables run closes over).
+// An op is one write. run makes it, inside a transaction; it returns only
+// errors of the database (an op's own outcome, such as a lost lease, goes
+// into variables run closes over).
 type op struct {
 	run func(ctx context.Context) error
 	// syncFrom is the weakest Synchronous setting under which the write is
@@ -41,7 +52,10 @@ type op struct {
 
 	state atomic.Int32 // queued, taken or withdrawn
 	err   error
-	done  chan struct{}
+	// wake is closed when a queued write is done (taken, err set) or when
+	// it is to make the next transaction (lead).
+	wake chan struct{}
+	lead bool
 }
 
 const (
@@ -53,64 +67,120 @@ const (
 var errClosed = errors.New("the journal is closed")
 
 func newWriter(ctx context.Context, conn *sql.Conn, sync Synchronous) (*writer, error) {
-	w := &writer{conn: conn, sync: sync, queue: make(chan *op, maxBatch), stop: make(chan struct{}), stopped: make(chan struct{})}
-	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w := &writer{conn: conn, sync: sync, batch: make([]*op, 0, maxBatch)}
+	w.idle.L = &w.mu
 	for _, s := range []struct {
 		stmt **sql.Stmt
 		text string
 	}{{&w.begin, "BEGIN IMMEDIATE"}, {&w.commit, "COMMIT"}, {&w.rollback, "ROLLBACK"}} {
 		var err error
 		if *s.stmt, err = conn.PrepareContext(ctx, s.text); err != nil {
-			w.cancel()
 			w.closeStmts()
 			return nil, err
 		}
 	}
-	go w.loop()
 	return w, nil
 }
 
 // do makes a write and waits until it is committed. If ctx ends while the
-// write waits its turn, do withdraws it and returns ctx's error; once the
-// writer has taken it, do waits for its outcome, which it returns even if
-// ctx has ended meanwhile (the write is done, or not, but never unknown).
+// write waits its turn, do withdraws it and returns ctx's error; once a
+// transaction has taken it, do waits for its outcome, which it returns even
+// if ctx has ended meanwhile (the write is done, or not, but never
+// unknown).
 func (w *writer) do(ctx context.Context, o *op) error {
-	o.done = make(chan struct{})
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	select {
-	case w.queue <- o:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.stopped:
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
 		return errClosed
 	}
-	select {
-	case <-o.done:
+	if !w.leading {
+		w.leading = true
+		w.mu.Unlock()
+		o.state.Store(taken)
+		w.lead(o)
 		return o.err
+	}
+	o.wake = make(chan struct{})
+	w.queue = append(w.queue, o)
+	w.mu.Unlock()
+	select {
+	case <-o.wake:
 	case <-ctx.Done():
 		if o.state.CompareAndSwap(queued, withdrawn) {
 			return ctx.Err()
 		}
-	case <-w.stopped:
-		if o.state.CompareAndSwap(queued, withdrawn) {
-			return errClosed
-		}
+		<-o.wake
 	}
-	<-o.done
+	if o.lead {
+		w.lead(o)
+	}
 	return o.err
 }
 
-// close stops the writer once the writes it has taken are done; writes
-// still queued fail.
-func (w *writer) close() {
-	select {
-	case <-w.stop:
-	default:
-		close(w.stop)
+// lead makes the transaction of o, already taken, and of the writes queued
+// (up to maxBatch); then it hands the lead to the first write still
+// queued, or, with none, leaves the writer idle. A writer that is closed
+// fails the writes still queued instead.
+func (w *writer) lead(o *op) {
+	w.mu.Lock()
+	batch := append(w.batch[:0], o)
+	n := 0
+	for n < len(w.queue) && len(batch) < maxBatch {
+		if q := w.queue[n]; q.state.CompareAndSwap(queued, taken) {
+			batch = append(batch, q)
+		}
+		n++
 	}
-	<-w.stopped
+	w.dequeue(n)
+	w.mu.Unlock()
+
+	w.run(batch)
+	for _, q := range batch[1:] {
+		close(q.wake)
+	}
+	clear(batch)
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for n = 0; n < len(w.queue); n++ {
+		q := w.queue[n]
+		if !q.state.CompareAndSwap(queued, taken) {
+			continue // withdrawn
+		}
+		if w.closed {
+			q.err = errClosed
+			close(q.wake)
+			continue
+		}
+		w.dequeue(n + 1)
+		q.lead = true
+		close(q.wake)
+		return
+	}
+	w.dequeue(n)
+	w.leading = false
+	w.idle.Broadcast()
+}
+
+// dequeue removes the first n writes of the queue.
+func (w *writer) dequeue(n int) {
+	m := copy(w.queue, w.queue[n:])
+	clear(w.queue[m:])
+	w.queue = w.queue[:m]
+}
+
+// close waits until the transaction under way, if any, is over, failing
+// the writes still queued; writes after it fail.
+func (w *writer) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	for w.leading {
+		w.idle.Wait()
+	}
 }
 
 // covers reports whether a write to be synced from setting from on is
@@ -128,7 +198,7 @@ func (s Synchronous) covers(from Synchronous) bool {
 	return from != "" && rank(s) >= rank(from)
 }
 
-// closeStmts closes the writer's statements, once it is stopped.
+// closeStmts closes the writer's statements, once it is closed.
 func (w *writer) closeStmts() error {
 	var errs []error
 	for _, s := range []*sql.Stmt{w.begin, w.commit, w.rollback} {
@@ -139,54 +209,13 @@ func (w *writer) closeStmts() error {
 	return errors.Join(errs...)
 }
 
-func (w *writer) loop() {
-	defer close(w.stopped)
-	defer w.cancel()
-	batch := make([]*op, 0, maxBatch)
-	for {
-		batch = batch[:0]
-		select {
-		case <-w.stop:
-			return
-		default:
-		}
-		select {
-		case o := <-w.queue:
-			batch = append(batch, o)
-		case <-w.stop:
-			return
-		}
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case o := <-w.queue:
-				batch = append(batch, o)
-			default:
-				break fill
-			}
-		}
-		w.run(batch)
-	}
-}
-
-// run makes the writes of batch in one transaction, and reports each done.
-// If a write fails, the transaction is rolled back, and made again without
-// it, so that one write's failure is not the others'. If the transaction
-// itself fails (to begin or to commit), every write of it fails.
+// run makes the writes of batch in one transaction, setting each one's
+// err. If a write fails, the transaction is rolled back, and made again
+// without it, so that one write's failure is not the others'. If the
+// transaction itself fails (to begin or to commit), every write of it
+// fails.
 func (w *writer) run(batch []*op) {
-	var live []*op
-	for _, o := range batch {
-		if o.state.CompareAndSwap(queued, taken) {
-			live = append(live, o)
-		}
-	}
-	defer func() {
-		for _, o := range batch {
-			if o.state.Load() == taken {
-				close(o.done)
-			}
-		}
-	}()
+	live := batch
 	for len(live) > 0 {
 		bad := w.transaction(live)
 		if bad < 0 {
@@ -228,23 +257,31 @@ func (w *writer) transact(ops []*op) error {
 		if relaxed {
 			pragma = "PRAGMA synchronous = NORMAL"
 		}
-		if _, err := w.conn.ExecContext(w.ctx, pragma); err != nil {
+		if _, err := w.conn.ExecContext(txCtx, pragma); err != nil {
 			return err
 		}
 		w.relaxed = relaxed
 	}
-	if _, err := w.begin.ExecContext(w.ctx); err != nil {
+	if _, err := w.begin.ExecContext(txCtx); err != nil {
 		return err
 	}
 	for _, o := range ops {
-		if o.err = o.run(w.ctx); o.err != nil {
-			w.rollback.ExecContext(w.ctx)
+		if o.err = o.run(txCtx); o.err != nil {
+			w.rollback.ExecContext(txCtx)
 			return o.err
 		}
 	}
-	if _, err := w.commit.ExecContext(w.ctx); err != nil {
-		w.rollback.ExecContext(w.ctx)
+	if _, err := w.commit.ExecContext(txCtx); err != nil {
+		w.rollback.ExecContext(txCtx)
 		return err
 	}
 	return nil
 }
+
+// txCtx is the context of every statement of the writer's transactions.
+// It is never canceled: a transaction the writer has taken runs to its end
+// (close waits for it), and its waits for another process's lock are
+// bounded by the busy timeout. modernc.org/sqlite watches a context that
+// can be canceled with a goroutine of its own for each statement, which
+// cost a call alone more than its SQL.
+var txCtx = context.Background()

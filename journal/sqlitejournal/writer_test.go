@@ -94,10 +94,17 @@ func hold(t *testing.T, w *writer) (release func()) {
 
 // waitQueued waits until n writes are queued.
 func waitQueued(w *writer, n int) {
-	for len(w.queue) < n {
+	for w.locked(func() bool { return len(w.queue) < n }) {
 		// The writes are sent by goroutines just started: let them run.
 		runtime.Gosched()
 	}
+}
+
+// locked returns f's answer, called with w's lock held.
+func (w *writer) locked(f func() bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return f()
 }
 
 // TestWriterFailureIsolated checks that a write that fails in a shared
@@ -140,24 +147,62 @@ func TestWriterFailureIsolated(t *testing.T) {
 	}
 }
 
+// TestWriterManyQueued checks that writes queued beyond one transaction's
+// bound are all made, by the transactions after it.
+func TestWriterManyQueued(t *testing.T) {
+	w, db := newTestWriter(t)
+	release := hold(t, w)
+	const n = maxBatch + 10
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = w.do(t.Context(), &op{run: insert(w.conn, fmt.Sprint(i))}) })
+	}
+	waitQueued(w, n)
+	release()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if rows := rowsOf(t, db); len(rows) != n {
+		t.Errorf("%d rows, want %d", len(rows), n)
+	}
+	// The last leader hands the lead back once its writes are reported.
+	w.mu.Lock()
+	for w.leading {
+		w.idle.Wait()
+	}
+	queued := len(w.queue)
+	w.mu.Unlock()
+	if queued != 0 {
+		t.Errorf("the writer is idle with %d writes queued", queued)
+	}
+}
+
 // TestWriterWithdraw checks that a write whose context ends while it waits
-// its turn is withdrawn: it returns the context's error and is never made.
+// its turn is withdrawn: it returns the context's error and is never made,
+// and the write queued after it still is.
 func TestWriterWithdraw(t *testing.T) {
 	w, db := newTestWriter(t)
 	release := hold(t, w)
 	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
+	errc, next := make(chan error, 1), make(chan error, 1)
 	go func() { errc <- w.do(ctx, &op{run: insert(w.conn, "withdrawn")}) }()
 	waitQueued(w, 1)
+	go func() { next <- w.do(t.Context(), &op{run: insert(w.conn, "next")}) }()
+	waitQueued(w, 2)
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled write: %v, want context.Canceled", err)
 	}
 	release()
+	if err := <-next; err != nil {
+		t.Errorf("write queued after the withdrawn one: %v", err)
+	}
 	if err := w.do(t.Context(), &op{run: insert(w.conn, "kept")}); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"kept"}, rowsOf(t, db)); diff != "" {
+	if diff := cmp.Diff([]string{"kept", "next"}, rowsOf(t, db)); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }
@@ -172,7 +217,7 @@ func TestWriterClose(t *testing.T) {
 	waitQueued(w, 1)
 	closed := make(chan struct{})
 	go func() { w.close(); close(closed) }()
-	for !isClosed(w.stop) {
+	for !w.locked(func() bool { return w.closed }) {
 		runtime.Gosched()
 	}
 	release()
@@ -185,15 +230,6 @@ func TestWriterClose(t *testing.T) {
 	}
 	if rows := rowsOf(t, db); len(rows) != 0 {
 		t.Errorf("rows = %v, want none", rows)
-	}
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -220,11 +256,10 @@ func TestWriterLocked(t *testing.T) {
 	var runs int
 	batch := make([]*op, 4)
 	for i := range batch {
-		batch[i] = &op{done: make(chan struct{}), run: func(context.Context) error { runs++; return nil }}
+		batch[i] = &op{run: func(context.Context) error { runs++; return nil }}
 	}
-	w.run(batch) // the writer's loop is idle: nothing was queued
+	w.run(batch) // the writer is idle: no transaction is under way
 	for i, o := range batch {
-		<-o.done
 		if o.err == nil || sqliteCode(o.err) != 5 { // SQLITE_BUSY
 			t.Errorf("write %d: %v, want SQLITE_BUSY", i, o.err)
 		}

@@ -209,9 +209,9 @@ func (b *Backend) step(thread string, r *reply) (*core.Step, error) {
 	s := &core.Step{Thread: thread, Turn: r.ID, Usage: core.Usage{
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.TotalTokens,
 	}}
-	for _, o := range r.Output {
-		if o.Type == "function_call" {
-			s.Calls = append(s.Calls, newCall(thread, o.CallID, o.Name, o.Arguments))
+	for i := range r.Output {
+		if o := &r.Output[i]; o.Type == "function_call" {
+			s.Calls = append(s.Calls, newCall(thread, o.CallID, o.Name, o.arguments()))
 		}
 	}
 	if len(s.Calls) == 0 {

@@ -2,6 +2,7 @@ package foundry
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/openai/openai-go/v3/option"
@@ -38,13 +39,27 @@ type replyUsage struct {
 }
 
 // replyItem is an output item of a reply: a function call, or an item
-// with content (a message).
+// with content (a message). Arguments is raw, as its type depends on the
+// item's: a function call's is a string of JSON, a tool search call's an
+// object.
 type replyItem struct {
-	Type      string         `json:"type"`
-	CallID    string         `json:"call_id"`
-	Name      string         `json:"name"`
-	Arguments string         `json:"arguments"`
-	Content   []replyContent `json:"content"`
+	Type      string          `json:"type"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Content   []replyContent  `json:"content"`
+}
+
+// arguments returns the arguments of a function call: the JSON its
+// arguments string holds. Arguments that are not a string are returned
+// as they are, for the runner to judge (and to refuse, as malformed, to
+// the model).
+func (it *replyItem) arguments() string {
+	var s string
+	if len(it.Arguments) > 0 && it.Arguments[0] == '"' && json.Unmarshal(it.Arguments, &s) == nil {
+		return s
+	}
+	return string(it.Arguments)
 }
 
 type replyContent struct {
@@ -78,7 +93,10 @@ func replyOf(r *responses.Response) *reply {
 	}
 	for i, o := range r.Output {
 		it := &rep.Output[i]
-		it.Type, it.CallID, it.Name, it.Arguments = o.Type, o.CallID, o.Name, o.Arguments.OfString
+		it.Type, it.CallID, it.Name = o.Type, o.CallID, o.Name
+		if o.JSON.Arguments.Valid() {
+			it.Arguments = json.RawMessage(o.JSON.Arguments.Raw())
+		}
 		for _, c := range o.Content {
 			it.Content = append(it.Content, replyContent{Type: c.Type, Text: c.Text})
 		}

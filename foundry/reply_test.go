@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolrelay/toolrelay/core"
 )
 
 // TestReply checks that a reply decoded from a response's JSON holds what
@@ -13,9 +16,10 @@ import (
 // the same output text, and so the same step and error.
 func TestReply(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		body string
-		want reply
+		name  string
+		body  string
+		want  reply
+		calls []core.Call // the step's
 	}{
 		{
 			name: "two function calls after reasoning",
@@ -27,9 +31,24 @@ func TestReply(t *testing.T) {
 				"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"},"strict":true}]}`,
 			want: reply{ID: "resp_1", Status: "completed", Usage: replyUsage{InputTokens: 12, OutputTokens: 7, TotalTokens: 19}, Output: []replyItem{
 				{Type: "reasoning"},
-				{Type: "function_call", CallID: "call_1", Name: "get_weather", Arguments: `{"city":"Roma"}`},
-				{Type: "function_call", CallID: "call_2", Name: "get_time", Arguments: `{}`},
+				{Type: "function_call", CallID: "call_1", Name: "get_weather", Arguments: raw(`"{\"city\":\"Roma\"}"`)},
+				{Type: "function_call", CallID: "call_2", Name: "get_time", Arguments: raw(`"{}"`)},
 			}},
+			calls: []core.Call{
+				{ID: "call_1", Name: "get_weather", Arguments: raw(`{"city":"Roma"}`)},
+				{ID: "call_2", Name: "get_time", Arguments: raw(`{}`)},
+			},
+		},
+		{
+			name: "a tool search, whose arguments are an object, and a call whose arguments are not a string",
+			body: `{"id":"resp_5","status":"completed","output":[
+				{"type":"tool_search_call","id":"ts_1","call_id":"ts_1","arguments":{"query":"weather"},"status":"completed"},
+				{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":{"city":"Roma"}}]}`,
+			want: reply{ID: "resp_5", Status: "completed", Output: []replyItem{
+				{Type: "tool_search_call", CallID: "ts_1", Arguments: raw(`{"query":"weather"}`)},
+				{Type: "function_call", CallID: "call_1", Name: "get_weather", Arguments: raw(`{"city":"Roma"}`)},
+			}},
+			calls: []core.Call{{ID: "call_1", Name: "get_weather", Arguments: raw(`{"city":"Roma"}`)}},
 		},
 		{
 			name: "an answer in two parts and a refusal",
@@ -71,6 +90,11 @@ func TestReply(t *testing.T) {
 			b := &Backend{mode: Chain}
 			gs, gerr := b.step("", &got)
 			ws, werr := b.step("", replyOf(&r))
+			if gerr == nil {
+				if diff := cmp.Diff(tc.calls, gs.Calls, cmpopts.IgnoreFields(core.Call{}, "Thread")); diff != "" {
+					t.Errorf("the step's calls (-want +got):\n%s", diff)
+				}
+			}
 			if diff := cmp.Diff(ws, gs); diff != "" {
 				t.Errorf("step (-from Response +from reply):\n%s", diff)
 			}
@@ -80,6 +104,8 @@ func TestReply(t *testing.T) {
 		})
 	}
 }
+
+func raw(s string) json.RawMessage { return json.RawMessage(s) }
 
 func errText(err error) string {
 	if err == nil {

@@ -21,8 +21,8 @@ const Unparsable = "(not shown: it does not parse as a URL or as key=value setti
 // ConnString returns s with every secret it may hold replaced by [Mask],
 // for messages. It knows the forms a connection string or endpoint takes:
 //
-//   - a URL (scheme://user:password@host/path?query, or scheme:opaque):
-//     the password of its user info, the value of every query parameter
+//   - a URL (scheme://user:password@host/path?query, or sqlite:path or
+//     file:path): the password of its user info, the value of every query parameter
 //     whose name looks secret (password, sslpassword, token, key,
 //     secret, sig, auth, credential and the like, in any case), and the
 //     fragment are masked; the rest is kept;
@@ -73,10 +73,19 @@ func Secret(name string) bool {
 // signature, auth, authorization, credential, passphrase.
 var secretWords = []string{"pass", "pwd", "secret", "token", "key", "sig", "auth", "credential"}
 
+// pathSchemes are the schemes whose opaque form (scheme:relative/path)
+// holds a file name, shown as it is.
+var pathSchemes = map[string]bool{"sqlite": true, "file": true}
+
 // redactURL redacts a URL; ok is false when s does not parse as one.
 func redactURL(s string) (string, bool) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" {
+		return "", false
+	}
+	if u.Opaque != "" && !pathSchemes[strings.ToLower(u.Scheme)] {
+		// host:port/path or the like, read as scheme:opaque: the opaque
+		// part has no structure that says where a secret would be.
 		return "", false
 	}
 	if u.User != nil {

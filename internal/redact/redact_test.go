@@ -45,6 +45,9 @@ func TestConnString(t *testing.T) {
 		{"key/value key without =", "host=db SECRET", u},
 		{"key/value trailing backslash", `host=db password=SECRET\`, u},
 		{"key/value junk after quote", `host=db password='a'SECRET`, u},
+		{"opaque of another scheme", "api.example.com:SECRET/v1", "api.example.com:" + u},
+		{"mailto", "mailto:SECRET@example.com", "mailto:" + u},
+		{"file opaque", "file:rel/j.db", "file:rel/j.db"},
 		{"bare word", "SECRET", u},
 		{"path", "/var/lib/SECRET.db", u},
 	} {

@@ -16,6 +16,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/internal/origin"
+	"github.com/toolrelay/toolrelay/internal/redact"
 )
 
 const (
@@ -52,7 +54,7 @@ func authPolicy(o *Options, endpoint *url.URL) (policy.Policy, error) {
 		if o.APIKey != "" {
 			what = "API key"
 		}
-		return nil, core.Errorf(core.InvalidArgument, "foundry: %s authentication needs an https endpoint, not %q: credentials are never sent over plain http", what, endpoint.Redacted())
+		return nil, core.Errorf(core.InvalidArgument, "foundry: %s authentication needs an https endpoint, not %q: credentials are never sent over plain http", what, redact.ConnString(endpoint.String()))
 	}
 	if o.APIKey != "" {
 		return runtime.NewKeyCredentialPolicy(azcore.NewKeyCredential(o.APIKey), "api-key", nil), nil
@@ -62,7 +64,7 @@ func authPolicy(o *Options, endpoint *url.URL) (policy.Policy, error) {
 	case o.Token != "":
 		cred = staticToken(o.Token)
 	case cred == nil:
-		c, err := azidentity.NewDefaultAzureCredential(nil)
+		c, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{ClientOptions: CredentialOptions(o.HTTPClient)})
 		if err != nil {
 			return nil, &core.Error{Code: core.PermissionDenied, Op: "foundry: default Azure credential", Err: err}
 		}
@@ -71,17 +73,33 @@ func authPolicy(o *Options, endpoint *url.URL) (policy.Policy, error) {
 	return runtime.NewBearerTokenPolicy(cred, []string{Scope}, nil), nil
 }
 
+// CredentialOptions returns the azcore client options [Open] gives the
+// DefaultAzureCredential it builds (when Options sets no Credential, Token
+// or APIKey): its token requests are sent with hc (nil means
+// http.DefaultClient), whose redirects to another origin (another scheme,
+// host or port: https to http is one) are refused before anything is sent
+// there. hc is not modified. Give them to an azidentity credential of your
+// own (Options.Credential) for the same guard on its token requests.
+func CredentialOptions(hc *http.Client) azcore.ClientOptions {
+	return azcore.ClientOptions{Transport: origin.Client(hc)}
+}
+
 // newPipeline returns an azcore pipeline that authenticates with auth and
-// sends with client. The pipeline for openai-go's requests (forOpenAI)
-// has neither retries nor the telemetry (User-Agent) policy, as openai-go
-// retries and labels its requests itself, and hands them to client's
-// transport: openai-go's own http.Client (redirects, timeouts) already
-// carries them, and another http.Client would do that work twice.
+// sends with client. The agents pipeline sends with a copy of client
+// whose redirects are checked (see [origin.Client]): net/http would follow
+// a redirect to another host, or to http, and send the api-key header
+// there. The pipeline for openai-go's requests (forOpenAI) has neither
+// retries nor the telemetry (User-Agent) policy, as openai-go retries and
+// labels its requests itself, and hands them to client's transport:
+// openai-go's own http.Client (redirects, timeouts) already carries them,
+// and another http.Client would do that work twice; openai-go refuses
+// every request, redirects included, to another origin than its base URL,
+// before the pipeline authenticates it.
 func newPipeline(auth policy.Policy, client *http.Client, forOpenAI bool) runtime.Pipeline {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	co := &policy.ClientOptions{Transport: sender{c: client}}
+	co := &policy.ClientOptions{Transport: sender{c: origin.Client(client)}}
 	if forOpenAI {
 		co.Retry.MaxRetries = -1
 		co.Telemetry.Disabled = true
@@ -140,17 +158,21 @@ func (t pipelineTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.pl.Do(req)
 }
 
-// parseEndpoint checks and normalises a project endpoint.
+// parseEndpoint checks and normalises a project endpoint. Its errors name
+// the endpoint redacted.
 func parseEndpoint(endpoint string) (*url.URL, error) {
 	if endpoint == "" {
 		return nil, core.Errorf(core.InvalidArgument, "foundry: no project endpoint (set AZURE_AI_PROJECT_ENDPOINT to https://<resource>.services.ai.azure.com/api/projects/<project>)")
 	}
 	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, core.Errorf(core.InvalidArgument, "foundry: invalid project endpoint %q: want https://<resource>.services.ai.azure.com/api/projects/<project>", endpoint)
+		return nil, core.Errorf(core.InvalidArgument, "foundry: invalid project endpoint %q: want https://<resource>.services.ai.azure.com/api/projects/<project>", redact.ConnString(endpoint))
 	}
 	if u.RawQuery != "" {
-		return nil, core.Errorf(core.InvalidArgument, "foundry: project endpoint %q has a query", endpoint)
+		return nil, core.Errorf(core.InvalidArgument, "foundry: project endpoint %q has a query", redact.ConnString(endpoint))
+	}
+	if u.User != nil {
+		return nil, core.Errorf(core.InvalidArgument, "foundry: project endpoint %q has user information: set Credential, Token or APIKey instead", redact.ConnString(endpoint))
 	}
 	return u, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/internal/origin"
 )
 
 // Backend runs the tool loop of a Foundry agent (see [Open]), or of a
@@ -153,6 +154,13 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 // authenticates with an API key sent as a bearer token. Its Name is
 // "responses".
 //
+// The API key is sent only to the base URL's origin: a base URL (opts or
+// OPENAI_BASE_URL) that is not an http or https URL, or that is plain
+// http to a host other than loopback while there is a key, gives an
+// InvalidArgument error naming it redacted; a request that would carry a
+// key over plain http to such a host (as request options may make one) is
+// refused; openai-go refuses a redirect to another origin.
+//
 // The caller must Close the backend.
 func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOptions) (*Backend, error) {
 	var o ResponsesOptions
@@ -166,6 +174,9 @@ func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOpti
 	if o.Model == "" {
 		return nil, core.Errorf(core.InvalidArgument, "responses: no model: set the model every request names")
 	}
+	if err := origin.CheckOpenAIBaseURL("responses: base URL", o.BaseURL, o.APIKey); err != nil {
+		return nil, err
+	}
 	ro := []option.RequestOption{}
 	if o.BaseURL != "" {
 		ro = append(ro, option.WithBaseURL(o.BaseURL))
@@ -177,8 +188,10 @@ func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOpti
 		ro = append(ro, option.WithHTTPClient(o.HTTPClient))
 	}
 	b := &Backend{
-		name:         "responses",
-		client:       openai.NewClient(slices.Concat(ro, o.RequestOptions)...),
+		name: "responses",
+		// The middleware comes last, so that it sees the request as the
+		// request options left it.
+		client:       openai.NewClient(slices.Concat(ro, o.RequestOptions, []option.RequestOption{option.WithMiddleware(origin.Middleware)})...),
 		mode:         mode,
 		stream:       o.Stream,
 		keep:         o.Keep,

@@ -52,7 +52,16 @@
 // the AGENT_TOKEN of the service's samples), or an API key (api-key
 // header). One azcore bearer-token policy authenticates both clients, so
 // the token is fetched once and cached; plain http endpoints are refused.
-// Tokens and keys are never logged.
+// Credentials go only to the origin they were configured for: every client
+// the backend builds refuses a redirect to another origin (another scheme,
+// host or port, so https to http too) before sending anything there — the
+// agents pipeline and the token requests of the DefaultAzureCredential it
+// builds with a PermissionDenied error, openai-go's requests with
+// openai-go's own refusal — whatever the CheckRedirect of
+// Options.HTTPClient says; [CredentialOptions] gives a credential of the
+// program's own the same guard. The Responses backend sends its API key
+// over plain http only to a loopback host. Tokens and keys are never
+// logged, and errors name an endpoint with its secrets masked.
 //
 // Package adapter reads these settings from the environment
 // (AZURE_AI_PROJECT_ENDPOINT or FOUNDRY_PROJECT_ENDPOINT, AGENT_TOKEN,

@@ -70,8 +70,12 @@ type Options struct {
 	// them.
 	Keep bool
 
-	// HTTPClient sends the requests; nil means a default client. Tests set
-	// the fake server's client.
+	// HTTPClient sends the requests, and the token requests of the
+	// DefaultAzureCredential Open builds; nil means a default client.
+	// Tests set the fake server's client. The backend sends with a copy
+	// whose redirects to another origin (scheme, host or port: https to
+	// http is one) are refused, with a PermissionDenied error, before the
+	// client's own CheckRedirect sees them; the client is not modified.
 	HTTPClient *http.Client
 	// RequestOptions are added to every openai-go request (responses and
 	// conversations), after the backend's own: retries, timeouts, headers.
@@ -101,7 +105,8 @@ type AgentDefinition struct {
 type ResponsesOptions struct {
 	// BaseURL is the API's base URL; empty means what openai-go reads from
 	// the OPENAI_BASE_URL environment variable, or
-	// https://api.openai.com/v1/.
+	// https://api.openai.com/v1/. With an API key it must be https, or
+	// http to a loopback host (127.0.0.0/8, ::1, localhost).
 	BaseURL string
 	// APIKey is the API key, sent as a bearer token; empty means what
 	// openai-go reads from the OPENAI_API_KEY environment variable.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/internal/redact"
 	"github.com/toolrelay/toolrelay/journal/pgjournal"
 	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
 )
@@ -32,12 +33,7 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		// A *url.Error quotes the URL, password included: keep only why.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, badURL(rawURL, "%v (want %s)", err, forms)
+		return nil, badURL(rawURL, "%s (want %s)", parseError(err), forms)
 	}
 	switch u.Scheme {
 	case "sqlite":
@@ -45,25 +41,35 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	case "postgres", "postgresql":
 		return openPostgres(ctx, rawURL, u)
 	case "":
+		if strings.Contains(rawURL, "=") {
+			return nil, badURL(rawURL, "no scheme: PostgreSQL key=value settings are not a journal URL; write them as postgres://user@host:5432/db?… (want %s)", forms)
+		}
 		return nil, badURL(rawURL, "no scheme (want %s)", forms)
 	}
 	return nil, badURL(rawURL, "unknown scheme %q (want %s)", u.Scheme, forms)
 }
 
-// redact returns rawURL without its password, for messages.
-func redact(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		if i := strings.Index(rawURL, "@"); i >= 0 {
-			return "…" + rawURL[i:]
-		}
-		return rawURL
+// parseError says why url.Parse refused a URL without quoting any of it:
+// a *url.Error quotes the whole URL, password included, and some of the
+// errors it wraps quote a part of it.
+func parseError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
 	}
-	return u.Redacted()
+	msg := err.Error()
+	for _, why := range []string{"invalid port", "invalid URL escape", "invalid character", "missing protocol scheme", "first path segment in URL cannot contain colon", "net/url: invalid userinfo", "net/url: invalid control character in URL", "missing ']' in host"} {
+		if strings.HasPrefix(msg, why) {
+			return why
+		}
+	}
+	return "it does not parse as a URL"
 }
 
+// badURL returns an InvalidArgument error for rawURL, which it names
+// redacted (redact.ConnString).
 func badURL(rawURL, format string, args ...any) error {
-	return &core.Error{Code: core.InvalidArgument, Op: "journal: open " + redact(rawURL), Err: fmt.Errorf(format, args...)}
+	return &core.Error{Code: core.InvalidArgument, Op: "journal: open " + redact.ConnString(rawURL), Err: fmt.Errorf(format, args...)}
 }
 
 const forms = "memory, sqlite:///absolute/path.db, sqlite:relative/path.db, postgres://… or postgresql://…"

@@ -3,6 +3,7 @@ package journal_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -96,6 +97,15 @@ func TestOpenBadURL(t *testing.T) {
 		{"postgres://user:secret@127.0.0.1:1/db?sslmode=disable&toolrelay_schema=s", core.Unknown, "cannot connect to PostgreSQL"},
 		{"postgresql://user:secret@127.0.0.1:1/db?sslmode=disable", core.Unknown, "cannot connect to PostgreSQL"},
 		{"postgres://user:secret@host:port/db", core.InvalidArgument, ""},
+		{"postgres://postgres@127.0.0.1:abc/test?password=secret", core.InvalidArgument, "invalid port"},
+		{"postgres://postgres:se%zzcret@127.0.0.1/test", core.InvalidArgument, "invalid URL escape"},
+		{"postgres://postgres@127.0.0.1:1/test?sslmode=disable&password=secret", core.Unknown, "cannot connect to PostgreSQL"},
+		{"postgres://postgres@127.0.0.1/test?password=secret&sslmode=bogus", core.InvalidArgument, "sslmode is invalid"},
+		{"host=127.0.0.1 port=1 password=secret", core.InvalidArgument, "key=value settings are not a journal URL"},
+		{"host=127.0.0.1 port=1 password = 'a secret'", core.InvalidArgument, "key=value settings are not a journal URL"},
+		{"sqlite://" + dir + "/j.db?password=secret", core.InvalidArgument, `unknown parameter "password"`},
+		{"sqlite:j.db?busy_timeout=5s&token=secret", core.InvalidArgument, `unknown parameter "token"`},
+		{"secret", core.InvalidArgument, "no scheme"},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			s, err := journal.Open(t.Context(), tc.url)
@@ -106,8 +116,10 @@ func TestOpenBadURL(t *testing.T) {
 			if core.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Open: %v\nwant code %v and %q", err, tc.code, tc.want)
 			}
-			if strings.Contains(err.Error(), "secret") {
-				t.Errorf("Open: %v\nshows the password", err)
+			for e := err; e != nil; e = errors.Unwrap(e) {
+				if s := fmt.Sprintf("%v %+v", e, e); strings.Contains(s, "secret") {
+					t.Errorf("Open: an error of the chain, %T, shows the password: %s", e, s)
+				}
 			}
 		})
 	}

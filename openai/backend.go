@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/internal/origin"
 )
 
 // Defaults of [Options].
@@ -34,7 +35,8 @@ type Options struct {
 	// APIKey authenticates the requests; empty means OPENAI_API_KEY.
 	APIKey string
 	// BaseURL is the API's base URL; empty means OPENAI_BASE_URL, or the
-	// SDK's default (https://api.openai.com/v1/).
+	// SDK's default (https://api.openai.com/v1/). With an API key it must
+	// be https, or http to a loopback host (127.0.0.0/8, ::1, localhost).
 	BaseURL string
 	// RequestOptions are passed to the SDK client after the settings above
 	// (so they win): an HTTP client, retries, headers, middleware, and so on.
@@ -113,6 +115,15 @@ var (
 // [Backend.MissingTools], every function it declares that tools does not
 // implement; an unknown agent gives an error for which ErrorCode returns
 // NotFound. Without it, the agent is made from tools on the first run.
+//
+// The API key is sent only to the base URL's origin: a base URL (opts or
+// OPENAI_BASE_URL) that is not an http or https URL, or that is plain http
+// to a host other than loopback (127.0.0.0/8, ::1, localhost) while there
+// is a key, gives an InvalidArgument error naming it redacted; a request
+// that would carry a key over plain http to such a host (as request
+// options may make one) is refused; openai-go refuses a redirect to
+// another origin, with the HTTP client of RequestOptions too when it is an
+// *http.Client (another option.HTTPClient follows redirects as it will).
 func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, error) {
 	b := &Backend{tools: tools, threads: map[string]*thread{}}
 	if opts != nil {
@@ -135,6 +146,9 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if b.log == nil {
 		b.log = slog.Default()
 	}
+	if err := origin.CheckOpenAIBaseURL("openai: base URL", o.BaseURL, o.APIKey); err != nil {
+		return nil, err
+	}
 	var ropts []option.RequestOption
 	if o.APIKey != "" {
 		ropts = append(ropts, option.WithAPIKey(o.APIKey))
@@ -142,7 +156,9 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if o.BaseURL != "" {
 		ropts = append(ropts, option.WithBaseURL(o.BaseURL))
 	}
-	b.client = oai.NewClient(append(ropts, o.RequestOptions...)...)
+	// The middleware comes last, so that it sees the request as the
+	// request options left it.
+	b.client = oai.NewClient(slices.Concat(ropts, o.RequestOptions, []option.RequestOption{option.WithMiddleware(origin.Middleware)})...)
 	b.life, b.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if o.AgentID != "" {
 		if err := b.checkAgent(ctx); err != nil {

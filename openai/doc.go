@@ -28,7 +28,12 @@
 //
 //   - APIKey and BaseURL, defaulting to OPENAI_API_KEY and OPENAI_BASE_URL;
 //     any other SDK option goes in RequestOptions (retries, HTTP client,
-//     headers).
+//     headers). The key goes only to the base URL's origin: over https, or
+//     plain http to a loopback host (127.0.0.0/8, ::1, localhost; the
+//     fakes run there) — Open refuses another http base URL, and a request
+//     that request options would send so is refused — and openai-go
+//     refuses a redirect to another origin (with an *http.Client in
+//     RequestOptions too, whatever its CheckRedirect).
 //   - The agent: AgentID names an existing agent (its tools are defined on
 //     the service; the toolbox supplies only the implementations, and Open
 //     reports the functions it lacks). Otherwise an agent is made from the

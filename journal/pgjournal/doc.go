@@ -77,7 +77,12 @@
 // ([Options.ConnectTimeout], or the connection string's connect_timeout)
 // when the server cannot be reached; with code FailedPrecondition when the
 // tables exist but are of another schema version, or are not toolrelay's;
-// with PermissionDenied when it may not create or read them. The methods
+// with PermissionDenied when it may not create or read them; with
+// InvalidArgument when pgx cannot parse the connection string. No error
+// shows a password: Open names the server as user@host:port/db, or the
+// connection string with its secrets masked, and keeps only pgx's fixed
+// messages of a connection string it could not parse (pgx's own error
+// quotes the string, hiding passwords only as well as it can). The methods
 // of a [Journal] return *[core.Error] values whose underlying error (such
 // as a *pgconn.PgError) is reachable with errors.As, and
 // [core.ErrLeaseLost] as core.Journal specifies. A method whose context

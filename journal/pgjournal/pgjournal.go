@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/internal/redact"
 	"github.com/toolrelay/toolrelay/journal/internal/record"
 )
 
@@ -76,8 +77,10 @@ var _ core.Journal = (*Journal)(nil)
 // postgres://user@host:5432/db?sslmode=disable, or key=value settings, as
 // pgx reads them, pool_max_conns included) and opens the journal there,
 // creating its tables if they do not exist. It fails, with a *[core.Error],
-// within the connect timeout if the server cannot be reached, and with code
-// FailedPrecondition if the tables exist but are of another schema version.
+// within the connect timeout if the server cannot be reached, with code
+// FailedPrecondition if the tables exist but are of another schema version,
+// and with code InvalidArgument if connString does not parse; no error
+// shows a password of connString.
 // opts may be nil. The caller must Close the journal.
 func Open(ctx context.Context, connString string, opts *Options) (*Journal, error) {
 	var o Options
@@ -86,7 +89,7 @@ func Open(ctx context.Context, connString string, opts *Options) (*Journal, erro
 	}
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
-		return nil, &core.Error{Code: core.InvalidArgument, Op: "pgjournal: open", Err: err}
+		return nil, &core.Error{Code: core.InvalidArgument, Op: "pgjournal: open " + redact.ConnString(connString), Err: parseConfigError(err)}
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)

@@ -228,10 +228,37 @@ func TestOpenBadSynchronous(t *testing.T) {
 	}
 }
 
+// TestOpenBadURL checks that a connection string pgx cannot parse gives an
+// InvalidArgument error that says why without showing the password, in
+// any of the forms pgx reads: pgx's own error shows a key/value password
+// written with spaces around the "=".
 func TestOpenBadURL(t *testing.T) {
-	_, err := pgjournal.Open(t.Context(), "postgres://u:secret@host:notaport/db", nil)
-	if core.CodeOf(err) != core.InvalidArgument || strings.Contains(fmt.Sprint(err), "secret") {
-		t.Errorf("Open with a bad URL: %v; want InvalidArgument, without the password", err)
+	for _, tc := range []struct {
+		conn, want string
+	}{
+		{"postgres://u:secret@host:notaport/db", "invalid port"},
+		{"postgres://u@host:notaport/db?password=secret", "invalid port"},
+		{"postgres://u:sec%zzret@host/db", "invalid percent-encoded token in password"},
+		{"host=127.0.0.1 password = secret port=abc", "invalid port"},
+		{"host=127.0.0.1 password='sec ret' port=abc", "invalid port"},
+		{"host=127.0.0.1 password='secret", "unterminated quoted string"},
+		{"host=127.0.0.1 secret", "failed to parse as keyword/value"},
+		{"postgres://u:secret@h/db?connect_timeout=bogus", "invalid connect_timeout (strconv.ParseInt: invalid syntax)"},
+		{"postgres://u:secret@h/db?sslmode=bogus", "failed to configure TLS (sslmode is invalid)"},
+		{"postgres://u:secret@h/db?target_session_attrs=bogus", "unknown target_session_attrs value"},
+		{"postgres://u:secret@h1,h2,h3/db?port=1,2", "could not match the port numbers to the hosts"},
+	} {
+		t.Run(tc.conn, func(t *testing.T) {
+			_, err := pgjournal.Open(t.Context(), tc.conn, nil)
+			if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open: %v\nwant InvalidArgument saying %q", err, tc.want)
+			}
+			for e := err; e != nil; e = errors.Unwrap(e) {
+				if s := fmt.Sprintf("%v %+v", e, e); strings.Contains(s, "secret") {
+					t.Errorf("Open: an error of the chain, %T, shows the password: %s", e, s)
+				}
+			}
+		})
 	}
 }
 

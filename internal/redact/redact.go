@@ -1,0 +1,234 @@
+// Package redact removes the secrets from connection strings and URLs
+// before an error or a log line names them. It is the one place every
+// package of the module redacts: journal URLs, PostgreSQL connection
+// strings, project endpoints and base URLs.
+package redact
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// Mask replaces every secret [ConnString] removes; it is net/url's own
+// (url.URL.Redacted).
+const Mask = "xxxxx"
+
+// Unparsable replaces, after the scheme if one can be told, what
+// [ConnString] cannot parse safely.
+const Unparsable = "(not shown: it does not parse as a URL or as key=value settings)"
+
+// ConnString returns s with every secret it may hold replaced by [Mask],
+// for messages. It knows the forms a connection string or endpoint takes:
+//
+//   - a URL (scheme://user:password@host/path?query, or sqlite:path or
+//     file:path): the password of its user info, the value of every query parameter
+//     whose name looks secret (password, sslpassword, token, key,
+//     secret, sig, auth, credential and the like, in any case), and the
+//     fragment are masked; the rest is kept;
+//   - libpq key/value settings (host=db password=secret, values quoted
+//     with ' or not, spaces around =): the value of every key that looks
+//     secret is masked, the other settings are kept;
+//   - anything else, or a URL or key/value string that does not parse
+//     cleanly: only the scheme (if the string starts with one) is kept,
+//     followed by [Unparsable]; nothing of the rest is shown.
+//
+// The empty string is returned as it is. ConnString never returns any
+// part of s it could not place in one of those forms, so a secret in a
+// malformed string is never echoed.
+func ConnString(s string) string {
+	if s == "" {
+		return ""
+	}
+	if scheme := schemeRE.FindString(s); scheme != "" {
+		if r, ok := redactURL(s); ok {
+			return r
+		}
+		return scheme + Unparsable
+	}
+	if r, ok := redactKeyValues(s); ok {
+		return r
+	}
+	return Unparsable
+}
+
+// schemeRE matches a URL's scheme and its colon (RFC 3986, section 3.1).
+var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+
+// Secret reports whether a setting or query parameter named name (in any
+// case, with any separators) may hold a secret.
+func Secret(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range secretWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretWords are the parts of the names of settings that hold secrets:
+// password, passwd, sslpassword, pwd, secret, client_secret, token,
+// access_token, key, api-key, apikey, sslkey, sig (a SAS signature),
+// signature, auth, authorization, credential, passphrase.
+var secretWords = []string{"pass", "pwd", "secret", "token", "key", "sig", "auth", "credential"}
+
+// pathSchemes are the schemes whose opaque form (scheme:relative/path)
+// holds a file name, shown as it is.
+var pathSchemes = map[string]bool{"sqlite": true, "file": true}
+
+// redactURL redacts a URL; ok is false when s does not parse as one.
+func redactURL(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return "", false
+	}
+	if u.Opaque != "" && !pathSchemes[strings.ToLower(u.Scheme)] {
+		// host:port/path or the like, read as scheme:opaque: the opaque
+		// part has no structure that says where a secret would be.
+		return "", false
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), Mask)
+		}
+	}
+	if u.RawQuery != "" {
+		q, ok := redactQuery(u.RawQuery)
+		if !ok {
+			return "", false
+		}
+		u.RawQuery = q
+	}
+	if u.Fragment != "" || u.RawFragment != "" {
+		u.Fragment, u.RawFragment = Mask, ""
+	}
+	return u.String(), true
+}
+
+// redactQuery masks the values of the secret parameters of a raw query,
+// keeping the order and encoding of the others; ok is false if a
+// parameter's name is not validly escaped.
+func redactQuery(raw string) (string, bool) {
+	params := strings.FieldsFunc(raw, func(r rune) bool { return r == '&' || r == ';' })
+	for i, p := range params {
+		k, _, _ := strings.Cut(p, "=")
+		name, err := url.QueryUnescape(k)
+		if err != nil {
+			return "", false
+		}
+		if Secret(name) {
+			params[i] = k + "=" + Mask
+		}
+	}
+	return strings.Join(params, "&"), true
+}
+
+// redactKeyValues redacts libpq key/value settings; ok is false when s
+// does not parse as at least one key=value pair.
+func redactKeyValues(s string) (string, bool) {
+	kvs, ok := parseKeyValues(s)
+	if !ok || len(kvs) == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	for i, kv := range kvs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(kv[0])
+		b.WriteByte('=')
+		if Secret(kv[0]) {
+			b.WriteString(Mask)
+		} else {
+			b.WriteString(quoteValue(kv[1]))
+		}
+	}
+	return b.String(), true
+}
+
+// keyRE matches the keys of libpq key/value settings.
+var keyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
+// parseKeyValues splits libpq key/value settings as libpq does: pairs
+// separated by spaces, key = value with optional spaces around the =,
+// values unquoted (a backslash escapes the next character) or in single
+// quotes (where \' and \\ are escapes). ok is false if s is not such a
+// string: a key that is not a word, a key without =, an unterminated
+// quote, a trailing backslash.
+func parseKeyValues(s string) (kvs [][2]string, ok bool) {
+	i := 0
+	skip := func() {
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+	}
+	for {
+		skip()
+		if i == len(s) {
+			return kvs, true
+		}
+		start := i
+		for i < len(s) && s[i] != '=' && !isSpace(s[i]) {
+			i++
+		}
+		key := s[start:i]
+		skip()
+		if i == len(s) || s[i] != '=' || !keyRE.MatchString(key) {
+			return nil, false
+		}
+		i++
+		skip()
+		var v strings.Builder
+		if i < len(s) && s[i] == '\'' {
+			i++
+			for {
+				if i == len(s) {
+					return nil, false
+				}
+				c := s[i]
+				i++
+				if c == '\'' {
+					break
+				}
+				if c == '\\' {
+					if i == len(s) {
+						return nil, false
+					}
+					c = s[i]
+					i++
+				}
+				v.WriteByte(c)
+			}
+			if i < len(s) && !isSpace(s[i]) {
+				return nil, false
+			}
+		} else {
+			for i < len(s) && !isSpace(s[i]) {
+				c := s[i]
+				i++
+				if c == '\\' {
+					if i == len(s) {
+						return nil, false
+					}
+					c = s[i]
+					i++
+				}
+				v.WriteByte(c)
+			}
+		}
+		kvs = append(kvs, [2]string{key, v.String()})
+	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// quoteValue writes a key/value setting's value back as libpq reads it.
+func quoteValue(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n\r\f\v'\\") {
+		return v
+	}
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}

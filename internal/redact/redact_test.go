@@ -1,0 +1,78 @@
+package redact_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolrelay/toolrelay/internal/redact"
+)
+
+func TestConnString(t *testing.T) {
+	const u = redact.Unparsable
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"empty", "", ""},
+		{"memory", "memory", u},
+		{"URL without secrets", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"},
+		{"userinfo password", "postgres://user:SECRET@db:5432/app", "postgres://user:xxxxx@db:5432/app"},
+		{"empty password", "postgres://user:@db/app", "postgres://user:xxxxx@db/app"},
+		{"password parameter", "postgres://user@db/app?sslmode=require&password=SECRET", "postgres://user@db/app?sslmode=require&password=xxxxx"},
+		{"secret parameters in any case", "postgres://db/app?SSLPassword=S1&sslkey=/k&api-key=S2&access_token=S3&sig=S4&client_secret=S5&x=1", "postgres://db/app?SSLPassword=xxxxx&sslkey=xxxxx&api-key=xxxxx&access_token=xxxxx&sig=xxxxx&client_secret=xxxxx&x=1"},
+		{"escaped parameter name", "postgres://db/app?pass%77ord=SECRET", "postgres://db/app?pass%77ord=xxxxx"},
+		{"parameter without value", "postgres://db/app?password", "postgres://db/app?password=xxxxx"},
+		{"semicolon separator", "postgres://db/app?a=1;password=SECRET", "postgres://db/app?a=1&password=xxxxx"},
+		{"fragment", "https://host/p#access_token=SECRET", "https://host/p#xxxxx"},
+		{"sqlite opaque with parameter", "sqlite:journal.db?password=SECRET&busy_timeout=5s", "sqlite:journal.db?password=xxxxx&busy_timeout=5s"},
+		{"sqlite absolute path", "sqlite:///var/lib/j.db?busy=1", "sqlite:///var/lib/j.db?busy=1"},
+		{"endpoint", "https://res.services.ai.azure.com/api/projects/p", "https://res.services.ai.azure.com/api/projects/p"},
+		{"bad port", "postgres://postgres@127.0.0.1:abc/test?password=SECRET", "postgres:" + u},
+		{"bad port with userinfo", "postgres://u:SECRET@127.0.0.1:abc/test", "postgres:" + u},
+		{"bad escape in password", "postgres://u:SEC%zzRET@db/app", "postgres:" + u},
+		{"at sign in password", "postgres://u:SEC@RET@db/app", "postgres://u:xxxxx@db/app"},
+		{"bad escape in parameter name", "postgres://db/app?pass%zz=SECRET", "postgres:" + u},
+		{"multiple hosts", "postgres://u:SECRET@h1:5432,h2:5433/app", "postgres://u:xxxxx@h1:5432,h2:5433/app"},
+		{"control character", "https://host/\x00SECRET", "https:" + u},
+		{"key/value", "host=127.0.0.1 port=1 password=SECRET", "host=127.0.0.1 port=1 password=xxxxx"},
+		{"key/value with spaces around =", "host = db  password =  SECRET dbname=app", "host=db password=xxxxx dbname=app"},
+		{"key/value quoted", `host=db password='SEC RET' application_name='my app'`, `host=db password=xxxxx application_name='my app'`},
+		{"key/value quoted with escapes", `password='it\'s \\ SECRET' user=o\'neil`, `password=xxxxx user='o\'neil'`},
+		{"key/value empty quoted value", `host=db options=''`, `host=db options=''`},
+		{"key/value sslpassword", "sslpassword=SECRET sslmode=verify-full", "sslpassword=xxxxx sslmode=verify-full"},
+		{"key/value unterminated quote", "host=db password='SECRET", u},
+		{"key/value key without =", "host=db SECRET", u},
+		{"key/value trailing backslash", `host=db password=SECRET\`, u},
+		{"key/value junk after quote", `host=db password='a'SECRET`, u},
+		{"opaque of another scheme", "api.example.com:SECRET/v1", "api.example.com:" + u},
+		{"mailto", "mailto:SECRET@example.com", "mailto:" + u},
+		{"file opaque", "file:rel/j.db", "file:rel/j.db"},
+		{"bare word", "SECRET", u},
+		{"path", "/var/lib/SECRET.db", u},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := redact.ConnString(tc.in)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ConnString(%q) mismatch (-want +got):\n%s", tc.in, diff)
+			}
+			if strings.Contains(got, "SECRET") {
+				t.Errorf("ConnString(%q) = %q shows the secret", tc.in, got)
+			}
+		})
+	}
+}
+
+func TestSecret(t *testing.T) {
+	for name, want := range map[string]bool{
+		"password": true, "PASSWORD": true, "sslpassword": true, "passfile": true, "pwd": true,
+		"api-key": true, "apikey": true, "token": true, "client_secret": true, "sig": true,
+		"Authorization": true, "credential": true,
+		"host": false, "port": false, "dbname": false, "user": false, "sslmode": false,
+		"busy_timeout": false, "toolrelay_schema": false, "application_name": false,
+	} {
+		if got := redact.Secret(name); got != want {
+			t.Errorf("Secret(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -39,6 +39,7 @@ var scenarios = []scenario{
 	{"HandlerTimeout", "a handler past its timeout gives a failed result saying so", handlerTimeout},
 	{"CancelMidStep", "canceling the caller's context mid-step ends the run with Canceled, sends no result, and leaves the thread usable", cancelMidStep},
 	{"MaxSteps", "a model that keeps calling ends the run with ErrMaxSteps, and the thread is not left waiting", maxSteps},
+	{"RepeatedCallID", "a step that repeats a call id ends the run with Internal, runs and sends nothing, and the turn is canceled, not left waiting", repeatedCallID},
 	{"LargeOutput", "a 1 MiB output goes back intact", largeOutput},
 	{"NonASCII", "non-ASCII text survives in arguments, outputs and the answer", nonASCII},
 	{"ContentArray", "a content-array output reaches the service (as an array where it accepts one)", contentArray},
@@ -328,6 +329,31 @@ func maxSteps(e *env) {
 	e.wantCode(err, core.ResourceExhausted)
 	if n := len(e.results()); n != 2 {
 		e.t.Errorf("%d results sent, want 2", n)
+	}
+	e.wantThreadUsable(r, res.Thread)
+}
+
+func repeatedCallID(e *env) {
+	var runs atomic.Int32
+	dup := coretest.Step{Calls: []coretest.Call{
+		{Name: "getUserFavoriteCity", Arguments: json.RawMessage(`{}`), ID: "call_dup"},
+		{Name: "getUserFavoriteCity", Arguments: json.RawMessage(`{}`), ID: "call_dup"},
+	}}
+	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{dup, answer("never")}}, afterStop}}
+	r := e.runner(s, nil, tool(e, "getUserFavoriteCity", "", counted(&runs, favoriteCity), nil))
+	res, err := r.Run(e.t.Context(), "go", nil)
+	e.wantCode(err, core.Internal)
+	if !strings.Contains(err.Error(), `repeats call id "call_dup"`) {
+		e.t.Errorf("Run error = %v, want it to name the repeated call id", err)
+	}
+	if n := runs.Load(); n != 0 {
+		e.t.Errorf("the function ran %d times, want 0", n)
+	}
+	if got := e.results(); len(got) != 0 {
+		e.t.Errorf("results were sent for a step that repeats a call id: %+v", got)
+	}
+	if res == nil || res.Thread == "" {
+		e.t.Fatalf("Result = %+v, want the thread", res)
 	}
 	e.wantThreadUsable(r, res.Thread)
 }

@@ -173,7 +173,7 @@ func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Resu
 		r.emit(ctx, &Event{Kind: RunFinished, Thread: thread, Err: err})
 		return res, err
 	}
-	return r.loop(ctx, step, ro)
+	return r.loop(ctx, step, ro, ro.Thread)
 }
 
 // Resume picks up the turn waiting on thread, after a disconnect or in a new
@@ -189,7 +189,7 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*
 		r.emit(ctx, &Event{Kind: RunFinished, Thread: thread, Err: err})
 		return &Result{Thread: thread}, err
 	}
-	return r.loop(ctx, step, ro)
+	return r.loop(ctx, step, ro, thread)
 }
 
 func (r *Runner) runOptions(opts *RunOptions) RunOptions {
@@ -203,15 +203,20 @@ func (r *Runner) runOptions(opts *RunOptions) RunOptions {
 	return ro
 }
 
-func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, error) {
+// loop runs the steps of a turn, from step, until the model answers. thread
+// is the thread the run was started or resumed on, if known, for a step
+// that does not name one.
+func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions, thread string) (*Result, error) {
 	start := time.Now()
-	res := &Result{}
+	res := &Result{Thread: thread}
 	finish := func(err error) (*Result, error) {
 		r.emit(ctx, &Event{Kind: RunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(start), Err: err})
 		return res, err
 	}
 	for {
 		if step == nil {
+			// A step cannot be answered: the turn must not stay parked.
+			r.cancelTurn(ctx, res.Thread)
 			return finish(&Error{Code: Internal, Op: r.b.Name() + ": step", Err: errors.New("the backend returned no step")})
 		}
 		res.Thread, res.Turn = step.Thread, step.Turn
@@ -226,6 +231,7 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, 
 			return finish(&Error{Code: ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", ErrMaxSteps, ro.MaxSteps)})
 		}
 		if err := checkCalls(step.Calls); err != nil {
+			r.cancelTurn(ctx, step.Thread)
 			return finish(&Error{Code: Internal, Op: r.b.Name() + ": step", Err: err})
 		}
 		res.Steps++
@@ -239,6 +245,7 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, 
 			return finish(err)
 		}
 		if err := checkResults(step.Calls, results); err != nil {
+			r.cancelTurn(ctx, step.Thread)
 			return finish(&Error{Code: Internal, Op: "core: submit", Err: err})
 		}
 		next, err := r.b.Submit(ctx, &SubmitRequest{Step: step, Results: results})

@@ -24,6 +24,10 @@ func (r *Runner) execute(ctx context.Context, c *callRun) (JournalResult, error)
 		}
 		return failed(UnknownTool, msg), errors.New(msg)
 	}
+	var tl *tooLargeError
+	if errors.As(c.argErr, &tl) {
+		return failed(TooLarge, tl.Error()), tl
+	}
 	args, err := c.args, c.argErr
 	if err == nil {
 		args, err = tool.prepareArgs(args, c.obj)
@@ -36,7 +40,13 @@ func (r *Runner) execute(ctx context.Context, c *callRun) (JournalResult, error)
 	if timeout == 0 {
 		timeout = r.opts.ToolTimeout
 	}
-	return tool.invoke(ctx, call, args, timeout)
+	return tool.invoke(ctx, call, args, timeout, r.outputLimit(tool))
+}
+
+// outputLimit returns what the runner accepts of an output of tool (which
+// may be nil).
+func (r *Runner) outputLimit(tool *Tool) outputLimit {
+	return outputLimit{max: r.opts.MaxOutputBytes, truncate: r.opts.TruncateOutput || (tool != nil && tool.opts.TruncateOutput)}
 }
 
 // prepareArgs validates arguments, in canonical form and parsed, against
@@ -64,7 +74,7 @@ type handlerReturn struct {
 
 // invoke runs the handler with the call in its context and maps what it
 // returns to a result.
-func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time.Duration) (JournalResult, error) {
+func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time.Duration, lim outputLimit) (JournalResult, error) {
 	hctx := withCall(ctx, call)
 	var ret handlerReturn
 	if timeout <= 0 {
@@ -101,8 +111,12 @@ func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time
 		}
 		return failed(ToolError, genericFailure(t.name)), ret.err
 	}
-	out, err := encodeOutput(ret.v)
+	out, err := encodeOutput(ret.v, lim)
 	if err != nil {
+		var tl *tooLargeError
+		if errors.As(err, &tl) {
+			return failed(TooLarge, tl.Error()), fmt.Errorf("tool %q: %w", t.name, tl)
+		}
 		return failed(ToolError, genericFailure(t.name)), fmt.Errorf("encode output of %q: %w", t.name, err)
 	}
 	return JournalResult{Output: out, Outcome: OK}, nil

@@ -14,9 +14,11 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultConcurrency = 16
-	DefaultMaxSteps    = 10
-	DefaultLease       = time.Minute
+	DefaultConcurrency      = 16
+	DefaultMaxSteps         = 10
+	DefaultLease            = time.Minute
+	DefaultMaxArgumentBytes = 1 << 20 // 1 MiB
+	DefaultMaxOutputBytes   = 4 << 20 // 4 MiB
 )
 
 // Options configure a [Runner]. The zero value (or nil) is usable.
@@ -31,6 +33,30 @@ type Options struct {
 	// ToolTimeout bounds each handler that has no timeout of its own.
 	// Zero means no limit.
 	ToolTimeout time.Duration
+	// MaxArgumentBytes bounds the arguments of one call, as the service
+	// sent them. A call whose arguments are longer gets a failed result
+	// "arguments too large (N bytes; the limit is M)" (outcome TooLarge)
+	// without its arguments being parsed or its handler run; it is
+	// journaled like any failed call, its digest that of the bytes as
+	// received. Zero (or less) means DefaultMaxArgumentBytes.
+	MaxArgumentBytes int
+	// MaxOutputBytes bounds the output of one call: a string's bytes, a
+	// content array's contents, or the JSON encoding of any other value.
+	// An output past it gives a failed result "output too large (N bytes;
+	// the limit is M)" (outcome TooLarge), unless TruncateOutput (or the
+	// tool's) is set. A value serialised as JSON is measured before it is
+	// encoded, so that one far past the limit is refused without being
+	// copied: the runner holds at most a few times MaxOutputBytes of an
+	// output besides the handler's own value. Zero (or less) means
+	// DefaultMaxOutputBytes.
+	MaxOutputBytes int
+	// TruncateOutput cuts a text output (a string result) past
+	// MaxOutputBytes to its first bytes, never inside a UTF-8 sequence,
+	// followed by a note saying it was truncated and how long it was, in
+	// MaxOutputBytes in all; the result is not marked failed. Content
+	// arrays and values serialised as JSON are never cut (a cut JSON
+	// document is not JSON): past the limit they fail as above.
+	TruncateOutput bool
 	// Journal keeps every result (see [Journal]). Nil means a new
 	// [MemoryJournal] of the runner's own, which forgets the calls of a run
 	// once the run has its answer (so that it does not grow with every
@@ -96,6 +122,12 @@ func NewRunner(b Backend, tools *Toolbox, opts *Options) *Runner {
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
+	}
+	if o.MaxArgumentBytes <= 0 {
+		o.MaxArgumentBytes = DefaultMaxArgumentBytes
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -404,7 +436,13 @@ func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcom
 func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult, error) {
 	j := r.opts.Journal
 	c := &callRun{call: call, key: r.key(call), step: step}
-	c.args, c.obj, c.argErr = parseArgs(call.Arguments)
+	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
+		// Too large to parse: the handler will not run, and the digest is
+		// of the bytes as received.
+		c.argErr = &tooLargeError{what: "arguments", size: n, limit: r.opts.MaxArgumentBytes}
+	} else {
+		c.args, c.obj, c.argErr = parseArgs(call.Arguments)
+	}
 	c.digest = digestOf(call.Arguments, c.args)
 	c.idem = IdempotencyKey(c.key, c.digest)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
@@ -481,15 +519,18 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (ToolResult, error)
 		v, found, err := tool.opts.Verify(withCall(ctx, call), *call)
 		switch {
 		case err == nil && found:
-			out, err := encodeOutput(v)
-			if err != nil {
+			out, err := encodeOutput(v, r.outputLimit(tool))
+			jr := JournalResult{Output: out, Outcome: OK}
+			var tl *tooLargeError
+			if errors.As(err, &tl) {
+				jr = failed(TooLarge, tl.Error())
+			} else if err != nil {
 				break
 			}
-			jr := JournalResult{Output: out, Outcome: OK}
 			if err := r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
 				return ToolResult{}, r.journalError(ctx, err)
 			}
-			r.event(ctx, c, CallInDoubt, OK, 0, nil)
+			r.event(ctx, c, CallInDoubt, jr.Outcome, 0, nil)
 			return toResult(call, &jr, c.idem), nil
 		case err == nil:
 			r.event(ctx, c, CallInDoubt, OK, 0, nil)

@@ -44,6 +44,10 @@ type ToolOptions struct {
 	// Timeout bounds one run of the handler; zero means the runner's
 	// default (see [Options]), which is no limit unless set.
 	Timeout time.Duration
+	// TruncateOutput cuts a text output past the runner's
+	// Options.MaxOutputBytes instead of failing the call, as
+	// Options.TruncateOutput does for every tool.
+	TruncateOutput bool
 	// Idempotent declares that running the tool twice with the same
 	// arguments has the same effect as running it once. A call found started
 	// but not finished after a crash (in doubt) runs again only if the tool

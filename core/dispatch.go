@@ -72,28 +72,23 @@ type handlerReturn struct {
 	stack []byte
 }
 
-// invoke runs the handler with the call in its context and maps what it
-// returns to a result.
+// invoke runs the handler with the call in its context, for at most
+// timeout, and maps what it returns to a result.
 func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time.Duration, lim outputLimit) (JournalResult, error) {
-	hctx := withCall(ctx, call)
+	tctx, cancel := context.WithTimeout(withCall(ctx, call), timeout)
+	defer cancel()
+	done := make(chan handlerReturn, 1)
+	go func() { done <- t.safeRun(tctx, args) }()
 	var ret handlerReturn
-	if timeout <= 0 {
-		ret = t.safeRun(hctx, args)
-	} else {
-		tctx, cancel := context.WithTimeout(hctx, timeout)
-		defer cancel()
-		done := make(chan handlerReturn, 1)
-		go func() { done <- t.safeRun(tctx, args) }()
-		select {
-		case ret = <-done:
-		case <-tctx.Done():
-			// The handler ignores its context; leave it behind.
-			ret = handlerReturn{err: tctx.Err()}
-		}
-		if ret.err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
-			msg := fmt.Sprintf("tool %q timed out after %v", t.name, timeout)
-			return failed(TimedOut, msg), fmt.Errorf("%s: %w", msg, ret.err)
-		}
+	select {
+	case ret = <-done:
+	case <-tctx.Done():
+		// The handler ignores its context; leave it behind.
+		ret = handlerReturn{err: tctx.Err()}
+	}
+	if ret.err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+		msg := fmt.Sprintf("tool %q timed out after %v", t.name, timeout)
+		return failed(TimedOut, msg), fmt.Errorf("%s: %w", msg, ret.err)
 	}
 	switch {
 	case ret.panic != nil:

@@ -25,14 +25,19 @@
 //
 // # Limits
 //
-// Every call is bounded. Arguments longer than [Options.MaxArgumentBytes]
+// Every call and every run is bounded. A handler runs for at most
+// [Options.ToolTimeout] (5 minutes by default; [ToolOptions.Timeout] sets a
+// tool's own), after which the model is told it timed out; a run lasts at
+// most [Options.RunTimeout] (30 minutes by default), after which it ends
+// with a DeadlineExceeded error, its service turn canceled and its thread
+// left to resume. Arguments longer than [Options.MaxArgumentBytes]
 // (1 MiB by default) are not parsed: the model is told "arguments too large
 // (N bytes; the limit is M)" and the handler does not run. An output past
 // [Options.MaxOutputBytes] (4 MiB by default) gives a failed result saying
 // so, or, for text, where the program asks for it ([Options.TruncateOutput],
 // [ToolOptions.TruncateOutput]), is cut to the limit with a note saying it
-// was. Both are failed calls of outcome [TooLarge], journaled like any
-// other. A value a handler returns is measured before it is encoded, so an
+// was. A call past either limit fails with outcome [TooLarge], and is
+// journaled like any other failed call. A value a handler returns is measured before it is encoded, so an
 // output far past the limit is refused without being copied.
 //
 // # Tools

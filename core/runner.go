@@ -17,6 +17,8 @@ const (
 	DefaultConcurrency      = 16
 	DefaultMaxSteps         = 10
 	DefaultLease            = time.Minute
+	DefaultToolTimeout      = 5 * time.Minute
+	DefaultRunTimeout       = 30 * time.Minute
 	DefaultMaxArgumentBytes = 1 << 20 // 1 MiB
 	DefaultMaxOutputBytes   = 4 << 20 // 4 MiB
 )
@@ -30,9 +32,21 @@ type Options struct {
 	// reaches it fails with an error matching ErrMaxSteps. Zero means
 	// DefaultMaxSteps.
 	MaxSteps int
-	// ToolTimeout bounds each handler that has no timeout of its own.
-	// Zero means no limit.
+	// ToolTimeout bounds each handler that has no timeout of its own
+	// (see [ToolOptions]): past it, the call gets a failed result saying
+	// it timed out (outcome TimedOut), and a handler that ignores its
+	// context is left behind. Zero (or less) means DefaultToolTimeout;
+	// there is no unbounded setting (set a long one).
 	ToolTimeout time.Duration
+	// RunTimeout bounds each run ([Runner.Run], [Runner.Resume]), from its
+	// start to its answer, unless the caller's context ends sooner. A run
+	// past it ends with an error whose code is DeadlineExceeded (it
+	// matches context.DeadlineExceeded); the handlers still running are
+	// interrupted and their calls left to run again, the service's turn
+	// is canceled where the backend can (see [Canceler]), and the Result
+	// holds the thread, to resume it. Zero (or less) means
+	// DefaultRunTimeout; RunOptions.Timeout overrides it for one run.
+	RunTimeout time.Duration
 	// MaxArgumentBytes bounds the arguments of one call, as the service
 	// sent them. A call whose arguments are longer gets a failed result
 	// "arguments too large (N bytes; the limit is M)" (outcome TooLarge)
@@ -123,6 +137,12 @@ func NewRunner(b Backend, tools *Toolbox, opts *Options) *Runner {
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
+	if o.ToolTimeout <= 0 {
+		o.ToolTimeout = DefaultToolTimeout
+	}
+	if o.RunTimeout <= 0 {
+		o.RunTimeout = DefaultRunTimeout
+	}
 	if o.MaxArgumentBytes <= 0 {
 		o.MaxArgumentBytes = DefaultMaxArgumentBytes
 	}
@@ -160,6 +180,9 @@ type RunOptions struct {
 	Thread string
 	// MaxSteps overrides the runner's step limit for this run.
 	MaxSteps int
+	// Timeout overrides the runner's time limit (Options.RunTimeout) for
+	// this run.
+	Timeout time.Duration
 }
 
 // Result is the outcome of a run.
@@ -185,18 +208,25 @@ type Result struct {
 // timeouts) do not end the run: the model is told and the run goes on.
 // The run ends with an error when the backend fails, when the step limit is
 // reached (ErrMaxSteps), when the context is canceled (the error wraps
-// context.Canceled) or when the journal fails. Errors are *[Error]s whose
+// context.Canceled) or the run passes its time limit (Options.RunTimeout;
+// the error wraps context.DeadlineExceeded), or when the journal fails.
+// Errors are *[Error]s whose
 // Code says what kind of failure it was. On error, the returned Result is
 // non-nil once a thread exists: it holds the Thread, from which [Runner.Resume]
 // can pick the turn up again.
 func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Result, error) {
 	ro := r.runOptions(opts)
+	ctx, cancel := runContext(ctx, ro.Timeout)
+	defer cancel()
 	step, err := r.b.Start(ctx, &StartRequest{Thread: ro.Thread, Input: input})
 	if err != nil {
-		err = r.wrap("start", err)
+		err = r.backendError(ctx, "start", err)
 		thread := ro.Thread
 		if step != nil && step.Thread != "" {
 			thread = step.Thread
+		}
+		if ctx.Err() != nil {
+			r.cancelTurn(ctx, thread) // the turn may have started
 		}
 		var res *Result
 		if thread != "" {
@@ -215,9 +245,11 @@ func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Resu
 // no turn waits, it returns the thread's last answer.
 func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*Result, error) {
 	ro := r.runOptions(opts)
+	ctx, cancel := runContext(ctx, ro.Timeout)
+	defer cancel()
 	step, err := r.b.Resume(ctx, thread)
 	if err != nil {
-		err = r.wrap("resume", err)
+		err = r.backendError(ctx, "resume", err)
 		r.emit(ctx, &Event{Kind: RunFinished, Thread: thread, Err: err})
 		return &Result{Thread: thread}, err
 	}
@@ -232,7 +264,15 @@ func (r *Runner) runOptions(opts *RunOptions) RunOptions {
 	if ro.MaxSteps <= 0 {
 		ro.MaxSteps = r.opts.MaxSteps
 	}
+	if ro.Timeout <= 0 {
+		ro.Timeout = r.opts.RunTimeout
+	}
 	return ro
+}
+
+// runContext returns ctx bounded by a run's time limit d, its cause saying so.
+func runContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("the run passed its time limit (%v): %w", d, context.DeadlineExceeded))
 }
 
 // loop runs the steps of a turn, from step, until the model answers. thread
@@ -285,7 +325,7 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions, thread str
 			if ctx.Err() != nil {
 				r.cancelTurn(ctx, step.Thread)
 			}
-			return finish(r.wrap("submit", err))
+			return finish(r.backendError(ctx, "submit", err))
 		}
 		res.Calls = append(res.Calls, results...)
 		if err := r.opts.Journal.MarkSubmitted(ctx, r.keys(results)); err != nil {
@@ -348,9 +388,11 @@ func checkResults(calls []Call, results []ToolResult) error {
 // when ctx is canceled.
 func (r *Runner) runCalls(ctx context.Context, step *Step, n int) ([]ToolResult, error) {
 	results := make([]ToolResult, len(step.Calls))
-	if len(step.Calls) == 1 && ctx.Done() == nil {
-		// Nothing can cancel the run: a lone call runs in this goroutine
-		// (handing it to another costs more than a quick call).
+	if len(step.Calls) == 1 {
+		// A lone call runs in this goroutine (handing it to another costs
+		// more than a quick call): its handler runs in one of its own,
+		// which a canceled context or the call's timeout leaves behind
+		// (see invoke).
 		var err error
 		if results[0], err = r.runCall(ctx, &step.Calls[0], n); err != nil {
 			return nil, err
@@ -358,9 +400,9 @@ func (r *Runner) runCalls(ctx context.Context, step *Step, n int) ([]ToolResult,
 		return results, nil
 	}
 	errs := make([]error, len(step.Calls))
-	// Otherwise handlers run in goroutines even one at a time, so that a
-	// canceled context ends the run at once, whatever a handler does.
-	// Each reports on done when it has finished.
+	// Otherwise calls run in goroutines, even one at a time (when the
+	// bound is 1), so that a canceled context ends the run at once. Each
+	// reports on done when it has finished.
 	done := make(chan struct{}, len(step.Calls))
 	var sem chan struct{}
 	if len(step.Calls) > r.opts.Concurrency {
@@ -403,8 +445,11 @@ launch:
 	return results, nil
 }
 
+// ctxError returns the error of a run whose context ended: its cause (the
+// caller's, or the run's time limit), with the cause's code.
 func (r *Runner) ctxError(ctx context.Context) error {
-	return &Error{Code: CodeOf(ctx.Err()), Op: "core: run", Err: ctx.Err()}
+	err := context.Cause(ctx)
+	return &Error{Code: CodeOf(err), Op: "core: run", Err: err}
 }
 
 func (r *Runner) key(c *Call) JournalKey {
@@ -578,6 +623,18 @@ func (r *Runner) cancelTurn(ctx context.Context, thread string) {
 
 func (r *Runner) wrap(op string, err error) error {
 	return wrap(r.b.Name()+": "+op, err, r.b.ErrorCode)
+}
+
+// backendError returns the error of the backend's op. Once the run's
+// context has ended, that is why the run ends, whatever the backend made
+// of it: the error then has the code of the context's cause, and wraps
+// both.
+func (r *Runner) backendError(ctx context.Context, op string, err error) error {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(err, cause) {
+		return r.wrap(op, err)
+	}
+	return &Error{Code: CodeOf(cause), Op: r.b.Name() + ": " + op, Err: fmt.Errorf("%w: %w", cause, err)}
 }
 
 func (r *Runner) emit(ctx context.Context, e *Event) {

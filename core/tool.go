@@ -42,7 +42,8 @@ type ToolOptions struct {
 	// searches for it (where the backend supports it).
 	DeferLoading bool
 	// Timeout bounds one run of the handler; zero means the runner's
-	// default (see [Options]), which is no limit unless set.
+	// Options.ToolTimeout (DefaultToolTimeout unless set). The run's own
+	// time limit (Options.RunTimeout) bounds it too.
 	Timeout time.Duration
 	// TruncateOutput cuts a text output past the runner's
 	// Options.MaxOutputBytes instead of failing the call, as
@@ -195,7 +196,7 @@ func (t *Tool) DeferLoading() bool { return t.opts.DeferLoading }
 // Idempotent reports whether the tool was declared idempotent.
 func (t *Tool) Idempotent() bool { return t.opts.Idempotent }
 
-// Timeout returns the tool's own timeout; zero means none.
+// Timeout returns the tool's own timeout; zero means the runner's.
 func (t *Tool) Timeout() time.Duration { return t.opts.Timeout }
 
 // argError is a failure of the arguments; its text is meant for the model.

@@ -140,6 +140,9 @@ func TestInDoubt(t *testing.T) {
 		{"verify fails: outcome unknown", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
 			return nil, false, errors.New("ledger unreachable")
 		}}, 0, coretest.Delivered{Failed: true, Error: `the outcome of this call of "book" is unknown: it may or may not have taken effect, and it was not run again`}, core.InDoubt},
+		{"verify finds a result past the output limit", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
+			return strings.Repeat("x", core.DefaultMaxOutputBytes+1), true, nil
+		}}, 0, coretest.Delivered{Failed: true, Error: "output too large (4194305 bytes; the limit is 4194304)"}, core.TooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,11 +36,15 @@ func (r *Runner) execute(ctx context.Context, c *callRun) (JournalResult, error)
 		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
 		return failed(InvalidArguments, msg), errors.New(msg)
 	}
-	timeout := tool.opts.Timeout
-	if timeout == 0 {
-		timeout = r.opts.ToolTimeout
+	return tool.invoke(ctx, call, args, r.toolTimeout(tool), r.outputLimit(tool))
+}
+
+// toolTimeout returns how long a handler (or Verify hook) of tool may run.
+func (r *Runner) toolTimeout(tool *Tool) time.Duration {
+	if tool.opts.Timeout > 0 {
+		return tool.opts.Timeout
 	}
-	return tool.invoke(ctx, call, args, timeout, r.outputLimit(tool))
+	return r.opts.ToolTimeout
 }
 
 // outputLimit returns what the runner accepts of an output of tool (which
@@ -115,6 +119,36 @@ func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time
 		return failed(ToolError, genericFailure(t.name)), fmt.Errorf("encode output of %q: %w", t.name, err)
 	}
 	return JournalResult{Output: out, Outcome: OK}, nil
+}
+
+// verify runs the tool's Verify hook for call, in a goroutine of its own
+// and for at most timeout, as invoke runs a handler: a hook that panics, or
+// that has not answered when its time is up or ctx ends, cannot tell (it
+// returns an error).
+func (t *Tool) verify(ctx context.Context, call *Call, timeout time.Duration) (v any, found bool, err error) {
+	vctx, cancel := context.WithTimeout(withCall(ctx, call), timeout)
+	defer cancel()
+	type answer struct {
+		v     any
+		found bool
+		err   error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- answer{err: &PanicError{Value: p, Stack: debug.Stack()}}
+			}
+		}()
+		v, found, err := t.opts.Verify(vctx, *call)
+		done <- answer{v, found, err}
+	}()
+	select {
+	case a := <-done:
+		return a.v, a.found, a.err
+	case <-vctx.Done():
+		return nil, false, fmt.Errorf("verify of %q did not answer: %w", t.name, context.Cause(vctx))
+	}
 }
 
 func (t *Tool) safeRun(ctx context.Context, args []byte) (ret handlerReturn) {

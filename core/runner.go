@@ -210,10 +210,9 @@ type Result struct {
 // reached (ErrMaxSteps), when the context is canceled (the error wraps
 // context.Canceled) or the run passes its time limit (Options.RunTimeout;
 // the error wraps context.DeadlineExceeded), or when the journal fails.
-// Errors are *[Error]s whose
-// Code says what kind of failure it was. On error, the returned Result is
-// non-nil once a thread exists: it holds the Thread, from which [Runner.Resume]
-// can pick the turn up again.
+// Errors are *[Error]s whose Code says what kind of failure it was. On
+// error, the returned Result is non-nil once a thread exists: it holds the
+// Thread, from which [Runner.Resume] can pick the turn up again.
 func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Result, error) {
 	ro := r.runOptions(opts)
 	ctx, cancel := runContext(ctx, ro.Timeout)
@@ -561,7 +560,12 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (ToolResult, error)
 	call := c.call
 	tool := r.tools.Lookup(call.Name)
 	if tool != nil && tool.opts.Verify != nil {
-		v, found, err := tool.opts.Verify(withCall(ctx, call), *call)
+		v, found, err := tool.verify(ctx, call, r.toolTimeout(tool))
+		if ctx.Err() != nil {
+			// The run ended while the hook looked: the call stays in
+			// doubt, for the next owner to decide.
+			return ToolResult{}, r.ctxError(ctx)
+		}
 		switch {
 		case err == nil && found:
 			out, err := encodeOutput(v, r.outputLimit(tool))

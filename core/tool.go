@@ -61,7 +61,9 @@ type ToolOptions struct {
 	// result (as a handler would) and found = true if the call took effect;
 	// found = false if it is sure the call did not take effect (the call then
 	// runs again); an error if it cannot tell (the call is then treated as if
-	// there were no Verify hook).
+	// there were no Verify hook). It runs under the tool's timeout, as a
+	// handler does: a hook that panics or runs past it cannot tell either.
+	// If the run ends while it runs, the call stays in doubt.
 	Verify func(ctx context.Context, call Call) (result any, found bool, err error)
 	// Fields refines the inferred schema of a typed tool, property by
 	// property. Keys are JSON property names; a nested property is named by

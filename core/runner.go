@@ -59,10 +59,13 @@ type Options struct {
 	// An output past it gives a failed result "output too large (N bytes;
 	// the limit is M)" (outcome TooLarge), unless TruncateOutput (or the
 	// tool's) is set. A value serialised as JSON is measured before it is
-	// encoded, so that one far past the limit is refused without being
-	// copied: the runner holds at most a few times MaxOutputBytes of an
-	// output besides the handler's own value. Zero (or less) means
-	// DefaultMaxOutputBytes.
+	// encoded, so that one past the limit is refused without being copied:
+	// besides the handler's own value, the runner allocates less than
+	// 4 × MaxOutputBytes for an output. The exception is what only
+	// encoding can measure, the output of a type's own MarshalJSON or
+	// MarshalText method (and JSON string escapes): a value made mostly of
+	// such parts is encoded whole before it is refused. Zero (or less)
+	// means DefaultMaxOutputBytes.
 	MaxOutputBytes int
 	// TruncateOutput cuts a text output (a string result) past
 	// MaxOutputBytes to its first bytes, never inside a UTF-8 sequence,

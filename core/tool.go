@@ -29,8 +29,9 @@ type Tool struct {
 }
 
 // ToolOptions configure a Tool. The zero value (or a nil pointer) gives a
-// tool with a non-strict schema, loaded eagerly, with no timeout of its own,
-// and with side effects.
+// tool with a non-strict schema, loaded eagerly, with no timeout of its own
+// (the runner's applies), whose text outputs past the runner's limit fail
+// rather than being cut, and with side effects.
 type ToolOptions struct {
 	// Strict asks for a strict schema: every property required, optional
 	// ones nullable, no additional properties. For a typed tool the strict

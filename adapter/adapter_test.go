@@ -9,9 +9,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
@@ -53,26 +55,110 @@ func TestLoadPrecedence(t *testing.T) {
 	}
 }
 
+// TestLoadErrors checks that a configuration that cannot be read, decoded
+// or parsed, or that holds a value out of range, fails with
+// InvalidArgument, naming the variable or key, and that no error repeats a
+// value, whatever variable it was set in: secrets are planted in every
+// credential setting, and in settings where they do not belong.
 func TestLoadErrors(t *testing.T) {
+	const secret = "SECRET-4f1d"
+	credentials := map[string]string{
+		"OPENAI_API_KEY": secret + "-openai", "AGENT_TOKEN": secret + "-token", "TOOLRELAY_FOUNDRY_API_KEY": secret + "-foundry",
+		"TOOLRELAY_JOURNAL": "postgres://u:" + secret + "@127.0.0.1:5432/db",
+	}
+	file := func(doc string) map[string]string {
+		path := filepath.Join(t.TempDir(), "toolrelay.json")
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{adapter.ConfigFileEnv: path}
+	}
 	tests := []struct {
 		name    string
 		env     map[string]string
+		code    *adapter.Config
 		wantErr string
 	}{
-		{"missing file", map[string]string{adapter.ConfigFileEnv: "/nonexistent/toolrelay.json"}, "config file"},
-		{"unknown key", map[string]string{adapter.ConfigFileEnv: writeConfig(t, map[string]any{"backnd": "x"})}, `unknown field "backnd"`},
-		{"bad number", map[string]string{"TOOLRELAY_MAX_STEPS": "ten"}, `TOOLRELAY_MAX_STEPS="ten"`},
-		{"bad duration", map[string]string{"TOOLRELAY_TOOL_TIMEOUT": "5 parsecs"}, "TOOLRELAY_TOOL_TIMEOUT"},
+		{"missing file", map[string]string{adapter.ConfigFileEnv: "/nonexistent/toolrelay.json"}, nil, "config file /nonexistent/toolrelay.json"},
+		{"unknown key", file(`{"backnd":"x"}`), nil, `unknown field "backnd"`},
+		{"bad JSON", file(`{"openai":{"api_key":` + secret + `}}`), nil, "not valid JSON at byte 22"},
+		{"cut JSON", file(`{"openai":{"api_key":"` + secret + `"`), nil, "unexpected EOF"},
+		{"wrong type in the file", file(`{"max_steps":"tenfold"}`), nil, "max_steps"},
+		{"bad duration in the file", file(`{"openai":{"poll_interval":"` + secret + `"}}`), nil, "openai.poll_interval: not a Go duration"},
+		{"negative number in the file", file(`{"max_output_bytes":-1}`), nil, "max_output_bytes (TOOLRELAY_MAX_OUTPUT_BYTES): -1 is negative"},
+		{"bad number", map[string]string{"TOOLRELAY_MAX_STEPS": "tenfold"}, nil, "TOOLRELAY_MAX_STEPS: not an integer"},
+		{"secret in a number", map[string]string{"TOOLRELAY_CONCURRENCY": secret}, nil, "TOOLRELAY_CONCURRENCY: not an integer"},
+		{"number out of range", map[string]string{"TOOLRELAY_MAX_OUTPUT_BYTES": "99999999999999999999"}, nil, "TOOLRELAY_MAX_OUTPUT_BYTES: out of range"},
+		{"secret in a flag", map[string]string{"TOOLRELAY_TRUNCATE_OUTPUT": secret}, nil, "TOOLRELAY_TRUNCATE_OUTPUT: not true or false"},
+		{"bad duration", map[string]string{"TOOLRELAY_TOOL_TIMEOUT": "5 parsecs"}, nil, "TOOLRELAY_TOOL_TIMEOUT: not a Go duration"},
+		{"secret in a duration", map[string]string{"TOOLRELAY_RUN_TIMEOUT": secret}, nil, "TOOLRELAY_RUN_TIMEOUT: not a Go duration"},
+		{"negative concurrency", map[string]string{"TOOLRELAY_CONCURRENCY": "-3"}, nil, "concurrency (TOOLRELAY_CONCURRENCY): -3 is negative"},
+		{"negative step limit", map[string]string{"TOOLRELAY_MAX_STEPS": "-1"}, nil, "max_steps (TOOLRELAY_MAX_STEPS): -1 is negative"},
+		{"negative argument limit", map[string]string{"TOOLRELAY_MAX_ARGUMENT_BYTES": "-5"}, nil, "max_argument_bytes (TOOLRELAY_MAX_ARGUMENT_BYTES): -5 is negative"},
+		{"negative tool timeout", map[string]string{"TOOLRELAY_TOOL_TIMEOUT": "-5s"}, nil, "tool_timeout (TOOLRELAY_TOOL_TIMEOUT): -5s is negative"},
+		{"negative run timeout", map[string]string{"TOOLRELAY_RUN_TIMEOUT": "-1m"}, nil, "run_timeout (TOOLRELAY_RUN_TIMEOUT): -1m0s is negative"},
+		{"negative lease", map[string]string{"TOOLRELAY_JOURNAL_LEASE": "-1s"}, nil, "journal_lease (TOOLRELAY_JOURNAL_LEASE): -1s is under the minimum, 1s"},
+		{"lease too short", map[string]string{"TOOLRELAY_JOURNAL_LEASE": "10ms"}, nil, "journal_lease (TOOLRELAY_JOURNAL_LEASE): 10ms is under the minimum, 1s"},
+		{"negative retention", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "-720h"}, nil, "journal_retention (TOOLRELAY_JOURNAL_RETENTION): -720h0m0s is negative"},
+		{"retention shorter than a run", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "10m"}, nil, "journal_retention (TOOLRELAY_JOURNAL_RETENTION): 10m0s is shorter than the run time limit (30m0s)"},
+		{"retention shorter than the configured run", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "1h", "TOOLRELAY_RUN_TIMEOUT": "2h"}, nil, "1h0m0s is shorter than the run time limit (2h0m0s)"},
+		{"negative poll interval", map[string]string{"TOOLRELAY_OPENAI_POLL_INTERVAL": "-1s"}, nil, "openai.poll_interval (TOOLRELAY_OPENAI_POLL_INTERVAL): -1s is negative"},
+		{"negative value in code", nil, &adapter.Config{MaxSteps: -2}, "max_steps (TOOLRELAY_MAX_STEPS): -2 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range credentials {
+				t.Setenv(k, v)
+			}
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			if _, err := adapter.Load(nil); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("Load error = %v, want %q", err, tt.wantErr)
+			_, err := adapter.Load(tt.code)
+			if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Load error = %v, want InvalidArgument saying %q", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "tenfold") || strings.Contains(err.Error(), "parsecs") {
+				t.Errorf("Load error repeats a value: %v", err)
+			}
+			if _, err := adapter.Open(t.Context(), nil, &adapter.Options{Config: derefConfig(tt.code), DefaultBackend: "test-script"}); core.CodeOf(err) != core.InvalidArgument {
+				t.Errorf("Open error = %v, want InvalidArgument", err)
 			}
 		})
+	}
+}
+
+func derefConfig(c *adapter.Config) adapter.Config {
+	if c == nil {
+		return adapter.Config{}
+	}
+	return *c
+}
+
+// TestLoadAcceptsRanges checks the edges of the ranges Load accepts: zero
+// for the defaults, the floors themselves, and the negative values a
+// setting documents.
+func TestLoadAcceptsRanges(t *testing.T) {
+	t.Setenv(adapter.ConfigFileEnv, "")
+	env := map[string]string{
+		"TOOLRELAY_CONCURRENCY": "0", "TOOLRELAY_MAX_STEPS": "1", "TOOLRELAY_JOURNAL_LEASE": "1s",
+		"TOOLRELAY_JOURNAL_RETENTION": "30m", "TOOLRELAY_OPENAI_MAX_RECONNECTS": "-1",
+		"TOOLRELAY_MAX_ARGUMENT_BYTES": "1", "TOOLRELAY_MAX_OUTPUT_BYTES": "1", "TOOLRELAY_TRUNCATE_OUTPUT": "true",
+		"TOOLRELAY_RUN_TIMEOUT": "1ns", "TOOLRELAY_TOOL_TIMEOUT": "0s",
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	got, err := adapter.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := adapter.Config{
+		MaxSteps: 1, JournalLease: adapter.Duration(time.Second), JournalRetention: adapter.Duration(30 * time.Minute),
+		MaxArgumentBytes: 1, MaxOutputBytes: 1, TruncateOutput: true, RunTimeout: 1,
+		OpenAI: adapter.OpenAIConfig{MaxReconnects: -1},
+	}
+	if diff := cmp.Diff(&want, got, cmpopts.IgnoreFields(adapter.Config{}, "Journal", "Backend", "Settings"), cmpopts.IgnoreFields(adapter.OpenAIConfig{}, "APIKey", "BaseURL"), cmpopts.IgnoreFields(adapter.FoundryConfig{}, "Token", "APIKey", "Endpoint", "ResponsesAPIKey", "ResponsesBaseURL")); diff != "" {
+		t.Errorf("Load (-want +got):\n%s", diff)
 	}
 }
 
@@ -160,4 +246,76 @@ func TestDocListsEverySetting(t *testing.T) {
 			t.Errorf("doc.go does not list %s", m[1])
 		}
 	}
+}
+
+// TestOpenAppliesLimits checks that the limit settings reach the runner
+// Open returns.
+func TestOpenAppliesLimits(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args string
+		want string // what the model read of the call
+	}{
+		{"output limit", map[string]string{"TOOLRELAY_MAX_OUTPUT_BYTES": "100"}, `{"n":200}`, "output too large (200 bytes; the limit is 100)"},
+		{"truncated output", map[string]string{"TOOLRELAY_MAX_OUTPUT_BYTES": "100", "TOOLRELAY_TRUNCATE_OUTPUT": "true"}, `{"n":200}`,
+			strings.Repeat("x", 45) + "\n[output truncated: it was 200 bytes; the limit is 100]"},
+		{"argument limit", map[string]string{"TOOLRELAY_MAX_ARGUMENT_BYTES": "8"}, `{"n":200}`, "arguments too large (9 bytes; the limit is 8)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(adapter.ConfigFileEnv, "")
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			tool, err := core.NewTool("repeat", "", func(_ context.Context, in struct {
+				N int `json:"n"`
+			}) (string, error) {
+				return strings.Repeat("x", in.N), nil
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb, _ := core.NewToolbox(tool)
+			r, err := adapter.Open(t.Context(), tb, &adapter.Options{DefaultBackend: "test-script", Script: coretest.Simple("repeat", tt.args, "{{result 0}}"), Runner: quiet()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			res, err := r.Run(t.Context(), "go", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Text != tt.want {
+				t.Errorf("the model read %q, want %q", res.Text, tt.want)
+			}
+		})
+	}
+}
+
+// TestOpenAppliesRunTimeout checks that TOOLRELAY_RUN_TIMEOUT bounds the
+// runs of the runner Open returns.
+func TestOpenAppliesRunTimeout(t *testing.T) {
+	t.Setenv(adapter.ConfigFileEnv, "")
+	t.Setenv("TOOLRELAY_RUN_TIMEOUT", "90s")
+	synctest.Test(t, func(t *testing.T) {
+		tool, err := core.NewTool("wait", "", func(ctx context.Context, _ struct{}) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, _ := core.NewToolbox(tool)
+		r, err := adapter.Open(t.Context(), tb, &adapter.Options{DefaultBackend: "test-script", Script: coretest.Simple("wait", `{}`, "never"), Runner: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		start := time.Now()
+		_, err = r.Run(t.Context(), "go", nil)
+		if core.CodeOf(err) != core.DeadlineExceeded || time.Since(start) != 90*time.Second {
+			t.Errorf("Run = %v after %v, want DeadlineExceeded after 90s", err, time.Since(start))
+		}
+	})
 }

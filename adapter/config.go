@@ -1,13 +1,17 @@
 package adapter
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolrelay/toolrelay/core"
 )
 
 // Config holds every setting, for the runner and for each built-in backend.
@@ -24,6 +28,18 @@ type Config struct {
 	// ToolTimeout bounds each handler without a timeout of its own
 	// (core.Options.ToolTimeout), as a Go duration ("30s").
 	ToolTimeout Duration `json:"tool_timeout,omitempty" env:"TOOLRELAY_TOOL_TIMEOUT"`
+	// RunTimeout bounds each run, from its start to its answer
+	// (core.Options.RunTimeout), as a Go duration ("30m").
+	RunTimeout Duration `json:"run_timeout,omitempty" env:"TOOLRELAY_RUN_TIMEOUT"`
+	// MaxArgumentBytes bounds the arguments of one call, in bytes
+	// (core.Options.MaxArgumentBytes).
+	MaxArgumentBytes int `json:"max_argument_bytes,omitempty" env:"TOOLRELAY_MAX_ARGUMENT_BYTES"`
+	// MaxOutputBytes bounds the output of one call, in bytes
+	// (core.Options.MaxOutputBytes).
+	MaxOutputBytes int `json:"max_output_bytes,omitempty" env:"TOOLRELAY_MAX_OUTPUT_BYTES"`
+	// TruncateOutput cuts a text output past MaxOutputBytes instead of
+	// failing the call (core.Options.TruncateOutput).
+	TruncateOutput bool `json:"truncate_output,omitempty" env:"TOOLRELAY_TRUNCATE_OUTPUT"`
 	// Script is the path of a JSON model script (package coretest) that the
 	// fake backends play instead of the program's own.
 	Script string `json:"script,omitempty" env:"TOOLRELAY_SCRIPT"`
@@ -32,11 +48,13 @@ type Config struct {
 	// journal lists the forms. Empty means a memory journal.
 	Journal string `json:"journal,omitempty" env:"TOOLRELAY_JOURNAL"`
 	// JournalLease is how long a claim on a call lasts before another
-	// worker may take the call over (core.Options.Lease), as a Go duration.
-	JournalLease Duration `json:"journal_lease,omitempty" env:"TOOLRELAY_JOURNAL_LEASE"`
+	// worker may take the call over (core.Options.Lease), as a Go
+	// duration; at least 1s.
+	JournalLease Duration `json:"journal_lease,omitempty" env:"TOOLRELAY_JOURNAL_LEASE" min:"1s"`
 	// JournalRetention, if set, is how long the journal keeps finished
-	// entries before pruning them (journal.Options.Retention), as a Go
-	// duration ("720h").
+	// entries before pruning them (journal.StartPruning), as a Go
+	// duration ("720h"); at least the run time limit, so that no result
+	// is pruned before its run has sent it.
 	JournalRetention Duration `json:"journal_retention,omitempty" env:"TOOLRELAY_JOURNAL_RETENTION"`
 	// OpenAI holds the settings of the openai and fake-openai backends.
 	OpenAI OpenAIConfig `json:"openai,omitzero"`
@@ -56,11 +74,18 @@ type Duration time.Duration
 // MarshalText returns the duration as a Go duration string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
+// errDuration is the error of a duration that does not parse; it does not
+// repeat the text, which may be anything.
+var errDuration = errors.New("not a Go duration (such as 30s, 5m or 720h)")
+
 // UnmarshalText parses a Go duration string.
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return errDuration
+	}
 	*d = Duration(v)
-	return err
+	return nil
 }
 
 // ConfigFileEnv names the environment variable that names the JSON
@@ -73,17 +98,16 @@ const settingEnvPrefix = "TOOLRELAY_SETTING_"
 // TOOLRELAY_CONFIG (if set), overlaid by the environment, overlaid by the
 // fields of code that are not zero. Values set in code win over the
 // environment, which wins over the file. code may be nil.
+//
+// A file that cannot be read or decoded (bad JSON, an unknown key, a value
+// of the wrong type), an environment variable that does not parse, or a
+// setting out of range (see the package doc) gives an error whose code is
+// InvalidArgument; it names the variable or key, never its value.
 func Load(code *Config) (*Config, error) {
 	cfg := new(Config)
 	if path := os.Getenv(ConfigFileEnv); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("adapter: config file: %w", err)
-		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(cfg); err != nil {
-			return nil, fmt.Errorf("adapter: config file %s: %w", path, err)
+		if err := readFile(path, cfg); err != nil {
+			return nil, err
 		}
 	}
 	if err := fromEnv(reflect.ValueOf(cfg).Elem()); err != nil {
@@ -101,7 +125,68 @@ func Load(code *Config) (*Config, error) {
 	if code != nil {
 		overlay(reflect.ValueOf(cfg).Elem(), reflect.ValueOf(code).Elem())
 	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// readFile decodes the JSON configuration file at path into cfg.
+func readFile(path string, cfg *Config) error {
+	op := "adapter: config file " + path
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return &core.Error{Code: core.InvalidArgument, Op: op, Err: err}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(cfg)
+	var syntax *json.SyntaxError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errDuration):
+		// encoding/json does not say which key a TextUnmarshaler refused.
+		return &core.Error{Code: core.InvalidArgument, Op: op, Err: fmt.Errorf("%s: %w", badDurationKey(b), err)}
+	case errors.As(err, &syntax):
+		return &core.Error{Code: core.InvalidArgument, Op: op, Err: fmt.Errorf("not valid JSON at byte %d: %w", syntax.Offset, err)}
+	}
+	return &core.Error{Code: core.InvalidArgument, Op: op, Err: err}
+}
+
+// badDurationKey returns the key (as in "openai.poll_interval") of the
+// first duration setting of the JSON document b that does not parse.
+func badDurationKey(b []byte) string {
+	var doc map[string]any
+	if json.Unmarshal(b, &doc) != nil {
+		return "a duration"
+	}
+	var find func(t reflect.Type, doc map[string]any, prefix string) string
+	find = func(t reflect.Type, doc map[string]any, prefix string) string {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case f.Type == reflect.TypeFor[Duration]():
+				if s, ok := doc[name].(string); ok {
+					if _, err := time.ParseDuration(s); err != nil {
+						return prefix + name
+					}
+				}
+			case f.Type.Kind() == reflect.Struct:
+				if sub, ok := doc[name].(map[string]any); ok {
+					if key := find(f.Type, sub, prefix+name+"."); key != "" {
+						return key
+					}
+				}
+			}
+		}
+		return ""
+	}
+	if key := find(reflect.TypeFor[Config](), doc, ""); key != "" {
+		return key
+	}
+	return "a duration"
 }
 
 // fromEnv sets the fields of v (a struct) whose env tag names a variable
@@ -122,12 +207,14 @@ func fromEnv(v reflect.Value) error {
 			continue
 		}
 		if err := setString(fv, s); err != nil {
-			return fmt.Errorf("adapter: %s=%q: %w", name, s, err)
+			return &core.Error{Code: core.InvalidArgument, Op: "adapter: " + name, Err: err}
 		}
 	}
 	return nil
 }
 
+// setString sets v from the text of an environment variable. Its errors
+// do not repeat the text, which may be a secret set in the wrong variable.
 func setString(v reflect.Value, s string) error {
 	if u, ok := v.Addr().Interface().(interface{ UnmarshalText([]byte) error }); ok {
 		return u.UnmarshalText([]byte(s))
@@ -137,14 +224,17 @@ func setString(v reflect.Value, s string) error {
 		v.SetString(s)
 	case reflect.Int, reflect.Int64:
 		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return err
+		switch {
+		case errors.Is(err, strconv.ErrRange) || (err == nil && v.OverflowInt(n)):
+			return errors.New("out of range")
+		case err != nil:
+			return errors.New("not an integer")
 		}
 		v.SetInt(n)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			return err
+			return errors.New("not true or false")
 		}
 		v.SetBool(b)
 	default:

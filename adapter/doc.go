@@ -10,21 +10,38 @@
 // environment variables, and [Config] values set in code. Code wins over the
 // environment, which wins over the file. Every setting:
 //
-//	Setting                  Environment variable        File key
-//	backend to open          TOOLRELAY_BACKEND           backend
-//	step limit per run       TOOLRELAY_MAX_STEPS         max_steps
-//	calls run at once        TOOLRELAY_CONCURRENCY       concurrency
-//	default tool timeout     TOOLRELAY_TOOL_TIMEOUT      tool_timeout
-//	script for the fakes     TOOLRELAY_SCRIPT            script
-//	results journal (URL)    TOOLRELAY_JOURNAL           journal
-//	journal lease            TOOLRELAY_JOURNAL_LEASE     journal_lease
-//	journal retention        TOOLRELAY_JOURNAL_RETENTION journal_retention
-//	third-party settings     TOOLRELAY_SETTING_<NAME>    settings.<name>
+//	Setting                  Environment variable          File key            Default
+//	backend to open          TOOLRELAY_BACKEND             backend
+//	step limit per run       TOOLRELAY_MAX_STEPS           max_steps           10
+//	calls run at once        TOOLRELAY_CONCURRENCY         concurrency         16
+//	default tool timeout     TOOLRELAY_TOOL_TIMEOUT        tool_timeout        5m
+//	run time limit           TOOLRELAY_RUN_TIMEOUT         run_timeout         30m
+//	arguments per call       TOOLRELAY_MAX_ARGUMENT_BYTES  max_argument_bytes  1048576 (1 MiB)
+//	output per call          TOOLRELAY_MAX_OUTPUT_BYTES    max_output_bytes    4194304 (4 MiB)
+//	cut text past the limit  TOOLRELAY_TRUNCATE_OUTPUT     truncate_output     false
+//	script for the fakes     TOOLRELAY_SCRIPT              script
+//	results journal (URL)    TOOLRELAY_JOURNAL             journal             memory
+//	journal lease            TOOLRELAY_JOURNAL_LEASE       journal_lease       1m (at least 1s)
+//	journal retention        TOOLRELAY_JOURNAL_RETENTION   journal_retention   keep all
+//	third-party settings     TOOLRELAY_SETTING_<NAME>      settings.<name>
 //
 // The journal is "memory" (the default), "sqlite:///path/file.db" or
 // "postgres://…" (package journal lists the forms and their parameters);
 // [Open] opens it, unless Options.Runner.Journal is set, and the runner's
-// Close closes it. Durations are Go durations ("30s", "720h").
+// Close closes it. Durations are Go durations ("30s", "720h"); sizes are
+// bytes. The limits are core's (see core.Options): arguments past theirs
+// are not parsed and the model is told they are too large; an output past
+// its limit fails the call, or, for text with truncate_output set, is cut
+// to the limit with a note saying so. A journal retention must be at least
+// the run time limit, so that no result is pruned before its run has
+// sent it.
+//
+// Every number and duration may be 0 (or unset), which means its default;
+// none may be negative, except max_reconnects below. A file that cannot be
+// read or decoded (bad JSON, an unknown key, a value of the wrong type), a
+// variable that does not parse, or a value out of range fails [Load] and
+// [Open] with an error whose code is InvalidArgument, naming the variable
+// or key but never repeating its value (which may be a secret).
 //
 // The openai and fake-openai backends (the fake ignores the API key, base
 // URL, agent and session, which name things on the real service):
@@ -41,9 +58,10 @@
 //	pause between polls      TOOLRELAY_OPENAI_POLL_INTERVAL   openai.poll_interval
 //	stream resumes per step  TOOLRELAY_OPENAI_MAX_RECONNECTS  openai.max_reconnects
 //
-// Without an agent id, an agent is made from the toolbox (model
-// gpt-4.1-mini unless set) and deleted on Close with the sessions the
-// backend created, unless keep is set.
+// max_reconnects defaults to 3; a negative value means a dropped stream
+// is never resumed. Without an agent id, an agent is made from the toolbox
+// (model gpt-4.1-mini unless set) and deleted on Close with the sessions
+// the backend created, unless keep is set.
 //
 // The foundry, responses and fake-foundry backends:
 //

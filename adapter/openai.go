@@ -39,7 +39,7 @@ type OpenAIConfig struct {
 	PollInterval Duration `json:"poll_interval,omitempty" env:"TOOLRELAY_OPENAI_POLL_INTERVAL"`
 	// MaxReconnects bounds how often a dropped event stream is resumed
 	// within one step (default 3; negative: never).
-	MaxReconnects int `json:"max_reconnects,omitempty" env:"TOOLRELAY_OPENAI_MAX_RECONNECTS"`
+	MaxReconnects int `json:"max_reconnects,omitempty" env:"TOOLRELAY_OPENAI_MAX_RECONNECTS" min:"none"`
 }
 
 func init() {

@@ -110,8 +110,9 @@ type Options struct {
 	DefaultBackend string
 	// Script is what the model of a fake backend plays.
 	Script *coretest.Script
-	// Runner is the base of the runner's options; MaxSteps, Concurrency,
-	// ToolTimeout and JournalLease from the configuration override it when
+	// Runner is the base of the runner's options; the configuration's
+	// MaxSteps, Concurrency, ToolTimeout, RunTimeout, MaxArgumentBytes,
+	// MaxOutputBytes, TruncateOutput and JournalLease override it when
 	// set. Its Journal, if set, wins over the configured journal.
 	Runner core.Options
 }
@@ -144,6 +145,18 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner
 	}
 	if cfg.ToolTimeout > 0 {
 		ro.ToolTimeout = time.Duration(cfg.ToolTimeout)
+	}
+	if cfg.RunTimeout > 0 {
+		ro.RunTimeout = time.Duration(cfg.RunTimeout)
+	}
+	if cfg.MaxArgumentBytes > 0 {
+		ro.MaxArgumentBytes = cfg.MaxArgumentBytes
+	}
+	if cfg.MaxOutputBytes > 0 {
+		ro.MaxOutputBytes = cfg.MaxOutputBytes
+	}
+	if cfg.TruncateOutput {
+		ro.TruncateOutput = true
 	}
 	if cfg.JournalLease > 0 {
 		ro.Lease = time.Duration(cfg.JournalLease)

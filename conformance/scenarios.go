@@ -39,7 +39,10 @@ var scenarios = []scenario{
 	{"HandlerTimeout", "a handler past its timeout gives a failed result saying so", handlerTimeout},
 	{"CancelMidStep", "canceling the caller's context mid-step ends the run with Canceled, sends no result, and leaves the thread usable", cancelMidStep},
 	{"MaxSteps", "a model that keeps calling ends the run with ErrMaxSteps, and the thread is not left waiting", maxSteps},
+	{"RepeatedCallID", "a step that repeats a call id ends the run with Internal, runs and sends nothing, and the turn is canceled, not left waiting", repeatedCallID},
 	{"LargeOutput", "a 1 MiB output goes back intact", largeOutput},
+	{"OutputTooLarge", "an output past the runner's limit gives a failed result saying so, and the run goes on", outputTooLarge},
+	{"ArgumentsTooLarge", "arguments past the runner's limit give a failed result saying so, and the handler does not run", argumentsTooLarge},
 	{"NonASCII", "non-ASCII text survives in arguments, outputs and the answer", nonASCII},
 	{"ContentArray", "a content-array output reaches the service (as an array where it accepts one)", contentArray},
 	{"NullOutput", "a nil result is sent as the protocol allows, and the run goes on", nullOutput},
@@ -332,6 +335,31 @@ func maxSteps(e *env) {
 	e.wantThreadUsable(r, res.Thread)
 }
 
+func repeatedCallID(e *env) {
+	var runs atomic.Int32
+	dup := coretest.Step{Calls: []coretest.Call{
+		{Name: "getUserFavoriteCity", Arguments: json.RawMessage(`{}`), ID: "call_dup"},
+		{Name: "getUserFavoriteCity", Arguments: json.RawMessage(`{}`), ID: "call_dup"},
+	}}
+	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{dup, answer("never")}}, afterStop}}
+	r := e.runner(s, nil, tool(e, "getUserFavoriteCity", "", counted(&runs, favoriteCity), nil))
+	res, err := r.Run(e.t.Context(), "go", nil)
+	e.wantCode(err, core.Internal)
+	if !strings.Contains(err.Error(), `repeats call id "call_dup"`) {
+		e.t.Errorf("Run error = %v, want it to name the repeated call id", err)
+	}
+	if n := runs.Load(); n != 0 {
+		e.t.Errorf("the function ran %d times, want 0", n)
+	}
+	if got := e.results(); len(got) != 0 {
+		e.t.Errorf("results were sent for a step that repeats a call id: %+v", got)
+	}
+	if res == nil || res.Thread == "" {
+		e.t.Fatalf("Result = %+v, want the thread", res)
+	}
+	e.wantThreadUsable(r, res.Thread)
+}
+
 func largeOutput(e *env) {
 	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
 	r := e.runner(script(calls("big", `{}`), answer("got it")), nil,
@@ -341,6 +369,34 @@ func largeOutput(e *env) {
 	if len(got) != 1 || got[0].Output != big {
 		e.t.Errorf("output of %d bytes arrived as %d bytes", len(big), len(got[0].Output))
 	}
+}
+
+func outputTooLarge(e *env) {
+	r := e.runner(script(calls("big", `{}`), answer("done")), &core.Options{MaxOutputBytes: 1024},
+		tool(e, "big", "Returns too much.", func(context.Context, struct{}) (string, error) { return strings.Repeat("x", 2048), nil }, nil))
+	e.wantText(e.run(r, "go", nil), "done")
+	got := e.results()
+	if len(got) != 1 {
+		e.t.Fatalf("%d results sent, want 1", len(got))
+	}
+	e.wantFailure(got[0], "output too large (2048 bytes; the limit is 1024)")
+}
+
+func argumentsTooLarge(e *env) {
+	var runs atomic.Int32
+	args := `{"location":"` + strings.Repeat("x", 2048) + `"}`
+	r := e.runner(script(calls("getCityNickname", args), answer("done")), &core.Options{MaxArgumentBytes: 1024},
+		tool(e, "getCityNickname", "", counted(&runs, cityNickname), nil))
+	e.wantText(e.run(r, "go", nil), "done")
+	if n := runs.Load(); n != 0 {
+		e.t.Errorf("the function ran %d times, want 0", n)
+	}
+	got := e.results()
+	if len(got) != 1 {
+		e.t.Fatalf("%d results sent, want 1", len(got))
+	}
+	e.wantFailure(got[0], "arguments too large (")
+	e.wantFailure(got[0], " bytes; the limit is 1024)")
 }
 
 func nonASCII(e *env) {

@@ -52,8 +52,12 @@ type Backend interface {
 
 // Canceler is implemented by backends that can cancel a turn the service
 // is running, so that it does not stay parked waiting for results. The
-// runner calls it when a run stops early: the step limit was reached or the
-// caller's context was canceled (then with a short context of its own).
+// runner calls it when a run stops early: the step limit was reached, the
+// caller's context was canceled or the run passed its time limit (then
+// with a short context of its own), or
+// a step could not be answered (its calls repeat or lack a call id, or the
+// backend returned no step). A step may repeat a call id: Cancel answers
+// (or drops) each pending call id once.
 type Canceler interface {
 	Cancel(ctx context.Context, thread string) error
 }

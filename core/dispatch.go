@@ -24,6 +24,10 @@ func (r *Runner) execute(ctx context.Context, c *callRun) (JournalResult, error)
 		}
 		return failed(UnknownTool, msg), errors.New(msg)
 	}
+	var tl *tooLargeError
+	if errors.As(c.argErr, &tl) {
+		return failed(TooLarge, tl.Error()), tl
+	}
 	args, err := c.args, c.argErr
 	if err == nil {
 		args, err = tool.prepareArgs(args, c.obj)
@@ -32,11 +36,21 @@ func (r *Runner) execute(ctx context.Context, c *callRun) (JournalResult, error)
 		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
 		return failed(InvalidArguments, msg), errors.New(msg)
 	}
-	timeout := tool.opts.Timeout
-	if timeout == 0 {
-		timeout = r.opts.ToolTimeout
+	return tool.invoke(ctx, call, args, r.toolTimeout(tool), r.outputLimit(tool))
+}
+
+// toolTimeout returns how long a handler (or Verify hook) of tool may run.
+func (r *Runner) toolTimeout(tool *Tool) time.Duration {
+	if tool.opts.Timeout > 0 {
+		return tool.opts.Timeout
 	}
-	return tool.invoke(ctx, call, args, timeout)
+	return r.opts.ToolTimeout
+}
+
+// outputLimit returns what the runner accepts of an output of tool (which
+// may be nil).
+func (r *Runner) outputLimit(tool *Tool) outputLimit {
+	return outputLimit{max: r.opts.MaxOutputBytes, truncate: r.opts.TruncateOutput || (tool != nil && tool.opts.TruncateOutput)}
 }
 
 // prepareArgs validates arguments, in canonical form and parsed, against
@@ -62,28 +76,23 @@ type handlerReturn struct {
 	stack []byte
 }
 
-// invoke runs the handler with the call in its context and maps what it
-// returns to a result.
-func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time.Duration) (JournalResult, error) {
-	hctx := withCall(ctx, call)
+// invoke runs the handler with the call in its context, for at most
+// timeout, and maps what it returns to a result.
+func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time.Duration, lim outputLimit) (JournalResult, error) {
+	tctx, cancel := context.WithTimeout(withCall(ctx, call), timeout)
+	defer cancel()
+	done := make(chan handlerReturn, 1)
+	go func() { done <- t.safeRun(tctx, args) }()
 	var ret handlerReturn
-	if timeout <= 0 {
-		ret = t.safeRun(hctx, args)
-	} else {
-		tctx, cancel := context.WithTimeout(hctx, timeout)
-		defer cancel()
-		done := make(chan handlerReturn, 1)
-		go func() { done <- t.safeRun(tctx, args) }()
-		select {
-		case ret = <-done:
-		case <-tctx.Done():
-			// The handler ignores its context; leave it behind.
-			ret = handlerReturn{err: tctx.Err()}
-		}
-		if ret.err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
-			msg := fmt.Sprintf("tool %q timed out after %v", t.name, timeout)
-			return failed(TimedOut, msg), fmt.Errorf("%s: %w", msg, ret.err)
-		}
+	select {
+	case ret = <-done:
+	case <-tctx.Done():
+		// The handler ignores its context; leave it behind.
+		ret = handlerReturn{err: tctx.Err()}
+	}
+	if ret.err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+		msg := fmt.Sprintf("tool %q timed out after %v", t.name, timeout)
+		return failed(TimedOut, msg), fmt.Errorf("%s: %w", msg, ret.err)
 	}
 	switch {
 	case ret.panic != nil:
@@ -101,11 +110,45 @@ func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time
 		}
 		return failed(ToolError, genericFailure(t.name)), ret.err
 	}
-	out, err := encodeOutput(ret.v)
+	out, err := encodeOutput(ret.v, lim)
 	if err != nil {
+		var tl *tooLargeError
+		if errors.As(err, &tl) {
+			return failed(TooLarge, tl.Error()), fmt.Errorf("tool %q: %w", t.name, tl)
+		}
 		return failed(ToolError, genericFailure(t.name)), fmt.Errorf("encode output of %q: %w", t.name, err)
 	}
 	return JournalResult{Output: out, Outcome: OK}, nil
+}
+
+// verify runs the tool's Verify hook for call, in a goroutine of its own
+// and for at most timeout, as invoke runs a handler: a hook that panics, or
+// that has not answered when its time is up or ctx ends, cannot tell (it
+// returns an error).
+func (t *Tool) verify(ctx context.Context, call *Call, timeout time.Duration) (v any, found bool, err error) {
+	vctx, cancel := context.WithTimeout(withCall(ctx, call), timeout)
+	defer cancel()
+	type answer struct {
+		v     any
+		found bool
+		err   error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- answer{err: &PanicError{Value: p, Stack: debug.Stack()}}
+			}
+		}()
+		v, found, err := t.opts.Verify(vctx, *call)
+		done <- answer{v, found, err}
+	}()
+	select {
+	case a := <-done:
+		return a.v, a.found, a.err
+	case <-vctx.Done():
+		return nil, false, fmt.Errorf("verify of %q did not answer: %w", t.name, context.Cause(vctx))
+	}
 }
 
 func (t *Tool) safeRun(ctx context.Context, args []byte) (ret handlerReturn) {

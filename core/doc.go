@@ -11,7 +11,8 @@
 // or its final answer. The runner runs the calls of a step concurrently (at
 // most [Options.Concurrency] at once), each with its arguments normalised to
 // canonical JSON and validated against the tool's schema, its handler's
-// panics recovered and its time bounded; it then checks that every call got
+// panics recovered, its time and the size of its arguments and output
+// bounded (see Limits); it then checks that every call got
 // exactly one result and sends the results back together, in call order.
 // The backend answers with the next step, and so on until the model answers
 // or [Options.MaxSteps] is reached. A failed call (unknown tool, invalid
@@ -21,6 +22,23 @@
 // [Journal] before it is sent, so that after a disconnect or a crash
 // [Runner.Resume] sends kept results again, with the same ids and
 // idempotency key, instead of running the functions twice.
+//
+// # Limits
+//
+// Every call and every run is bounded. A handler runs for at most
+// [Options.ToolTimeout] (5 minutes by default; [ToolOptions.Timeout] sets a
+// tool's own), after which the model is told it timed out; a run lasts at
+// most [Options.RunTimeout] (30 minutes by default), after which it ends
+// with a DeadlineExceeded error, its service turn canceled and its thread
+// left to resume. Arguments longer than [Options.MaxArgumentBytes]
+// (1 MiB by default) are not parsed: the model is told "arguments too large
+// (N bytes; the limit is M)" and the handler does not run. An output past
+// [Options.MaxOutputBytes] (4 MiB by default) gives a failed result saying
+// so, or, for text, where the program asks for it ([Options.TruncateOutput],
+// [ToolOptions.TruncateOutput]), is cut to the limit with a note saying it
+// was. A call past either limit fails with outcome [TooLarge], and is
+// journaled like any other failed call. A value a handler returns is measured before it is encoded, so an
+// output far past the limit is refused without being copied.
 //
 // # Tools
 //

@@ -34,6 +34,9 @@ const (
 	DeadlineExceeded
 	// Internal: the service or the library broke one of its own invariants.
 	Internal
+	// Unavailable: the service is unavailable (HTTP 502, 503, 504);
+	// retrying later may succeed.
+	Unavailable
 )
 
 var codeNames = [...]string{
@@ -47,6 +50,7 @@ var codeNames = [...]string{
 	Canceled:           "Canceled",
 	DeadlineExceeded:   "DeadlineExceeded",
 	Internal:           "Internal",
+	Unavailable:        "Unavailable",
 }
 
 // String returns the name of the code, such as "NotFound".
@@ -73,6 +77,7 @@ var (
 	ErrCanceled           error = &Error{Code: Canceled}
 	ErrDeadlineExceeded   error = &Error{Code: DeadlineExceeded}
 	ErrInternal           error = &Error{Code: Internal}
+	ErrUnavailable        error = &Error{Code: Unavailable}
 )
 
 // ErrMaxSteps is matched (with [errors.Is]) by the error a run returns when

@@ -26,6 +26,8 @@ func TestErrorCodes(t *testing.T) {
 			[]error{core.ErrPermissionDenied}, nil},
 		{"context canceled", context.Canceled, core.Canceled, []error{context.Canceled}, nil},
 		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), core.DeadlineExceeded, nil, nil},
+		{"unavailable", fmt.Errorf("submit: %w", &core.Error{Code: core.Unavailable, Op: "x", Err: orig}), core.Unavailable,
+			[]error{core.ErrUnavailable, orig}, []error{core.ErrUnknown, core.ErrInternal}},
 		{"plain", errors.New("plain"), core.Unknown, nil, []error{core.ErrUnknown}},
 		{"nil", nil, core.Unknown, nil, nil},
 	}
@@ -52,6 +54,9 @@ func TestErrorCodes(t *testing.T) {
 	}
 	if got := (&core.Error{Code: core.NotFound, Op: "openai: resume", Err: orig}).Error(); got != "openai: resume: API error 429 (NotFound)" {
 		t.Errorf("Error() = %q", got)
+	}
+	if got := core.Unavailable.String(); got != "Unavailable" {
+		t.Errorf("Unavailable.String() = %q", got)
 	}
 	if got := core.Code(42).String(); got != "Code(42)" {
 		t.Errorf("String of an unknown code = %q", got)

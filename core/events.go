@@ -33,6 +33,9 @@ const (
 	InDoubt
 	// Conflict: the journal holds the call with different arguments.
 	Conflict
+	// TooLarge: the call's arguments or its output passed the runner's
+	// size limit (see [Options.MaxArgumentBytes], [Options.MaxOutputBytes]).
+	TooLarge
 )
 
 var outcomeNames = [...]string{
@@ -45,6 +48,7 @@ var outcomeNames = [...]string{
 	Interrupted:      "interrupted",
 	InDoubt:          "in_doubt",
 	Conflict:         "conflict",
+	TooLarge:         "too_large",
 }
 
 // String returns the outcome's name, such as "timed_out".

@@ -140,6 +140,12 @@ func TestInDoubt(t *testing.T) {
 		{"verify fails: outcome unknown", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
 			return nil, false, errors.New("ledger unreachable")
 		}}, 0, coretest.Delivered{Failed: true, Error: `the outcome of this call of "book" is unknown: it may or may not have taken effect, and it was not run again`}, core.InDoubt},
+		{"verify panics: outcome unknown", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
+			panic("ledger client bug")
+		}}, 0, coretest.Delivered{Failed: true, Error: `the outcome of this call of "book" is unknown: it may or may not have taken effect, and it was not run again`}, core.InDoubt},
+		{"verify finds a result past the output limit", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
+			return strings.Repeat("x", core.DefaultMaxOutputBytes+1), true, nil
+		}}, 0, coretest.Delivered{Failed: true, Error: "output too large (4194305 bytes; the limit is 4194304)"}, core.TooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +172,60 @@ func TestInDoubt(t *testing.T) {
 			if diff := cmp.Diff([]core.Outcome{tt.outcome}, doubts); diff != "" {
 				t.Errorf("in-doubt events (-want +got):\n%s", diff)
 			}
+		})
+	}
+}
+
+// TestInDoubtVerifyBounded checks that a Verify hook that ignores its
+// context is bounded in time: past the tool's timeout it cannot tell, and
+// the call is decided as if there were no hook; past the run's time limit
+// the run ends, and the call stays in doubt for the next owner.
+func TestInDoubtVerifyBounded(t *testing.T) {
+	inDoubt := `the outcome of this call of "book" is unknown: it may or may not have taken effect, and it was not run again`
+	tests := []struct {
+		name    string
+		tool    time.Duration // the tool's timeout
+		run     time.Duration // the run's time limit
+		want    time.Duration // how long the run takes
+		code    core.Code     // the run's error code; Unknown for none
+		sent    []coretest.Delivered
+		started bool // the entry is left started
+	}{
+		{"past the tool's timeout", time.Minute, time.Hour, time.Minute, core.Unknown,
+			[]coretest.Delivered{{CallID: "call_1", Name: "book", Failed: true, Error: inDoubt}}, false},
+		{"past the run's time limit", time.Hour, time.Minute, time.Minute, core.DeadlineExceeded, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				defer close(release)
+				tool, runs := counter(t, &core.ToolOptions{Timeout: tt.tool, Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
+					<-release
+					return "booked 7", true, nil
+				}})
+				journal := core.NewMemoryJournal()
+				startedEntry(t, journal, `{"table": "7"}`)
+				r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal, RunTimeout: tt.run})
+				start := time.Now()
+				_, err := r.Run(t.Context(), "book table 7", nil)
+				if d := time.Since(start); d != tt.want {
+					t.Errorf("the run took %v, want %v", d, tt.want)
+				}
+				if (tt.code == core.Unknown) != (err == nil) || (err != nil && core.CodeOf(err) != tt.code) {
+					t.Errorf("Run error = %v, want code %v", err, tt.code)
+				}
+				if runs.Load() != 0 {
+					t.Errorf("handler ran %d times, want 0", runs.Load())
+				}
+				if diff := cmp.Diff(tt.sent, results(b.Received())); diff != "" {
+					t.Errorf("delivered (-want +got):\n%s", diff)
+				}
+				key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+				if e, ok, err := journal.Get(t.Context(), key); err != nil || !ok || (e.State == core.Started) != tt.started {
+					t.Errorf("journal entry = %+v, %v, %v; want it started: %v", e, ok, err, tt.started)
+				}
+			})
 		})
 	}
 }

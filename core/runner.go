@@ -14,9 +14,13 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultConcurrency = 16
-	DefaultMaxSteps    = 10
-	DefaultLease       = time.Minute
+	DefaultConcurrency      = 16
+	DefaultMaxSteps         = 10
+	DefaultLease            = time.Minute
+	DefaultToolTimeout      = 5 * time.Minute
+	DefaultRunTimeout       = 30 * time.Minute
+	DefaultMaxArgumentBytes = 1 << 20 // 1 MiB
+	DefaultMaxOutputBytes   = 4 << 20 // 4 MiB
 )
 
 // Options configure a [Runner]. The zero value (or nil) is usable.
@@ -28,9 +32,48 @@ type Options struct {
 	// reaches it fails with an error matching ErrMaxSteps. Zero means
 	// DefaultMaxSteps.
 	MaxSteps int
-	// ToolTimeout bounds each handler that has no timeout of its own.
-	// Zero means no limit.
+	// ToolTimeout bounds each handler that has no timeout of its own
+	// (see [ToolOptions]): past it, the call gets a failed result saying
+	// it timed out (outcome TimedOut), and a handler that ignores its
+	// context is left behind. Zero (or less) means DefaultToolTimeout;
+	// there is no unbounded setting (set a long one).
 	ToolTimeout time.Duration
+	// RunTimeout bounds each run ([Runner.Run], [Runner.Resume]), from its
+	// start to its answer, unless the caller's context ends sooner. A run
+	// past it ends with an error whose code is DeadlineExceeded (it
+	// matches context.DeadlineExceeded); the handlers still running are
+	// interrupted and their calls left to run again, the service's turn
+	// is canceled where the backend can (see [Canceler]), and the Result
+	// holds the thread, to resume it. Zero (or less) means
+	// DefaultRunTimeout; RunOptions.Timeout overrides it for one run.
+	RunTimeout time.Duration
+	// MaxArgumentBytes bounds the arguments of one call, as the service
+	// sent them. A call whose arguments are longer gets a failed result
+	// "arguments too large (N bytes; the limit is M)" (outcome TooLarge)
+	// without its arguments being parsed or its handler run; it is
+	// journaled like any failed call, its digest that of the bytes as
+	// received. Zero (or less) means DefaultMaxArgumentBytes.
+	MaxArgumentBytes int
+	// MaxOutputBytes bounds the output of one call: a string's bytes, a
+	// content array's contents, or the JSON encoding of any other value.
+	// An output past it gives a failed result "output too large (N bytes;
+	// the limit is M)" (outcome TooLarge), unless TruncateOutput (or the
+	// tool's) is set. A value serialised as JSON is measured before it is
+	// encoded, so that one past the limit is refused without being copied:
+	// besides the handler's own value, the runner allocates less than
+	// 4 × MaxOutputBytes for an output. The exception is what only
+	// encoding can measure, the output of a type's own MarshalJSON or
+	// MarshalText method (and JSON string escapes): a value made mostly of
+	// such parts is encoded whole before it is refused. Zero (or less)
+	// means DefaultMaxOutputBytes.
+	MaxOutputBytes int
+	// TruncateOutput cuts a text output (a string result) past
+	// MaxOutputBytes to its first bytes, never inside a UTF-8 sequence,
+	// followed by a note saying it was truncated and how long it was, in
+	// MaxOutputBytes in all; the result is not marked failed. Content
+	// arrays and values serialised as JSON are never cut (a cut JSON
+	// document is not JSON): past the limit they fail as above.
+	TruncateOutput bool
 	// Journal keeps every result (see [Journal]). Nil means a new
 	// [MemoryJournal] of the runner's own, which forgets the calls of a run
 	// once the run has its answer (so that it does not grow with every
@@ -97,6 +140,18 @@ func NewRunner(b Backend, tools *Toolbox, opts *Options) *Runner {
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
+	if o.ToolTimeout <= 0 {
+		o.ToolTimeout = DefaultToolTimeout
+	}
+	if o.RunTimeout <= 0 {
+		o.RunTimeout = DefaultRunTimeout
+	}
+	if o.MaxArgumentBytes <= 0 {
+		o.MaxArgumentBytes = DefaultMaxArgumentBytes
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -128,6 +183,9 @@ type RunOptions struct {
 	Thread string
 	// MaxSteps overrides the runner's step limit for this run.
 	MaxSteps int
+	// Timeout overrides the runner's time limit (Options.RunTimeout) for
+	// this run.
+	Timeout time.Duration
 }
 
 // Result is the outcome of a run.
@@ -153,18 +211,24 @@ type Result struct {
 // timeouts) do not end the run: the model is told and the run goes on.
 // The run ends with an error when the backend fails, when the step limit is
 // reached (ErrMaxSteps), when the context is canceled (the error wraps
-// context.Canceled) or when the journal fails. Errors are *[Error]s whose
-// Code says what kind of failure it was. On error, the returned Result is
-// non-nil once a thread exists: it holds the Thread, from which [Runner.Resume]
-// can pick the turn up again.
+// context.Canceled) or the run passes its time limit (Options.RunTimeout;
+// the error wraps context.DeadlineExceeded), or when the journal fails.
+// Errors are *[Error]s whose Code says what kind of failure it was. On
+// error, the returned Result is non-nil once a thread exists: it holds the
+// Thread, from which [Runner.Resume] can pick the turn up again.
 func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Result, error) {
 	ro := r.runOptions(opts)
+	ctx, cancel := runContext(ctx, ro.Timeout)
+	defer cancel()
 	step, err := r.b.Start(ctx, &StartRequest{Thread: ro.Thread, Input: input})
 	if err != nil {
-		err = r.wrap("start", err)
+		err = r.backendError(ctx, "start", err)
 		thread := ro.Thread
 		if step != nil && step.Thread != "" {
 			thread = step.Thread
+		}
+		if ctx.Err() != nil {
+			r.cancelTurn(ctx, thread) // the turn may have started
 		}
 		var res *Result
 		if thread != "" {
@@ -173,7 +237,7 @@ func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Resu
 		r.emit(ctx, &Event{Kind: RunFinished, Thread: thread, Err: err})
 		return res, err
 	}
-	return r.loop(ctx, step, ro)
+	return r.loop(ctx, step, ro, ro.Thread)
 }
 
 // Resume picks up the turn waiting on thread, after a disconnect or in a new
@@ -183,13 +247,15 @@ func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Resu
 // no turn waits, it returns the thread's last answer.
 func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*Result, error) {
 	ro := r.runOptions(opts)
+	ctx, cancel := runContext(ctx, ro.Timeout)
+	defer cancel()
 	step, err := r.b.Resume(ctx, thread)
 	if err != nil {
-		err = r.wrap("resume", err)
+		err = r.backendError(ctx, "resume", err)
 		r.emit(ctx, &Event{Kind: RunFinished, Thread: thread, Err: err})
 		return &Result{Thread: thread}, err
 	}
-	return r.loop(ctx, step, ro)
+	return r.loop(ctx, step, ro, thread)
 }
 
 func (r *Runner) runOptions(opts *RunOptions) RunOptions {
@@ -200,18 +266,31 @@ func (r *Runner) runOptions(opts *RunOptions) RunOptions {
 	if ro.MaxSteps <= 0 {
 		ro.MaxSteps = r.opts.MaxSteps
 	}
+	if ro.Timeout <= 0 {
+		ro.Timeout = r.opts.RunTimeout
+	}
 	return ro
 }
 
-func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, error) {
+// runContext returns ctx bounded by a run's time limit d, its cause saying so.
+func runContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("the run passed its time limit (%v): %w", d, context.DeadlineExceeded))
+}
+
+// loop runs the steps of a turn, from step, until the model answers. thread
+// is the thread the run was started or resumed on, if known, for a step
+// that does not name one.
+func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions, thread string) (*Result, error) {
 	start := time.Now()
-	res := &Result{}
+	res := &Result{Thread: thread}
 	finish := func(err error) (*Result, error) {
 		r.emit(ctx, &Event{Kind: RunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(start), Err: err})
 		return res, err
 	}
 	for {
 		if step == nil {
+			// A step cannot be answered: the turn must not stay parked.
+			r.cancelTurn(ctx, res.Thread)
 			return finish(&Error{Code: Internal, Op: r.b.Name() + ": step", Err: errors.New("the backend returned no step")})
 		}
 		res.Thread, res.Turn = step.Thread, step.Turn
@@ -226,6 +305,7 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, 
 			return finish(&Error{Code: ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", ErrMaxSteps, ro.MaxSteps)})
 		}
 		if err := checkCalls(step.Calls); err != nil {
+			r.cancelTurn(ctx, step.Thread)
 			return finish(&Error{Code: Internal, Op: r.b.Name() + ": step", Err: err})
 		}
 		res.Steps++
@@ -239,6 +319,7 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, 
 			return finish(err)
 		}
 		if err := checkResults(step.Calls, results); err != nil {
+			r.cancelTurn(ctx, step.Thread)
 			return finish(&Error{Code: Internal, Op: "core: submit", Err: err})
 		}
 		next, err := r.b.Submit(ctx, &SubmitRequest{Step: step, Results: results})
@@ -246,7 +327,7 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions) (*Result, 
 			if ctx.Err() != nil {
 				r.cancelTurn(ctx, step.Thread)
 			}
-			return finish(r.wrap("submit", err))
+			return finish(r.backendError(ctx, "submit", err))
 		}
 		res.Calls = append(res.Calls, results...)
 		if err := r.opts.Journal.MarkSubmitted(ctx, r.keys(results)); err != nil {
@@ -309,9 +390,11 @@ func checkResults(calls []Call, results []ToolResult) error {
 // when ctx is canceled.
 func (r *Runner) runCalls(ctx context.Context, step *Step, n int) ([]ToolResult, error) {
 	results := make([]ToolResult, len(step.Calls))
-	if len(step.Calls) == 1 && ctx.Done() == nil {
-		// Nothing can cancel the run: a lone call runs in this goroutine
-		// (handing it to another costs more than a quick call).
+	if len(step.Calls) == 1 {
+		// A lone call runs in this goroutine (handing it to another costs
+		// more than a quick call): its handler runs in one of its own,
+		// which a canceled context or the call's timeout leaves behind
+		// (see invoke).
 		var err error
 		if results[0], err = r.runCall(ctx, &step.Calls[0], n); err != nil {
 			return nil, err
@@ -319,9 +402,9 @@ func (r *Runner) runCalls(ctx context.Context, step *Step, n int) ([]ToolResult,
 		return results, nil
 	}
 	errs := make([]error, len(step.Calls))
-	// Otherwise handlers run in goroutines even one at a time, so that a
-	// canceled context ends the run at once, whatever a handler does.
-	// Each reports on done when it has finished.
+	// Otherwise calls run in goroutines, even one at a time (when the
+	// bound is 1), so that a canceled context ends the run at once. Each
+	// reports on done when it has finished.
 	done := make(chan struct{}, len(step.Calls))
 	var sem chan struct{}
 	if len(step.Calls) > r.opts.Concurrency {
@@ -364,8 +447,11 @@ launch:
 	return results, nil
 }
 
+// ctxError returns the error of a run whose context ended: its cause (the
+// caller's, or the run's time limit), with the cause's code.
 func (r *Runner) ctxError(ctx context.Context) error {
-	return &Error{Code: CodeOf(ctx.Err()), Op: "core: run", Err: ctx.Err()}
+	err := context.Cause(ctx)
+	return &Error{Code: CodeOf(err), Op: "core: run", Err: err}
 }
 
 func (r *Runner) key(c *Call) JournalKey {
@@ -397,7 +483,13 @@ func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcom
 func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult, error) {
 	j := r.opts.Journal
 	c := &callRun{call: call, key: r.key(call), step: step}
-	c.args, c.obj, c.argErr = parseArgs(call.Arguments)
+	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
+		// Too large to parse: the handler will not run, and the digest is
+		// of the bytes as received.
+		c.argErr = &tooLargeError{what: "arguments", size: n, limit: r.opts.MaxArgumentBytes}
+	} else {
+		c.args, c.obj, c.argErr = parseArgs(call.Arguments)
+	}
 	c.digest = digestOf(call.Arguments, c.args)
 	c.idem = IdempotencyKey(c.key, c.digest)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
@@ -471,18 +563,26 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (ToolResult, error)
 	call := c.call
 	tool := r.tools.Lookup(call.Name)
 	if tool != nil && tool.opts.Verify != nil {
-		v, found, err := tool.opts.Verify(withCall(ctx, call), *call)
+		v, found, err := tool.verify(ctx, call, r.toolTimeout(tool))
+		if ctx.Err() != nil {
+			// The run ended while the hook looked: the call stays in
+			// doubt, for the next owner to decide.
+			return ToolResult{}, r.ctxError(ctx)
+		}
 		switch {
 		case err == nil && found:
-			out, err := encodeOutput(v)
-			if err != nil {
+			out, err := encodeOutput(v, r.outputLimit(tool))
+			jr := JournalResult{Output: out, Outcome: OK}
+			var tl *tooLargeError
+			if errors.As(err, &tl) {
+				jr = failed(TooLarge, tl.Error())
+			} else if err != nil {
 				break
 			}
-			jr := JournalResult{Output: out, Outcome: OK}
 			if err := r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
 				return ToolResult{}, r.journalError(ctx, err)
 			}
-			r.event(ctx, c, CallInDoubt, OK, 0, nil)
+			r.event(ctx, c, CallInDoubt, jr.Outcome, 0, nil)
 			return toResult(call, &jr, c.idem), nil
 		case err == nil:
 			r.event(ctx, c, CallInDoubt, OK, 0, nil)
@@ -530,6 +630,18 @@ func (r *Runner) cancelTurn(ctx context.Context, thread string) {
 
 func (r *Runner) wrap(op string, err error) error {
 	return wrap(r.b.Name()+": "+op, err, r.b.ErrorCode)
+}
+
+// backendError returns the error of the backend's op. Once the run's
+// context has ended, that is why the run ends, whatever the backend made
+// of it: the error then has the code of the context's cause, and wraps
+// both.
+func (r *Runner) backendError(ctx context.Context, op string, err error) error {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(err, cause) {
+		return r.wrap(op, err)
+	}
+	return &Error{Code: CodeOf(cause), Op: r.b.Name() + ": " + op, Err: fmt.Errorf("%w: %w", cause, err)}
 }
 
 func (r *Runner) emit(ctx context.Context, e *Event) {

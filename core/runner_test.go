@@ -322,7 +322,8 @@ func TestMaxSteps(t *testing.T) {
 }
 
 // TestRepeatedCallID checks that a step whose calls repeat a call id is
-// refused before anything runs or is sent.
+// refused before anything runs or is sent, and that the turn the service
+// parked on it is canceled.
 func TestRepeatedCallID(t *testing.T) {
 	var ran atomic.Int32
 	city := mustTool(t)(core.NewTool("getUserFavoriteCity", "", func(context.Context, struct{}) (string, error) {
@@ -334,12 +335,69 @@ func TestRepeatedCallID(t *testing.T) {
 		{Text: "done"},
 	}}}}
 	r, b := newRunner(t, script, []*core.Tool{city}, nil)
-	_, err := r.Run(t.Context(), "go", nil)
+	res, err := r.Run(t.Context(), "go", nil)
 	if core.CodeOf(err) != core.Internal || !strings.Contains(err.Error(), `repeats call id "call_x"`) {
 		t.Fatalf("Run error = %v, want Internal naming the repeated id", err)
 	}
 	if ran.Load() != 0 || len(results(b.Received())) != 0 {
 		t.Errorf("ran %d handlers and sent %d results, want none", ran.Load(), len(results(b.Received())))
+	}
+	want := []coretest.Received{{Kind: "input", Thread: res.Thread, Input: "go"}, {Kind: "cancel", Thread: res.Thread}}
+	if diff := cmp.Diff(want, b.Received()); diff != "" {
+		t.Errorf("received (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnanswerableStepCancelsTurn checks that a step the runner cannot
+// answer ends the run with Internal, runs nothing, and cancels the turn the
+// service parked on it, on the thread the run knows.
+func TestUnanswerableStepCancelsTurn(t *testing.T) {
+	call := func(id string) core.Call {
+		return core.Call{Thread: "thread_1", Turn: "turn_1", ID: id, Name: "getUserFavoriteCity", Arguments: json.RawMessage(`{}`)}
+	}
+	step := func(calls ...core.Call) *core.Step {
+		return &core.Step{Thread: "thread_1", Turn: "turn_1", Calls: calls}
+	}
+	tests := []struct {
+		name    string
+		steps   []*core.Step
+		thread  string // RunOptions.Thread
+		msg     string
+		ran     int32
+		submits int
+	}{
+		{"repeated call id", []*core.Step{step(call("call_1"), call("call_1"))}, "", `repeats call id "call_1"`, 0, 0},
+		{"call without id", []*core.Step{step(call("call_1"), call(""))}, "", `call to "getUserFavoriteCity" has no call id`, 0, 0},
+		{"no step after results", []*core.Step{step(call("call_1")), nil}, "", "the backend returned no step", 1, 1},
+		{"no first step on a known thread", []*core.Step{nil}, "thread_1", "the backend returned no step", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ran atomic.Int32
+			tb, err := core.NewToolbox(mustTool(t)(core.NewTool("getUserFavoriteCity", "", func(context.Context, struct{}) (string, error) {
+				ran.Add(1)
+				return "Seattle, WA", nil
+			}, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &canned{steps: tt.steps}
+			r := core.NewRunner(b, tb, &core.Options{Logger: quiet})
+			res, err := r.Run(t.Context(), "go", &core.RunOptions{Thread: tt.thread})
+			if core.CodeOf(err) != core.Internal || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("Run error = %v, want Internal saying %q", err, tt.msg)
+			}
+			if res == nil || res.Thread != "thread_1" {
+				t.Errorf("Result = %+v, want the thread, to resume it", res)
+			}
+			submits, cancels := b.received()
+			if ran.Load() != tt.ran || len(submits) != tt.submits {
+				t.Errorf("ran %d handlers and made %d submissions, want %d and %d", ran.Load(), len(submits), tt.ran, tt.submits)
+			}
+			if diff := cmp.Diff([]string{"thread_1"}, cancels); diff != "" {
+				t.Errorf("canceled turns (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -29,8 +29,9 @@ type Tool struct {
 }
 
 // ToolOptions configure a Tool. The zero value (or a nil pointer) gives a
-// tool with a non-strict schema, loaded eagerly, with no timeout of its own,
-// and with side effects.
+// tool with a non-strict schema, loaded eagerly, with no timeout of its own
+// (the runner's applies), whose text outputs past the runner's limit fail
+// rather than being cut, and with side effects.
 type ToolOptions struct {
 	// Strict asks for a strict schema: every property required, optional
 	// ones nullable, no additional properties. For a typed tool the strict
@@ -42,8 +43,13 @@ type ToolOptions struct {
 	// searches for it (where the backend supports it).
 	DeferLoading bool
 	// Timeout bounds one run of the handler; zero means the runner's
-	// default (see [Options]), which is no limit unless set.
+	// Options.ToolTimeout (DefaultToolTimeout unless set). The run's own
+	// time limit (Options.RunTimeout) bounds it too.
 	Timeout time.Duration
+	// TruncateOutput cuts a text output past the runner's
+	// Options.MaxOutputBytes instead of failing the call, as
+	// Options.TruncateOutput does for every tool.
+	TruncateOutput bool
 	// Idempotent declares that running the tool twice with the same
 	// arguments has the same effect as running it once. A call found started
 	// but not finished after a crash (in doubt) runs again only if the tool
@@ -56,7 +62,9 @@ type ToolOptions struct {
 	// result (as a handler would) and found = true if the call took effect;
 	// found = false if it is sure the call did not take effect (the call then
 	// runs again); an error if it cannot tell (the call is then treated as if
-	// there were no Verify hook).
+	// there were no Verify hook). It runs under the tool's timeout, as a
+	// handler does: a hook that panics or runs past it cannot tell either.
+	// If the run ends while it runs, the call stays in doubt.
 	Verify func(ctx context.Context, call Call) (result any, found bool, err error)
 	// Fields refines the inferred schema of a typed tool, property by
 	// property. Keys are JSON property names; a nested property is named by
@@ -191,7 +199,7 @@ func (t *Tool) DeferLoading() bool { return t.opts.DeferLoading }
 // Idempotent reports whether the tool was declared idempotent.
 func (t *Tool) Idempotent() bool { return t.opts.Idempotent }
 
-// Timeout returns the tool's own timeout; zero means none.
+// Timeout returns the tool's own timeout; zero means the runner's.
 func (t *Tool) Timeout() time.Duration { return t.opts.Timeout }
 
 // argError is a failure of the arguments; its text is meant for the model.

@@ -2,6 +2,7 @@ package foundry
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -139,16 +140,24 @@ func (b *Backend) cancelConversation(ctx context.Context, conv string) error {
 	if err != nil {
 		return err
 	}
-	for len(h.pending) > 0 {
-		n := min(len(h.pending), 20)
+	// One output per call id: a step that repeats one (which the runner
+	// refuses, and cancels) still gets each id answered once.
+	var ids []string
+	for _, c := range h.pending {
+		if !slices.Contains(ids, c.CallID) {
+			ids = append(ids, c.CallID)
+		}
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), 20)
 		items := make([]responses.ResponseInputItemUnionParam, n)
-		for i, c := range h.pending[:n] {
-			items[i] = functionOutput(c.CallID, CanceledOutput)
+		for i, id := range ids[:n] {
+			items[i] = functionOutput(id, CanceledOutput)
 		}
 		if _, err := b.client.Conversations.Items.New(ctx, conv, conversations.ItemNewParams{Items: items}); err != nil {
 			return err
 		}
-		h.pending = h.pending[n:]
+		ids = ids[n:]
 	}
 	return nil
 }

@@ -73,8 +73,9 @@
 // Errors from the service are returned as the SDKs make them, so that
 // errors.As reaches an *openai.Error (responses, conversations) or an
 // *azcore.ResponseError (agents); [Backend.ErrorCode] classifies them by
-// HTTP status (400 InvalidArgument, 401 and 403 PermissionDenied, 404
-// NotFound, 409 FailedPrecondition, 429 ResourceExhausted, 5xx Unknown).
+// HTTP status (400 and 422 InvalidArgument, 401 and 403 PermissionDenied,
+// 404 NotFound, 408 DeadlineExceeded, 409 FailedPrecondition, 429
+// ResourceExhausted, 502, 503 and 504 Unavailable, other 5xx Unknown).
 // A response that ends failed, incomplete or cancelled, or a stream's
 // error event, is a *[TurnError] carrying the service's code and message,
 // classified by that code (rate_limit_exceeded ResourceExhausted,

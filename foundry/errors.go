@@ -49,9 +49,10 @@ func (e *TurnError) Error() string {
 // ErrorCode implements [core.Backend]. It classifies, in this order: a
 // *[core.Error] by its code; context errors; a *[TurnError] by the
 // service's code; an *[openai.Error] or *[azcore.ResponseError] by its
-// HTTP status: 400 InvalidArgument, 401 and 403 PermissionDenied, 404
-// NotFound, 409 FailedPrecondition, 429 ResourceExhausted, 5xx Unknown.
-// Anything else is Unknown.
+// HTTP status: 400 and 422 InvalidArgument, 401 and 403 PermissionDenied,
+// 404 NotFound, 408 DeadlineExceeded, 409 FailedPrecondition, 429
+// ResourceExhausted, 502, 503 and 504 Unavailable (retrying later may
+// succeed), any other status Unknown. Anything else is Unknown.
 func (b *Backend) ErrorCode(err error) core.Code { return errorCode(err) }
 
 func errorCode(err error) core.Code {
@@ -92,6 +93,10 @@ func statusCode(status int) core.Code {
 		return core.FailedPrecondition
 	case status == http.StatusTooManyRequests:
 		return core.ResourceExhausted
+	case status == http.StatusRequestTimeout:
+		return core.DeadlineExceeded
+	case status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout:
+		return core.Unavailable
 	}
 	return core.Unknown
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
@@ -109,7 +110,7 @@ func (b *Backend) Cancel(ctx context.Context, thread string) error {
 	}
 	var ids []string
 	for _, o := range r.Output {
-		if o.Type == "function_call" {
+		if o.Type == "function_call" && !slices.Contains(ids, o.CallID) {
 			ids = append(ids, o.CallID)
 		}
 	}

@@ -77,7 +77,8 @@
 // its status: 400 and 422 to InvalidArgument, 401 and 403 to
 // PermissionDenied (the message names authentication), 404 to NotFound,
 // 408 to DeadlineExceeded, 409 to FailedPrecondition, 429 to
-// ResourceExhausted, 5xx to Unknown. A turn the service failed or cancelled
+// ResourceExhausted, 502, 503 and 504 to Unavailable (the service is
+// unavailable; retrying later may succeed), other 5xx to Unknown. A turn the service failed or cancelled
 // gives a *[TurnError] carrying the service's code and message, mapped by
 // its code (rate and spend limits, context length: ResourceExhausted;
 // authentication_error: PermissionDenied; invalid_request: InvalidArgument;

@@ -117,6 +117,8 @@ func statusCode(status int) core.Code {
 		return core.ResourceExhausted
 	case http.StatusRequestTimeout:
 		return core.DeadlineExceeded
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return core.Unavailable
 	}
 	return core.Unknown
 }

@@ -2,7 +2,10 @@ package openai_test
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
+
+	oai "github.com/openai/openai-go/v3"
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/openai"
@@ -35,5 +38,36 @@ func TestTurnErrorCodes(t *testing.T) {
 	}
 	if got := b.ErrorCode(&openai.UnsupportedActionError{Type: "environment_connection"}); got != core.Unimplemented {
 		t.Errorf("ErrorCode(unsupported action) = %v, want Unimplemented", got)
+	}
+}
+
+// TestStatusCodes checks how the HTTP status of the service's answer maps
+// to a core code: unavailability (502, 503, 504) is Unavailable, which a
+// caller may retry later; a 408 is DeadlineExceeded.
+func TestStatusCodes(t *testing.T) {
+	tests := []struct {
+		status int
+		want   core.Code
+	}{
+		{http.StatusBadRequest, core.InvalidArgument},
+		{http.StatusUnauthorized, core.PermissionDenied},
+		{http.StatusForbidden, core.PermissionDenied},
+		{http.StatusNotFound, core.NotFound},
+		{http.StatusRequestTimeout, core.DeadlineExceeded},
+		{http.StatusConflict, core.FailedPrecondition},
+		{http.StatusUnprocessableEntity, core.InvalidArgument},
+		{http.StatusTooManyRequests, core.ResourceExhausted},
+		{http.StatusInternalServerError, core.Unknown},
+		{http.StatusNotImplemented, core.Unknown},
+		{http.StatusBadGateway, core.Unavailable},
+		{http.StatusServiceUnavailable, core.Unavailable},
+		{http.StatusGatewayTimeout, core.Unavailable},
+	}
+	var b openai.Backend
+	for _, tt := range tests {
+		err := fmt.Errorf("openai: submit: %w", &oai.Error{StatusCode: tt.status})
+		if got := b.ErrorCode(err); got != tt.want {
+			t.Errorf("ErrorCode(HTTP %d) = %v, want %v", tt.status, got, tt.want)
+		}
 	}
 }

@@ -147,7 +147,7 @@ var cases = []testCase{
 		name:        "FinishFailed",
 		explanation: "Finish with a failed result moves the entry to Failed, keeping the model-visible message and the outcome.",
 		f: func(t *testing.T, j core.Journal) {
-			for _, o := range []core.Outcome{core.ToolError, core.Panicked, core.TimedOut, core.InDoubt, core.InvalidArguments, core.UnknownTool} {
+			for _, o := range []core.Outcome{core.ToolError, core.Panicked, core.TimedOut, core.InDoubt, core.InvalidArguments, core.UnknownTool, core.TooLarge} {
 				k := key(o.String())
 				claim(t, j, k, "owner-a", live)
 				r := core.JournalResult{Failed: true, Error: "the " + o.String() + " failure, as the model reads it", Outcome: o}

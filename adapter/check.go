@@ -1,0 +1,99 @@
+package adapter
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// check refuses settings out of range. Every number and duration may be 0,
+// which means its default; otherwise it must be at least the field's min
+// tag (a number, or a Go duration), which is 0 when the field has none;
+// min:"none" lets a field take any value (its doc says what a negative one
+// means). The journal retention must also cover the run time limit.
+func (c *Config) check() error {
+	if err := checkRanges(reflect.ValueOf(c).Elem(), ""); err != nil {
+		return err
+	}
+	if c.JournalRetention > 0 {
+		run := core.DefaultRunTimeout
+		if c.RunTimeout > 0 {
+			run = time.Duration(c.RunTimeout)
+		}
+		if time.Duration(c.JournalRetention) < run {
+			return invalidSetting("journal_retention", "TOOLRELAY_JOURNAL_RETENTION",
+				fmt.Errorf("%v is shorter than the run time limit (%v): a result could be pruned before its run has sent it", time.Duration(c.JournalRetention), run))
+		}
+	}
+	return nil
+}
+
+// checkRanges checks the numbers and durations of v, a struct whose
+// settings have file keys under prefix.
+func checkRanges(v reflect.Value, prefix string) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		key := prefix + name
+		if f.Type.Kind() == reflect.Struct && f.Tag.Get("env") == "" {
+			if err := checkRanges(fv, key+"."); err != nil {
+				return err
+			}
+			continue
+		}
+		min := f.Tag.Get("min")
+		if min == "none" {
+			continue
+		}
+		var err error
+		switch x := fv.Interface().(type) {
+		case Duration:
+			err = checkDuration(time.Duration(x), min)
+		case int:
+			err = checkInt(x, min)
+		}
+		if err != nil {
+			return invalidSetting(key, f.Tag.Get("env"), err)
+		}
+	}
+	return nil
+}
+
+func checkDuration(d time.Duration, min string) error {
+	floor := time.Duration(0)
+	if min != "" {
+		floor, _ = time.ParseDuration(min)
+	}
+	switch {
+	case d == 0 || d >= floor:
+		return nil
+	case floor == 0:
+		return fmt.Errorf("%v is negative (0 means the default)", d)
+	}
+	return fmt.Errorf("%v is under the minimum, %v (0 means the default)", d, floor)
+}
+
+func checkInt(n int, min string) error {
+	floor := 0
+	if min != "" {
+		floor, _ = strconv.Atoi(min)
+	}
+	switch {
+	case n == 0 || n >= floor:
+		return nil
+	case floor == 0:
+		return fmt.Errorf("%d is negative (0 means the default)", n)
+	}
+	return fmt.Errorf("%d is under the minimum, %d (0 means the default)", n, floor)
+}
+
+// invalidSetting returns the InvalidArgument error of the setting with file
+// key key and environment variable env.
+func invalidSetting(key, env string, err error) error {
+	return &core.Error{Code: core.InvalidArgument, Op: fmt.Sprintf("adapter: %s (%s)", key, env), Err: err}
+}

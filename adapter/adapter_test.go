@@ -14,9 +14,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 func writeConfig(t *testing.T, v any) string {
@@ -114,13 +117,13 @@ func TestLoadErrors(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			_, err := adapter.Load(tt.code)
-			if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
+			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Load error = %v, want InvalidArgument saying %q", err, tt.wantErr)
 			}
 			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "tenfold") || strings.Contains(err.Error(), "parsecs") {
 				t.Errorf("Load error repeats a value: %v", err)
 			}
-			if _, err := adapter.Open(t.Context(), nil, &adapter.Options{Config: derefConfig(tt.code), DefaultBackend: "test-script"}); core.CodeOf(err) != core.InvalidArgument {
+			if _, err := adapter.Open(t.Context(), nil, &adapter.Options{Config: derefConfig(tt.code), DefaultBackend: "test-script"}); errcode.Of(err) != errcode.InvalidArgument {
 				t.Errorf("Open error = %v, want InvalidArgument", err)
 			}
 		})
@@ -163,7 +166,7 @@ func TestLoadAcceptsRanges(t *testing.T) {
 }
 
 var registerOnce = func() bool {
-	adapter.Register("test-script", func(ctx context.Context, req *adapter.OpenRequest) (core.Backend, error) {
+	adapter.Register("test-script", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 		if req.Script == nil {
 			return nil, errors.New("test-script: no script")
 		}
@@ -200,17 +203,17 @@ func TestOpenByName(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	t.Setenv("TOOLRELAY_BACKEND", "")
 	_, err := adapter.Open(t.Context(), nil, nil)
-	if !errors.Is(err, core.ErrInvalidArgument) || !strings.Contains(err.Error(), "no backend configured") {
+	if !errors.Is(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), "no backend configured") {
 		t.Errorf("Open with no backend: %v", err)
 	}
 	_, err = adapter.Open(t.Context(), nil, &adapter.Options{Config: adapter.Config{Backend: "opneai"}})
-	if !errors.Is(err, core.ErrInvalidArgument) || !strings.Contains(err.Error(), `unknown backend "opneai" (known: `) || !strings.Contains(err.Error(), "test-script") {
+	if !errors.Is(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), `unknown backend "opneai" (known: `) || !strings.Contains(err.Error(), "test-script") {
 		t.Errorf("Open of an unknown backend: %v", err)
 	}
 }
 
 func TestRegisterPanics(t *testing.T) {
-	open := func(context.Context, *adapter.OpenRequest) (core.Backend, error) { return nil, nil }
+	open := func(context.Context, *adapter.OpenRequest) (driver.Backend, error) { return nil, nil }
 	for _, name := range []string{"test-script", "openai", "fake-foundry", ""} {
 		func() {
 			defer func() {
@@ -314,7 +317,7 @@ func TestOpenAppliesRunTimeout(t *testing.T) {
 		defer r.Close()
 		start := time.Now()
 		_, err = r.Run(t.Context(), "go", nil)
-		if core.CodeOf(err) != core.DeadlineExceeded || time.Since(start) != 90*time.Second {
+		if errcode.Of(err) != errcode.DeadlineExceeded || time.Since(start) != 90*time.Second {
 			t.Errorf("Run = %v after %v, want DeadlineExceeded after 90s", err, time.Since(start))
 		}
 	})

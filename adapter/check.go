@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // check refuses settings out of range. Every number and duration may be 0,
@@ -95,5 +96,5 @@ func checkInt(n int, min string) error {
 // invalidSetting returns the InvalidArgument error of the setting with file
 // key key and environment variable env.
 func invalidSetting(key, env string, err error) error {
-	return &core.Error{Code: core.InvalidArgument, Op: fmt.Sprintf("adapter: %s (%s)", key, env), Err: err}
+	return &errcode.Error{Code: errcode.InvalidArgument, Op: fmt.Sprintf("adapter: %s (%s)", key, env), Err: err}
 }

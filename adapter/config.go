@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // Config holds every setting, for the runner and for each built-in backend.
@@ -136,7 +136,7 @@ func readFile(path string, cfg *Config) error {
 	op := "adapter: config file " + path
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return &core.Error{Code: core.InvalidArgument, Op: op, Err: err}
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: err}
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -147,11 +147,11 @@ func readFile(path string, cfg *Config) error {
 		return nil
 	case errors.Is(err, errDuration):
 		// encoding/json does not say which key a TextUnmarshaler refused.
-		return &core.Error{Code: core.InvalidArgument, Op: op, Err: fmt.Errorf("%s: %w", badDurationKey(b), err)}
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: fmt.Errorf("%s: %w", badDurationKey(b), err)}
 	case errors.As(err, &syntax):
-		return &core.Error{Code: core.InvalidArgument, Op: op, Err: fmt.Errorf("not valid JSON at byte %d: %w", syntax.Offset, err)}
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: fmt.Errorf("not valid JSON at byte %d: %w", syntax.Offset, err)}
 	}
-	return &core.Error{Code: core.InvalidArgument, Op: op, Err: err}
+	return &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: err}
 }
 
 // badDurationKey returns the key (as in "openai.poll_interval") of the
@@ -207,7 +207,7 @@ func fromEnv(v reflect.Value) error {
 			continue
 		}
 		if err := setString(fv, s); err != nil {
-			return &core.Error{Code: core.InvalidArgument, Op: "adapter: " + name, Err: err}
+			return &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: " + name, Err: err}
 		}
 	}
 	return nil

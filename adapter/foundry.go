@@ -2,15 +2,15 @@ package adapter
 
 import (
 	"context"
-
 	"os"
 	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 )
@@ -83,7 +83,7 @@ func (c *FoundryConfig) agentOptions(opts *foundry.Options) {
 	opts.AgentName, opts.AgentVersion = c.Agent, c.AgentVersion
 }
 
-func openFoundry(ctx context.Context, req *OpenRequest) (core.Backend, error) {
+func openFoundry(ctx context.Context, req *OpenRequest) (driver.Backend, error) {
 	c := req.Config.Foundry
 	endpoint := c.Endpoint
 	if endpoint == "" {
@@ -102,7 +102,7 @@ func openFoundry(ctx context.Context, req *OpenRequest) (core.Backend, error) {
 	return foundry.Open(ctx, req.Tools, opts)
 }
 
-func openResponses(ctx context.Context, req *OpenRequest) (core.Backend, error) {
+func openResponses(ctx context.Context, req *OpenRequest) (driver.Backend, error) {
 	c := req.Config.Foundry
 	return foundry.OpenResponses(ctx, req.Tools, &foundry.ResponsesOptions{
 		BaseURL:      c.ResponsesBaseURL,
@@ -146,7 +146,7 @@ const fakeFoundryToken = "fake-foundry-token"
 // a static token, so that the program exercises the real wire path with
 // no service and no credentials. The agent version is always created from
 // the toolbox.
-func openFakeFoundry(ctx context.Context, req *OpenRequest) (core.Backend, error) {
+func openFakeFoundry(ctx context.Context, req *OpenRequest) (driver.Backend, error) {
 	script, err := foundryScript(req, "fake-foundry")
 	if err != nil {
 		return nil, err
@@ -181,11 +181,11 @@ func foundryScript(req *OpenRequest, backend string) (*coretest.Script, error) {
 		return req.Script, nil
 	}
 	if req.Config.Script == "" {
-		return nil, core.Errorf(core.InvalidArgument, "adapter: %s needs a model script: pass Options.Script or set TOOLRELAY_SCRIPT to a JSON script file", backend)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "adapter: %s needs a model script: pass Options.Script or set TOOLRELAY_SCRIPT to a JSON script file", backend)
 	}
 	s, err := coretest.LoadScript(req.Config.Script)
 	if err != nil {
-		return nil, core.Errorf(core.InvalidArgument, "adapter: %s: script %s: %v", backend, req.Config.Script, err)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "adapter: %s: script %s: %v", backend, req.Config.Script, err)
 	}
 	return s, nil
 }

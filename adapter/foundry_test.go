@@ -14,6 +14,7 @@ import (
 	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 )
 
@@ -108,7 +109,7 @@ func TestFakeFoundry(t *testing.T) {
 func TestFakeFoundryNeedsScript(t *testing.T) {
 	t.Setenv("TOOLRELAY_SCRIPT", "")
 	_, err := adapter.Open(context.Background(), fakeFoundryTools(t), &adapter.Options{DefaultBackend: "fake-foundry"})
-	if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), "script") {
+	if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "script") {
 		t.Errorf("Open = %v, want InvalidArgument about the script", err)
 	}
 }
@@ -171,7 +172,7 @@ func TestFoundryOpenWiring(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			_, err := adapter.Open(context.Background(), fakeFoundryTools(t), &adapter.Options{Config: adapter.Config{Backend: "foundry"}})
-			if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), tc.msg) {
+			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("Open = %v, want InvalidArgument containing %q", err, tc.msg)
 			}
 		})

@@ -12,6 +12,9 @@ import (
 	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
 )
 
@@ -19,7 +22,7 @@ import (
 var opened atomic.Int32
 
 func init() {
-	adapter.Register("journal-test", func(ctx context.Context, req *adapter.OpenRequest) (core.Backend, error) {
+	adapter.Register("journal-test", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 		opened.Add(1)
 		return coretest.NewBackend(coretest.Simple("get_weather", `{"city":"Paris"}`, "done"), nil), nil
 	})
@@ -70,8 +73,8 @@ func TestOpenJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := res.Calls[0].Call
-	e, found, err := j.Get(ctx, core.JournalKey{Backend: r.Backend().Name(), Thread: call.Thread, Turn: call.Turn, Call: call.ID})
-	if err != nil || !found || e.State != core.Submitted {
+	e, found, err := j.Get(ctx, jdriver.Key{Backend: r.Backend().Name(), Thread: call.Thread, Turn: call.Turn, Call: call.ID})
+	if err != nil || !found || e.State != jdriver.Submitted {
 		t.Errorf("journal entry of the call = %+v, %v, %v; want it submitted", e, found, err)
 	}
 	if lease := e.LeaseUntil.Sub(e.Created); lease != 2*time.Second {
@@ -80,7 +83,7 @@ func TestOpenJournal(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, _, err := j.Get(ctx, core.JournalKey{}); err == nil {
+	if _, _, err := j.Get(ctx, jdriver.Key{}); err == nil {
 		t.Errorf("Get after the runner's Close succeeded; want the journal closed")
 	}
 }
@@ -90,13 +93,13 @@ func TestOpenJournal(t *testing.T) {
 func TestOpenJournalFromCode(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	t.Setenv("TOOLRELAY_JOURNAL", "sqlite://"+path)
-	mine := core.NewMemoryJournal()
+	mine := jdriver.NewMemory()
 	r, err := adapter.Open(t.Context(), weatherTools(t), &adapter.Options{DefaultBackend: "journal-test", Runner: core.Options{Journal: mine}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if r.Journal() != core.Journal(mine) {
+	if r.Journal() != jdriver.Journal(mine) {
 		t.Errorf("runner's journal is a %T, want the one set in code", r.Journal())
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
@@ -110,7 +113,7 @@ func TestOpenBadJournal(t *testing.T) {
 	t.Setenv("TOOLRELAY_JOURNAL", "sqlite://relative.db")
 	before := opened.Load()
 	_, err := adapter.Open(t.Context(), weatherTools(t), &adapter.Options{DefaultBackend: "journal-test"})
-	if core.CodeOf(err) != core.InvalidArgument {
+	if errcode.Of(err) != errcode.InvalidArgument {
 		t.Errorf("Open: %v, want InvalidArgument", err)
 	}
 	if opened.Load() != before {

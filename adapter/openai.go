@@ -6,8 +6,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 )
@@ -64,7 +65,7 @@ func (c *OpenAIConfig) options(logger *slog.Logger) *openai.Options {
 }
 
 // openOpenAI opens the OpenAI Agents API sessions backend.
-func openOpenAI(ctx context.Context, req *OpenRequest) (core.Backend, error) {
+func openOpenAI(ctx context.Context, req *OpenRequest) (driver.Backend, error) {
 	b, err := openai.Open(ctx, req.Tools, req.Config.OpenAI.options(req.Logger))
 	if err != nil {
 		return nil, err
@@ -75,7 +76,7 @@ func openOpenAI(ctx context.Context, req *OpenRequest) (core.Backend, error) {
 // openFakeOpenAI starts a fake Agents API server on loopback playing the
 // script, and opens the real openai backend against it: the program runs
 // the whole wire path without credentials or network.
-func openFakeOpenAI(ctx context.Context, req *OpenRequest) (core.Backend, error) {
+func openFakeOpenAI(ctx context.Context, req *OpenRequest) (driver.Backend, error) {
 	script, err := fakeOpenAIScript("fake-openai", req)
 	if err != nil {
 		return nil, err
@@ -113,10 +114,10 @@ func fakeOpenAIScript(backend string, req *OpenRequest) (*coretest.Script, error
 	if req.Config.Script != "" {
 		s, err := coretest.LoadScript(req.Config.Script)
 		if err != nil {
-			return nil, &core.Error{Code: core.InvalidArgument, Op: "adapter: " + backend, Err: err}
+			return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: " + backend, Err: err}
 		}
 		return s, nil
 	}
-	return nil, &core.Error{Code: core.InvalidArgument, Op: "adapter: " + backend,
+	return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: " + backend,
 		Err: fmt.Errorf("the fake backend needs a model script: pass adapter.Options.Script, or set TOOLRELAY_SCRIPT to a JSON script file")}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 )
 
@@ -109,7 +110,7 @@ func TestFakeOpenAI(t *testing.T) {
 			t.Setenv("TOOLRELAY_SCRIPT", tt.env)
 			runner, err := adapter.Open(t.Context(), customerTools(t), &adapter.Options{DefaultBackend: "fake-openai", Script: tt.script, Runner: quiet()})
 			if tt.wantErr != "" {
-				if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
+				if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want InvalidArgument naming %q", err, tt.wantErr)
 				}
 				return

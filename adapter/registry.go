@@ -13,6 +13,9 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/runnerhook"
 	"github.com/toolrelay/toolrelay/journal"
 )
 
@@ -31,7 +34,7 @@ type OpenRequest struct {
 }
 
 // An Opener opens a backend. req is never nil.
-type Opener func(ctx context.Context, req *OpenRequest) (core.Backend, error)
+type Opener func(ctx context.Context, req *OpenRequest) (driver.Backend, error)
 
 var (
 	regMu    sync.RWMutex
@@ -77,16 +80,16 @@ func Backends() []string {
 }
 
 // OpenBackend opens the backend registered as name. req may be nil.
-func OpenBackend(ctx context.Context, name string, req *OpenRequest) (core.Backend, error) {
+func OpenBackend(ctx context.Context, name string, req *OpenRequest) (driver.Backend, error) {
 	regMu.RLock()
 	open := registry[name]
 	regMu.RUnlock()
 	if open == nil {
 		known := strings.Join(Backends(), ", ")
 		if slices.Contains(reserved, name) {
-			return nil, &core.Error{Code: core.Unimplemented, Op: "adapter: open", Err: fmt.Errorf("backend %q is not available in this build (available: %s)", name, known)}
+			return nil, &errcode.Error{Code: errcode.Unimplemented, Op: "adapter: open", Err: fmt.Errorf("backend %q is not available in this build (available: %s)", name, known)}
 		}
-		return nil, &core.Error{Code: core.InvalidArgument, Op: "adapter: open", Err: fmt.Errorf("unknown backend %q (known: %s)", name, known)}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: open", Err: fmt.Errorf("unknown backend %q (known: %s)", name, known)}
 	}
 	r := OpenRequest{}
 	if req != nil {
@@ -134,7 +137,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner
 		cfg.Backend = o.DefaultBackend
 	}
 	if cfg.Backend == "" {
-		return nil, &core.Error{Code: core.InvalidArgument, Op: "adapter: open", Err: fmt.Errorf("no backend configured: set TOOLRELAY_BACKEND (known: %s)", strings.Join(Backends(), ", "))}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: open", Err: fmt.Errorf("no backend configured: set TOOLRELAY_BACKEND (known: %s)", strings.Join(Backends(), ", "))}
 	}
 	ro := o.Runner
 	if cfg.MaxSteps > 0 {
@@ -172,14 +175,17 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner
 			opened = append(opened, journal.StartPruning(store, time.Duration(cfg.JournalRetention), ro.Logger))
 		}
 		opened = append(opened, store)
-		ro.Closer = append(closers{ro.Closer}, opened...)
 	}
 	b, err := OpenBackend(ctx, cfg.Backend, &OpenRequest{Config: cfg, Tools: tools, Script: o.Script, Logger: ro.Logger})
 	if err != nil {
 		opened.Close()
 		return nil, err
 	}
-	return core.NewRunner(b, tools, &ro), nil
+	r := core.NewRunner(b, tools, &ro)
+	if len(opened) > 0 {
+		runnerhook.OnClose(r, opened)
+	}
+	return r, nil
 }
 
 // closers closes each of its non-nil closers, in order.

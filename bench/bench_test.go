@@ -16,6 +16,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/journal"
+	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/journaltest"
 )
 
@@ -57,7 +58,8 @@ func (c client) flow(tb testing.TB, f *fake, agent string, tools *core.Toolbox, 
 	}
 	if c.journal != "" {
 		j := openJournal(tb, c.journal)
-		opts.Journal, opts.Closer = j, j
+		tb.Cleanup(func() { j.Close() }) // after the runner's, registered later
+		opts.Journal = j
 	}
 	return f.toolrelay(tb, agent, tools, &opts)
 }
@@ -298,7 +300,7 @@ func (g *gate) third(ctx context.Context, id string) error {
 func BenchmarkJournal(b *testing.B) {
 	for _, kind := range []string{"memory", "sqlite", "postgres"} {
 		b.Run(kind, func(b *testing.B) {
-			var j core.Journal = core.NewMemoryJournal()
+			var j driver.Journal = driver.NewMemory()
 			if kind != "memory" {
 				s := openJournal(b, kind)
 				defer s.Close()

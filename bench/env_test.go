@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 	"github.com/toolrelay/toolrelay/openai"
@@ -261,7 +262,7 @@ func (f *fake) helper(agent string, fns map[string]Func) *flow {
 func (f *fake) toolrelay(tb testing.TB, agent string, tools *core.Toolbox, opts *core.Options) *flow {
 	tb.Helper()
 	ctx := context.Background()
-	var b core.Backend
+	var b driver.Backend
 	var err error
 	switch f.backend {
 	case "openai":

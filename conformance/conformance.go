@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // Harness connects the suite to one backend and a fake of its service.
@@ -29,7 +30,7 @@ type Harness interface {
 	// MakeBackend returns a backend wired to the fake, whose model plays
 	// script, for a program with tools. It may fail with the error the
 	// service gives (for instance when a fault makes authentication fail).
-	MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (core.Backend, error)
+	MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (driver.Backend, error)
 	// Received returns what the fake received so far, in neutral terms: user
 	// inputs, submissions of results (with failures decoded as the backend
 	// documents them) and cancellations.

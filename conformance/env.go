@@ -12,6 +12,8 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // env is what a scenario works with: the test, the harness, and the backend
@@ -19,8 +21,8 @@ import (
 type env struct {
 	t    *testing.T
 	h    Harness
-	b    core.Backend
-	caps core.Capabilities
+	b    driver.Backend
+	caps driver.Capabilities
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -49,7 +51,7 @@ func (e *env) tryRunner(script *coretest.Script, opts *core.Options, tools ...*c
 		return nil, err
 	}
 	e.b = b
-	if cr, ok := b.(core.CapabilityReporter); ok {
+	if cr, ok := b.(driver.CapabilityReporter); ok {
 		e.caps = cr.Capabilities()
 	}
 	o := core.Options{Logger: quiet}
@@ -127,12 +129,12 @@ func (e *env) wantFailure(d coretest.Delivered, msg string) {
 }
 
 // wantCode checks err's code.
-func (e *env) wantCode(err error, code core.Code) {
+func (e *env) wantCode(err error, code errcode.Code) {
 	e.t.Helper()
 	if err == nil {
 		e.t.Fatalf("no error, want code %v", code)
 	}
-	if got := core.CodeOf(err); got != code {
+	if got := errcode.Of(err); got != code {
 		e.t.Errorf("error %v has code %v, want %v", err, got, code)
 	}
 }

@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 type scenario struct {
@@ -149,7 +152,7 @@ func chain(e *env) {
 	)
 	var names []string
 	r := e.runner(s, &core.Options{OnEvent: func(ev core.Event) {
-		if ev.Kind == core.CallStarted {
+		if ev.Kind == core.EventCallStarted {
 			names = append(names, ev.Call.Name)
 		}
 	}}, weatherTools(e)...)
@@ -282,7 +285,7 @@ var afterStop = coretest.Turn{Steps: []coretest.Step{answer("fresh start")}}
 // run on the thread of a stopped run works: its turn was not left waiting.
 func (e *env) wantThreadUsable(r *core.Runner, thread string) {
 	e.t.Helper()
-	if _, ok := e.b.(core.Canceler); !ok {
+	if _, ok := e.b.(driver.Canceler); !ok {
 		return
 	}
 	res, err := r.Run(e.t.Context(), "again", &core.RunOptions{Thread: thread})
@@ -307,7 +310,7 @@ func cancelMidStep(e *env) {
 	if !errors.Is(err, context.Canceled) {
 		e.t.Fatalf("Run error = %v, want context.Canceled", err)
 	}
-	e.wantCode(err, core.Canceled)
+	e.wantCode(err, errcode.Canceled)
 	if res == nil || res.Thread == "" {
 		e.t.Fatalf("Result = %+v, want the thread", res)
 	}
@@ -328,7 +331,7 @@ func maxSteps(e *env) {
 	if !errors.Is(err, core.ErrMaxSteps) {
 		e.t.Fatalf("Run error = %v, want ErrMaxSteps", err)
 	}
-	e.wantCode(err, core.ResourceExhausted)
+	e.wantCode(err, errcode.ResourceExhausted)
 	if n := len(e.results()); n != 2 {
 		e.t.Errorf("%d results sent, want 2", n)
 	}
@@ -344,7 +347,7 @@ func repeatedCallID(e *env) {
 	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{dup, answer("never")}}, afterStop}}
 	r := e.runner(s, nil, tool(e, "getUserFavoriteCity", "", counted(&runs, favoriteCity), nil))
 	res, err := r.Run(e.t.Context(), "go", nil)
-	e.wantCode(err, core.Internal)
+	e.wantCode(err, errcode.Internal)
 	if !strings.Contains(err.Error(), `repeats call id "call_dup"`) {
 		e.t.Errorf("Run error = %v, want it to name the repeated call id", err)
 	}
@@ -518,7 +521,7 @@ func resumeAfterLostResponse(e *env) {
 func resumeUnknownThread(e *env) {
 	r := e.runner(script(answer("x")), nil)
 	_, err := r.Resume(e.t.Context(), "thread-that-does-not-exist", nil)
-	e.wantCode(err, core.NotFound)
+	e.wantCode(err, errcode.NotFound)
 }
 
 func resumeFinishedThread(e *env) {
@@ -560,7 +563,7 @@ func rateLimitExhausted(e *env) {
 	if err == nil {
 		_, err = r.Run(e.t.Context(), "go", nil)
 	}
-	e.wantCode(err, core.ResourceExhausted)
+	e.wantCode(err, errcode.ResourceExhausted)
 }
 
 func serverErrorBurst(e *env) {
@@ -575,7 +578,7 @@ func authenticationFailure(e *env) {
 	if err == nil {
 		_, err = r.Run(e.t.Context(), "go", nil)
 	}
-	e.wantCode(err, core.PermissionDenied)
+	e.wantCode(err, errcode.PermissionDenied)
 }
 
 func turnFailure(e *env) {
@@ -585,5 +588,5 @@ func turnFailure(e *env) {
 	if err == nil || !strings.Contains(err.Error(), "synthetic model failure") {
 		e.t.Fatalf("Run error = %v, want the service's message", err)
 	}
-	e.wantCode(err, core.Internal)
+	e.wantCode(err, errcode.Internal)
 }

@@ -84,18 +84,18 @@ func jsonKind(v any) string {
 	return "null"
 }
 
-// ArgumentsDigest returns the digest a journal keeps of a call's arguments:
+// argumentsDigest returns the digest a journal keeps of a call's arguments:
 // the hex SHA-256 of their canonical JSON (of the raw bytes when they are
 // not valid arguments). Arguments sent as an object or as a string holding
 // the same object have the same digest. (For arguments past the runner's
 // Options.MaxArgumentBytes, which it does not parse, the runner keeps the
 // digest of the raw bytes.)
-func ArgumentsDigest(raw json.RawMessage) string {
+func argumentsDigest(raw json.RawMessage) string {
 	c, _, _ := parseArgs(raw)
 	return digestOf(raw, c)
 }
 
-// digestOf returns ArgumentsDigest(raw) given canon, raw's canonical form
+// digestOf returns argumentsDigest(raw) given canon, raw's canonical form
 // (nil when raw is not valid arguments).
 func digestOf(raw, canon []byte) string {
 	if canon == nil {

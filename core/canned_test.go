@@ -6,7 +6,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // canned is a backend without a model: Start returns its first step, and
@@ -16,17 +17,17 @@ import (
 // arguments built before the run.
 type canned struct {
 	mu      sync.Mutex
-	steps   []*core.Step
+	steps   []*driver.Step
 	next    int
-	submits [][]core.ToolResult
+	submits [][]driver.ToolResult
 	cancels []string
 }
 
-var _ core.Canceler = (*canned)(nil)
+var _ driver.Canceler = (*canned)(nil)
 
 func (c *canned) Name() string { return "canned" }
 
-func (c *canned) step() (*core.Step, error) {
+func (c *canned) step() (*driver.Step, error) {
 	if c.next >= len(c.steps) {
 		return nil, errors.New("canned: no more steps")
 	}
@@ -34,21 +35,21 @@ func (c *canned) step() (*core.Step, error) {
 	return c.steps[c.next-1], nil
 }
 
-func (c *canned) Start(context.Context, *core.StartRequest) (*core.Step, error) {
+func (c *canned) Start(context.Context, *driver.StartRequest) (*driver.Step, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.step()
 }
 
-func (c *canned) Submit(_ context.Context, req *core.SubmitRequest) (*core.Step, error) {
+func (c *canned) Submit(_ context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.submits = append(c.submits, req.Results)
 	return c.step()
 }
 
-func (c *canned) Resume(context.Context, string) (*core.Step, error) {
-	return nil, core.Errorf(core.Unimplemented, "canned: no resume")
+func (c *canned) Resume(context.Context, string) (*driver.Step, error) {
+	return nil, errcode.Errorf(errcode.Unimplemented, "canned: no resume")
 }
 
 func (c *canned) Cancel(_ context.Context, thread string) error {
@@ -58,11 +59,11 @@ func (c *canned) Cancel(_ context.Context, thread string) error {
 	return nil
 }
 
-func (c *canned) ErrorCode(error) core.Code { return core.Unknown }
-func (c *canned) Close() error              { return nil }
+func (c *canned) ErrorCode(error) errcode.Code { return errcode.Unknown }
+func (c *canned) Close() error                 { return nil }
 
 // received returns the submissions and the canceled threads so far.
-func (c *canned) received() ([][]core.ToolResult, []string) {
+func (c *canned) received() ([][]driver.ToolResult, []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.submits), slices.Clone(c.cancels)

@@ -9,8 +9,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // TestDefaultToolTimeout checks that a handler without a timeout of its own
@@ -56,7 +60,7 @@ func TestDefaultToolTimeout(t *testing.T) {
 // would.
 type slowSubmit struct{ *coretest.Backend }
 
-func (s slowSubmit) Submit(ctx context.Context, _ *core.SubmitRequest) (*core.Step, error) {
+func (s slowSubmit) Submit(ctx context.Context, _ *driver.SubmitRequest) (*driver.Step, error) {
 	<-ctx.Done()
 	return nil, errors.New("connection reset by peer")
 }
@@ -99,7 +103,7 @@ func TestRunTimeout(t *testing.T) {
 					t.Fatal(err)
 				}
 				inner := coretest.NewBackend(coretest.Simple("block", `{}`, "{{result 0}}"), nil)
-				var b core.Backend = inner
+				var b driver.Backend = inner
 				if tt.service {
 					b = slowSubmit{inner}
 				}
@@ -108,7 +112,7 @@ func TestRunTimeout(t *testing.T) {
 					o = *tt.opts
 					o.Logger = quiet
 				}
-				j := core.NewMemoryJournal()
+				j := jdriver.NewMemory()
 				o.Journal = j
 				r := core.NewRunner(b, tb, &o)
 				defer r.Close()
@@ -123,8 +127,8 @@ func TestRunTimeout(t *testing.T) {
 				if d := time.Since(start); d != tt.want {
 					t.Errorf("the run took %v, want %v", d, tt.want)
 				}
-				if core.CodeOf(err) != core.DeadlineExceeded || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), tt.wantText) {
-					t.Fatalf("Run error = %v (code %v), want DeadlineExceeded saying %q", err, core.CodeOf(err), tt.wantText)
+				if errcode.Of(err) != errcode.DeadlineExceeded || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), tt.wantText) {
+					t.Fatalf("Run error = %v (code %v), want DeadlineExceeded saying %q", err, errcode.Of(err), tt.wantText)
 				}
 				if res == nil || res.Thread != "thread_1" {
 					t.Fatalf("Result = %+v, want the thread to resume", res)
@@ -136,12 +140,12 @@ func TestRunTimeout(t *testing.T) {
 				if diff := cmp.Diff([]string{"input", "cancel"}, kinds); diff != "" {
 					t.Errorf("backend received (-want +got):\n%s", diff)
 				}
-				key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+				key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
 				e, ok, err := j.Get(t.Context(), key)
 				switch {
 				case err != nil:
 					t.Fatal(err)
-				case tt.service && (!ok || e.State != core.Succeeded):
+				case tt.service && (!ok || e.State != jdriver.Succeeded):
 					t.Errorf("journal entry = %+v, %v; want the result kept, to send again", e, ok)
 				case !tt.service && ok:
 					t.Errorf("journal entry = %+v; want none: the interrupted call may run again", e)

@@ -8,13 +8,15 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // execute runs one call: it finds the tool, normalises and validates the
 // arguments, runs the handler (recovering a panic, bounding its time) and
 // encodes its output. Every failure becomes a failed result; the returned
 // error is the internal cause, for the operator only.
-func (r *Runner) execute(ctx context.Context, c *callRun) (JournalResult, error) {
+func (r *Runner) execute(ctx context.Context, c *callRun) (driver.Result, error) {
 	call := c.call
 	tool := r.tools.Lookup(call.Name)
 	if tool == nil {
@@ -78,7 +80,7 @@ type handlerReturn struct {
 
 // invoke runs the handler with the call in its context, for at most
 // timeout, and maps what it returns to a result.
-func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time.Duration, lim outputLimit) (JournalResult, error) {
+func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time.Duration, lim outputLimit) (driver.Result, error) {
 	tctx, cancel := context.WithTimeout(withCall(ctx, call), timeout)
 	defer cancel()
 	done := make(chan handlerReturn, 1)
@@ -118,7 +120,7 @@ func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time
 		}
 		return failed(ToolError, genericFailure(t.name)), fmt.Errorf("encode output of %q: %w", t.name, err)
 	}
-	return JournalResult{Output: out, Outcome: OK}, nil
+	return driver.Result{Output: out, Outcome: OK}, nil
 }
 
 // verify runs the tool's Verify hook for call, in a goroutine of its own
@@ -161,8 +163,8 @@ func (t *Tool) safeRun(ctx context.Context, args []byte) (ret handlerReturn) {
 	return handlerReturn{v: v, err: err}
 }
 
-func failed(o Outcome, msg string) JournalResult {
-	return JournalResult{Failed: true, Error: msg, Outcome: o}
+func failed(o Outcome, msg string) driver.Result {
+	return driver.Result{Failed: true, Error: msg, Outcome: o}
 }
 
 func genericFailure(name string) string {

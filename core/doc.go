@@ -2,12 +2,12 @@
 // functions, the runner that executes them for a hosted agent, the results
 // journal, events and error codes. It does not depend on any service; the
 // backends (packages openai and foundry, chosen by configuration through
-// package adapter) plug into it through the narrow [Backend] interface.
+// package adapter) plug into it through the narrow [driver.Backend] interface.
 //
 // # The loop
 //
-// A [Runner] holds a [Backend] and a [Toolbox]. [Runner.Run] sends the
-// user's input and receives a [Step]: either the calls the model asked for,
+// A [Runner] holds a [driver.Backend] and a [Toolbox]. [Runner.Run] sends the
+// user's input and receives a [driver.Step]: either the calls the model asked for,
 // or its final answer. The runner runs the calls of a step concurrently (at
 // most [Options.Concurrency] at once), each with its arguments normalised to
 // canonical JSON and validated against the tool's schema, its handler's
@@ -19,7 +19,7 @@
 // arguments, handler error, panic, timeout) never ends the run: the model is
 // told, in words that never leak internal error text unless the handler
 // returned a [*ModelError], and carries on. Every result is kept in a
-// [Journal] before it is sent, so that after a disconnect or a crash
+// [jdriver.Journal] before it is sent, so that after a disconnect or a crash
 // [Runner.Resume] sends kept results again, with the same ids and
 // idempotency key, instead of running the functions twice.
 //
@@ -49,15 +49,15 @@
 //
 // # Errors
 //
-// Errors returned by the runner are *[Error] values with a [Code];
+// Errors returned by the runner are *[errcode.Error] values with a [errcode.Code];
 // [errors.Is] matches them against ErrNotFound and the other sentinels,
 // and the backend's own error (an SDK error) stays reachable with
 // [errors.As].
 //
 // # Writing a backend
 //
-// A backend implements [Backend], and optionally [Canceler] and
-// [CapabilityReporter], and proves itself with the conformance suite
+// A backend implements [driver.Backend], and optionally [driver.Canceler] and
+// [driver.CapabilityReporter], and proves itself with the conformance suite
 // (package conformance). Package coretest provides the backend-neutral
 // model script that fake servers play, and an in-memory backend.
 package core

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 func TestErrorCodes(t *testing.T) {
@@ -14,26 +15,26 @@ func TestErrorCodes(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		code core.Code
+		code errcode.Code
 		is   []error
 		not  []error
 	}{
-		{"coded", &core.Error{Code: core.ResourceExhausted, Op: "x", Err: orig}, core.ResourceExhausted,
-			[]error{core.ErrResourceExhausted, orig}, []error{core.ErrNotFound, core.ErrUnknown}},
-		{"wrapped coded", fmt.Errorf("outer: %w", &core.Error{Code: core.NotFound}), core.NotFound,
-			[]error{core.ErrNotFound}, []error{core.ErrInternal}},
-		{"Errorf", core.Errorf(core.PermissionDenied, "no token for %s", "x"), core.PermissionDenied,
-			[]error{core.ErrPermissionDenied}, nil},
-		{"context canceled", context.Canceled, core.Canceled, []error{context.Canceled}, nil},
-		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), core.DeadlineExceeded, nil, nil},
-		{"unavailable", fmt.Errorf("submit: %w", &core.Error{Code: core.Unavailable, Op: "x", Err: orig}), core.Unavailable,
-			[]error{core.ErrUnavailable, orig}, []error{core.ErrUnknown, core.ErrInternal}},
-		{"plain", errors.New("plain"), core.Unknown, nil, []error{core.ErrUnknown}},
-		{"nil", nil, core.Unknown, nil, nil},
+		{"coded", &errcode.Error{Code: errcode.ResourceExhausted, Op: "x", Err: orig}, errcode.ResourceExhausted,
+			[]error{errcode.ResourceExhausted, orig}, []error{errcode.NotFound, errcode.Unknown}},
+		{"wrapped coded", fmt.Errorf("outer: %w", &errcode.Error{Code: errcode.NotFound}), errcode.NotFound,
+			[]error{errcode.NotFound}, []error{errcode.Internal}},
+		{"Errorf", errcode.Errorf(errcode.PermissionDenied, "no token for %s", "x"), errcode.PermissionDenied,
+			[]error{errcode.PermissionDenied}, nil},
+		{"context canceled", context.Canceled, errcode.Canceled, []error{context.Canceled}, nil},
+		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), errcode.DeadlineExceeded, nil, nil},
+		{"unavailable", fmt.Errorf("submit: %w", &errcode.Error{Code: errcode.Unavailable, Op: "x", Err: orig}), errcode.Unavailable,
+			[]error{errcode.Unavailable, orig}, []error{errcode.Unknown, errcode.Internal}},
+		{"plain", errors.New("plain"), errcode.Unknown, nil, []error{errcode.Unknown}},
+		{"nil", nil, errcode.Unknown, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := core.CodeOf(tt.err); got != tt.code {
+			if got := errcode.Of(tt.err); got != tt.code {
 				t.Errorf("CodeOf = %v, want %v", got, tt.code)
 			}
 			for _, target := range tt.is {
@@ -49,16 +50,16 @@ func TestErrorCodes(t *testing.T) {
 		})
 	}
 	var ae *apiError
-	if !errors.As(&core.Error{Code: core.Unknown, Err: fmt.Errorf("w: %w", orig)}, &ae) || ae != orig {
+	if !errors.As(&errcode.Error{Code: errcode.Unknown, Err: fmt.Errorf("w: %w", orig)}, &ae) || ae != orig {
 		t.Error("errors.As does not reach the original error")
 	}
-	if got := (&core.Error{Code: core.NotFound, Op: "openai: resume", Err: orig}).Error(); got != "openai: resume: API error 429 (NotFound)" {
+	if got := (&errcode.Error{Code: errcode.NotFound, Op: "openai: resume", Err: orig}).Error(); got != "openai: resume: API error 429 (NotFound)" {
 		t.Errorf("Error() = %q", got)
 	}
-	if got := core.Unavailable.String(); got != "Unavailable" {
+	if got := errcode.Unavailable.String(); got != "Unavailable" {
 		t.Errorf("Unavailable.String() = %q", got)
 	}
-	if got := core.Code(42).String(); got != "Code(42)" {
+	if got := errcode.Code(42).String(); got != "Code(42)" {
 		t.Errorf("String of an unknown code = %q", got)
 	}
 }

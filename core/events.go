@@ -2,108 +2,41 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 )
-
-// Outcome says how a call's result came about.
-type Outcome int
-
-// The outcomes of a call. Every outcome but OK gives a failed result.
-const (
-	// OK: the handler returned a result.
-	OK Outcome = iota
-	// UnknownTool: no tool has the name the model asked for.
-	UnknownTool
-	// InvalidArguments: the arguments were not valid JSON, not an object,
-	// or did not satisfy the schema.
-	InvalidArguments
-	// ToolError: the handler returned an error.
-	ToolError
-	// Panicked: the handler panicked; the panic was recovered.
-	Panicked
-	// TimedOut: the handler ran past its timeout.
-	TimedOut
-	// Interrupted: the run's context was canceled while the handler ran.
-	Interrupted
-	// InDoubt: the call was started before but its result was lost, and it
-	// could neither be verified nor safely run again.
-	InDoubt
-	// Conflict: the journal holds the call with different arguments.
-	Conflict
-	// TooLarge: the call's arguments or its output passed the runner's
-	// size limit (see [Options.MaxArgumentBytes], [Options.MaxOutputBytes]).
-	TooLarge
-)
-
-var outcomeNames = [...]string{
-	OK:               "ok",
-	UnknownTool:      "unknown_tool",
-	InvalidArguments: "invalid_arguments",
-	ToolError:        "tool_error",
-	Panicked:         "panicked",
-	TimedOut:         "timed_out",
-	Interrupted:      "interrupted",
-	InDoubt:          "in_doubt",
-	Conflict:         "conflict",
-	TooLarge:         "too_large",
-}
-
-// String returns the outcome's name, such as "timed_out".
-func (o Outcome) String() string {
-	if o >= 0 && int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return "outcome(" + strconv.Itoa(int(o)) + ")"
-}
-
-// MarshalText returns the outcome's name.
-func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
-
-// UnmarshalText parses an outcome's name.
-func (o *Outcome) UnmarshalText(b []byte) error {
-	for i, n := range outcomeNames {
-		if n == string(b) {
-			*o = Outcome(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("core: unknown outcome %q", b)
-}
 
 // EventKind names what an [Event] reports.
 type EventKind int
 
 // The kinds of event, in the order they happen in a run.
 const (
-	// StepStarted: the model's step arrived with calls to run.
-	StepStarted EventKind = iota + 1
-	// CallStarted: a handler is about to run.
-	CallStarted
-	// CallFinished: a handler finished (with any outcome).
-	CallFinished
-	// CallReused: a result kept in the journal is sent again, without
+	// EventStepStarted: the model's step arrived with calls to run.
+	EventStepStarted EventKind = iota + 1
+	// EventCallStarted: a handler is about to run.
+	EventCallStarted
+	// EventCallFinished: a handler finished (with any outcome).
+	EventCallFinished
+	// EventCallReused: a result kept in the journal is sent again, without
 	// running the handler.
-	CallReused
-	// CallInDoubt: a call was found started but not finished; Outcome says
+	EventCallReused
+	// EventCallInDoubt: a call was found started but not finished; Outcome says
 	// what was done (OK when verified or re-run, InDoubt when not).
-	CallInDoubt
-	// ResultsSubmitted: a step's results were accepted by the service.
-	ResultsSubmitted
-	// RunFinished: the run ended; Err is set when it failed.
-	RunFinished
+	EventCallInDoubt
+	// EventResultsSubmitted: a step's results were accepted by the service.
+	EventResultsSubmitted
+	// EventRunFinished: the run ended; Err is set when it failed.
+	EventRunFinished
 )
 
 var eventNames = [...]string{
-	StepStarted:      "step_started",
-	CallStarted:      "call_started",
-	CallFinished:     "call_finished",
-	CallReused:       "call_reused",
-	CallInDoubt:      "call_in_doubt",
-	ResultsSubmitted: "results_submitted",
-	RunFinished:      "run_finished",
+	EventStepStarted:      "step_started",
+	EventCallStarted:      "call_started",
+	EventCallFinished:     "call_finished",
+	EventCallReused:       "call_reused",
+	EventCallInDoubt:      "call_in_doubt",
+	EventResultsSubmitted: "results_submitted",
+	EventRunFinished:      "run_finished",
 }
 
 // String returns the kind's name, such as "call_started".
@@ -140,11 +73,11 @@ type Event struct {
 
 func (e *Event) level() slog.Level {
 	switch {
-	case e.Kind == CallFinished && e.Outcome == Panicked:
+	case e.Kind == EventCallFinished && e.Outcome == Panicked:
 		return slog.LevelError
-	case e.Outcome == InDoubt || e.Outcome == Conflict || (e.Kind == RunFinished && e.Err != nil):
+	case e.Outcome == InDoubt || e.Outcome == Conflict || (e.Kind == EventRunFinished && e.Err != nil):
 		return slog.LevelWarn
-	case e.Kind == CallFinished && e.Outcome != OK:
+	case e.Kind == EventCallFinished && e.Outcome != OK:
 		return slog.LevelInfo
 	}
 	return slog.LevelDebug
@@ -165,9 +98,9 @@ func (e *Event) log(ctx context.Context, l *slog.Logger) {
 		attrs = append(attrs, slog.String("call_id", e.Call.ID), slog.String("tool", e.Call.Name))
 	}
 	switch e.Kind {
-	case StepStarted, ResultsSubmitted:
+	case EventStepStarted, EventResultsSubmitted:
 		attrs = append(attrs, slog.Int("calls", e.Calls))
-	case CallFinished, CallReused, CallInDoubt:
+	case EventCallFinished, EventCallReused, EventCallInDoubt:
 		attrs = append(attrs, slog.String("outcome", e.Outcome.String()))
 	}
 	if e.Duration > 0 {

@@ -35,7 +35,7 @@ func Example() {
 	runner := core.NewRunner(coretest.NewBackend(script, nil), tools, &core.Options{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnEvent: func(e core.Event) {
-			if e.Kind == core.CallStarted {
+			if e.Kind == core.EventCallStarted {
 				fmt.Printf("Calling %s...\n", e.Call.Name)
 			}
 		},

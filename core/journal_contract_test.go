@@ -3,19 +3,19 @@ package core_test
 import (
 	"testing"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/journaltest"
 )
 
 func TestMemoryJournalContract(t *testing.T) {
-	journaltest.Run(t, func(t *testing.T) core.Journal { return core.NewMemoryJournal() })
+	journaltest.Run(t, func(t *testing.T) driver.Journal { return driver.NewMemory() })
 }
 
 func TestMemoryJournalRace(t *testing.T) {
-	j := core.NewMemoryJournal()
-	journaltest.Race(t, []core.Journal{j, j, j, j}, 1000)
+	j := driver.NewMemory()
+	journaltest.Race(t, []driver.Journal{j, j, j, j}, 1000)
 }
 
 func BenchmarkMemoryJournal(b *testing.B) {
-	journaltest.Benchmark(b, core.NewMemoryJournal())
+	journaltest.Benchmark(b, driver.NewMemory())
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // leases are the claims of the calls a runner is running. One goroutine
@@ -16,18 +18,18 @@ import (
 // none, or when the runner is closed.
 type leases struct {
 	mu      sync.Mutex
-	held    map[JournalKey]int // claims held, with how many calls hold each
+	held    map[driver.Key]int // claims held, with how many calls hold each
 	stop    chan struct{}      // closed to end the renewing goroutine; nil when none runs
 	stopped bool               // the runner is closed
 }
 
 // holdLease keeps the claim on key alive until dropLease.
-func (r *Runner) holdLease(key JournalKey) {
+func (r *Runner) holdLease(key driver.Key) {
 	l := &r.leases
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held == nil {
-		l.held = map[JournalKey]int{}
+		l.held = map[driver.Key]int{}
 	}
 	l.held[key]++
 	if l.stop == nil && !l.stopped {
@@ -37,7 +39,7 @@ func (r *Runner) holdLease(key JournalKey) {
 }
 
 // dropLease stops renewing the claim on key.
-func (r *Runner) dropLease(key JournalKey) {
+func (r *Runner) dropLease(key driver.Key) {
 	l := &r.leases
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -47,7 +49,7 @@ func (r *Runner) dropLease(key JournalKey) {
 }
 
 // holds reports whether the claim on key is held.
-func (l *leases) holds(key JournalKey) bool {
+func (l *leases) holds(key driver.Key) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.held[key] > 0

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // TestLeaseRenewed checks that the claim on a call stays alive while its
@@ -20,15 +21,15 @@ func TestLeaseRenewed(t *testing.T) {
 	for _, rc := range runContexts {
 		t.Run(rc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				journal := core.NewMemoryJournal()
+				journal := driver.NewMemory()
 				var left []time.Duration // lease left at each check
 				slow := mustTool(t)(core.NewTool("slow", "", func(ctx context.Context, _ struct{}) (string, error) {
 					call, _ := core.CallFromContext(ctx)
-					key := core.JournalKey{Backend: "coretest", Thread: call.Thread, Turn: call.Turn, Call: call.ID}
+					key := driver.Key{Backend: "coretest", Thread: call.Thread, Turn: call.Turn, Call: call.ID}
 					for range 4 {
 						time.Sleep(lease)
 						e, ok, err := journal.Get(ctx, key)
-						if err != nil || !ok || e.State != core.Started {
+						if err != nil || !ok || e.State != driver.Started {
 							t.Errorf("the call's entry is %+v, %v, %v; want it started", e, ok, err)
 						}
 						left = append(left, e.LeaseUntil.Sub(time.Now()))

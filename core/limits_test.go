@@ -15,8 +15,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 type textArgs struct {
@@ -41,7 +44,7 @@ type outcomes struct {
 }
 
 func (o *outcomes) onEvent(e core.Event) {
-	if e.Kind == core.CallFinished || e.Kind == core.CallReused {
+	if e.Kind == core.EventCallFinished || e.Kind == core.EventCallReused {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		o.got = append(o.got, e.Kind.String()+" "+e.Outcome.String())
@@ -57,15 +60,15 @@ func TestArgumentLimit(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    string
-		want    core.ToolResult // Output, Failed, Error, Outcome
+		want    driver.ToolResult // Output, Failed, Error, Outcome
 		ran     int32
 		outcome string
 	}{
-		{"within the limit", `{"text":"short"}`, core.ToolResult{Output: core.Output{Text: "short"}, Outcome: core.OK}, 1, "call_finished ok"},
-		{"at the limit", `{"text":"` + long[:50] + `"}`, core.ToolResult{Output: core.Output{Text: long[:50]}, Outcome: core.OK}, 1, "call_finished ok"},
-		{"object past the limit", `{"text":"` + long + `"}`, core.ToolResult{Failed: true, Error: "arguments too large (111 bytes; the limit is 61)", Outcome: core.TooLarge}, 0, "call_finished too_large"},
-		{"string past the limit", `"{\"text\":\"` + long + `\"}"`, core.ToolResult{Failed: true, Error: "arguments too large (117 bytes; the limit is 61)", Outcome: core.TooLarge}, 0, "call_finished too_large"},
-		{"invalid JSON past the limit", `{"text":` + long, core.ToolResult{Failed: true, Error: "arguments too large (108 bytes; the limit is 61)", Outcome: core.TooLarge}, 0, "call_finished too_large"},
+		{"within the limit", `{"text":"short"}`, driver.ToolResult{Output: core.Output{Text: "short"}, Outcome: core.OK}, 1, "call_finished ok"},
+		{"at the limit", `{"text":"` + long[:50] + `"}`, driver.ToolResult{Output: core.Output{Text: long[:50]}, Outcome: core.OK}, 1, "call_finished ok"},
+		{"object past the limit", `{"text":"` + long + `"}`, driver.ToolResult{Failed: true, Error: "arguments too large (111 bytes; the limit is 61)", Outcome: core.TooLarge}, 0, "call_finished too_large"},
+		{"string past the limit", `"{\"text\":\"` + long + `\"}"`, driver.ToolResult{Failed: true, Error: "arguments too large (117 bytes; the limit is 61)", Outcome: core.TooLarge}, 0, "call_finished too_large"},
+		{"invalid JSON past the limit", `{"text":` + long, driver.ToolResult{Failed: true, Error: "arguments too large (108 bytes; the limit is 61)", Outcome: core.TooLarge}, 0, "call_finished too_large"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,8 +79,8 @@ func TestArgumentLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			call := core.Call{Thread: "thread_1", Turn: "turn_1", ID: "call_1", Name: "echo", Arguments: json.RawMessage(tt.args)}
-			b := &canned{steps: []*core.Step{{Thread: "thread_1", Turn: "turn_1", Calls: []core.Call{call}}, {Thread: "thread_1", Text: "done"}}}
-			j := core.NewMemoryJournal()
+			b := &canned{steps: []*driver.Step{{Thread: "thread_1", Turn: "turn_1", Calls: []core.Call{call}}, {Thread: "thread_1", Text: "done"}}}
+			j := jdriver.NewMemory()
 			r := core.NewRunner(b, tb, &core.Options{Logger: quiet, Journal: j, MaxArgumentBytes: 61, OnEvent: ev.onEvent})
 			if _, err := r.Run(t.Context(), "go", nil); err != nil {
 				t.Fatal(err)
@@ -99,11 +102,11 @@ func TestArgumentLimit(t *testing.T) {
 			if diff := cmp.Diff([]string{tt.outcome}, ev.got); diff != "" {
 				t.Errorf("call events (-want +got):\n%s", diff)
 			}
-			entry, ok, err := j.Get(t.Context(), core.JournalKey{Backend: "canned", Thread: "thread_1", Turn: "turn_1", Call: "call_1"})
+			entry, ok, err := j.Get(t.Context(), jdriver.Key{Backend: "canned", Thread: "thread_1", Turn: "turn_1", Call: "call_1"})
 			if err != nil || !ok {
 				t.Fatalf("journal entry: %v, %v", ok, err)
 			}
-			if entry.State != core.Submitted || entry.Result == nil || entry.Result.Outcome != tt.want.Outcome {
+			if entry.State != jdriver.Submitted || entry.Result == nil || entry.Result.Outcome != tt.want.Outcome {
 				t.Errorf("journal entry = %+v, want a submitted %v result", entry, tt.want.Outcome)
 			}
 			if tt.want.Outcome == core.TooLarge {
@@ -136,7 +139,7 @@ func TestArgumentLimitResume(t *testing.T) {
 		}
 		return nil
 	}})
-	r := core.NewRunner(b, tb, &core.Options{Logger: quiet, Journal: core.NewMemoryJournal(), MaxArgumentBytes: 50, OnEvent: ev.onEvent})
+	r := core.NewRunner(b, tb, &core.Options{Logger: quiet, Journal: jdriver.NewMemory(), MaxArgumentBytes: 50, OnEvent: ev.onEvent})
 	res, err := r.Run(t.Context(), "go", nil)
 	if !errors.Is(err, unavailable) {
 		t.Fatalf("Run error = %v, want the failed submission's", err)
@@ -282,7 +285,7 @@ func TestLargeValuesMemory(t *testing.T) {
 		}
 		args := json.RawMessage(`{"text":"` + text[:10<<20] + `"}`)
 		call := core.Call{Thread: "thread_1", Turn: "turn_1", ID: "call_1", Name: "echo", Arguments: args}
-		b := &canned{steps: []*core.Step{{Thread: "thread_1", Turn: "turn_1", Calls: []core.Call{call}}, {Thread: "thread_1", Text: "done"}}}
+		b := &canned{steps: []*driver.Step{{Thread: "thread_1", Turn: "turn_1", Calls: []core.Call{call}}, {Thread: "thread_1", Text: "done"}}}
 		r := core.NewRunner(b, tb, &core.Options{Logger: quiet})
 		n := allocated(func() { _, err = r.Run(t.Context(), "go", nil) })
 		if err != nil {

@@ -11,17 +11,21 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // spy records the submissions a backend receives.
 type spy struct {
 	*coretest.Backend
-	submits [][]core.ToolResult
+	submits [][]driver.ToolResult
 }
 
-func (s *spy) Submit(ctx context.Context, req *core.SubmitRequest) (*core.Step, error) {
+func (s *spy) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
 	s.submits = append(s.submits, req.Results)
 	return s.Backend.Submit(ctx, req)
 }
@@ -53,7 +57,7 @@ func TestResumeResendsKeptResult(t *testing.T) {
 		}
 		return nil
 	}})}
-	journal := core.NewMemoryJournal()
+	journal := jdriver.NewMemory()
 	r := core.NewRunner(backend, tb, &core.Options{Journal: journal, Logger: quiet})
 
 	res, err := r.Run(t.Context(), "book table 7", nil)
@@ -63,7 +67,7 @@ func TestResumeResendsKeptResult(t *testing.T) {
 	// A new runner (a restarted process) sharing the journal resumes.
 	var reused []core.Outcome
 	r2 := core.NewRunner(backend, tb, &core.Options{Journal: journal, Logger: quiet, OnEvent: func(e core.Event) {
-		if e.Kind == core.CallReused {
+		if e.Kind == core.EventCallReused {
 			reused = append(reused, e.Outcome)
 		}
 	}})
@@ -87,9 +91,9 @@ func TestResumeResendsKeptResult(t *testing.T) {
 	if diff := cmp.Diff(first.Output, second.Output); diff != "" {
 		t.Errorf("resent output differs (-first +second):\n%s", diff)
 	}
-	key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+	key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
 	e, ok, _ := journal.Get(t.Context(), key)
-	if !ok || e.State != core.Submitted {
+	if !ok || e.State != jdriver.Submitted {
 		t.Errorf("journal entry = %+v, want submitted", e)
 	}
 	// Resuming a finished thread returns its answer and runs nothing.
@@ -98,18 +102,18 @@ func TestResumeResendsKeptResult(t *testing.T) {
 		t.Errorf("Resume of a finished thread = %+v, %v after %d runs", res3, err, runs.Load())
 	}
 	// Resuming an unknown thread is NotFound.
-	if _, err := r2.Resume(t.Context(), "thread_404", nil); !errors.Is(err, core.ErrNotFound) {
+	if _, err := r2.Resume(t.Context(), "thread_404", nil); !errors.Is(err, errcode.NotFound) {
 		t.Errorf("Resume(unknown) error = %v, want NotFound", err)
 	}
 }
 
 // startedEntry puts an entry for the first call of bookScript in j, started
 // by a dead owner whose lease has expired: the call is in doubt.
-func startedEntry(t *testing.T, j core.Journal, args string) {
+func startedEntry(t *testing.T, j jdriver.Journal, args string) {
 	t.Helper()
-	key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+	key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
 	digest := core.ArgumentsDigest(json.RawMessage(args))
-	if _, ok, err := j.Claim(t.Context(), key, digest, core.IdempotencyKey(key, digest), "dead-worker", -time.Second); !ok || err != nil {
+	if _, ok, err := j.Claim(t.Context(), key, digest, jdriver.IdempotencyKey(key, digest), "dead-worker", -time.Second); !ok || err != nil {
 		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 }
@@ -150,11 +154,11 @@ func TestInDoubt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tool, runs := counter(t, tt.opts)
-			journal := core.NewMemoryJournal()
+			journal := jdriver.NewMemory()
 			startedEntry(t, journal, `{"table": "7"}`)
 			var doubts []core.Outcome
 			r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal, OnEvent: func(e core.Event) {
-				if e.Kind == core.CallInDoubt {
+				if e.Kind == core.EventCallInDoubt {
 					doubts = append(doubts, e.Outcome)
 				}
 			}})
@@ -187,13 +191,13 @@ func TestInDoubtVerifyBounded(t *testing.T) {
 		tool    time.Duration // the tool's timeout
 		run     time.Duration // the run's time limit
 		want    time.Duration // how long the run takes
-		code    core.Code     // the run's error code; Unknown for none
+		code    errcode.Code  // the run's error code; Unknown for none
 		sent    []coretest.Delivered
 		started bool // the entry is left started
 	}{
-		{"past the tool's timeout", time.Minute, time.Hour, time.Minute, core.Unknown,
+		{"past the tool's timeout", time.Minute, time.Hour, time.Minute, errcode.Unknown,
 			[]coretest.Delivered{{CallID: "call_1", Name: "book", Failed: true, Error: inDoubt}}, false},
-		{"past the run's time limit", time.Hour, time.Minute, time.Minute, core.DeadlineExceeded, nil, true},
+		{"past the run's time limit", time.Hour, time.Minute, time.Minute, errcode.DeadlineExceeded, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,7 +208,7 @@ func TestInDoubtVerifyBounded(t *testing.T) {
 					<-release
 					return "booked 7", true, nil
 				}})
-				journal := core.NewMemoryJournal()
+				journal := jdriver.NewMemory()
 				startedEntry(t, journal, `{"table": "7"}`)
 				r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal, RunTimeout: tt.run})
 				start := time.Now()
@@ -212,7 +216,7 @@ func TestInDoubtVerifyBounded(t *testing.T) {
 				if d := time.Since(start); d != tt.want {
 					t.Errorf("the run took %v, want %v", d, tt.want)
 				}
-				if (tt.code == core.Unknown) != (err == nil) || (err != nil && core.CodeOf(err) != tt.code) {
+				if (tt.code == errcode.Unknown) != (err == nil) || (err != nil && errcode.Of(err) != tt.code) {
 					t.Errorf("Run error = %v, want code %v", err, tt.code)
 				}
 				if runs.Load() != 0 {
@@ -221,8 +225,8 @@ func TestInDoubtVerifyBounded(t *testing.T) {
 				if diff := cmp.Diff(tt.sent, results(b.Received())); diff != "" {
 					t.Errorf("delivered (-want +got):\n%s", diff)
 				}
-				key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
-				if e, ok, err := journal.Get(t.Context(), key); err != nil || !ok || (e.State == core.Started) != tt.started {
+				key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+				if e, ok, err := journal.Get(t.Context(), key); err != nil || !ok || (e.State == jdriver.Started) != tt.started {
 					t.Errorf("journal entry = %+v, %v, %v; want it started: %v", e, ok, err, tt.started)
 				}
 			})
@@ -234,11 +238,11 @@ func TestInDoubtVerifyBounded(t *testing.T) {
 // same key is refused, not run.
 func TestJournalConflict(t *testing.T) {
 	tool, runs := counter(t, nil)
-	journal := core.NewMemoryJournal()
+	journal := jdriver.NewMemory()
 	startedEntry(t, journal, `{"table": "8"}`)
 	r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
 	_, err := r.Run(t.Context(), "book table 7", nil)
-	if !errors.Is(err, core.ErrFailedPrecondition) || !strings.Contains(err.Error(), "other arguments") {
+	if !errors.Is(err, errcode.FailedPrecondition) || !strings.Contains(err.Error(), "other arguments") {
 		t.Fatalf("Run error = %v, want FailedPrecondition about other arguments", err)
 	}
 	if runs.Load() != 0 || len(results(b.Received())) != 0 {
@@ -251,15 +255,15 @@ func TestJournalConflict(t *testing.T) {
 func TestWaitsForOtherOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tool, runs := counter(t, nil)
-		journal := core.NewMemoryJournal()
-		key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+		journal := jdriver.NewMemory()
+		key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
 		digest := core.ArgumentsDigest(json.RawMessage(`{"table":"7"}`))
-		if _, ok, _ := journal.Claim(t.Context(), key, digest, core.IdempotencyKey(key, digest), "other", time.Minute); !ok {
+		if _, ok, _ := journal.Claim(t.Context(), key, digest, jdriver.IdempotencyKey(key, digest), "other", time.Minute); !ok {
 			t.Fatal("claim failed")
 		}
 		go func() {
 			time.Sleep(3 * time.Second)
-			journal.Finish(context.Background(), key, "other", core.JournalResult{Output: core.Output{Text: "booked 7 elsewhere"}})
+			journal.Finish(context.Background(), key, "other", jdriver.Result{Output: core.Output{Text: "booked 7 elsewhere"}})
 		}()
 		r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
 		start := time.Now()
@@ -291,7 +295,7 @@ func TestInterruptedCallRunsAgain(t *testing.T) {
 			<-ctx.Done()
 			return "", ctx.Err()
 		}, nil))
-		journal := core.NewMemoryJournal()
+		journal := jdriver.NewMemory()
 		r, _ := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() { <-started; cancel() }()
@@ -302,7 +306,7 @@ func TestInterruptedCallRunsAgain(t *testing.T) {
 		// The run returns at once; the handler's goroutine then releases
 		// its claim.
 		synctest.Wait()
-		key := core.JournalKey{Backend: "coretest", Thread: res.Thread, Turn: "turn_1", Call: "call_1"}
+		key := jdriver.Key{Backend: "coretest", Thread: res.Thread, Turn: "turn_1", Call: "call_1"}
 		if e, ok, _ := journal.Get(t.Context(), key); ok {
 			t.Errorf("journal kept %+v for an interrupted call", e)
 		}
@@ -314,17 +318,17 @@ func TestInterruptedCallRunsAgain(t *testing.T) {
 // grow with every run), keeps them while the turn may be resumed, and that
 // a journal given to the runner keeps them.
 func TestOwnJournalForgets(t *testing.T) {
-	key := core.JournalKey{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+	key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
 	lost := errors.New("connection reset")
 	tests := []struct {
 		name    string
-		journal core.Journal // nil: the runner's own
-		fail    bool         // the submission fails, so the run has no answer
-		want    bool         // the call's entry is still there after the run
+		journal jdriver.Journal // nil: the runner's own
+		fail    bool            // the submission fails, so the run has no answer
+		want    bool            // the call's entry is still there after the run
 	}{
 		{name: "own journal, answered", want: false},
 		{name: "own journal, failed mid-turn", fail: true, want: true},
-		{name: "journal given", journal: core.NewMemoryJournal(), want: true},
+		{name: "journal given", journal: jdriver.NewMemory(), want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,11 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/runnerhook"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // Defaults of [Options].
@@ -43,7 +48,7 @@ type Options struct {
 	// past it ends with an error whose code is DeadlineExceeded (it
 	// matches context.DeadlineExceeded); the handlers still running are
 	// interrupted and their calls left to run again, the service's turn
-	// is canceled where the backend can (see [Canceler]), and the Result
+	// is canceled where the backend can (see [driver.Canceler]), and the Result
 	// holds the thread, to resume it. Zero (or less) means
 	// DefaultRunTimeout; RunOptions.Timeout overrides it for one run.
 	RunTimeout time.Duration
@@ -74,11 +79,11 @@ type Options struct {
 	// arrays and values serialised as JSON are never cut (a cut JSON
 	// document is not JSON): past the limit they fail as above.
 	TruncateOutput bool
-	// Journal keeps every result (see [Journal]). Nil means a new
-	// [MemoryJournal] of the runner's own, which forgets the calls of a run
+	// Journal keeps every result (see [jdriver.Journal]). Nil means a new
+	// [jdriver.Memory] of the runner's own, which forgets the calls of a run
 	// once the run has its answer (so that it does not grow with every
 	// run); a journal set here keeps its entries until they are pruned.
-	Journal Journal
+	Journal jdriver.Journal
 	// Owner names this runner in the journal, so that workers sharing a
 	// journal can tell their claims apart. Empty means a random name.
 	Owner string
@@ -92,18 +97,14 @@ type Options struct {
 	// OnEvent, if set, is called with every event, one at a time (never
 	// concurrently), in the goroutine that produced it.
 	OnEvent func(Event)
-	// Closer, if set, is closed by [Runner.Close] after the backend: what
-	// was opened for this runner alone, such as the journal package
-	// adapter opens from configuration.
-	Closer io.Closer
 }
 
-// A Runner runs the tool loop over a [Backend]: it sends the user's input,
+// A Runner runs the tool loop over a [driver.Backend]: it sends the user's input,
 // runs the calls the model asks for with the tools of its [Toolbox], sends
 // their results back, and repeats until the model answers. A Runner is safe
 // for concurrent use by several runs on different threads.
 type Runner struct {
-	b     Backend
+	b     driver.Backend
 	tools *Toolbox
 	opts  Options
 
@@ -111,12 +112,14 @@ type Runner struct {
 	leases leases
 	// own is the journal when the runner made it: it forgets the calls
 	// of each run that ends with an answer.
-	own *MemoryJournal
+	own *jdriver.Memory
+	// closer is closed after the backend (see package internal/runnerhook).
+	closer io.Closer
 }
 
 // NewRunner returns a runner over b that calls the tools of tools (which
 // may be nil: then every call fails as unknown). opts may be nil.
-func NewRunner(b Backend, tools *Toolbox, opts *Options) *Runner {
+func NewRunner(b driver.Backend, tools *Toolbox, opts *Options) *Runner {
 	r := &Runner{b: b, tools: tools}
 	if opts != nil {
 		r.opts = *opts
@@ -129,7 +132,7 @@ func NewRunner(b Backend, tools *Toolbox, opts *Options) *Runner {
 		o.MaxSteps = DefaultMaxSteps
 	}
 	if o.Journal == nil {
-		r.own = NewMemoryJournal()
+		r.own = jdriver.NewMemory()
 		o.Journal = r.own
 	}
 	if o.Owner == "" {
@@ -159,22 +162,27 @@ func NewRunner(b Backend, tools *Toolbox, opts *Options) *Runner {
 }
 
 // Backend returns the runner's backend.
-func (r *Runner) Backend() Backend { return r.b }
+func (r *Runner) Backend() driver.Backend { return r.b }
 
 // Toolbox returns the runner's toolbox.
 func (r *Runner) Toolbox() *Toolbox { return r.tools }
 
 // Journal returns the runner's journal.
-func (r *Runner) Journal() Journal { return r.opts.Journal }
+func (r *Runner) Journal() jdriver.Journal { return r.opts.Journal }
 
-// Close closes the backend, then Options.Closer if set.
+// Close closes the backend, and then what was opened for the runner alone
+// (such as the journal package config opens from configuration).
 func (r *Runner) Close() error {
 	r.leases.close()
 	err := r.b.Close()
-	if r.opts.Closer != nil {
-		err = errors.Join(err, r.opts.Closer.Close())
+	if r.closer != nil {
+		err = errors.Join(err, r.closer.Close())
 	}
 	return err
+}
+
+func init() {
+	runnerhook.OnClose = func(r any, c io.Closer) { r.(*Runner).closer = c }
 }
 
 // RunOptions configure one run. nil is usable.
@@ -199,7 +207,7 @@ type Result struct {
 	// Steps counts the rounds of calls the run made.
 	Steps int
 	// Calls holds the results sent, in the order they were sent.
-	Calls []ToolResult
+	Calls []driver.ToolResult
 	// Usage adds up the tokens the service reported.
 	Usage Usage
 }
@@ -213,14 +221,14 @@ type Result struct {
 // reached (ErrMaxSteps), when the context is canceled (the error wraps
 // context.Canceled) or the run passes its time limit (Options.RunTimeout;
 // the error wraps context.DeadlineExceeded), or when the journal fails.
-// Errors are *[Error]s whose Code says what kind of failure it was. On
+// Errors are *[errcode.Error]s whose Code says what kind of failure it was. On
 // error, the returned Result is non-nil once a thread exists: it holds the
 // Thread, from which [Runner.Resume] can pick the turn up again.
 func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Result, error) {
 	ro := r.runOptions(opts)
 	ctx, cancel := runContext(ctx, ro.Timeout)
 	defer cancel()
-	step, err := r.b.Start(ctx, &StartRequest{Thread: ro.Thread, Input: input})
+	step, err := r.b.Start(ctx, &driver.StartRequest{Thread: ro.Thread, Input: input})
 	if err != nil {
 		err = r.backendError(ctx, "start", err)
 		thread := ro.Thread
@@ -234,7 +242,7 @@ func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Resu
 		if thread != "" {
 			res = &Result{Thread: thread}
 		}
-		r.emit(ctx, &Event{Kind: RunFinished, Thread: thread, Err: err})
+		r.emit(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return res, err
 	}
 	return r.loop(ctx, step, ro, ro.Thread)
@@ -252,7 +260,7 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*
 	step, err := r.b.Resume(ctx, thread)
 	if err != nil {
 		err = r.backendError(ctx, "resume", err)
-		r.emit(ctx, &Event{Kind: RunFinished, Thread: thread, Err: err})
+		r.emit(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return &Result{Thread: thread}, err
 	}
 	return r.loop(ctx, step, ro, thread)
@@ -280,18 +288,18 @@ func runContext(ctx context.Context, d time.Duration) (context.Context, context.
 // loop runs the steps of a turn, from step, until the model answers. thread
 // is the thread the run was started or resumed on, if known, for a step
 // that does not name one.
-func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions, thread string) (*Result, error) {
+func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string) (*Result, error) {
 	start := time.Now()
 	res := &Result{Thread: thread}
 	finish := func(err error) (*Result, error) {
-		r.emit(ctx, &Event{Kind: RunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(start), Err: err})
+		r.emit(ctx, &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(start), Err: err})
 		return res, err
 	}
 	for {
 		if step == nil {
 			// A step cannot be answered: the turn must not stay parked.
 			r.cancelTurn(ctx, res.Thread)
-			return finish(&Error{Code: Internal, Op: r.b.Name() + ": step", Err: errors.New("the backend returned no step")})
+			return finish(&errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: errors.New("the backend returned no step")})
 		}
 		res.Thread, res.Turn = step.Thread, step.Turn
 		res.Usage.Add(step.Usage)
@@ -302,14 +310,14 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions, thread str
 		}
 		if res.Steps >= ro.MaxSteps {
 			r.cancelTurn(ctx, step.Thread)
-			return finish(&Error{Code: ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", ErrMaxSteps, ro.MaxSteps)})
+			return finish(&errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", ErrMaxSteps, ro.MaxSteps)})
 		}
 		if err := checkCalls(step.Calls); err != nil {
 			r.cancelTurn(ctx, step.Thread)
-			return finish(&Error{Code: Internal, Op: r.b.Name() + ": step", Err: err})
+			return finish(&errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: err})
 		}
 		res.Steps++
-		r.emit(ctx, &Event{Kind: StepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls)})
+		r.emit(ctx, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls)})
 
 		results, err := r.runCalls(ctx, step, res.Steps)
 		if err != nil {
@@ -320,9 +328,9 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions, thread str
 		}
 		if err := checkResults(step.Calls, results); err != nil {
 			r.cancelTurn(ctx, step.Thread)
-			return finish(&Error{Code: Internal, Op: "core: submit", Err: err})
+			return finish(&errcode.Error{Code: errcode.Internal, Op: "core: submit", Err: err})
 		}
-		next, err := r.b.Submit(ctx, &SubmitRequest{Step: step, Results: results})
+		next, err := r.b.Submit(ctx, &driver.SubmitRequest{Step: step, Results: results})
 		if err != nil {
 			if ctx.Err() != nil {
 				r.cancelTurn(ctx, step.Thread)
@@ -331,9 +339,9 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions, thread str
 		}
 		res.Calls = append(res.Calls, results...)
 		if err := r.opts.Journal.MarkSubmitted(ctx, r.keys(results)); err != nil {
-			return finish(&Error{Code: CodeOf(err), Op: "core: journal", Err: err})
+			return finish(&errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err})
 		}
-		r.emit(ctx, &Event{Kind: ResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)})
+		r.emit(ctx, &Event{Kind: EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)})
 		step = next
 	}
 }
@@ -341,16 +349,16 @@ func (r *Runner) loop(ctx context.Context, step *Step, ro RunOptions, thread str
 // forget deletes the entries of a run's calls from the runner's own
 // journal, once the run has its answer: the turn is over, so no resume
 // will ask for them again.
-func (r *Runner) forget(calls []ToolResult) {
+func (r *Runner) forget(calls []driver.ToolResult) {
 	if r.own == nil || len(calls) == 0 {
 		return
 	}
-	r.own.forget(r.keys(calls))
+	r.own.Forget(r.keys(calls))
 }
 
 // keys returns the journal keys of the calls results answer.
-func (r *Runner) keys(results []ToolResult) []JournalKey {
-	keys := make([]JournalKey, len(results))
+func (r *Runner) keys(results []driver.ToolResult) []jdriver.Key {
+	keys := make([]jdriver.Key, len(results))
 	for i := range results {
 		keys[i] = r.key(&results[i].Call)
 	}
@@ -373,7 +381,7 @@ func checkCalls(calls []Call) error {
 }
 
 // checkResults verifies that each call got exactly one result, in order.
-func checkResults(calls []Call, results []ToolResult) error {
+func checkResults(calls []Call, results []driver.ToolResult) error {
 	if len(results) != len(calls) {
 		return fmt.Errorf("%d results for %d calls", len(results), len(calls))
 	}
@@ -388,8 +396,8 @@ func checkResults(calls []Call, results []ToolResult) error {
 // runCalls runs the calls of a step, at most Concurrency at once, and returns
 // their results in call order. It returns early, with the context's error,
 // when ctx is canceled.
-func (r *Runner) runCalls(ctx context.Context, step *Step, n int) ([]ToolResult, error) {
-	results := make([]ToolResult, len(step.Calls))
+func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int) ([]driver.ToolResult, error) {
+	results := make([]driver.ToolResult, len(step.Calls))
 	if len(step.Calls) == 1 {
 		// A lone call runs in this goroutine (handing it to another costs
 		// more than a quick call): its handler runs in one of its own,
@@ -451,11 +459,11 @@ launch:
 // caller's, or the run's time limit), with the cause's code.
 func (r *Runner) ctxError(ctx context.Context) error {
 	err := context.Cause(ctx)
-	return &Error{Code: CodeOf(err), Op: "core: run", Err: err}
+	return &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: err}
 }
 
-func (r *Runner) key(c *Call) JournalKey {
-	return JournalKey{Backend: r.b.Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID}
+func (r *Runner) key(c *Call) jdriver.Key {
+	return jdriver.Key{Backend: r.b.Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID}
 }
 
 // A callRun is one call being run: its journal key, its arguments in
@@ -463,7 +471,7 @@ func (r *Runner) key(c *Call) JournalKey {
 // the step it belongs to.
 type callRun struct {
 	call   *Call
-	key    JournalKey
+	key    jdriver.Key
 	args   []byte         // canonical arguments; nil when argErr is set
 	obj    map[string]any // the arguments parsed (numbers as json.Number)
 	argErr error          // why the arguments are not valid
@@ -480,7 +488,7 @@ func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcom
 // runCall produces the result of one call: from the journal when it holds
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
-func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult, error) {
+func (r *Runner) runCall(ctx context.Context, call *Call, step int) (driver.ToolResult, error) {
 	j := r.opts.Journal
 	c := &callRun{call: call, key: r.key(call), step: step}
 	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
@@ -491,31 +499,31 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult,
 		c.args, c.obj, c.argErr = parseArgs(call.Arguments)
 	}
 	c.digest = digestOf(call.Arguments, c.args)
-	c.idem = IdempotencyKey(c.key, c.digest)
+	c.idem = jdriver.IdempotencyKey(c.key, c.digest)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		entry, claimed, err := j.Claim(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
 		if err != nil {
-			return ToolResult{}, r.journalError(ctx, err)
+			return driver.ToolResult{}, r.journalError(ctx, err)
 		}
 		if claimed {
 			return r.runClaimed(ctx, c)
 		}
 		if entry.Digest != c.digest {
 			err := fmt.Errorf("call %q is in the journal with other arguments (digest %.12s, now %.12s)", call.ID, entry.Digest, c.digest)
-			r.event(ctx, c, CallReused, Conflict, 0, err)
-			return ToolResult{}, &Error{Code: FailedPrecondition, Op: "core: journal", Err: err}
+			r.event(ctx, c, EventCallReused, Conflict, 0, err)
+			return driver.ToolResult{}, &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: journal", Err: err}
 		}
 		if entry.State.Finished() {
 			tr := toResult(call, entry.Result, entry.IdempotencyKey)
-			tr.Resend = entry.State == Submitted
-			r.event(ctx, c, CallReused, tr.Outcome, 0, nil)
+			tr.Resend = entry.State == jdriver.Submitted
+			r.event(ctx, c, EventCallReused, tr.Outcome, 0, nil)
 			return tr, nil
 		}
 		// Started: wait for its owner to finish, unless its lease expired.
 		if !time.Now().Before(entry.LeaseUntil) {
 			took, err := j.TakeOver(ctx, c.key, r.opts.Owner, r.opts.Lease)
 			if err != nil {
-				return ToolResult{}, r.journalError(ctx, err)
+				return driver.ToolResult{}, r.journalError(ctx, err)
 			}
 			if took {
 				c.idem = entry.IdempotencyKey
@@ -525,31 +533,31 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int) (ToolResult,
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return ToolResult{}, r.ctxError(ctx)
+			return driver.ToolResult{}, r.ctxError(ctx)
 		}
 	}
 }
 
 // runClaimed runs the handler of a call this runner claimed and records
 // its result.
-func (r *Runner) runClaimed(ctx context.Context, c *callRun) (ToolResult, error) {
+func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult, error) {
 	j := r.opts.Journal
 	r.holdLease(c.key)
-	r.event(ctx, c, CallStarted, OK, 0, nil)
+	r.event(ctx, c, EventCallStarted, OK, 0, nil)
 	t0 := time.Now()
 	jr, cause := r.execute(ctx, c)
 	d := time.Since(t0)
 	r.dropLease(c.key)
 	if jr.Outcome == Interrupted {
 		// The run was canceled and the handler gave up: let it run again.
-		r.event(ctx, c, CallFinished, jr.Outcome, d, cause)
+		r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
 		j.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
-		return ToolResult{}, r.ctxError(ctx)
+		return driver.ToolResult{}, r.ctxError(ctx)
 	}
 	if err := j.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
-		return ToolResult{}, r.journalError(ctx, err)
+		return driver.ToolResult{}, r.journalError(ctx, err)
 	}
-	r.event(ctx, c, CallFinished, jr.Outcome, d, cause)
+	r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
 	return toResult(c.call, &jr, c.idem), nil
 }
 
@@ -559,7 +567,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (ToolResult, error)
 // (an error), the call is treated as having no hook. Without one: an
 // idempotent tool runs again; any other call gets a failed result saying
 // its outcome is unknown.
-func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (ToolResult, error) {
+func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult, error) {
 	call := c.call
 	tool := r.tools.Lookup(call.Name)
 	if tool != nil && tool.opts.Verify != nil {
@@ -567,12 +575,12 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (ToolResult, error)
 		if ctx.Err() != nil {
 			// The run ended while the hook looked: the call stays in
 			// doubt, for the next owner to decide.
-			return ToolResult{}, r.ctxError(ctx)
+			return driver.ToolResult{}, r.ctxError(ctx)
 		}
 		switch {
 		case err == nil && found:
 			out, err := encodeOutput(v, r.outputLimit(tool))
-			jr := JournalResult{Output: out, Outcome: OK}
+			jr := jdriver.Result{Output: out, Outcome: OK}
 			var tl *tooLargeError
 			if errors.As(err, &tl) {
 				jr = failed(TooLarge, tl.Error())
@@ -580,26 +588,26 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (ToolResult, error)
 				break
 			}
 			if err := r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
-				return ToolResult{}, r.journalError(ctx, err)
+				return driver.ToolResult{}, r.journalError(ctx, err)
 			}
-			r.event(ctx, c, CallInDoubt, jr.Outcome, 0, nil)
+			r.event(ctx, c, EventCallInDoubt, jr.Outcome, 0, nil)
 			return toResult(call, &jr, c.idem), nil
 		case err == nil:
-			r.event(ctx, c, CallInDoubt, OK, 0, nil)
+			r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
 			return r.runClaimed(ctx, c)
 		default:
 			r.opts.Logger.WarnContext(ctx, "toolrelay: verify failed", "call_id", call.ID, "tool", call.Name, "error", err)
 		}
 	}
 	if tool == nil || tool.opts.Idempotent {
-		r.event(ctx, c, CallInDoubt, OK, 0, nil)
+		r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
 		return r.runClaimed(ctx, c)
 	}
 	jr := failed(InDoubt, fmt.Sprintf("the outcome of this call of %q is unknown: it may or may not have taken effect, and it was not run again", call.Name))
 	if err := r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
-		return ToolResult{}, r.journalError(ctx, err)
+		return driver.ToolResult{}, r.journalError(ctx, err)
 	}
-	r.event(ctx, c, CallInDoubt, InDoubt, 0, errors.New("call started but not finished; not verified and not idempotent"))
+	r.event(ctx, c, EventCallInDoubt, InDoubt, 0, errors.New("call started but not finished; not verified and not idempotent"))
 	return toResult(call, &jr, c.idem), nil
 }
 
@@ -607,17 +615,17 @@ func (r *Runner) journalError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return r.ctxError(ctx)
 	}
-	return &Error{Code: CodeOf(err), Op: "core: journal", Err: err}
+	return &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err}
 }
 
-func toResult(call *Call, jr *JournalResult, idem string) ToolResult {
-	return ToolResult{Call: *call, Output: jr.Output, Failed: jr.Failed, Error: jr.Error, Outcome: jr.Outcome, IdempotencyKey: idem}
+func toResult(call *Call, jr *jdriver.Result, idem string) driver.ToolResult {
+	return driver.ToolResult{Call: *call, Output: jr.Output, Failed: jr.Failed, Error: jr.Error, Outcome: jr.Outcome, IdempotencyKey: idem}
 }
 
 // cancelTurn asks the backend, if it can, to cancel the turn waiting on
 // thread. It uses a short context of its own, so it works after ctx ended.
 func (r *Runner) cancelTurn(ctx context.Context, thread string) {
-	c, ok := r.b.(Canceler)
+	c, ok := r.b.(driver.Canceler)
 	if !ok || thread == "" {
 		return
 	}
@@ -641,7 +649,7 @@ func (r *Runner) backendError(ctx context.Context, op string, err error) error {
 	if cause == nil || errors.Is(err, cause) {
 		return r.wrap(op, err)
 	}
-	return &Error{Code: CodeOf(cause), Op: r.b.Name() + ": " + op, Err: fmt.Errorf("%w: %w", cause, err)}
+	return &errcode.Error{Code: errcode.Of(cause), Op: r.b.Name() + ": " + op, Err: fmt.Errorf("%w: %w", cause, err)}
 }
 
 func (r *Runner) emit(ctx context.Context, e *Event) {

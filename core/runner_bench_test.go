@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // stepper is a backend without a service: every step asks for calls calls
@@ -20,8 +22,8 @@ type stepper struct {
 
 func (s *stepper) Name() string { return "stepper" }
 
-func (s *stepper) next() *core.Step {
-	st := &core.Step{Thread: "thread", Turn: "turn"}
+func (s *stepper) next() *driver.Step {
+	st := &driver.Step{Thread: "thread", Turn: "turn"}
 	if s.taken == s.steps {
 		st.Text = "done"
 		return st
@@ -35,15 +37,15 @@ func (s *stepper) next() *core.Step {
 	return st
 }
 
-func (s *stepper) Start(context.Context, *core.StartRequest) (*core.Step, error) {
+func (s *stepper) Start(context.Context, *driver.StartRequest) (*driver.Step, error) {
 	return s.next(), nil
 }
-func (s *stepper) Submit(context.Context, *core.SubmitRequest) (*core.Step, error) {
+func (s *stepper) Submit(context.Context, *driver.SubmitRequest) (*driver.Step, error) {
 	return s.next(), nil
 }
-func (s *stepper) Resume(context.Context, string) (*core.Step, error) { return s.next(), nil }
-func (s *stepper) ErrorCode(error) core.Code                          { return core.Unknown }
-func (s *stepper) Close() error                                       { return nil }
+func (s *stepper) Resume(context.Context, string) (*driver.Step, error) { return s.next(), nil }
+func (s *stepper) ErrorCode(error) errcode.Code                         { return errcode.Unknown }
+func (s *stepper) Close() error                                         { return nil }
 
 // BenchmarkRunnerStep measures the runner's own cost per step, with no
 // service behind it: one op is one step of calls calls of an instant typed

@@ -16,8 +16,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -131,7 +134,7 @@ func TestBadInput(t *testing.T) {
 				}}}}
 				var outcomes []core.Outcome
 				r, b := newRunner(t, script, tools, &core.Options{Logger: logger, OnEvent: func(e core.Event) {
-					if e.Kind == core.CallFinished {
+					if e.Kind == core.EventCallFinished {
 						outcomes = append(outcomes, e.Outcome)
 					}
 				}})
@@ -258,8 +261,8 @@ func TestCancelMidStep(t *testing.T) {
 		cancel()
 	}()
 	res, err := r.Run(ctx, "go", nil)
-	if !errors.Is(err, context.Canceled) || core.CodeOf(err) != core.Canceled || !errors.Is(err, core.ErrCanceled) {
-		t.Fatalf("Run error = %v (code %v), want a wrapped context.Canceled", err, core.CodeOf(err))
+	if !errors.Is(err, context.Canceled) || errcode.Of(err) != errcode.Canceled || !errors.Is(err, errcode.Canceled) {
+		t.Fatalf("Run error = %v (code %v), want a wrapped context.Canceled", err, errcode.Of(err))
 	}
 	if res == nil || res.Thread != "thread_1" {
 		t.Errorf("Result = %+v, want the thread to resume", res)
@@ -303,7 +306,7 @@ func TestMaxSteps(t *testing.T) {
 	city := mustTool(t)(core.NewTool("getUserFavoriteCity", "", func(context.Context, struct{}) (string, error) { return "Seattle, WA", nil }, nil))
 	r, b := newRunner(t, script, []*core.Tool{city}, &core.Options{MaxSteps: 3})
 	_, err := r.Run(t.Context(), "go", nil)
-	if !errors.Is(err, core.ErrMaxSteps) || !errors.Is(err, core.ErrResourceExhausted) {
+	if !errors.Is(err, core.ErrMaxSteps) || !errors.Is(err, errcode.ResourceExhausted) {
 		t.Fatalf("Run error = %v, want ErrMaxSteps with code ResourceExhausted", err)
 	}
 	rec := b.Received()
@@ -336,7 +339,7 @@ func TestRepeatedCallID(t *testing.T) {
 	}}}}
 	r, b := newRunner(t, script, []*core.Tool{city}, nil)
 	res, err := r.Run(t.Context(), "go", nil)
-	if core.CodeOf(err) != core.Internal || !strings.Contains(err.Error(), `repeats call id "call_x"`) {
+	if errcode.Of(err) != errcode.Internal || !strings.Contains(err.Error(), `repeats call id "call_x"`) {
 		t.Fatalf("Run error = %v, want Internal naming the repeated id", err)
 	}
 	if ran.Load() != 0 || len(results(b.Received())) != 0 {
@@ -355,21 +358,21 @@ func TestUnanswerableStepCancelsTurn(t *testing.T) {
 	call := func(id string) core.Call {
 		return core.Call{Thread: "thread_1", Turn: "turn_1", ID: id, Name: "getUserFavoriteCity", Arguments: json.RawMessage(`{}`)}
 	}
-	step := func(calls ...core.Call) *core.Step {
-		return &core.Step{Thread: "thread_1", Turn: "turn_1", Calls: calls}
+	step := func(calls ...core.Call) *driver.Step {
+		return &driver.Step{Thread: "thread_1", Turn: "turn_1", Calls: calls}
 	}
 	tests := []struct {
 		name    string
-		steps   []*core.Step
+		steps   []*driver.Step
 		thread  string // RunOptions.Thread
 		msg     string
 		ran     int32
 		submits int
 	}{
-		{"repeated call id", []*core.Step{step(call("call_1"), call("call_1"))}, "", `repeats call id "call_1"`, 0, 0},
-		{"call without id", []*core.Step{step(call("call_1"), call(""))}, "", `call to "getUserFavoriteCity" has no call id`, 0, 0},
-		{"no step after results", []*core.Step{step(call("call_1")), nil}, "", "the backend returned no step", 1, 1},
-		{"no first step on a known thread", []*core.Step{nil}, "thread_1", "the backend returned no step", 0, 0},
+		{"repeated call id", []*driver.Step{step(call("call_1"), call("call_1"))}, "", `repeats call id "call_1"`, 0, 0},
+		{"call without id", []*driver.Step{step(call("call_1"), call(""))}, "", `call to "getUserFavoriteCity" has no call id`, 0, 0},
+		{"no step after results", []*driver.Step{step(call("call_1")), nil}, "", "the backend returned no step", 1, 1},
+		{"no first step on a known thread", []*driver.Step{nil}, "thread_1", "the backend returned no step", 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -384,7 +387,7 @@ func TestUnanswerableStepCancelsTurn(t *testing.T) {
 			b := &canned{steps: tt.steps}
 			r := core.NewRunner(b, tb, &core.Options{Logger: quiet})
 			res, err := r.Run(t.Context(), "go", &core.RunOptions{Thread: tt.thread})
-			if core.CodeOf(err) != core.Internal || !strings.Contains(err.Error(), tt.msg) {
+			if errcode.Of(err) != errcode.Internal || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("Run error = %v, want Internal saying %q", err, tt.msg)
 			}
 			if res == nil || res.Thread != "thread_1" {
@@ -413,12 +416,12 @@ func TestBackendError(t *testing.T) {
 	tests := []struct {
 		op       string
 		err      error
-		wantCode core.Code
+		wantCode errcode.Code
 	}{
-		{"start", &apiError{503}, core.Unknown},
-		{"submit", &apiError{500}, core.Unknown},
-		{"submit", &coretest.TurnError{Code: "server_error", Message: "the model crashed"}, core.Internal},
-		{"start", fmt.Errorf("while starting: %w", coretest.ErrUnknownThread), core.NotFound},
+		{"start", &apiError{503}, errcode.Unknown},
+		{"submit", &apiError{500}, errcode.Unknown},
+		{"submit", &coretest.TurnError{Code: "server_error", Message: "the model crashed"}, errcode.Internal},
+		{"start", fmt.Errorf("while starting: %w", coretest.ErrUnknownThread), errcode.NotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.op+"/"+tt.err.Error(), func(t *testing.T) {
@@ -433,8 +436,8 @@ func TestBackendError(t *testing.T) {
 			})
 			r := core.NewRunner(b, tb, &core.Options{Logger: quiet})
 			_, err := r.Run(t.Context(), "go", nil)
-			var ce *core.Error
-			if !errors.As(err, &ce) || ce.Code != tt.wantCode || core.CodeOf(err) != tt.wantCode {
+			var ce *errcode.Error
+			if !errors.As(err, &ce) || ce.Code != tt.wantCode || errcode.Of(err) != tt.wantCode {
 				t.Fatalf("Run error = %#v, want *core.Error with code %v", err, tt.wantCode)
 			}
 			if !strings.HasPrefix(ce.Op, "coretest: "+tt.op) {
@@ -485,7 +488,7 @@ func TestEvents(t *testing.T) {
 		if e.Call != nil {
 			x.Call = e.Call.Name
 		}
-		if e.Kind == core.CallFinished {
+		if e.Kind == core.EventCallFinished {
 			x.Outcome = e.Outcome.String()
 		}
 		got = append(got, x)
@@ -584,8 +587,8 @@ func TestCallFromContext(t *testing.T) {
 // startFails is a backend whose Start fails after creating a thread.
 type startFails struct{ *coretest.Backend }
 
-func (startFails) Start(context.Context, *core.StartRequest) (*core.Step, error) {
-	return &core.Step{Thread: "thread_9"}, &apiError{500}
+func (startFails) Start(context.Context, *driver.StartRequest) (*driver.Step, error) {
+	return &driver.Step{Thread: "thread_9"}, &apiError{500}
 }
 
 // TestStartFailureKeepsThread checks that a Start that fails after making

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // agentsAPIVersion is the api-version every agents route requires.
@@ -21,7 +22,7 @@ var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9]
 // checkAgentName refuses a name the service would refuse.
 func checkAgentName(name string) error {
 	if !agentNameRE.MatchString(name) {
-		return core.Errorf(core.InvalidArgument, "foundry: invalid agent name %q: use at most 63 letters, digits and hyphens, starting and ending with a letter or digit", name)
+		return errcode.Errorf(errcode.InvalidArgument, "foundry: invalid agent name %q: use at most 63 letters, digits and hyphens, starting and ending with a letter or digit", name)
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/origin"
 	"github.com/toolrelay/toolrelay/internal/redact"
 )
@@ -47,14 +47,14 @@ func authPolicy(o *Options, endpoint *url.URL) (policy.Policy, error) {
 		}
 	}
 	if n > 1 {
-		return nil, core.Errorf(core.InvalidArgument, "foundry: set only one of Credential, Token and APIKey")
+		return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: set only one of Credential, Token and APIKey")
 	}
 	if !strings.EqualFold(endpoint.Scheme, "https") {
 		what := "token"
 		if o.APIKey != "" {
 			what = "API key"
 		}
-		return nil, core.Errorf(core.InvalidArgument, "foundry: %s authentication needs an https endpoint, not %q: credentials are never sent over plain http", what, redact.ConnString(endpoint.String()))
+		return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: %s authentication needs an https endpoint, not %q: credentials are never sent over plain http", what, redact.ConnString(endpoint.String()))
 	}
 	if o.APIKey != "" {
 		return runtime.NewKeyCredentialPolicy(azcore.NewKeyCredential(o.APIKey), "api-key", nil), nil
@@ -66,7 +66,7 @@ func authPolicy(o *Options, endpoint *url.URL) (policy.Policy, error) {
 	case cred == nil:
 		c, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{ClientOptions: CredentialOptions(o.HTTPClient)})
 		if err != nil {
-			return nil, &core.Error{Code: core.PermissionDenied, Op: "foundry: default Azure credential", Err: err}
+			return nil, &errcode.Error{Code: errcode.PermissionDenied, Op: "foundry: default Azure credential", Err: err}
 		}
 		cred = c
 	}
@@ -162,17 +162,17 @@ func (t pipelineTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // the endpoint redacted.
 func parseEndpoint(endpoint string) (*url.URL, error) {
 	if endpoint == "" {
-		return nil, core.Errorf(core.InvalidArgument, "foundry: no project endpoint (set AZURE_AI_PROJECT_ENDPOINT to https://<resource>.services.ai.azure.com/api/projects/<project>)")
+		return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: no project endpoint (set AZURE_AI_PROJECT_ENDPOINT to https://<resource>.services.ai.azure.com/api/projects/<project>)")
 	}
 	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, core.Errorf(core.InvalidArgument, "foundry: invalid project endpoint %q: want https://<resource>.services.ai.azure.com/api/projects/<project>", redact.ConnString(endpoint))
+		return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: invalid project endpoint %q: want https://<resource>.services.ai.azure.com/api/projects/<project>", redact.ConnString(endpoint))
 	}
 	if u.RawQuery != "" {
-		return nil, core.Errorf(core.InvalidArgument, "foundry: project endpoint %q has a query", redact.ConnString(endpoint))
+		return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: project endpoint %q has a query", redact.ConnString(endpoint))
 	}
 	if u.User != nil {
-		return nil, core.Errorf(core.InvalidArgument, "foundry: project endpoint %q has user information: set Credential, Token or APIKey instead", redact.ConnString(endpoint))
+		return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: project endpoint %q has user information: set Credential, Token or APIKey instead", redact.ConnString(endpoint))
 	}
 	return u, nil
 }

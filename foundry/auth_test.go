@@ -9,7 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 )
@@ -74,7 +74,7 @@ func TestHTTPRefused(t *testing.T) {
 			o.Endpoint = "http://127.0.0.1:1/api/projects/p"
 			o.AgentName = "a"
 			_, err := foundry.Open(context.Background(), nil, &o)
-			if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), "needs an https endpoint") {
+			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "needs an https endpoint") {
 				t.Fatalf("Open = %v, want InvalidArgument about https", err)
 			}
 			if strings.Contains(err.Error(), "secret") {
@@ -112,10 +112,10 @@ func TestAgentToken(t *testing.T) {
 	opts.Token = "wrong"
 	_, err = foundry.Open(context.Background(), tools, opts)
 	var re *azcore.ResponseError
-	if core.CodeOf(err) != core.PermissionDenied || !errors.As(err, &re) || re.StatusCode != 401 {
+	if errcode.Of(err) != errcode.PermissionDenied || !errors.As(err, &re) || re.StatusCode != 401 {
 		t.Fatalf("Open with a wrong token = %v, want PermissionDenied reaching a 401 *azcore.ResponseError", err)
 	}
-	if got := (&foundry.Backend{}).ErrorCode(err); got != core.PermissionDenied {
+	if got := (&foundry.Backend{}).ErrorCode(err); got != errcode.PermissionDenied {
 		t.Errorf("ErrorCode = %v, want PermissionDenied", got)
 	}
 }
@@ -146,19 +146,19 @@ func TestOpenErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(*foundry.Options)
-		code core.Code
+		code errcode.Code
 		msg  string
 	}{
-		{"no endpoint", func(o *foundry.Options) { o.Endpoint, o.AgentName = "", "a" }, core.InvalidArgument, "no project endpoint"},
-		{"bad endpoint", func(o *foundry.Options) { o.Endpoint, o.AgentName = "ftp://x", "a" }, core.InvalidArgument, "invalid project endpoint"},
-		{"no agent", func(o *foundry.Options) {}, core.InvalidArgument, "no agent"},
-		{"name too long", func(o *foundry.Options) { o.AgentName = strings.Repeat("a", 64) }, core.InvalidArgument, "invalid agent name"},
-		{"name with a space", func(o *foundry.Options) { o.AgentName = "my agent" }, core.InvalidArgument, "invalid agent name"},
-		{"definition without model", func(o *foundry.Options) { o.Agent = &foundry.AgentDefinition{} }, core.InvalidArgument, "no model"},
-		{"two credentials", func(o *foundry.Options) { o.AgentName, o.Token = "a", "t" }, core.InvalidArgument, "only one of"},
-		{"bad mode", func(o *foundry.Options) { o.AgentName, o.Mode = "a", "threads" }, core.InvalidArgument, "unknown mode"},
-		{"unknown agent", func(o *foundry.Options) { o.AgentName = "nobody" }, core.NotFound, "404"},
-		{"unknown version", func(o *foundry.Options) { o.AgentName, o.AgentVersion = "nobody", "3" }, core.NotFound, "404"},
+		{"no endpoint", func(o *foundry.Options) { o.Endpoint, o.AgentName = "", "a" }, errcode.InvalidArgument, "no project endpoint"},
+		{"bad endpoint", func(o *foundry.Options) { o.Endpoint, o.AgentName = "ftp://x", "a" }, errcode.InvalidArgument, "invalid project endpoint"},
+		{"no agent", func(o *foundry.Options) {}, errcode.InvalidArgument, "no agent"},
+		{"name too long", func(o *foundry.Options) { o.AgentName = strings.Repeat("a", 64) }, errcode.InvalidArgument, "invalid agent name"},
+		{"name with a space", func(o *foundry.Options) { o.AgentName = "my agent" }, errcode.InvalidArgument, "invalid agent name"},
+		{"definition without model", func(o *foundry.Options) { o.Agent = &foundry.AgentDefinition{} }, errcode.InvalidArgument, "no model"},
+		{"two credentials", func(o *foundry.Options) { o.AgentName, o.Token = "a", "t" }, errcode.InvalidArgument, "only one of"},
+		{"bad mode", func(o *foundry.Options) { o.AgentName, o.Mode = "a", "threads" }, errcode.InvalidArgument, "unknown mode"},
+		{"unknown agent", func(o *foundry.Options) { o.AgentName = "nobody" }, errcode.NotFound, "404"},
+		{"unknown version", func(o *foundry.Options) { o.AgentName, o.AgentVersion = "nobody", "3" }, errcode.NotFound, "404"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base
@@ -167,14 +167,14 @@ func TestOpenErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("Open succeeded")
 			}
-			code := core.CodeOf(err)
-			if code == core.Unknown {
+			code := errcode.Of(err)
+			if code == errcode.Unknown {
 				code = (&foundry.Backend{}).ErrorCode(err)
 			}
 			if code != tc.code || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("Open = %v (%v), want %v containing %q", err, code, tc.code, tc.msg)
 			}
-			if tc.code == core.NotFound {
+			if tc.code == errcode.NotFound {
 				var re *azcore.ResponseError
 				if !errors.As(err, &re) {
 					t.Errorf("errors.As(*azcore.ResponseError) failed on %v", err)

@@ -18,12 +18,14 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/origin"
 )
 
 // Backend runs the tool loop of a Foundry agent (see [Open]), or of a
 // plain Responses API model (see [OpenResponses]). It implements
-// [core.Backend], [core.Canceler] and [core.CapabilityReporter], and is
+// [driver.Backend], [driver.Canceler] and [driver.CapabilityReporter], and is
 // safe for concurrent use by runs on different threads.
 type Backend struct {
 	name   string
@@ -52,9 +54,9 @@ type Backend struct {
 }
 
 var (
-	_ core.Backend            = (*Backend)(nil)
-	_ core.Canceler           = (*Backend)(nil)
-	_ core.CapabilityReporter = (*Backend)(nil)
+	_ driver.Backend            = (*Backend)(nil)
+	_ driver.Canceler           = (*Backend)(nil)
+	_ driver.CapabilityReporter = (*Backend)(nil)
 )
 
 // Open returns a backend that runs the agent of a Foundry project with the
@@ -62,7 +64,7 @@ var (
 // default azidentity's DefaultAzureCredential), then either creates a
 // version of the agent opts.Agent defines, with the toolbox's tools as its
 // function tools, or checks that the agent opts.AgentName (and version)
-// exists. It returns an error for which [core.CodeOf] is InvalidArgument
+// exists. It returns an error for which [errcode.Of] is InvalidArgument
 // for bad options (no endpoint, an http endpoint, a bad agent name, no
 // agent), or the code of the service's answer (NotFound for an unknown
 // agent). The endpoint and the agent have no defaults: a nil opts gives
@@ -89,11 +91,11 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 			name = DefaultAgentName
 		}
 		if o.Agent.Model == "" {
-			return nil, core.Errorf(core.InvalidArgument, "foundry: the agent definition names no model deployment")
+			return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: the agent definition names no model deployment")
 		}
 	}
 	if name == "" {
-		return nil, core.Errorf(core.InvalidArgument, "foundry: no agent: set AgentName (an existing agent) or Agent (a definition to create)")
+		return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: no agent: set AgentName (an existing agent) or Agent (a definition to create)")
 	}
 	if err := checkAgentName(name); err != nil {
 		return nil, err
@@ -172,7 +174,7 @@ func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOpti
 		return nil, err
 	}
 	if o.Model == "" {
-		return nil, core.Errorf(core.InvalidArgument, "responses: no model: set the model every request names")
+		return nil, errcode.Errorf(errcode.InvalidArgument, "responses: no model: set the model every request names")
 	}
 	if err := origin.CheckOpenAIBaseURL("responses: base URL", o.BaseURL, o.APIKey); err != nil {
 		return nil, err
@@ -212,7 +214,7 @@ func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOpti
 // openError classifies an error of the service met while opening, since no
 // runner is there yet to do it.
 func (b *Backend) openError(err error) error {
-	return &core.Error{Code: b.ErrorCode(err), Op: "foundry: open", Err: err}
+	return &errcode.Error{Code: b.ErrorCode(err), Op: "foundry: open", Err: err}
 }
 
 func checkMode(m, def Mode) (Mode, error) {
@@ -224,7 +226,7 @@ func checkMode(m, def Mode) (Mode, error) {
 	case "chain":
 		return Chain, nil
 	}
-	return "", core.Errorf(core.InvalidArgument, "foundry: unknown mode %q: want %q or %q", m, Conversation, Chain)
+	return "", errcode.Errorf(errcode.InvalidArgument, "foundry: unknown mode %q: want %q or %q", m, Conversation, Chain)
 }
 
 func loggerOr(l *slog.Logger) *slog.Logger {
@@ -258,14 +260,14 @@ func (b *Backend) checkTools(v *AgentVersion, tools *core.Toolbox) {
 	}
 }
 
-// Name implements [core.Backend]: "foundry", or "responses" for a backend
+// Name implements [driver.Backend]: "foundry", or "responses" for a backend
 // made by [OpenResponses].
 func (b *Backend) Name() string { return b.name }
 
-// Capabilities implements [core.CapabilityReporter]: outputs may be
+// Capabilities implements [driver.CapabilityReporter]: outputs may be
 // content arrays; there is no failure flag and no deferred loading.
-func (b *Backend) Capabilities() core.Capabilities {
-	return core.Capabilities{ContentArrays: true}
+func (b *Backend) Capabilities() driver.Capabilities {
+	return driver.Capabilities{ContentArrays: true}
 }
 
 // Mode returns how the backend links the responses of a thread.
@@ -310,7 +312,7 @@ func (b *Backend) Close() error {
 	defer cancel()
 	var errs []error
 	for _, id := range convs {
-		if _, err := b.client.Conversations.Delete(ctx, id); err != nil && core.CodeOf(err) != core.NotFound && b.ErrorCode(err) != core.NotFound {
+		if _, err := b.client.Conversations.Delete(ctx, id); err != nil && errcode.Of(err) != errcode.NotFound && b.ErrorCode(err) != errcode.NotFound {
 			errs = append(errs, fmt.Errorf("%s: delete conversation %s: %w", b.name, id, err))
 		}
 	}

@@ -12,8 +12,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
 
-	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 )
@@ -325,7 +326,7 @@ func TestExistingAgent(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	srv := newFake(t, weatherScript(), nil)
 	b := open(t, nil, options(srv, "", false))
-	want := core.Capabilities{ContentArrays: true}
+	want := driver.Capabilities{ContentArrays: true}
 	if diff := cmp.Diff(want, b.Capabilities()); diff != "" {
 		t.Errorf("Capabilities mismatch (-want +got):\n%s", diff)
 	}
@@ -369,7 +370,7 @@ func TestExistingAgentTools(t *testing.T) {
 	}
 	page, err := b.Client().Conversations.Items.List(context.Background(), "conv_nope", conversations.ItemListParams{})
 	var oe *openai.Error
-	if page != nil || !errors.As(err, &oe) || oe.StatusCode != 404 || b.ErrorCode(err) != core.NotFound {
+	if page != nil || !errors.As(err, &oe) || oe.StatusCode != 404 || b.ErrorCode(err) != errcode.NotFound {
 		t.Errorf("Client() request = %v, %v; want a 404 *openai.Error", page, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/toolrelay/toolrelay/conformance"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 )
@@ -39,7 +40,7 @@ type harness struct {
 	unauthorized bool
 }
 
-func (h *harness) MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (core.Backend, error) {
+func (h *harness) MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (driver.Backend, error) {
 	fo := &foundrytest.Options{Plain: h.plain, Token: "the-right-token"}
 	if h.plain {
 		fo.Token = "the-right-key" // the responses backend sends its key as a bearer token

@@ -9,7 +9,7 @@ import (
 	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // history is what a conversation's items say about its last turn.
@@ -71,8 +71,8 @@ func messageText(it conversations.ConversationItemUnion) string {
 }
 
 // pendingStep returns the step of a conversation's pending calls.
-func (b *Backend) pendingStep(conv string, h *history) *core.Step {
-	s := &core.Step{Thread: conv}
+func (b *Backend) pendingStep(conv string, h *history) *driver.Step {
+	s := &driver.Step{Thread: conv}
 	for _, c := range h.pending {
 		s.Calls = append(s.Calls, newCall(conv, c.CallID, c.Name, c.Arguments.OfString))
 	}
@@ -80,7 +80,7 @@ func (b *Backend) pendingStep(conv string, h *history) *core.Step {
 }
 
 // resumeConversation returns the current step of a conversation.
-func (b *Backend) resumeConversation(ctx context.Context, conv string) (*core.Step, error) {
+func (b *Backend) resumeConversation(ctx context.Context, conv string) (*driver.Step, error) {
 	h, err := b.readConversation(ctx, conv)
 	if err != nil {
 		return nil, err
@@ -91,14 +91,14 @@ func (b *Backend) resumeConversation(ctx context.Context, conv string) (*core.St
 // continueConversation returns the step a conversation is at: its pending
 // calls, or its last answer, or (when the last message or output waits
 // for the model) the model's next step.
-func (b *Backend) continueConversation(ctx context.Context, conv string, h *history) (*core.Step, error) {
+func (b *Backend) continueConversation(ctx context.Context, conv string, h *history) (*driver.Step, error) {
 	switch {
 	case len(h.pending) > 0:
 		return b.pendingStep(conv, h), nil
 	case h.last == nil:
-		return &core.Step{Thread: conv}, nil
+		return &driver.Step{Thread: conv}, nil
 	case h.last.Type == "message" && h.last.Role == "assistant":
-		return &core.Step{Thread: conv, Text: messageText(*h.last)}, nil
+		return &driver.Step{Thread: conv, Text: messageText(*h.last)}, nil
 	}
 	return b.respond(ctx, conv, nil)
 }
@@ -107,7 +107,7 @@ func (b *Backend) continueConversation(ctx context.Context, conv string, h *hist
 // conversation shows that the user's input was taken and the model asked
 // for calls (an earlier attempt whose answer was lost), it returns their
 // step.
-func (b *Backend) recoverStart(ctx context.Context, conv, input string) (*core.Step, bool) {
+func (b *Backend) recoverStart(ctx context.Context, conv, input string) (*driver.Step, bool) {
 	h, err := b.readConversation(ctx, conv)
 	if err != nil || len(h.pending) == 0 || h.lastUser != input {
 		return nil, false
@@ -119,7 +119,7 @@ func (b *Backend) recoverStart(ctx context.Context, conv, input string) (*core.S
 // holds an output for every call of the step (an earlier attempt
 // delivered them and its answer was lost), it returns the step the
 // conversation is at.
-func (b *Backend) recoverSubmit(ctx context.Context, step *core.Step) (*core.Step, bool) {
+func (b *Backend) recoverSubmit(ctx context.Context, step *driver.Step) (*driver.Step, bool) {
 	h, err := b.readConversation(ctx, step.Thread)
 	if err != nil {
 		return nil, false

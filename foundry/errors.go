@@ -9,7 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/openai/openai-go/v3"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // TurnError reports a response the service ended without an answer: its
@@ -46,31 +46,31 @@ func (e *TurnError) Error() string {
 	return b.String()
 }
 
-// ErrorCode implements [core.Backend]. It classifies, in this order: a
-// *[core.Error] by its code; context errors; a *[TurnError] by the
+// ErrorCode implements [driver.Backend]. It classifies, in this order: a
+// *[errcode.Error] by its code; context errors; a *[TurnError] by the
 // service's code; an *[openai.Error] or *[azcore.ResponseError] by its
 // HTTP status: 400 and 422 InvalidArgument, 401 and 403 PermissionDenied,
 // 404 NotFound, 408 DeadlineExceeded, 409 FailedPrecondition, 429
 // ResourceExhausted, 502, 503 and 504 Unavailable (retrying later may
 // succeed), any other status Unknown. Anything else is Unknown.
-func (b *Backend) ErrorCode(err error) core.Code { return errorCode(err) }
+func (b *Backend) ErrorCode(err error) errcode.Code { return errorCode(err) }
 
-func errorCode(err error) core.Code {
+func errorCode(err error) errcode.Code {
 	var (
-		ce *core.Error
+		ce *errcode.Error
 		te *TurnError
 		oe *openai.Error
 		ae *azcore.ResponseError
 	)
 	switch {
 	case err == nil:
-		return core.Unknown
+		return errcode.Unknown
 	case errors.As(err, &ce):
 		return ce.Code
 	case errors.Is(err, context.Canceled):
-		return core.Canceled
+		return errcode.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
-		return core.DeadlineExceeded
+		return errcode.DeadlineExceeded
 	case errors.As(err, &te):
 		return turnCode(te)
 	case errors.As(err, &oe):
@@ -78,45 +78,45 @@ func errorCode(err error) core.Code {
 	case errors.As(err, &ae):
 		return statusCode(ae.StatusCode)
 	}
-	return core.Unknown
+	return errcode.Unknown
 }
 
-func statusCode(status int) core.Code {
+func statusCode(status int) errcode.Code {
 	switch {
 	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
-		return core.InvalidArgument
+		return errcode.InvalidArgument
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return core.PermissionDenied
+		return errcode.PermissionDenied
 	case status == http.StatusNotFound:
-		return core.NotFound
+		return errcode.NotFound
 	case status == http.StatusConflict:
-		return core.FailedPrecondition
+		return errcode.FailedPrecondition
 	case status == http.StatusTooManyRequests:
-		return core.ResourceExhausted
+		return errcode.ResourceExhausted
 	case status == http.StatusRequestTimeout:
-		return core.DeadlineExceeded
+		return errcode.DeadlineExceeded
 	case status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout:
-		return core.Unavailable
+		return errcode.Unavailable
 	}
-	return core.Unknown
+	return errcode.Unknown
 }
 
 // turnCode classifies a failed response by the service's code.
-func turnCode(e *TurnError) core.Code {
+func turnCode(e *TurnError) errcode.Code {
 	code := strings.ToLower(e.Code)
 	switch {
 	case code == "rate_limit_exceeded" || code == "ratelimitreached" || code == "max_output_tokens" || code == "insufficient_quota":
-		return core.ResourceExhausted
+		return errcode.ResourceExhausted
 	case code == "permissiondenied" || code == "unauthorized" || strings.Contains(e.Message, "(PermissionDenied)"):
-		return core.PermissionDenied
+		return errcode.PermissionDenied
 	case code == "not_found":
-		return core.NotFound
+		return errcode.NotFound
 	case code == "content_filter" || strings.HasPrefix(code, "invalid_") || strings.HasSuffix(code, "_policy_violation"):
-		return core.InvalidArgument
+		return errcode.InvalidArgument
 	case code == "server_error":
-		return core.Internal
+		return errcode.Internal
 	case e.Status == "cancelled":
-		return core.Canceled
+		return errcode.Canceled
 	}
-	return core.Unknown
+	return errcode.Unknown
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/openai/openai-go/v3"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 )
@@ -24,13 +24,13 @@ func TestRunErrors(t *testing.T) {
 		name   string
 		stream bool
 		faults []foundrytest.Fault
-		code   core.Code
+		code   errcode.Code
 		check  func(t *testing.T, err error)
 	}{
 		{
 			name:   "rate limited past the retries",
 			faults: []foundrytest.Fault{{Status: 429}, {Status: 429}, {Status: 429}},
-			code:   core.ResourceExhausted,
+			code:   errcode.ResourceExhausted,
 			check: func(t *testing.T, err error) {
 				var oe *openai.Error
 				if !errors.As(err, &oe) || oe.StatusCode != 429 || oe.Code != "rate_limit_exceeded" {
@@ -45,17 +45,17 @@ func TestRunErrors(t *testing.T) {
 		{
 			name:   "server errors past the retries",
 			faults: []foundrytest.Fault{{Status: 503, NoRetryAfter: true}, {Status: 500}, {Status: 500}},
-			code:   core.Unknown,
+			code:   errcode.Unknown,
 		},
 		{
 			name:   "unauthorized",
 			faults: []foundrytest.Fault{{Status: 401, Message: "The principal lacks the required data action"}},
-			code:   core.PermissionDenied,
+			code:   errcode.PermissionDenied,
 		},
 		{
 			name:   "failed response",
 			faults: []foundrytest.Fault{{Failed: true, Code: "rate_limit_exceeded", Message: "slow down"}},
-			code:   core.ResourceExhausted,
+			code:   errcode.ResourceExhausted,
 			check: func(t *testing.T, err error) {
 				var te *foundry.TurnError
 				if !errors.As(err, &te) || te.Status != "failed" || te.Code != "rate_limit_exceeded" || te.Message != "slow down" || te.ResponseID == "" {
@@ -67,13 +67,13 @@ func TestRunErrors(t *testing.T) {
 			name:   "response.failed event",
 			stream: true,
 			faults: []foundrytest.Fault{{Failed: true, Code: "server_error", Message: "boom"}},
-			code:   core.Internal,
+			code:   errcode.Internal,
 		},
 		{
 			name:   "error event",
 			stream: true,
 			faults: []foundrytest.Fault{{ErrorEvent: true, Code: "server_error", Message: "(PermissionDenied) no access"}},
-			code:   core.PermissionDenied,
+			code:   errcode.PermissionDenied,
 			check: func(t *testing.T, err error) {
 				var te *foundry.TurnError
 				if !errors.As(err, &te) || te.Status != "error" || te.Code != "server_error" {
@@ -89,7 +89,7 @@ func TestRunErrors(t *testing.T) {
 			tools := toolbox(t, &c)
 			b := open(t, tools, options(srv, foundry.Conversation, tc.stream))
 			res, err := newRunner(b, tools, nil).Run(context.Background(), "weather?", nil)
-			if tc.code == core.Unknown && tc.check == nil && len(tc.faults) == 2 {
+			if tc.code == errcode.Unknown && tc.check == nil && len(tc.faults) == 2 {
 				if err != nil || res.Text != weatherAnswer {
 					t.Fatalf("Run = %v, %v; want the answer after retries", res, err)
 				}
@@ -98,7 +98,7 @@ func TestRunErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Run succeeded")
 			}
-			if got := core.CodeOf(err); got != tc.code {
+			if got := errcode.Of(err); got != tc.code {
 				t.Errorf("code = %v, want %v (%v)", got, tc.code, err)
 			}
 			if res == nil || res.Thread == "" {
@@ -118,44 +118,44 @@ func TestErrorCode(t *testing.T) {
 	az := func(status int) error { return &azcore.ResponseError{StatusCode: status} }
 	for _, tc := range []struct {
 		err  error
-		want core.Code
+		want errcode.Code
 	}{
-		{nil, core.Unknown},
-		{errors.New("x"), core.Unknown},
-		{context.Canceled, core.Canceled},
-		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), core.DeadlineExceeded},
-		{core.Errorf(core.FailedPrecondition, "x"), core.FailedPrecondition},
-		{oai(400), core.InvalidArgument},
-		{oai(401), core.PermissionDenied},
-		{oai(403), core.PermissionDenied},
-		{fmt.Errorf("create a conversation: %w", oai(404)), core.NotFound},
-		{oai(409), core.FailedPrecondition},
-		{oai(429), core.ResourceExhausted},
-		{oai(408), core.DeadlineExceeded},
-		{oai(422), core.InvalidArgument},
-		{oai(500), core.Unknown},
-		{oai(501), core.Unknown},
-		{oai(502), core.Unavailable},
-		{oai(503), core.Unavailable},
-		{oai(504), core.Unavailable},
-		{az(400), core.InvalidArgument},
-		{az(401), core.PermissionDenied},
-		{az(404), core.NotFound},
-		{az(http.StatusRequestTimeout), core.DeadlineExceeded},
-		{az(http.StatusTooManyRequests), core.ResourceExhausted},
-		{az(http.StatusBadGateway), core.Unavailable},
-		{az(http.StatusServiceUnavailable), core.Unavailable},
-		{fmt.Errorf("agent version: %w", az(http.StatusGatewayTimeout)), core.Unavailable},
-		{az(http.StatusInternalServerError), core.Unknown},
-		{&foundry.TurnError{Status: "failed", Code: "rate_limit_exceeded"}, core.ResourceExhausted},
-		{&foundry.TurnError{Status: "failed", Code: "server_error"}, core.Internal},
-		{&foundry.TurnError{Status: "failed", Code: "invalid_prompt"}, core.InvalidArgument},
-		{&foundry.TurnError{Status: "failed", Code: "bio_policy_violation"}, core.InvalidArgument},
-		{&foundry.TurnError{Status: "incomplete", Code: "max_output_tokens"}, core.ResourceExhausted},
-		{&foundry.TurnError{Status: "incomplete", Code: "content_filter"}, core.InvalidArgument},
-		{&foundry.TurnError{Status: "cancelled"}, core.Canceled},
-		{&foundry.TurnError{Status: "error", Code: "server_error", Message: "(PermissionDenied) x"}, core.PermissionDenied},
-		{&foundry.TurnError{Status: "failed", Code: "mystery"}, core.Unknown},
+		{nil, errcode.Unknown},
+		{errors.New("x"), errcode.Unknown},
+		{context.Canceled, errcode.Canceled},
+		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), errcode.DeadlineExceeded},
+		{errcode.Errorf(errcode.FailedPrecondition, "x"), errcode.FailedPrecondition},
+		{oai(400), errcode.InvalidArgument},
+		{oai(401), errcode.PermissionDenied},
+		{oai(403), errcode.PermissionDenied},
+		{fmt.Errorf("create a conversation: %w", oai(404)), errcode.NotFound},
+		{oai(409), errcode.FailedPrecondition},
+		{oai(429), errcode.ResourceExhausted},
+		{oai(408), errcode.DeadlineExceeded},
+		{oai(422), errcode.InvalidArgument},
+		{oai(500), errcode.Unknown},
+		{oai(501), errcode.Unknown},
+		{oai(502), errcode.Unavailable},
+		{oai(503), errcode.Unavailable},
+		{oai(504), errcode.Unavailable},
+		{az(400), errcode.InvalidArgument},
+		{az(401), errcode.PermissionDenied},
+		{az(404), errcode.NotFound},
+		{az(http.StatusRequestTimeout), errcode.DeadlineExceeded},
+		{az(http.StatusTooManyRequests), errcode.ResourceExhausted},
+		{az(http.StatusBadGateway), errcode.Unavailable},
+		{az(http.StatusServiceUnavailable), errcode.Unavailable},
+		{fmt.Errorf("agent version: %w", az(http.StatusGatewayTimeout)), errcode.Unavailable},
+		{az(http.StatusInternalServerError), errcode.Unknown},
+		{&foundry.TurnError{Status: "failed", Code: "rate_limit_exceeded"}, errcode.ResourceExhausted},
+		{&foundry.TurnError{Status: "failed", Code: "server_error"}, errcode.Internal},
+		{&foundry.TurnError{Status: "failed", Code: "invalid_prompt"}, errcode.InvalidArgument},
+		{&foundry.TurnError{Status: "failed", Code: "bio_policy_violation"}, errcode.InvalidArgument},
+		{&foundry.TurnError{Status: "incomplete", Code: "max_output_tokens"}, errcode.ResourceExhausted},
+		{&foundry.TurnError{Status: "incomplete", Code: "content_filter"}, errcode.InvalidArgument},
+		{&foundry.TurnError{Status: "cancelled"}, errcode.Canceled},
+		{&foundry.TurnError{Status: "error", Code: "server_error", Message: "(PermissionDenied) x"}, errcode.PermissionDenied},
+		{&foundry.TurnError{Status: "failed", Code: "mystery"}, errcode.Unknown},
 	} {
 		if got := b.ErrorCode(tc.err); got != tc.want {
 			t.Errorf("ErrorCode(%v) = %v, want %v", tc.err, got, tc.want)

@@ -12,15 +12,16 @@ import (
 	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
-// Start implements [core.Backend]. In Conversation mode a new thread is a
+// Start implements [driver.Backend]. In Conversation mode a new thread is a
 // new conversation, created with the user's message as its first item and
 // answered by a response with an empty input; an existing thread gets the
 // message as the response's input. In Chain mode the message is the input
 // of a response linked to the thread's latest response.
-func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step, error) {
+func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
 	msg := responses.ResponseInputItemParamOfMessage(req.Input, responses.EasyInputMessageRoleUser)
 	if b.mode == Chain {
 		input := append(b.takeCanceled(req.Thread), msg)
@@ -47,17 +48,17 @@ func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step
 	}
 	if err != nil {
 		// The conversation exists: name it, so the run can be resumed.
-		return &core.Step{Thread: thread}, err
+		return &driver.Step{Thread: thread}, err
 	}
 	return step, nil
 }
 
-// Submit implements [core.Backend]: it sends one function_call_output
+// Submit implements [driver.Backend]: it sends one function_call_output
 // item per result, in call order, in one request. A failed result's
 // output is [FailureOutput] of its error message; a content array is sent
-// as an array of input parts; any other output as [core.Output.String]
+// as an array of input parts; any other output as [driver.Output.String]
 // renders it.
-func (b *Backend) Submit(ctx context.Context, req *core.SubmitRequest) (*core.Step, error) {
+func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
 	input := make([]responses.ResponseInputItemUnionParam, len(req.Results))
 	for i := range req.Results {
 		input[i] = outputItem(&req.Results[i])
@@ -73,15 +74,15 @@ func (b *Backend) Submit(ctx context.Context, req *core.SubmitRequest) (*core.St
 	return step, err
 }
 
-// Resume implements [core.Backend]. In Conversation mode it reads the
+// Resume implements [driver.Backend]. In Conversation mode it reads the
 // conversation's items: the function calls without an output are the
 // pending calls; with none, the last assistant message is the answer, and
 // if the model has not answered the last input yet, a response with an
 // empty input is requested. In Chain mode it reads the response named by
 // thread: its function calls are pending, or its text is the answer.
-func (b *Backend) Resume(ctx context.Context, thread string) (*core.Step, error) {
+func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, error) {
 	if thread == "" {
-		return nil, core.Errorf(core.InvalidArgument, "%s: resume: no thread", b.name)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "%s: resume: no thread", b.name)
 	}
 	if b.mode == Chain {
 		r, err := b.getReply(ctx, thread)
@@ -93,7 +94,7 @@ func (b *Backend) Resume(ctx context.Context, thread string) (*core.Step, error)
 	return b.resumeConversation(ctx, thread)
 }
 
-// Cancel implements [core.Canceler]. A Foundry thread has no running turn
+// Cancel implements [driver.Canceler]. A Foundry thread has no running turn
 // to stop, but a call left without an output makes every later request on
 // the thread fail ("No tool output found for function call"). In
 // Conversation mode Cancel therefore adds an output to each pending call
@@ -140,7 +141,7 @@ func (b *Backend) takeCanceled(thread string) []responses.ResponseInputItemUnion
 }
 
 // respond creates a response on thread with input and returns its step.
-func (b *Backend) respond(ctx context.Context, thread string, input []responses.ResponseInputItemUnionParam) (*core.Step, error) {
+func (b *Backend) respond(ctx context.Context, thread string, input []responses.ResponseInputItemUnionParam) (*driver.Step, error) {
 	p := responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfInputItemList: append(responses.ResponseInputParam{}, input...)}}
 	switch {
 	case b.mode == Conversation:
@@ -200,14 +201,14 @@ func (b *Backend) create(ctx context.Context, p *responses.ResponseNewParams) (*
 
 // step turns a finished response into a step of thread. In Chain mode the
 // thread becomes the response's id.
-func (b *Backend) step(thread string, r *reply) (*core.Step, error) {
+func (b *Backend) step(thread string, r *reply) (*driver.Step, error) {
 	if err := turnError(r); err != nil {
 		return nil, err
 	}
 	if b.mode == Chain {
 		thread = r.ID
 	}
-	s := &core.Step{Thread: thread, Turn: r.ID, Usage: core.Usage{
+	s := &driver.Step{Thread: thread, Turn: r.ID, Usage: driver.Usage{
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.TotalTokens,
 	}}
 	for i := range r.Output {
@@ -226,8 +227,8 @@ func (b *Backend) step(thread string, r *reply) (*core.Step, error) {
 // that a call rebuilt from the conversation's items, which do not say
 // which response made them, has the key it had when it was seen live; in
 // Chain mode it is the response that made the call.
-func newCall(thread, id, name, args string) core.Call {
-	return core.Call{Thread: thread, ID: id, Name: name, Arguments: json.RawMessage(args)}
+func newCall(thread, id, name, args string) driver.Call {
+	return driver.Call{Thread: thread, ID: id, Name: name, Arguments: json.RawMessage(args)}
 }
 
 // turnError returns a *TurnError for a response that did not complete.

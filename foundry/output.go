@@ -7,7 +7,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // CanceledOutput is the output Cancel gives a call whose run stopped
@@ -28,7 +28,7 @@ func FailureOutput(message string) string {
 }
 
 // outputItem returns the function_call_output item of a result.
-func outputItem(r *core.ToolResult) responses.ResponseInputItemUnionParam {
+func outputItem(r *driver.ToolResult) responses.ResponseInputItemUnionParam {
 	if r.Failed {
 		return functionOutput(r.Call.ID, FailureOutput(r.Error))
 	}
@@ -51,7 +51,7 @@ func functionOutput(callID, output string) responses.ResponseInputItemUnionParam
 }
 
 // outputPart returns a content part as an input part of a function output.
-func outputPart(p core.Part) responses.ResponseFunctionCallOutputItemUnionParam {
+func outputPart(p driver.Part) responses.ResponseFunctionCallOutputItemUnionParam {
 	opt := func(s string) param.Opt[string] {
 		if s == "" {
 			return param.Opt[string]{}
@@ -59,11 +59,11 @@ func outputPart(p core.Part) responses.ResponseFunctionCallOutputItemUnionParam 
 		return openai.String(s)
 	}
 	switch p.Type {
-	case core.PartImage:
+	case driver.PartImage:
 		return responses.ResponseFunctionCallOutputItemUnionParam{OfInputImage: &responses.ResponseInputImageContentParam{
 			ImageURL: opt(p.URL), FileID: opt(p.FileID),
 		}}
-	case core.PartFile:
+	case driver.PartFile:
 		return responses.ResponseFunctionCallOutputItemUnionParam{OfInputFile: &responses.ResponseInputFileContentParam{
 			FileURL: opt(p.URL), FileID: opt(p.FileID), Filename: opt(p.Filename), FileData: opt(p.Data),
 		}}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 )
@@ -128,7 +128,7 @@ func TestResponses(t *testing.T) {
 // without a model.
 func TestResponsesNeedsModel(t *testing.T) {
 	_, err := foundry.OpenResponses(context.Background(), nil, &foundry.ResponsesOptions{APIKey: "k"})
-	if core.CodeOf(err) != core.InvalidArgument {
+	if errcode.Of(err) != errcode.InvalidArgument {
 		t.Errorf("OpenResponses = %v, want InvalidArgument", err)
 	}
 }

@@ -10,8 +10,10 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
+	"github.com/toolrelay/toolrelay/journal/driver"
 )
 
 const weatherAnswer = "Your favorite city, Seattle, WA, is also known as The Emerald City. The current weather there is 70f."
@@ -36,7 +38,7 @@ func TestResume(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFake(t, weatherScript(), nil)
-			journal := core.NewMemoryJournal() // what survives the process
+			journal := driver.NewMemory() // what survives the process
 			var c counter
 			ctx := context.Background()
 
@@ -66,7 +68,7 @@ func TestResume(t *testing.T) {
 			opts2.Agent, opts2.AgentName = nil, "test-agent"
 			b2 := open(t, tools2, opts2)
 			r2 := core.NewRunner(b2, tools2, &core.Options{Logger: discard, Journal: journal, OnEvent: func(e core.Event) {
-				if e.Kind == core.CallReused {
+				if e.Kind == core.EventCallReused {
 					reused++
 				}
 			}})
@@ -147,7 +149,7 @@ func TestResumeUnanswered(t *testing.T) {
 	r := newRunner(b, tools, nil)
 	res, err := r.Run(context.Background(), "city?", nil)
 	var te *foundry.TurnError
-	if !errors.As(err, &te) || te.Code != "server_error" || te.Message != "the model crashed" || core.CodeOf(err) != core.Internal {
+	if !errors.As(err, &te) || te.Code != "server_error" || te.Message != "the model crashed" || errcode.Of(err) != errcode.Internal {
 		t.Fatalf("Run = %v, want a TurnError server_error (Internal)", err)
 	}
 	res, err = r.Resume(context.Background(), res.Thread, nil)
@@ -169,7 +171,7 @@ func TestResumeUnknownThread(t *testing.T) {
 		srv := newFake(t, weatherScript(), nil)
 		b := open(t, nil, options(srv, mode, false))
 		_, err := newRunner(b, nil, nil).Resume(context.Background(), "conv_or_resp_nope", nil)
-		if core.CodeOf(err) != core.NotFound {
+		if errcode.Of(err) != errcode.NotFound {
 			t.Errorf("%s: Resume = %v, want NotFound", mode, err)
 		}
 	}

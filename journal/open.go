@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/redact"
+	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/pgjournal"
 	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
 )
@@ -18,18 +19,18 @@ import (
 // A Store is a journal that holds resources (a file, connections):
 // Close releases them.
 type Store interface {
-	core.Journal
+	driver.Journal
 	io.Closer
 }
 
 // Open opens the journal that rawURL names (see the package doc for the
 // forms it takes): the memory journal, an SQLite file or a PostgreSQL
-// database. It fails with a *[core.Error] of code InvalidArgument if
+// database. It fails with a *[errcode.Error] of code InvalidArgument if
 // rawURL is malformed, and otherwise as the store's own Open does. The
 // caller must Close the store.
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	if rawURL == "" || rawURL == "memory" || rawURL == "memory:" {
-		return memory{core.NewMemoryJournal()}, nil
+		return memory{driver.NewMemory()}, nil
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -69,7 +70,7 @@ func parseError(err error) string {
 // badURL returns an InvalidArgument error for rawURL, which it names
 // redacted (redact.ConnString).
 func badURL(rawURL, format string, args ...any) error {
-	return &core.Error{Code: core.InvalidArgument, Op: "journal: open " + redact.ConnString(rawURL), Err: fmt.Errorf(format, args...)}
+	return &errcode.Error{Code: errcode.InvalidArgument, Op: "journal: open " + redact.ConnString(rawURL), Err: fmt.Errorf(format, args...)}
 }
 
 const forms = "memory, sqlite:///absolute/path.db, sqlite:relative/path.db, postgres://… or postgresql://…"
@@ -140,6 +141,6 @@ func openPostgres(ctx context.Context, rawURL string, u *url.URL) (Store, error)
 }
 
 // memory is the memory journal as a Store.
-type memory struct{ *core.MemoryJournal }
+type memory struct{ *driver.Memory }
 
 func (memory) Close() error { return nil }

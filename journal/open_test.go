@@ -13,8 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/journal"
+	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/pgjournal"
 	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
 )
@@ -46,7 +47,7 @@ func TestOpen(t *testing.T) {
 				}
 			}()
 			tc.check(t, s)
-			k := core.JournalKey{Backend: "b", Thread: "t", Call: "c"}
+			k := driver.Key{Backend: "b", Thread: "t", Call: "c"}
 			if _, created, err := s.Claim(t.Context(), k, "d", "i", "o", time.Minute); err != nil || !created {
 				t.Errorf("Claim on the store = %v, %v; want created", created, err)
 			}
@@ -81,31 +82,31 @@ func TestOpenBadURL(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		url  string
-		code core.Code
+		code errcode.Code
 		want string
 	}{
-		{"sqlite://rel.db", core.InvalidArgument, "names a host"},
-		{"sqlite:", core.InvalidArgument, "no file name"},
-		{"sqlite:///", core.FailedPrecondition, "cannot be opened"},
-		{"sqlite://" + dir + "/j.db?synchronous=off", core.InvalidArgument, `synchronous "off"`},
-		{"sqlite://" + dir + "/j.db?busy=1", core.InvalidArgument, `unknown parameter "busy"`},
-		{"sqlite://" + dir + "/j.db?busy_timeout=5", core.InvalidArgument, "busy_timeout"},
-		{"sqlite://" + dir + "/j.db?check=maybe", core.InvalidArgument, "check"},
-		{"sqlite://" + dir + "/no/such/dir/j.db", core.FailedPrecondition, "cannot be opened or created"},
-		{"mysql://host/db", core.InvalidArgument, `unknown scheme "mysql"`},
-		{"/var/lib/journal.db", core.InvalidArgument, "no scheme"},
-		{"postgres://user:secret@127.0.0.1:1/db?sslmode=disable&toolrelay_schema=s", core.Unknown, "cannot connect to PostgreSQL"},
-		{"postgresql://user:secret@127.0.0.1:1/db?sslmode=disable", core.Unknown, "cannot connect to PostgreSQL"},
-		{"postgres://user:secret@host:port/db", core.InvalidArgument, ""},
-		{"postgres://postgres@127.0.0.1:abc/test?password=secret", core.InvalidArgument, "invalid port"},
-		{"postgres://postgres:se%zzcret@127.0.0.1/test", core.InvalidArgument, "invalid URL escape"},
-		{"postgres://postgres@127.0.0.1:1/test?sslmode=disable&password=secret", core.Unknown, "cannot connect to PostgreSQL"},
-		{"postgres://postgres@127.0.0.1/test?password=secret&sslmode=bogus", core.InvalidArgument, "sslmode is invalid"},
-		{"host=127.0.0.1 port=1 password=secret", core.InvalidArgument, "key=value settings are not a journal URL"},
-		{"host=127.0.0.1 port=1 password = 'a secret'", core.InvalidArgument, "key=value settings are not a journal URL"},
-		{"sqlite://" + dir + "/j.db?password=secret", core.InvalidArgument, `unknown parameter "password"`},
-		{"sqlite:j.db?busy_timeout=5s&token=secret", core.InvalidArgument, `unknown parameter "token"`},
-		{"secret", core.InvalidArgument, "no scheme"},
+		{"sqlite://rel.db", errcode.InvalidArgument, "names a host"},
+		{"sqlite:", errcode.InvalidArgument, "no file name"},
+		{"sqlite:///", errcode.FailedPrecondition, "cannot be opened"},
+		{"sqlite://" + dir + "/j.db?synchronous=off", errcode.InvalidArgument, `synchronous "off"`},
+		{"sqlite://" + dir + "/j.db?busy=1", errcode.InvalidArgument, `unknown parameter "busy"`},
+		{"sqlite://" + dir + "/j.db?busy_timeout=5", errcode.InvalidArgument, "busy_timeout"},
+		{"sqlite://" + dir + "/j.db?check=maybe", errcode.InvalidArgument, "check"},
+		{"sqlite://" + dir + "/no/such/dir/j.db", errcode.FailedPrecondition, "cannot be opened or created"},
+		{"mysql://host/db", errcode.InvalidArgument, `unknown scheme "mysql"`},
+		{"/var/lib/journal.db", errcode.InvalidArgument, "no scheme"},
+		{"postgres://user:secret@127.0.0.1:1/db?sslmode=disable&toolrelay_schema=s", errcode.Unknown, "cannot connect to PostgreSQL"},
+		{"postgresql://user:secret@127.0.0.1:1/db?sslmode=disable", errcode.Unknown, "cannot connect to PostgreSQL"},
+		{"postgres://user:secret@host:port/db", errcode.InvalidArgument, ""},
+		{"postgres://postgres@127.0.0.1:abc/test?password=secret", errcode.InvalidArgument, "invalid port"},
+		{"postgres://postgres:se%zzcret@127.0.0.1/test", errcode.InvalidArgument, "invalid URL escape"},
+		{"postgres://postgres@127.0.0.1:1/test?sslmode=disable&password=secret", errcode.Unknown, "cannot connect to PostgreSQL"},
+		{"postgres://postgres@127.0.0.1/test?password=secret&sslmode=bogus", errcode.InvalidArgument, "sslmode is invalid"},
+		{"host=127.0.0.1 port=1 password=secret", errcode.InvalidArgument, "key=value settings are not a journal URL"},
+		{"host=127.0.0.1 port=1 password = 'a secret'", errcode.InvalidArgument, "key=value settings are not a journal URL"},
+		{"sqlite://" + dir + "/j.db?password=secret", errcode.InvalidArgument, `unknown parameter "password"`},
+		{"sqlite:j.db?busy_timeout=5s&token=secret", errcode.InvalidArgument, `unknown parameter "token"`},
+		{"secret", errcode.InvalidArgument, "no scheme"},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			s, err := journal.Open(t.Context(), tc.url)
@@ -113,7 +114,7 @@ func TestOpenBadURL(t *testing.T) {
 				s.Close()
 				t.Fatal("Open succeeded")
 			}
-			if core.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
+			if errcode.Of(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Open: %v\nwant code %v and %q", err, tc.code, tc.want)
 			}
 			for e := err; e != nil; e = errors.Unwrap(e) {
@@ -144,7 +145,7 @@ func TestOpenPostgres(t *testing.T) {
 		j.Pool().Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
 		s.Close()
 	})
-	if _, _, err := s.Claim(t.Context(), core.JournalKey{Call: "c"}, "d", "i", "o", time.Minute); err != nil {
+	if _, _, err := s.Claim(t.Context(), driver.Key{Call: "c"}, "d", "i", "o", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	var n int

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // A Pruner prunes a journal periodically; see [StartPruning].
@@ -24,10 +24,10 @@ func PruneEvery(retention time.Duration) time.Duration {
 }
 
 // StartPruning prunes j of the entries finished longer than retention ago
-// (see [core.Journal.Prune]): at once, then every [PruneEvery](retention),
+// (see [driver.Journal.Prune]): at once, then every [PruneEvery](retention),
 // until the Pruner is closed. Failures go to logger (nil means
 // slog.Default()); pruning goes on at the next tick.
-func StartPruning(j core.Journal, retention time.Duration, logger *slog.Logger) *Pruner {
+func StartPruning(j driver.Journal, retention time.Duration, logger *slog.Logger) *Pruner {
 	if logger == nil {
 		logger = slog.Default()
 	}

@@ -5,8 +5,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/journal"
+	"github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // TestPruner checks that a Pruner prunes the entries finished longer ago
@@ -14,9 +14,9 @@ import (
 func TestPruner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		s := core.NewMemoryJournal()
+		s := driver.NewMemory()
 		p := journal.StartPruning(s, time.Hour, nil)
-		key := func(c string) core.JournalKey { return core.JournalKey{Backend: "b", Thread: "t", Call: c} }
+		key := func(c string) driver.Key { return driver.Key{Backend: "b", Thread: "t", Call: c} }
 		claim := func(c string) {
 			t.Helper()
 			if _, _, err := s.Claim(ctx, key(c), "d", "i", "o", time.Minute); err != nil {
@@ -26,7 +26,7 @@ func TestPruner(t *testing.T) {
 		finish := func(c string) {
 			t.Helper()
 			claim(c)
-			if err := s.Finish(ctx, key(c), "o", core.JournalResult{}); err != nil {
+			if err := s.Finish(ctx, key(c), "o", driver.Result{}); err != nil {
 				t.Fatal(err)
 			}
 		}

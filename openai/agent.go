@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // checkAgent reads the agent named by Options.AgentID and records the
@@ -72,7 +73,7 @@ func agentParams(tools *core.Toolbox, model, instructions string) (oai.BetaAgent
 	for _, t := range tools.Tools() {
 		schema, err := schemaMap(t.Parameters())
 		if err != nil {
-			return p, core.Errorf(core.InvalidArgument, "openai: tool %q: %v", t.Name(), err)
+			return p, errcode.Errorf(errcode.InvalidArgument, "openai: tool %q: %v", t.Name(), err)
 		}
 		fn := &oai.PersistedAgentToolParamFunction{Name: t.Name(), Description: t.Description(), Parameters: schema}
 		if t.DeferLoading() {

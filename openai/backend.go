@@ -12,6 +12,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/origin"
 )
 
@@ -78,8 +80,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Backend is the OpenAI Agents API sessions backend: a [core.Backend] (with
-// [core.Canceler] and [core.CapabilityReporter]) over the SDK's
+// Backend is the OpenAI Agents API sessions backend: a [driver.Backend] (with
+// [driver.Canceler] and [driver.CapabilityReporter]) over the SDK's
 // client.Beta.Agents. A thread is a session id; a turn is the service's
 // turn id. Make one with [Open]; it is safe for concurrent use by runs on
 // different threads.
@@ -104,9 +106,9 @@ type Backend struct {
 }
 
 var (
-	_ core.Backend            = (*Backend)(nil)
-	_ core.Canceler           = (*Backend)(nil)
-	_ core.CapabilityReporter = (*Backend)(nil)
+	_ driver.Backend            = (*Backend)(nil)
+	_ driver.Canceler           = (*Backend)(nil)
+	_ driver.CapabilityReporter = (*Backend)(nil)
 )
 
 // Open returns a backend whose runs call the tools of tools (which may be
@@ -163,20 +165,20 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if o.AgentID != "" {
 		if err := b.checkAgent(ctx); err != nil {
 			b.stop()
-			return nil, &core.Error{Code: b.ErrorCode(err), Op: "openai: open", Err: err}
+			return nil, &errcode.Error{Code: b.ErrorCode(err), Op: "openai: open", Err: err}
 		}
 	}
 	return b, nil
 }
 
-// Name implements [core.Backend]: "openai".
+// Name implements [driver.Backend]: "openai".
 func (b *Backend) Name() string { return "openai" }
 
-// Capabilities implements [core.CapabilityReporter]: deferred loading (with
+// Capabilities implements [driver.CapabilityReporter]: deferred loading (with
 // tool_search), a success flag on results, and content arrays (text and
 // image parts).
-func (b *Backend) Capabilities() core.Capabilities {
-	return core.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true}
+func (b *Backend) Capabilities() driver.Capabilities {
+	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true}
 }
 
 // Client returns the SDK client the backend uses, for what toolrelay does
@@ -203,7 +205,7 @@ func (b *Backend) MissingTools() []string {
 	return slices.Clone(b.missing)
 }
 
-// Close implements [core.Backend]. It ends the event streams (runs still in
+// Close implements [driver.Backend]. It ends the event streams (runs still in
 // progress then fail) and, unless
 // Options.Keep is set, deletes the sessions and the agent this backend
 // created (cancelling a turn still active first). It returns the errors of
@@ -249,7 +251,7 @@ func (b *Backend) Close() error {
 	return errors.Join(errs...)
 }
 
-var errClosed = core.Errorf(core.FailedPrecondition, "openai: the backend is closed")
+var errClosed = errcode.Errorf(errcode.FailedPrecondition, "openai: the backend is closed")
 
 // thread returns the state of session id, making it if needed.
 func (b *Backend) thread(id string) (*thread, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 )
@@ -384,7 +385,7 @@ func TestTurnFailed(t *testing.T) {
 	if diff := cmp.Diff(want, te); diff != "" {
 		t.Errorf("TurnError (-want +got):\n%s", diff)
 	}
-	if got := core.CodeOf(err); got != core.ResourceExhausted {
+	if got := errcode.Of(err); got != errcode.ResourceExhausted {
 		t.Errorf("code = %v, want ResourceExhausted", got)
 	}
 }
@@ -442,7 +443,7 @@ func TestContextCanceled(t *testing.T) {
 		cancel()
 	}()
 	res, err := h.runner.Run(ctx, "hi", nil)
-	if core.CodeOf(err) != core.Canceled {
+	if errcode.Of(err) != errcode.Canceled {
 		t.Fatalf("err = %v, want Canceled", err)
 	}
 	rec := h.srv.Received()
@@ -456,15 +457,15 @@ func TestContextCanceled(t *testing.T) {
 func TestErrorCodes(t *testing.T) {
 	tests := []struct {
 		status int
-		want   core.Code
+		want   errcode.Code
 	}{
-		{400, core.InvalidArgument},
-		{401, core.PermissionDenied},
-		{403, core.PermissionDenied},
-		{404, core.NotFound},
-		{409, core.FailedPrecondition},
-		{429, core.ResourceExhausted},
-		{500, core.Unknown},
+		{400, errcode.InvalidArgument},
+		{401, errcode.PermissionDenied},
+		{403, errcode.PermissionDenied},
+		{404, errcode.NotFound},
+		{409, errcode.FailedPrecondition},
+		{429, errcode.ResourceExhausted},
+		{500, errcode.Unknown},
 	}
 	for _, tt := range tests {
 		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
@@ -478,7 +479,7 @@ func TestErrorCodes(t *testing.T) {
 				}},
 			})
 			_, err := h.runner.Run(t.Context(), "hi", nil)
-			if got := core.CodeOf(err); got != tt.want {
+			if got := errcode.Of(err); got != tt.want {
 				t.Errorf("code = %v, want %v (err %v)", got, tt.want, err)
 			}
 			var api *oai.Error

@@ -12,6 +12,7 @@ import (
 	"github.com/toolrelay/toolrelay/conformance"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 )
@@ -47,7 +48,7 @@ type pending struct {
 	left int
 }
 
-func (s *suite) MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (core.Backend, error) {
+func (s *suite) MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (driver.Backend, error) {
 	s.srv = openaitest.NewServer(script, &openaitest.Options{APIKey: "the-right-key", Fault: s.fault, DuplicateEvents: s.duplicate})
 	key := "the-right-key"
 	if s.unauthorized {

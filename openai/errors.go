@@ -9,7 +9,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // TurnError reports a turn the service ended without an answer: it failed
@@ -77,10 +77,10 @@ func (e *UnsupportedActionError) Error() string {
 // stream dropped more often than Options.MaxReconnects allows.
 var errStreamDropped = errors.New("openai: the event stream dropped")
 
-// ErrorCode implements [core.Backend]. It maps the service's HTTP status
+// ErrorCode implements [driver.Backend]. It maps the service's HTTP status
 // (from *openai.Error of the SDK), a turn's error code, and this package's
 // errors to core codes; see the package documentation.
-func (b *Backend) ErrorCode(err error) core.Code {
+func (b *Backend) ErrorCode(err error) errcode.Code {
 	var (
 		api *oai.Error
 		te  *TurnError
@@ -92,61 +92,61 @@ func (b *Backend) ErrorCode(err error) core.Code {
 	case errors.As(err, &te):
 		return turnCode(te)
 	case errors.As(err, &ue):
-		return core.Unimplemented
+		return errcode.Unimplemented
 	case errors.As(err, &se):
-		return core.Internal
+		return errcode.Internal
 	case errors.As(err, &api):
 		return statusCode(api.StatusCode)
 	case errors.As(err, &sse):
-		return core.Internal
+		return errcode.Internal
 	}
-	return core.Unknown
+	return errcode.Unknown
 }
 
-func statusCode(status int) core.Code {
+func statusCode(status int) errcode.Code {
 	switch status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return core.InvalidArgument
+		return errcode.InvalidArgument
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return core.PermissionDenied
+		return errcode.PermissionDenied
 	case http.StatusNotFound:
-		return core.NotFound
+		return errcode.NotFound
 	case http.StatusConflict:
-		return core.FailedPrecondition
+		return errcode.FailedPrecondition
 	case http.StatusTooManyRequests:
-		return core.ResourceExhausted
+		return errcode.ResourceExhausted
 	case http.StatusRequestTimeout:
-		return core.DeadlineExceeded
+		return errcode.DeadlineExceeded
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return core.Unavailable
+		return errcode.Unavailable
 	}
-	return core.Unknown
+	return errcode.Unknown
 }
 
-func turnCode(e *TurnError) core.Code {
+func turnCode(e *TurnError) errcode.Code {
 	switch e.Code {
 	case "rate_limit_exceeded", "usage_limit_exceeded", "session_budget_exceeded",
 		"project_spend_limit_exceeded", "organization_spend_limit_exceeded",
 		"organization_usage_limit_exceeded", "credit_balance_exhausted",
 		"context_length_exceeded", "max_output_tokens", "flex_unavailable", "server_overloaded":
-		return core.ResourceExhausted
+		return errcode.ResourceExhausted
 	case "authentication_error", "cyber_policy", "misalignment_policy_violation":
-		return core.PermissionDenied
+		return errcode.PermissionDenied
 	case "invalid_request":
-		return core.InvalidArgument
+		return errcode.InvalidArgument
 	case "resource_not_found":
-		return core.NotFound
+		return errcode.NotFound
 	case "billing_not_active", "active_turn_not_steerable", "executor_version_incompatible":
-		return core.FailedPrecondition
+		return errcode.FailedPrecondition
 	case "request_timeout":
-		return core.DeadlineExceeded
+		return errcode.DeadlineExceeded
 	case "server_error", "internal_error", "sandbox_error", "connection_failed":
-		return core.Internal
+		return errcode.Internal
 	}
 	if e.Status == "cancelled" {
-		return core.Canceled
+		return errcode.Canceled
 	}
-	return core.Unknown
+	return errcode.Unknown
 }
 
 // apiError adds what was being done, and for a refused request what the

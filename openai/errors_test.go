@@ -7,7 +7,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/openai"
 )
 
@@ -15,19 +15,19 @@ import (
 func TestTurnErrorCodes(t *testing.T) {
 	tests := []struct {
 		status, code string
-		want         core.Code
+		want         errcode.Code
 	}{
-		{"failed", "rate_limit_exceeded", core.ResourceExhausted},
-		{"failed", "context_length_exceeded", core.ResourceExhausted},
-		{"failed", "organization_spend_limit_exceeded", core.ResourceExhausted},
-		{"failed", "authentication_error", core.PermissionDenied},
-		{"failed", "invalid_request", core.InvalidArgument},
-		{"failed", "resource_not_found", core.NotFound},
-		{"failed", "billing_not_active", core.FailedPrecondition},
-		{"failed", "request_timeout", core.DeadlineExceeded},
-		{"failed", "internal_error", core.Internal},
-		{"failed", "something_new", core.Unknown},
-		{"cancelled", "", core.Canceled},
+		{"failed", "rate_limit_exceeded", errcode.ResourceExhausted},
+		{"failed", "context_length_exceeded", errcode.ResourceExhausted},
+		{"failed", "organization_spend_limit_exceeded", errcode.ResourceExhausted},
+		{"failed", "authentication_error", errcode.PermissionDenied},
+		{"failed", "invalid_request", errcode.InvalidArgument},
+		{"failed", "resource_not_found", errcode.NotFound},
+		{"failed", "billing_not_active", errcode.FailedPrecondition},
+		{"failed", "request_timeout", errcode.DeadlineExceeded},
+		{"failed", "internal_error", errcode.Internal},
+		{"failed", "something_new", errcode.Unknown},
+		{"cancelled", "", errcode.Canceled},
 	}
 	var b openai.Backend
 	for _, tt := range tests {
@@ -36,7 +36,7 @@ func TestTurnErrorCodes(t *testing.T) {
 			t.Errorf("ErrorCode(turn %s %q) = %v, want %v", tt.status, tt.code, got, tt.want)
 		}
 	}
-	if got := b.ErrorCode(&openai.UnsupportedActionError{Type: "environment_connection"}); got != core.Unimplemented {
+	if got := b.ErrorCode(&openai.UnsupportedActionError{Type: "environment_connection"}); got != errcode.Unimplemented {
 		t.Errorf("ErrorCode(unsupported action) = %v, want Unimplemented", got)
 	}
 }
@@ -47,21 +47,21 @@ func TestTurnErrorCodes(t *testing.T) {
 func TestStatusCodes(t *testing.T) {
 	tests := []struct {
 		status int
-		want   core.Code
+		want   errcode.Code
 	}{
-		{http.StatusBadRequest, core.InvalidArgument},
-		{http.StatusUnauthorized, core.PermissionDenied},
-		{http.StatusForbidden, core.PermissionDenied},
-		{http.StatusNotFound, core.NotFound},
-		{http.StatusRequestTimeout, core.DeadlineExceeded},
-		{http.StatusConflict, core.FailedPrecondition},
-		{http.StatusUnprocessableEntity, core.InvalidArgument},
-		{http.StatusTooManyRequests, core.ResourceExhausted},
-		{http.StatusInternalServerError, core.Unknown},
-		{http.StatusNotImplemented, core.Unknown},
-		{http.StatusBadGateway, core.Unavailable},
-		{http.StatusServiceUnavailable, core.Unavailable},
-		{http.StatusGatewayTimeout, core.Unavailable},
+		{http.StatusBadRequest, errcode.InvalidArgument},
+		{http.StatusUnauthorized, errcode.PermissionDenied},
+		{http.StatusForbidden, errcode.PermissionDenied},
+		{http.StatusNotFound, errcode.NotFound},
+		{http.StatusRequestTimeout, errcode.DeadlineExceeded},
+		{http.StatusConflict, errcode.FailedPrecondition},
+		{http.StatusUnprocessableEntity, errcode.InvalidArgument},
+		{http.StatusTooManyRequests, errcode.ResourceExhausted},
+		{http.StatusInternalServerError, errcode.Unknown},
+		{http.StatusNotImplemented, errcode.Unknown},
+		{http.StatusBadGateway, errcode.Unavailable},
+		{http.StatusServiceUnavailable, errcode.Unavailable},
+		{http.StatusGatewayTimeout, errcode.Unavailable},
 	}
 	var b openai.Backend
 	for _, tt := range tests {

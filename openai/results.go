@@ -10,7 +10,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // unknownCallDelays are the pauses before a result refused as "Unknown
@@ -40,12 +40,12 @@ var unknownCallDelays = []time.Duration{100 * time.Millisecond, 300 * time.Milli
 // this call, so that the turn may have moved on before the current event
 // stream was opened: the caller must read the session before it waits for
 // events.
-func (b *Backend) deliver(ctx context.Context, st *thread, results []core.ToolResult) (step *core.Step, stale bool, err error) {
+func (b *Backend) deliver(ctx context.Context, st *thread, results []driver.ToolResult) (step *driver.Step, stale bool, err error) {
 	todo := slices.Clone(results)
 	races, resyncs := 0, 0
 	// A result the journal shows as submitted may be answered from the
 	// service's idempotency store: the turn may have moved on unseen.
-	stale = slices.ContainsFunc(results, func(r core.ToolResult) bool { return r.Resend })
+	stale = slices.ContainsFunc(results, func(r driver.ToolResult) bool { return r.Resend })
 	for len(todo) > 0 {
 		err := b.postResults(ctx, st, todo)
 		if err == nil {
@@ -57,7 +57,7 @@ func (b *Backend) deliver(ctx context.Context, st *thread, results []core.ToolRe
 			return nil, false, ctx.Err()
 		}
 		if id, ok := unknownPendingCall(err); ok {
-			i := slices.IndexFunc(todo, func(r core.ToolResult) bool { return r.Call.ID == id })
+			i := slices.IndexFunc(todo, func(r driver.ToolResult) bool { return r.Call.ID == id })
 			if i >= 0 && (todo[i].Resend || st.sent[key(todo[i].Call)]) {
 				// Delivered before. The rest of the request may have been
 				// applied too, if the service applies events one by one.
@@ -96,7 +96,7 @@ func (b *Backend) deliver(ctx context.Context, st *thread, results []core.ToolRe
 				pending[callKey{a.TurnID, a.CallID}] = true
 			}
 		}
-		todo = slices.DeleteFunc(todo, func(r core.ToolResult) bool { return !pending[key(r.Call)] })
+		todo = slices.DeleteFunc(todo, func(r driver.ToolResult) bool { return !pending[key(r.Call)] })
 		if len(todo) == 0 {
 			return step, false, nil
 		}
@@ -105,7 +105,7 @@ func (b *Backend) deliver(ctx context.Context, st *thread, results []core.ToolRe
 	return nil, stale, nil
 }
 
-func (b *Backend) postResults(ctx context.Context, st *thread, results []core.ToolResult) error {
+func (b *Backend) postResults(ctx context.Context, st *thread, results []driver.ToolResult) error {
 	events := make([]oai.AgentSessionInputParamUnion, len(results))
 	for i, r := range results {
 		events[i] = toolResult(r)
@@ -116,20 +116,20 @@ func (b *Backend) postResults(ctx context.Context, st *thread, results []core.To
 	})
 }
 
-func (st *thread) markSent(results []core.ToolResult) {
+func (st *thread) markSent(results []driver.ToolResult) {
 	for _, r := range results {
 		st.sent[key(r.Call)] = true
 	}
 }
 
-func key(c core.Call) callKey { return callKey{c.Turn, c.ID} }
+func key(c driver.Call) callKey { return callKey{c.Turn, c.ID} }
 
 // batchKey derives the Idempotency-Key of a request carrying results from
 // their own keys, in order: a single result's key as it is, several
 // results' keys hashed together. The same results give the same key in any
 // process.
-func batchKey(results []core.ToolResult) string {
-	keyOf := func(r core.ToolResult) string {
+func batchKey(results []driver.ToolResult) string {
+	keyOf := func(r driver.ToolResult) string {
 		if r.IdempotencyKey != "" {
 			return r.IdempotencyKey
 		}
@@ -149,7 +149,7 @@ func batchKey(results []core.ToolResult) string {
 // toolResult is the agent.session.input.tool_result event of a result:
 // success with the output (a string, a content array of text and image
 // parts, or null), or success false with the error message.
-func toolResult(r core.ToolResult) oai.AgentSessionInputParamUnion {
+func toolResult(r driver.ToolResult) oai.AgentSessionInputParamUnion {
 	tr := &oai.AgentSessionInputParamAgentSessionInputToolResult{TurnID: r.Call.Turn, CallID: r.Call.ID, Success: !r.Failed}
 	if r.Failed {
 		msg := r.Error
@@ -163,7 +163,7 @@ func toolResult(r core.ToolResult) oai.AgentSessionInputParamUnion {
 	return oai.AgentSessionInputParamUnion{OfParamAgentSessionInputToolResult: tr}
 }
 
-func outputParam(o core.Output) oai.AgentFunctionCallOutputParamUnion {
+func outputParam(o driver.Output) oai.AgentFunctionCallOutputParamUnion {
 	switch {
 	case o.Null:
 		return param.NullStruct[oai.AgentFunctionCallOutputParamUnion]()
@@ -173,9 +173,9 @@ func outputParam(o core.Output) oai.AgentFunctionCallOutputParamUnion {
 	parts := make([]oai.InputContentParamUnion, 0, len(o.Parts))
 	for _, p := range o.Parts {
 		switch {
-		case p.Type == core.PartText:
+		case p.Type == driver.PartText:
 			parts = append(parts, oai.InputContentParamOfParamInputText(p.Text))
-		case p.Type == core.PartImage && p.URL != "":
+		case p.Type == driver.PartImage && p.URL != "":
 			parts = append(parts, oai.InputContentParamOfParamInputImage(p.URL))
 		default:
 			// The sessions API takes text and image parts only.

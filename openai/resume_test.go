@@ -14,6 +14,8 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 )
@@ -216,7 +218,7 @@ func TestRateLimited(t *testing.T) {
 			}},
 		})
 		_, err := h.runner.Run(t.Context(), "hi", nil)
-		if core.CodeOf(err) != core.ResourceExhausted {
+		if errcode.Of(err) != errcode.ResourceExhausted {
 			t.Errorf("err = %v, want ResourceExhausted", err)
 		}
 	})
@@ -227,7 +229,7 @@ func TestRateLimited(t *testing.T) {
 func TestUnauthorized(t *testing.T) {
 	h := start(t, setup{script: oneTurn(text("hi")), server: &openaitest.Options{APIKey: "right"}, backend: openai.Options{APIKey: "wrong"}})
 	_, err := h.runner.Run(t.Context(), "hi", nil)
-	if core.CodeOf(err) != core.PermissionDenied || !strings.Contains(err.Error(), "authentication") {
+	if errcode.Of(err) != errcode.PermissionDenied || !strings.Contains(err.Error(), "authentication") {
 		t.Errorf("err = %v, want PermissionDenied naming authentication", err)
 	}
 	var api *oai.Error
@@ -255,7 +257,7 @@ func TestUnknownPendingRace(t *testing.T) {
 			})
 			res, err := h.runner.Run(t.Context(), "hi", nil)
 			if refusals == 3 {
-				if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), "Unknown pending tool call") {
+				if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "Unknown pending tool call") {
 					t.Fatalf("err = %v, want the refusal after the retries", err)
 				}
 				return
@@ -282,7 +284,7 @@ func TestUnknownPendingRace(t *testing.T) {
 // journal: the kept result is sent again with the same key, and no function
 // runs twice.
 func TestResumeNewProcess(t *testing.T) {
-	journal := core.NewMemoryJournal()
+	journal := driver.NewMemory()
 	h := start(t, setup{
 		script:  oneTurn(twoSteps()...),
 		server:  &openaitest.Options{Fault: onFirst(resultsPost, openaitest.Fault{Status: 500, RetryAfter: time.Millisecond})},
@@ -332,7 +334,7 @@ func TestResumeAlreadyDelivered(t *testing.T) {
 		{"refused as not pending", true, []int{202, 500, 400, 202}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			journal := core.NewMemoryJournal()
+			journal := driver.NewMemory()
 			var stale atomic.Bool
 			var resultsPosts atomic.Int32
 			h := start(t, setup{
@@ -409,7 +411,7 @@ func TestResumeIdle(t *testing.T) {
 func TestResumeUnknown(t *testing.T) {
 	h := start(t, setup{script: oneTurn(text("hi"))})
 	_, err := h.runner.Resume(t.Context(), "sess_missing", nil)
-	if core.CodeOf(err) != core.NotFound {
+	if errcode.Of(err) != errcode.NotFound {
 		t.Errorf("err = %v, want NotFound", err)
 	}
 }
@@ -435,7 +437,7 @@ func TestUnsupportedAction(t *testing.T) {
 	approval.Store(true)
 	_, err = h.runner.Resume(t.Context(), first.Thread, nil)
 	var ue *openai.UnsupportedActionError
-	if !errors.As(err, &ue) || ue.Type != "computer_use_approval_request" || core.CodeOf(err) != core.Unimplemented {
+	if !errors.As(err, &ue) || ue.Type != "computer_use_approval_request" || errcode.Of(err) != errcode.Unimplemented {
 		t.Fatalf("err = %v, want an Unimplemented *UnsupportedActionError", err)
 	}
 	if !strings.Contains(err.Error(), "unsupported action") {
@@ -473,7 +475,7 @@ func TestExistingAgent(t *testing.T) {
 	}
 
 	_, err = openai.Open(t.Context(), h.tools, &openai.Options{AgentID: "agent_missing", BaseURL: h.srv.URL, APIKey: "k", Logger: discard()})
-	if core.CodeOf(err) != core.NotFound {
+	if errcode.Of(err) != errcode.NotFound {
 		t.Errorf("Open with an unknown agent: err = %v, want NotFound", err)
 	}
 }
@@ -502,7 +504,7 @@ func TestClose(t *testing.T) {
 			if got := len(h.srv.Agents()); got != want/2 {
 				t.Errorf("%d agents left, want %d", got, want/2)
 			}
-			if _, err := h.runner.Run(t.Context(), "hi", nil); core.CodeOf(err) != core.FailedPrecondition {
+			if _, err := h.runner.Run(t.Context(), "hi", nil); errcode.Of(err) != errcode.FailedPrecondition {
 				t.Errorf("Run after Close: err = %v, want FailedPrecondition", err)
 			}
 		})

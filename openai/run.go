@@ -12,16 +12,17 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
-// Start implements [core.Backend]. A new session (req.Thread empty and no
+// Start implements [driver.Backend]. A new session (req.Thread empty and no
 // Options.SessionID) is created with environment {"type":"none"} and its
 // first turn runs on the creation stream (or, when polling, is read with
 // GET requests); on an existing session the backend subscribes to the
 // events stream before it posts the input. If ctx ends while the turn
 // runs, the turn is cancelled (best effort).
-func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step, error) {
+func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
 	if err := b.checkClosed(); err != nil {
 		return nil, err
 	}
@@ -45,19 +46,19 @@ func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step
 	return b.finish(ctx, st, step, err)
 }
 
-// Resume implements [core.Backend]: it re-subscribes to the session's
+// Resume implements [driver.Backend]: it re-subscribes to the session's
 // events (unless polling), reads the session, and returns the function calls
 // still listed in required_actions (minus those whose results this process
 // delivered), or, when the session is idle, the last turn's answer read from
 // its items; while the turn runs, it follows it. A required action that is
 // not a function call gives an *[UnsupportedActionError].
-func (b *Backend) Resume(ctx context.Context, id string) (*core.Step, error) {
+func (b *Backend) Resume(ctx context.Context, id string) (*driver.Step, error) {
 	st, err := b.thread(id)
 	if err != nil {
 		return nil, err
 	}
 	st.resetFollow()
-	var step *core.Step
+	var step *driver.Step
 	if b.opts.Polling {
 		step, err = b.poll(ctx, st, true)
 	} else if step, _, err = b.reconcile(ctx, st, true, true); err == nil && step == nil {
@@ -66,10 +67,10 @@ func (b *Backend) Resume(ctx context.Context, id string) (*core.Step, error) {
 	return b.finish(ctx, st, step, err)
 }
 
-// Submit implements [core.Backend]: it posts the results of a step in one
+// Submit implements [driver.Backend]: it posts the results of a step in one
 // request (see the package documentation, Delivery) and returns the next
 // step.
-func (b *Backend) Submit(ctx context.Context, req *core.SubmitRequest) (*core.Step, error) {
+func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
 	st, err := b.thread(req.Step.Thread)
 	if err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func (b *Backend) Submit(ctx context.Context, req *core.SubmitRequest) (*core.St
 	return step, err
 }
 
-// Cancel implements [core.Canceler]: it posts agent.session.input.cancel,
+// Cancel implements [driver.Canceler]: it posts agent.session.input.cancel,
 // so that the service does not keep the turn waiting.
 func (b *Backend) Cancel(ctx context.Context, id string) error {
 	st, err := b.thread(id)
@@ -121,11 +122,11 @@ func (b *Backend) postCancel(ctx context.Context, id string) error {
 // (the next call subscribes again), the step names the session if there is
 // one (so that the run can be resumed), and when ctx ended while the turn
 // ran, the turn is cancelled (best effort).
-func (b *Backend) finish(ctx context.Context, st *thread, step *core.Step, err error) (*core.Step, error) {
+func (b *Backend) finish(ctx context.Context, st *thread, step *driver.Step, err error) (*driver.Step, error) {
 	if err != nil {
 		st.closeStream()
 		if step == nil && st.id != "" {
-			step = &core.Step{Thread: st.id}
+			step = &driver.Step{Thread: st.id}
 		}
 	}
 	if err != nil && ctx.Err() != nil && st.id != "" {
@@ -218,7 +219,7 @@ func (b *Backend) subscribe(ctx context.Context, id string) (*eventStream, error
 }
 
 // follow returns the turn's next step: from the event stream, or by polling.
-func (b *Backend) follow(ctx context.Context, st *thread, resume bool) (*core.Step, error) {
+func (b *Backend) follow(ctx context.Context, st *thread, resume bool) (*driver.Step, error) {
 	if b.opts.Polling {
 		return b.poll(ctx, st, resume)
 	}
@@ -228,11 +229,11 @@ func (b *Backend) follow(ctx context.Context, st *thread, resume bool) (*core.St
 // await reads the event stream until the turn reaches a step: calls to run,
 // or its end. A stream that ends mid-turn is resumed (re-subscribe, then
 // read the session) at most Options.MaxReconnects times.
-func (b *Backend) await(ctx context.Context, st *thread) (*core.Step, error) {
+func (b *Backend) await(ctx context.Context, st *thread) (*driver.Step, error) {
 	drops := 0
 	for {
 		if st.stream == nil {
-			return nil, core.Errorf(core.Internal, "openai: session %s: no event stream to follow", st.id)
+			return nil, errcode.Errorf(errcode.Internal, "openai: session %s: no event stream to follow", st.id)
 		}
 		ev, err := st.stream.next(ctx)
 		if err != nil {
@@ -268,7 +269,7 @@ func (b *Backend) await(ctx context.Context, st *thread) (*core.Step, error) {
 }
 
 // poll reads the session every PollInterval until the turn reaches a step.
-func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*core.Step, error) {
+func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*driver.Step, error) {
 	for {
 		step, _, err := b.reconcile(ctx, st, false, resume)
 		if err != nil || step != nil {
@@ -291,7 +292,7 @@ func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*core.Step
 // if any. The event stream hands over only the types listed in handled,
 // and of turn.item.done only messages' (see wanted, thread.go): a new case
 // here needs its type there.
-func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEventUnion) (*core.Step, error) {
+func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEventUnion) (*driver.Step, error) {
 	if !st.accept(ev.EventID) {
 		return nil, nil
 	}
@@ -334,7 +335,7 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		if !st.terminal {
 			return nil, nil // an idle that does not end our turn (e.g. on subscription)
 		}
-		step := &core.Step{Thread: st.id, Turn: st.turn, Usage: st.usage, Text: st.text()}
+		step := &driver.Step{Thread: st.id, Turn: st.turn, Usage: st.usage, Text: st.text()}
 		if st.gap {
 			text, err := b.turnText(ctx, st.id, st.turn)
 			if err != nil {
@@ -371,11 +372,11 @@ func unsupported(st *thread, list []oai.AgentSessionRequiredActionUnion) error {
 
 // actions turns required actions into a step: the function calls whose
 // results were not delivered yet. Any other kind of action is an error.
-func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion) (*core.Step, error) {
+func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion) (*driver.Step, error) {
 	if err := unsupported(st, list); err != nil {
 		return nil, err
 	}
-	var calls []core.Call
+	var calls []driver.Call
 	for _, a := range list {
 		if st.sent[callKey{a.TurnID, a.CallID}] {
 			continue
@@ -384,7 +385,7 @@ func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion
 		if raw := a.JSON.Arguments.Raw(); raw != "" && raw != "null" {
 			args = json.RawMessage(raw)
 		}
-		calls = append(calls, core.Call{Thread: st.id, Turn: a.TurnID, ID: a.CallID, Name: a.Name, Arguments: args})
+		calls = append(calls, driver.Call{Thread: st.id, Turn: a.TurnID, ID: a.CallID, Name: a.Name, Arguments: args})
 	}
 	if len(calls) == 0 {
 		return nil, nil
@@ -392,7 +393,7 @@ func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion
 	if st.turn == "" {
 		st.beginTurn(calls[0].Turn)
 	}
-	return &core.Step{Thread: st.id, Turn: st.turn, Calls: calls}, nil
+	return &driver.Step{Thread: st.id, Turn: st.turn, Calls: calls}, nil
 }
 
 // reconcile reads the session (after re-subscribing, when subscribe is
@@ -400,7 +401,7 @@ func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion
 // shows: calls not yet answered, or the end of the turn. It returns a nil
 // step while the turn runs. With resume, an idle session gives its last
 // turn's answer, whichever turn that is.
-func (b *Backend) reconcile(ctx context.Context, st *thread, subscribe, resume bool) (*core.Step, *oai.AgentSession, error) {
+func (b *Backend) reconcile(ctx context.Context, st *thread, subscribe, resume bool) (*driver.Step, *oai.AgentSession, error) {
 	if subscribe {
 		st.closeStream()
 		es, err := b.subscribe(ctx, st.id)
@@ -453,7 +454,7 @@ func (b *Backend) findTurn(ctx context.Context, st *thread, resume bool) error {
 
 // finishIdle returns the end of the turn on an idle session: its answer, or
 // its error. It returns nil when the turn has not begun yet.
-func (b *Backend) finishIdle(ctx context.Context, st *thread, resume bool) (*core.Step, error) {
+func (b *Backend) finishIdle(ctx context.Context, st *thread, resume bool) (*driver.Step, error) {
 	if st.turn == "" {
 		t, err := b.latestRootTurn(ctx, st.id)
 		switch {
@@ -461,7 +462,7 @@ func (b *Backend) finishIdle(ctx context.Context, st *thread, resume bool) (*cor
 			return nil, err
 		case t == nil && resume:
 			st.endTurn()
-			return &core.Step{Thread: st.id}, nil
+			return &driver.Step{Thread: st.id}, nil
 		case t == nil, !resume && st.lastKnown && t.ID == st.lastTurn:
 			return nil, nil
 		}
@@ -477,7 +478,7 @@ func (b *Backend) finishIdle(ctx context.Context, st *thread, resume bool) (*cor
 		if err != nil {
 			return nil, err
 		}
-		step := &core.Step{Thread: st.id, Turn: t.ID, Text: text, Usage: usageOf(t.Usage)}
+		step := &driver.Step{Thread: st.id, Turn: t.ID, Text: text, Usage: usageOf(t.Usage)}
 		st.endTurn()
 		return step, nil
 	case "failed", "cancelled":
@@ -541,6 +542,6 @@ func turnError(session string, t oai.Turn, status string) *TurnError {
 	return &TurnError{Session: session, Turn: t.ID, Status: status, Code: string(t.Error.Code), Message: t.Error.Message}
 }
 
-func usageOf(u oai.TokenUsage) core.Usage {
-	return core.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+func usageOf(u oai.TokenUsage) driver.Usage {
+	return driver.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/tidwall/gjson"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // seenLimit bounds how many event ids a thread remembers for
@@ -46,7 +46,7 @@ type thread struct {
 	lastTurn  string // the previous root turn of the session
 	lastKnown bool   // lastTurn is known (a session with no turn has "")
 	terminal  bool   // the root turn completed; its answer follows the next idle
-	usage     core.Usage
+	usage     driver.Usage
 	msgs      map[int64]string // final messages of the turn, by output_index
 	gap       bool             // events of the turn may have been missed
 	sent      map[callKey]bool // results delivered, or maybe delivered
@@ -86,7 +86,7 @@ func (st *thread) beginTurn(id string) {
 	st.active.Store(true)
 	st.turn = id
 	st.terminal = false
-	st.usage = core.Usage{}
+	st.usage = driver.Usage{}
 	clear(st.msgs)
 }
 
@@ -101,7 +101,7 @@ func (st *thread) resetFollow() {
 	st.turn = ""
 	st.terminal = false
 	st.gap = false
-	st.usage = core.Usage{}
+	st.usage = driver.Usage{}
 	clear(st.msgs)
 }
 
@@ -116,7 +116,7 @@ func (st *thread) endTurn() {
 	st.turn = ""
 	st.terminal = false
 	st.gap = false
-	st.usage = core.Usage{}
+	st.usage = driver.Usage{}
 	clear(st.msgs)
 	clear(st.sent)
 	// The ids of the turn's events are not needed once it is over (the

@@ -12,6 +12,8 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 )
@@ -62,7 +64,7 @@ func TestSessionFailed(t *testing.T) {
 	mu.Unlock()
 	_, err = h.runner.Resume(t.Context(), first.Thread, nil)
 	var se *openai.SessionError
-	if !errors.As(err, &se) || se.Message != "environment lost" || core.CodeOf(err) != core.Internal {
+	if !errors.As(err, &se) || se.Message != "environment lost" || errcode.Of(err) != errcode.Internal {
 		t.Errorf("err = %v, want an Internal *SessionError with the service's message", err)
 	}
 }
@@ -94,7 +96,7 @@ func TestCancelDuringStart(t *testing.T) {
 		cancel()
 	}()
 	_, err = h.runner.Run(ctx, "again", &core.RunOptions{Thread: first.Thread})
-	if core.CodeOf(err) != core.Canceled {
+	if errcode.Of(err) != errcode.Canceled {
 		t.Fatalf("err = %v, want Canceled", err)
 	}
 	rec := h.srv.Received()
@@ -136,7 +138,7 @@ func TestReuseSession(t *testing.T) {
 // TestResumePolling: a new process in polling mode resumes a session whose
 // results request failed, without any event stream.
 func TestResumePolling(t *testing.T) {
-	journal := core.NewMemoryJournal()
+	journal := driver.NewMemory()
 	h := start(t, setup{
 		script:  oneTurn(twoSteps()...),
 		server:  &openaitest.Options{Fault: onFirst(resultsPost, openaitest.Fault{Status: 500, RetryAfter: time.Millisecond})},

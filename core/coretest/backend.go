@@ -9,9 +9,11 @@ import (
 	"sync"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
-// Backend is an in-memory [core.Backend] that plays a Script: the fake
+// Backend is an in-memory [driver.Backend] that plays a Script: the fake
 // model runs inside it, with no service and no network. Every thread plays
 // the script from its first turn. It records what it receives (see
 // [Backend.Received]) and can inject faults (see [BackendOptions]).
@@ -93,18 +95,18 @@ func NewBackend(script *Script, opts *BackendOptions) *Backend {
 	return b
 }
 
-var _ core.Backend = (*Backend)(nil)
+var _ driver.Backend = (*Backend)(nil)
 
-// Name implements [core.Backend].
+// Name implements [driver.Backend].
 func (b *Backend) Name() string { return b.opts.Name }
 
-// Capabilities implements [core.CapabilityReporter].
-func (b *Backend) Capabilities() core.Capabilities {
-	return core.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true}
+// Capabilities implements [driver.CapabilityReporter].
+func (b *Backend) Capabilities() driver.Capabilities {
+	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true}
 }
 
-// Start implements [core.Backend].
-func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step, error) {
+// Start implements [driver.Backend].
+func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.fault(ctx, "start"); err != nil {
@@ -133,8 +135,8 @@ func (b *Backend) Start(ctx context.Context, req *core.StartRequest) (*core.Step
 	return b.lose("start", step, err)
 }
 
-// Submit implements [core.Backend].
-func (b *Backend) Submit(ctx context.Context, req *core.SubmitRequest) (*core.Step, error) {
+// Submit implements [driver.Backend].
+func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.fault(ctx, "submit"); err != nil {
@@ -165,8 +167,8 @@ func (b *Backend) Submit(ctx context.Context, req *core.SubmitRequest) (*core.St
 	return b.lose("submit", step, err)
 }
 
-// Resume implements [core.Backend].
-func (b *Backend) Resume(ctx context.Context, id string) (*core.Step, error) {
+// Resume implements [driver.Backend].
+func (b *Backend) Resume(ctx context.Context, id string) (*driver.Step, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.fault(ctx, "resume"); err != nil {
@@ -176,10 +178,10 @@ func (b *Backend) Resume(ctx context.Context, id string) (*core.Step, error) {
 	if th == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownThread, id)
 	}
-	return &core.Step{Thread: id, Turn: th.turn, Calls: slices.Clone(th.pending), Text: th.text}, nil
+	return &driver.Step{Thread: id, Turn: th.turn, Calls: slices.Clone(th.pending), Text: th.text}, nil
 }
 
-// Cancel implements [core.Canceler]: it drops the pending calls, ending
+// Cancel implements [driver.Canceler]: it drops the pending calls, ending
 // the turn.
 func (b *Backend) Cancel(_ context.Context, id string) error {
 	b.mu.Lock()
@@ -192,19 +194,19 @@ func (b *Backend) Cancel(_ context.Context, id string) error {
 	return nil
 }
 
-// ErrorCode implements [core.Backend].
-func (b *Backend) ErrorCode(err error) core.Code {
+// ErrorCode implements [driver.Backend].
+func (b *Backend) ErrorCode(err error) errcode.Code {
 	var te *TurnError
 	switch {
 	case errors.Is(err, ErrUnknownThread):
-		return core.NotFound
+		return errcode.NotFound
 	case errors.As(err, &te):
-		return core.Internal
+		return errcode.Internal
 	}
-	return core.Unknown
+	return errcode.Unknown
 }
 
-// Close implements [core.Backend].
+// Close implements [driver.Backend].
 func (b *Backend) Close() error { return nil }
 
 // Received returns what the backend received so far, in order.
@@ -215,7 +217,7 @@ func (b *Backend) Received() []Received {
 }
 
 // lose applies the Lose hook to the outcome of op.
-func (b *Backend) lose(op string, step *core.Step, err error) (*core.Step, error) {
+func (b *Backend) lose(op string, step *driver.Step, err error) (*driver.Step, error) {
 	if err == nil && b.opts.Lose != nil && b.opts.Lose(op, b.ops) {
 		return nil, ErrLostResponse
 	}
@@ -234,7 +236,7 @@ func (b *Backend) fault(ctx context.Context, op string) error {
 }
 
 // next plays the model's next step on th and turns it into a core.Step.
-func (b *Backend) next(id string, th *thread) (*core.Step, error) {
+func (b *Backend) next(id string, th *thread) (*driver.Step, error) {
 	a, err := th.model.Next()
 	if err != nil {
 		return nil, err
@@ -242,7 +244,7 @@ func (b *Backend) next(id string, th *thread) (*core.Step, error) {
 	if a.Fail != nil {
 		return nil, &TurnError{Code: a.Fail.Code, Message: a.Fail.Message}
 	}
-	step := &core.Step{Thread: id, Turn: th.turn, Text: a.Text}
+	step := &driver.Step{Thread: id, Turn: th.turn, Text: a.Text}
 	for _, c := range a.Calls {
 		callID := c.ID
 		if callID == "" {

@@ -8,6 +8,8 @@ import (
 	"github.com/toolrelay/toolrelay/conformance"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // TestConformance runs the shared suite on the in-memory backend.
@@ -23,7 +25,7 @@ type harness struct {
 	faults []conformance.Fault
 }
 
-func (h *harness) MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (core.Backend, error) {
+func (h *harness) MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (driver.Backend, error) {
 	h.b = coretest.NewBackend(script, &coretest.BackendOptions{Tools: tools, Fault: h.fault, Lose: h.lose})
 	return h.b, nil
 }
@@ -63,9 +65,9 @@ func (h *harness) fault(op string, n int) error {
 	for _, f := range h.faults {
 		switch {
 		case f.Kind == conformance.Unauthorized:
-			return core.Errorf(core.PermissionDenied, "unauthorized")
+			return errcode.Errorf(errcode.PermissionDenied, "unauthorized")
 		case f.Kind == conformance.RateLimited && matches(f, op):
-			return core.Errorf(core.ResourceExhausted, "rate limited")
+			return errcode.Errorf(errcode.ResourceExhausted, "rate limited")
 		}
 	}
 	return nil

@@ -77,7 +77,7 @@ func run(ctx context.Context, stdout io.Writer) error {
 		DefaultBackend: "fake-openai",
 		Script:         script,
 		Runner: core.Options{OnEvent: func(e core.Event) {
-			if e.Kind == core.CallStarted {
+			if e.Kind == core.EventCallStarted {
 				fmt.Fprintf(stdout, "Calling %s...\n", e.Call.Name)
 			}
 		}},

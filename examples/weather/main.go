@@ -119,7 +119,7 @@ func run(ctx context.Context, stdout io.Writer) error {
 			// One call at a time, so that the lines come in the model's order.
 			Concurrency: 1,
 			OnEvent: func(e core.Event) {
-				if e.Kind == core.CallStarted {
+				if e.Kind == core.EventCallStarted {
 					fmt.Fprintf(stdout, "Calling %s...\n", e.Call.Name)
 				}
 			},

@@ -20,8 +20,10 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
@@ -201,7 +203,7 @@ func worker() error {
 		Lease:   300 * time.Millisecond,
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		OnEvent: func(e core.Event) {
-			if e.Kind == core.StepStarted && e.Step == 1 {
+			if e.Kind == core.EventStepStarted && e.Step == 1 {
 				os.WriteFile(threadFile, []byte(e.Thread), 0o600)
 			}
 		},
@@ -223,7 +225,7 @@ func worker() error {
 	return nil
 }
 
-func openBackend(ctx context.Context, tools *core.Toolbox) (core.Backend, error) {
+func openBackend(ctx context.Context, tools *core.Toolbox) (driver.Backend, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("CRASH_BACKEND") == "openai" {
 		return openai.Open(ctx, tools, &openai.Options{BaseURL: os.Getenv("CRASH_URL"), APIKey: "test-key", Keep: true, Logger: quiet})
@@ -254,7 +256,7 @@ type killingJournal struct {
 	point string
 }
 
-func (j *killingJournal) Finish(ctx context.Context, key core.JournalKey, owner string, r core.JournalResult) error {
+func (j *killingJournal) Finish(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
 	err := j.Journal.Finish(ctx, key, owner, r)
 	if j.point == afterRecord && isWeather(ctx, j, key) {
 		die()
@@ -262,7 +264,7 @@ func (j *killingJournal) Finish(ctx context.Context, key core.JournalKey, owner 
 	return err
 }
 
-func (j *killingJournal) MarkSubmitted(ctx context.Context, keys []core.JournalKey) error {
+func (j *killingJournal) MarkSubmitted(ctx context.Context, keys []jdriver.Key) error {
 	for _, k := range keys {
 		if j.point == afterSubmit && isWeather(ctx, j, k) {
 			die()
@@ -273,7 +275,7 @@ func (j *killingJournal) MarkSubmitted(ctx context.Context, keys []core.JournalK
 
 // isWeather reports whether key is the side-effecting call: the only one
 // whose result mentions the weather.
-func isWeather(ctx context.Context, j *killingJournal, key core.JournalKey) bool {
+func isWeather(ctx context.Context, j *killingJournal, key jdriver.Key) bool {
 	e, ok, err := j.Get(ctx, key)
 	return err == nil && ok && e.Result != nil && e.Result.Output.Text == "70f"
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/journal/pgjournal"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
@@ -72,7 +73,7 @@ func TestWorkersShareCalls(t *testing.T) {
 	first := open()
 	var threads []string
 	for range sessions {
-		step, err := first.Start(t.Context(), &core.StartRequest{Input: "charge them all"})
+		step, err := first.Start(t.Context(), &driver.StartRequest{Input: "charge them all"})
 		if err != nil || len(step.Calls) != calls {
 			t.Fatalf("Start = %v, %v; want %d pending calls", step, err, calls)
 		}
@@ -104,9 +105,9 @@ func TestWorkersShareCalls(t *testing.T) {
 		t.Cleanup(func() { j.Close() })
 		r := core.NewRunner(open(), tools, &core.Options{Journal: j, Owner: fmt.Sprintf("worker-%d", w), Logger: quiet, OnEvent: func(e core.Event) {
 			switch e.Kind {
-			case core.CallFinished:
+			case core.EventCallFinished:
 				ran[w].Add(1)
-			case core.CallReused:
+			case core.EventCallReused:
 				reused[w].Add(1)
 			}
 		}})

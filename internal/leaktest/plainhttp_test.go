@@ -12,6 +12,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/internal/origin"
 	"github.com/toolrelay/toolrelay/openai"
@@ -42,13 +44,13 @@ func (w *wire) sent() []*http.Request {
 // then the environment's) and extra request options.
 var openaiClientBackends = []struct {
 	name string
-	open func(ctx context.Context, baseURL, key string, ro []option.RequestOption) (core.Backend, error)
+	open func(ctx context.Context, baseURL, key string, ro []option.RequestOption) (driver.Backend, error)
 }{
-	{"openai", func(ctx context.Context, baseURL, key string, ro []option.RequestOption) (core.Backend, error) {
+	{"openai", func(ctx context.Context, baseURL, key string, ro []option.RequestOption) (driver.Backend, error) {
 		tools, _ := core.NewToolbox()
 		return openai.Open(ctx, tools, &openai.Options{BaseURL: baseURL, APIKey: key, RequestOptions: ro, Logger: discard})
 	}},
-	{"responses", func(ctx context.Context, baseURL, key string, ro []option.RequestOption) (core.Backend, error) {
+	{"responses", func(ctx context.Context, baseURL, key string, ro []option.RequestOption) (driver.Backend, error) {
 		return foundry.OpenResponses(ctx, nil, &foundry.ResponsesOptions{BaseURL: baseURL, APIKey: key, Model: "m", RequestOptions: ro, Logger: discard})
 	}},
 }
@@ -89,7 +91,7 @@ func TestPlainHTTP(t *testing.T) {
 				}
 				be, err := b.open(t.Context(), tc.baseURL, tc.key, ro)
 				if tc.openErr != "" {
-					if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), tc.openErr) {
+					if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tc.openErr) {
 						t.Fatalf("Open = %v, want InvalidArgument saying %q", err, tc.openErr)
 					}
 					if strings.Contains(err.Error(), "SECRET") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 	"github.com/toolrelay/toolrelay/openai"
@@ -61,7 +62,7 @@ func foundryUpstream(t *testing.T) (string, http.RoundTripper, bool) {
 const project = "/api/projects/test-project"
 
 // run opens nothing: it runs one turn on b, closing b after.
-func run(ctx context.Context, b core.Backend, err error) error {
+func run(ctx context.Context, b driver.Backend, err error) error {
 	if err != nil {
 		return err
 	}

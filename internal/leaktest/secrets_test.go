@@ -22,6 +22,8 @@ import (
 	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 	"github.com/toolrelay/toolrelay/journal"
@@ -120,7 +122,7 @@ func (c *capture) runnerOptions() *core.Options {
 
 // run runs one turn on b (opened with err) and closes it, recording every
 // error.
-func (c *capture) run(ctx context.Context, tools *core.Toolbox, b core.Backend, err error) error {
+func (c *capture) run(ctx context.Context, tools *core.Toolbox, b driver.Backend, err error) error {
 	if err != nil {
 		return err
 	}
@@ -256,7 +258,7 @@ type attempt struct {
 	name string
 	// code is the code the error must have; -1 means the attempt must
 	// succeed.
-	code core.Code
+	code errcode.Code
 	run  func(ctx context.Context, t *testing.T, c *capture) error
 }
 
@@ -290,8 +292,8 @@ func TestSecretsNeverShown(t *testing.T) {
 				t.Errorf("the attempt failed: %v", err)
 			case a.code >= 0 && err == nil:
 				t.Errorf("the attempt succeeded, want an error of code %v", a.code)
-			case a.code >= 0 && core.CodeOf(err) != a.code:
-				t.Errorf("error %v has code %v, want %v", err, core.CodeOf(err), a.code)
+			case a.code >= 0 && errcode.Of(err) != a.code:
+				t.Errorf("error %v has code %v, want %v", err, errcode.Of(err), a.code)
 			}
 			if a.code < 0 && !c.has(`"msg":"toolrelay: run_finished"`) || !c.has("error ") && err != nil {
 				t.Errorf("the capture misses the run's log lines or its error:\n%s", c.text())
@@ -313,20 +315,20 @@ func attempts(t *testing.T) []attempt {
 			b, err := openai.Open(ctx, tools, &openai.Options{APIKey: secOpenAIKey, BaseURL: srv.URL, Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"openai/401", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/401", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := openaitest.NewServer(weatherScript(), &openaitest.Options{APIKey: "another-key"})
 			t.Cleanup(srv.Close)
 			tools := weather(t)
 			b, err := openai.Open(ctx, tools, &openai.Options{APIKey: secOpenAIKey, BaseURL: srv.URL, Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"openai/401 at open, existing agent", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/401 at open, existing agent", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := openaitest.NewServer(weatherScript(), &openaitest.Options{APIKey: "another-key"})
 			t.Cleanup(srv.Close)
 			_, err := openai.Open(ctx, weather(t), &openai.Options{APIKey: secOpenAIKey, BaseURL: srv.URL, AgentID: "agent_1", Logger: c.logger})
 			return err
 		}},
-		{"openai/401 from OPENAI_API_KEY, through adapter", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/401 from OPENAI_API_KEY, through adapter", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := openaitest.NewServer(weatherScript(), &openaitest.Options{APIKey: "another-key"})
 			t.Cleanup(srv.Close)
 			t.Setenv("TOOLRELAY_BACKEND", "openai")
@@ -341,18 +343,18 @@ func attempts(t *testing.T) []attempt {
 			_, err = r.Run(ctx, "weather?", nil)
 			return err
 		}},
-		{"openai/connection refused", core.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/connection refused", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
 			tools := weather(t)
 			b, err := openai.Open(ctx, tools, &openai.Options{APIKey: secOpenAIKey, BaseURL: "http://" + closedPort(t) + "/v1", RequestOptions: noRetries, Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"openai/redirect", core.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/redirect", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
 			p := redirecting(t, false)
 			tools := weather(t)
 			b, err := openai.Open(ctx, tools, &openai.Options{APIKey: secOpenAIKey, BaseURL: p.URL + "/v1", RequestOptions: noRetries, Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"openai/deadline", core.DeadlineExceeded, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/deadline", errcode.DeadlineExceeded, func(ctx context.Context, t *testing.T, c *capture) error {
 			s := silent(t, false)
 			tools := weather(t)
 			b, err := openai.Open(ctx, tools, &openai.Options{APIKey: secOpenAIKey, BaseURL: s.URL + "/v1", RequestOptions: noRetries, Logger: c.logger})
@@ -360,15 +362,15 @@ func attempts(t *testing.T) []attempt {
 			defer cancel()
 			return c.run(ctx, tools, b, err)
 		}},
-		{"openai/bad base URL, port", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/bad base URL, port", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			_, err := openai.Open(ctx, nil, &openai.Options{APIKey: secOpenAIKey, BaseURL: "http://127.0.0.1:" + secOpenAIBaseURL + "/v1", Logger: c.logger})
 			return err
 		}},
-		{"openai/bad base URL, user info", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/bad base URL, user info", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			_, err := openai.Open(ctx, nil, &openai.Options{APIKey: secOpenAIKey, BaseURL: "https://me:" + secOpenAIBaseURL + "@127.0.0.1/v1", Logger: c.logger})
 			return err
 		}},
-		{"openai/plain http elsewhere, key in the query", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/plain http elsewhere, key in the query", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("OPENAI_BASE_URL", "http://api.example.com/v1?api-key="+secOpenAIBaseURL)
 			t.Setenv("OPENAI_API_KEY", secOpenAIEnvKey)
 			_, err := openai.Open(ctx, nil, &openai.Options{Logger: c.logger})
@@ -392,25 +394,25 @@ func attempts(t *testing.T) []attempt {
 				Agent: &foundry.AgentDefinition{Model: "gpt-4.1-mini"}, HTTPClient: srv.Client(), Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"foundry/401, token", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/401, token", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{Token: "another-token"})
 			t.Cleanup(srv.Close)
 			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: srv.ProjectEndpoint(), Token: secFoundryToken, AgentName: "a", HTTPClient: srv.Client(), Logger: c.logger})
 			return err
 		}},
-		{"foundry/401, api key", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/401, api key", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{APIKey: "another-key"})
 			t.Cleanup(srv.Close)
 			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: srv.ProjectEndpoint(), APIKey: secFoundryKey, AgentName: "a", HTTPClient: srv.Client(), Logger: c.logger})
 			return err
 		}},
-		{"foundry/401, credential", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/401, credential", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{Token: "another-token"})
 			t.Cleanup(srv.Close)
 			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: srv.ProjectEndpoint(), Credential: secretCredential{}, AgentName: "a", HTTPClient: srv.Client(), Logger: c.logger})
 			return err
 		}},
-		{"foundry/401 on responses", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/401 on responses", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := foundrytest.NewServer(weatherScript(), nil)
 			t.Cleanup(srv.Close)
 			srv.InjectFault(foundrytest.OpCreateResponse, foundrytest.Fault{Status: http.StatusUnauthorized})
@@ -421,58 +423,58 @@ func attempts(t *testing.T) []attempt {
 		}},
 		// azcore retries a refused connection three times, backing off:
 		// this one takes seconds.
-		{"foundry/connection refused", core.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/connection refused", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
 			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: "https://" + closedPort(t) + project, APIKey: secFoundryKey, AgentName: "a", Logger: c.logger})
 			return err
 		}},
-		{"foundry/redirect, api key", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/redirect, api key", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			p := redirecting(t, true)
 			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: p.URL + project, APIKey: secFoundryKey, AgentName: "a", HTTPClient: p.Client(), Logger: c.logger})
 			return err
 		}},
-		{"foundry/redirect, token", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/redirect, token", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			p := redirecting(t, true)
 			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: p.URL + project, Token: secFoundryToken, AgentName: "a", HTTPClient: p.Client(), Logger: c.logger})
 			return err
 		}},
-		{"foundry/deadline", core.DeadlineExceeded, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/deadline", errcode.DeadlineExceeded, func(ctx context.Context, t *testing.T, c *capture) error {
 			s := silent(t, true)
 			ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 			defer cancel()
 			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: s.URL + project, APIKey: secFoundryKey, AgentName: "a", HTTPClient: s.Client(), Logger: c.logger})
 			return err
 		}},
-		{"foundry/bad endpoint, port", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/bad endpoint, port", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://127.0.0.1:" + secEndpoint + project, APIKey: secFoundryKey, AgentName: "a", Logger: c.logger})
 			return err
 		}},
-		{"foundry/bad endpoint, user info", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/bad endpoint, user info", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://me:" + secEndpoint + "@127.0.0.1" + project, APIKey: secFoundryKey, AgentName: "a", Logger: c.logger})
 			return err
 		}},
-		{"foundry/bad endpoint, query", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/bad endpoint, query", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://127.0.0.1" + project + "?sig=" + secEndpoint, Token: secFoundryToken, AgentName: "a", Logger: c.logger})
 			return err
 		}},
-		{"foundry/bad endpoint, plain http", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/bad endpoint, plain http", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "http://me:" + secEndpoint + "@127.0.0.1" + project, APIKey: secFoundryKey, AgentName: "a", Logger: c.logger})
 			return err
 		}},
-		{"foundry/AGENT_TOKEN through adapter, endpoint with a query", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/AGENT_TOKEN through adapter, endpoint with a query", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("AZURE_AI_PROJECT_ENDPOINT", "https://127.0.0.1"+project+"?sig="+secEndpoint)
 			t.Setenv("AGENT_TOKEN", secFoundryEnvToken)
 			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Runner: *c.runnerOptions()})
 			return err
 		}},
-		{"foundry/TOOLRELAY_FOUNDRY_API_KEY through adapter, plain http", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/TOOLRELAY_FOUNDRY_API_KEY through adapter, plain http", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("FOUNDRY_PROJECT_ENDPOINT", "http://me:"+secEndpoint+"@"+closedPort(t)+project)
 			t.Setenv("TOOLRELAY_FOUNDRY_API_KEY", secFoundryEnvKey)
 			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Runner: *c.runnerOptions()})
 			return err
 		}},
-		{"foundry/two credentials through adapter", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/two credentials through adapter", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("AZURE_AI_PROJECT_ENDPOINT", "https://127.0.0.1"+project)
 			t.Setenv("AGENT_TOKEN", secFoundryEnvToken)
@@ -489,14 +491,14 @@ func attempts(t *testing.T) []attempt {
 			b, err := foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: secResponsesKey, Model: "gpt-4.1-mini", HTTPClient: srv.Client(), Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"responses/401", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"responses/401", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{Plain: true, Token: "another-key"})
 			t.Cleanup(srv.Close)
 			tools := weather(t)
 			b, err := foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: secResponsesKey, Model: "gpt-4.1-mini", HTTPClient: srv.Client(), Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"responses/401 from OPENAI_API_KEY, through adapter", core.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"responses/401 from OPENAI_API_KEY, through adapter", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusUnauthorized)
@@ -515,13 +517,13 @@ func attempts(t *testing.T) []attempt {
 			_, err = r.Run(ctx, "weather?", nil)
 			return err
 		}},
-		{"responses/redirect", core.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"responses/redirect", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
 			p := redirecting(t, true)
 			tools := weather(t)
 			b, err := foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{BaseURL: p.URL + "/v1", APIKey: secResponsesKey, Model: "m", HTTPClient: p.Client(), RequestOptions: noRetries, Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"responses/deadline", core.DeadlineExceeded, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"responses/deadline", errcode.DeadlineExceeded, func(ctx context.Context, t *testing.T, c *capture) error {
 			s := silent(t, true)
 			tools := weather(t)
 			b, err := foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{BaseURL: s.URL + "/v1", APIKey: secResponsesKey, Model: "m", HTTPClient: s.Client(), RequestOptions: noRetries, Logger: c.logger})
@@ -529,19 +531,19 @@ func attempts(t *testing.T) []attempt {
 			defer cancel()
 			return c.run(ctx, tools, b, err)
 		}},
-		{"responses/plain http elsewhere", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"responses/plain http elsewhere", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			_, err := foundry.OpenResponses(ctx, nil, &foundry.ResponsesOptions{BaseURL: "http://api.example.com/v1?key=" + secOpenAIBaseURL, APIKey: secResponsesKey, Model: "m", Logger: c.logger})
 			return err
 		}},
 
 		// Journals.
-		{"journal/adapter, TOOLRELAY_JOURNAL refused", core.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"journal/adapter, TOOLRELAY_JOURNAL refused", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "fake-openai")
 			t.Setenv("TOOLRELAY_JOURNAL", "postgres://toolrelay:"+secJournalEnv+"@"+closedPort(t)+"/db?sslmode=disable&connect_timeout=5")
 			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Script: weatherScript(), Runner: *c.runnerOptions()})
 			return err
 		}},
-		{"journal/adapter, TOOLRELAY_JOURNAL key/value", core.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"journal/adapter, TOOLRELAY_JOURNAL key/value", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "fake-openai")
 			t.Setenv("TOOLRELAY_JOURNAL", "host=127.0.0.1 port=1 password="+secJournalEnv)
 			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Script: weatherScript(), Runner: *c.runnerOptions()})
@@ -551,19 +553,19 @@ func attempts(t *testing.T) []attempt {
 	refused := closedPort(t)
 	for _, j := range []struct {
 		name, url string
-		code      core.Code
+		code      errcode.Code
 	}{
-		{"user info, refused", "postgres://toolrelay:" + secJournalUser + "@" + refused + "/db?sslmode=disable", core.Unknown},
-		{"password parameter, refused", "postgres://toolrelay@" + refused + "/db?sslmode=disable&password=" + secJournalQuery, core.Unknown},
-		{"sslpassword parameter, bad key file", "postgres://toolrelay@" + refused + "/db?sslmode=verify-full&sslcert=/nonexistent.crt&sslkey=/nonexistent.key&sslpassword=" + secJournalSSL, core.InvalidArgument},
-		{"user info, bad port", "postgres://toolrelay:" + secJournalUser + "@127.0.0.1:abc/db", core.InvalidArgument},
-		{"password parameter, bad port", "postgres://toolrelay@127.0.0.1:abc/test?password=" + secJournalBadPort, core.InvalidArgument},
-		{"user info, bad escape", "postgresql://toolrelay:%zz" + secJournalUser + "@127.0.0.1/db", core.InvalidArgument},
-		{"key/value", "host=127.0.0.1 port=1 password=" + secJournalKV, core.InvalidArgument},
-		{"key/value, spaced", "host=127.0.0.1 password = " + secJournalKVSpaced + " port=1", core.InvalidArgument},
-		{"key/value, quoted", "host=127.0.0.1 password='a " + secJournalQuoted + "' port=1", core.InvalidArgument},
-		{"sqlite parameter", "sqlite:///nonexistent/j.db?password=" + secJournalSQLite, core.InvalidArgument},
-		{"sqlite fragment", "sqlite:" + t.TempDir() + "/j.db?check=maybe#" + secJournalSQLite, core.InvalidArgument},
+		{"user info, refused", "postgres://toolrelay:" + secJournalUser + "@" + refused + "/db?sslmode=disable", errcode.Unknown},
+		{"password parameter, refused", "postgres://toolrelay@" + refused + "/db?sslmode=disable&password=" + secJournalQuery, errcode.Unknown},
+		{"sslpassword parameter, bad key file", "postgres://toolrelay@" + refused + "/db?sslmode=verify-full&sslcert=/nonexistent.crt&sslkey=/nonexistent.key&sslpassword=" + secJournalSSL, errcode.InvalidArgument},
+		{"user info, bad port", "postgres://toolrelay:" + secJournalUser + "@127.0.0.1:abc/db", errcode.InvalidArgument},
+		{"password parameter, bad port", "postgres://toolrelay@127.0.0.1:abc/test?password=" + secJournalBadPort, errcode.InvalidArgument},
+		{"user info, bad escape", "postgresql://toolrelay:%zz" + secJournalUser + "@127.0.0.1/db", errcode.InvalidArgument},
+		{"key/value", "host=127.0.0.1 port=1 password=" + secJournalKV, errcode.InvalidArgument},
+		{"key/value, spaced", "host=127.0.0.1 password = " + secJournalKVSpaced + " port=1", errcode.InvalidArgument},
+		{"key/value, quoted", "host=127.0.0.1 password='a " + secJournalQuoted + "' port=1", errcode.InvalidArgument},
+		{"sqlite parameter", "sqlite:///nonexistent/j.db?password=" + secJournalSQLite, errcode.InvalidArgument},
+		{"sqlite fragment", "sqlite:" + t.TempDir() + "/j.db?check=maybe#" + secJournalSQLite, errcode.InvalidArgument},
 	} {
 		list = append(list, attempt{"journal/journal.Open, " + j.name, j.code, func(ctx context.Context, t *testing.T, c *capture) error {
 			s, err := journal.Open(ctx, j.url)
@@ -575,13 +577,13 @@ func attempts(t *testing.T) []attempt {
 	}
 	for _, j := range []struct {
 		name, conn string
-		code       core.Code
+		code       errcode.Code
 	}{
-		{"key/value, refused", "host=127.0.0.1 port=" + strings.Split(refused, ":")[1] + " sslmode=disable password=" + secJournalKV, core.Unknown},
-		{"key/value spaced, bad port", "host=127.0.0.1 password = " + secJournalKVSpaced + " port=abc", core.InvalidArgument},
-		{"key/value quoted, bad port", "host=127.0.0.1 password='a " + secJournalQuoted + "' port=abc", core.InvalidArgument},
-		{"key/value, unterminated quote", "host=127.0.0.1 password='" + secJournalQuoted, core.InvalidArgument},
-		{"key/value, stray word", "host=127.0.0.1 " + secJournalKV, core.InvalidArgument},
+		{"key/value, refused", "host=127.0.0.1 port=" + strings.Split(refused, ":")[1] + " sslmode=disable password=" + secJournalKV, errcode.Unknown},
+		{"key/value spaced, bad port", "host=127.0.0.1 password = " + secJournalKVSpaced + " port=abc", errcode.InvalidArgument},
+		{"key/value quoted, bad port", "host=127.0.0.1 password='a " + secJournalQuoted + "' port=abc", errcode.InvalidArgument},
+		{"key/value, unterminated quote", "host=127.0.0.1 password='" + secJournalQuoted, errcode.InvalidArgument},
+		{"key/value, stray word", "host=127.0.0.1 " + secJournalKV, errcode.InvalidArgument},
 	} {
 		list = append(list, attempt{"journal/pgjournal.Open, " + j.name, j.code, func(ctx context.Context, t *testing.T, c *capture) error {
 			s, err := pgjournal.Open(ctx, j.conn, nil)
@@ -608,7 +610,7 @@ func attempts(t *testing.T) []attempt {
 		byUser := u.String() + "?sslmode=disable"
 		kv := fmt.Sprintf("host=%s port=%s user=%s dbname=toolrelay_no_such_database sslmode=disable password = '%s'", u.Hostname(), u.Port(), u.User.Username(), secJournalKVSpaced)
 		for _, conn := range []string{byQuery, byUser, kv} {
-			list = append(list, attempt{"journal/pgjournal.Open, no such database, " + redactedName(conn), core.NotFound, func(ctx context.Context, t *testing.T, c *capture) error {
+			list = append(list, attempt{"journal/pgjournal.Open, no such database, " + redactedName(conn), errcode.NotFound, func(ctx context.Context, t *testing.T, c *capture) error {
 				s, err := pgjournal.Open(ctx, conn, nil)
 				if err == nil {
 					s.Close()

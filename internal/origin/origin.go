@@ -15,7 +15,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/redact"
 )
 
@@ -73,7 +73,7 @@ func (e *RedirectError) NonRetriable() {}
 // Unwrap returns core.ErrPermissionDenied, so that core.CodeOf and the
 // backends' ErrorCode classify the error as PermissionDenied: the request
 // could not be sent with its credentials.
-func (e *RedirectError) Unwrap() error { return core.ErrPermissionDenied }
+func (e *RedirectError) Unwrap() error { return errcode.PermissionDenied }
 
 // maxRedirects is net/http's own limit, which a CheckRedirect of its own
 // replaces.
@@ -113,18 +113,18 @@ func Client(c *http.Client) *http.Client {
 // CheckBaseURL checks a service's base URL (what names it, such as
 // "openai: base URL", prefixes the error): it must be an absolute http or
 // https URL without user information, and, when the requests will carry a credential (withKey), an
-// https one unless its host is loopback. It returns a *[core.Error] of code
+// https one unless its host is loopback. It returns a *[errcode.Error] of code
 // InvalidArgument that names the URL redacted ([redact.ConnString]).
 func CheckBaseURL(what, rawURL string, withKey bool) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" || (!strings.EqualFold(u.Scheme, "https") && !strings.EqualFold(u.Scheme, "http")) {
-		return core.Errorf(core.InvalidArgument, "%s %q is not an http or https URL", what, redact.ConnString(rawURL))
+		return errcode.Errorf(errcode.InvalidArgument, "%s %q is not an http or https URL", what, redact.ConnString(rawURL))
 	}
 	if u.User != nil {
-		return core.Errorf(core.InvalidArgument, "%s %q has user information: credentials go in the API key setting, not in the URL", what, redact.ConnString(rawURL))
+		return errcode.Errorf(errcode.InvalidArgument, "%s %q has user information: credentials go in the API key setting, not in the URL", what, redact.ConnString(rawURL))
 	}
 	if withKey && !strings.EqualFold(u.Scheme, "https") && !Loopback(u.Hostname()) {
-		return core.Errorf(core.InvalidArgument, "%s %q is plain http to a host that is not loopback: an API key is sent only over https (or to 127.0.0.1, ::1 or localhost)", what, redact.ConnString(rawURL))
+		return errcode.Errorf(errcode.InvalidArgument, "%s %q is plain http to a host that is not loopback: an API key is sent only over https (or to 127.0.0.1, ::1 or localhost)", what, redact.ConnString(rawURL))
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ var ErrPlainHTTP = errors.New("credentials are sent over plain http only to a lo
 // Middleware is an openai-go middleware (option.WithMiddleware takes it)
 // that refuses to send a request that carries a credential (an
 // Authorization or api-key header) over plain http to a host that is not
-// loopback. Its error is a *[core.Error] of code InvalidArgument wrapping
+// loopback. Its error is a *[errcode.Error] of code InvalidArgument wrapping
 // [ErrPlainHTTP]. It guards what [CheckBaseURL] cannot see at Open: a base
 // URL or key set by request options.
 func Middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
@@ -157,7 +157,7 @@ func Middleware(req *http.Request, next func(*http.Request) (*http.Response, err
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, &core.Error{Code: core.InvalidArgument, Err: fmt.Errorf("%w: refused to send a request to %s", ErrPlainHTTP, Of(req.URL))}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Err: fmt.Errorf("%w: refused to send a request to %s", ErrPlainHTTP, Of(req.URL))}
 	}
 	return next(req)
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/origin"
 )
 
@@ -99,7 +99,7 @@ func TestClient(t *testing.T) {
 	req.Header.Set("api-key", "k")
 	_, err = c.Do(req)
 	var re *origin.RedirectError
-	if !errors.As(err, &re) || core.CodeOf(err) != core.PermissionDenied {
+	if !errors.As(err, &re) || errcode.Of(err) != errcode.PermissionDenied {
 		t.Fatalf("redirect to another origin: %v, want a PermissionDenied *RedirectError", err)
 	}
 	if re.From != srv.URL || re.To != other.URL || !strings.Contains(err.Error(), "refused a redirect") {
@@ -135,7 +135,7 @@ func TestCheckBaseURL(t *testing.T) {
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("CheckBaseURL(%q, %v) = %v, want nil", tc.url, tc.withKey, err)
-		case tc.want != "" && (core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), tc.want)):
+		case tc.want != "" && (errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("CheckBaseURL(%q, %v) = %v, want InvalidArgument containing %q", tc.url, tc.withKey, err, tc.want)
 		case err != nil && strings.Contains(err.Error(), "SECRET"):
 			t.Errorf("CheckBaseURL(%q) = %v shows the secret", tc.url, err)
@@ -163,7 +163,7 @@ func TestMiddleware(t *testing.T) {
 		if tc.refused != (err != nil) || sent == tc.refused {
 			t.Errorf("%s with %q: sent %v, error %v; want refused %v", tc.url, tc.header, sent, err, tc.refused)
 		}
-		if err != nil && (!errors.Is(err, origin.ErrPlainHTTP) || core.CodeOf(err) != core.InvalidArgument) {
+		if err != nil && (!errors.Is(err, origin.ErrPlainHTTP) || errcode.Of(err) != errcode.InvalidArgument) {
 			t.Errorf("error %v, want InvalidArgument matching ErrPlainHTTP", err)
 		}
 	}

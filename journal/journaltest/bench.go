@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // Benchmark measures what the runner's journal writes cost per call: Claim
@@ -24,16 +25,16 @@ import (
 //   - Parallel: steps of one call from many goroutines at once
 //     (b.RunParallel, eight per GOMAXPROCS), as concurrent runs make them;
 //     ns/op is then wall time divided by calls.
-func Benchmark(b *testing.B, j core.Journal) {
+func Benchmark(b *testing.B, j driver.Journal) {
 	thread := "bench-" + rand.Text()
 	var next atomic.Int64
-	newKey := func() core.JournalKey {
-		return core.JournalKey{Backend: "journaltest", Thread: thread, Turn: "turn-1", Call: "call-" + strconv.FormatInt(next.Add(1), 10)}
+	newKey := func() driver.Key {
+		return driver.Key{Backend: "journaltest", Thread: thread, Turn: "turn-1", Call: "call-" + strconv.FormatInt(next.Add(1), 10)}
 	}
 	result := textResult(`{"location":"Paris","temperature":21,"unit":"C"}`)
-	call := func(ctx context.Context, k core.JournalKey) error {
+	call := func(ctx context.Context, k driver.Key) error {
 		d := digest(k)
-		if _, created, err := j.Claim(ctx, k, d, core.IdempotencyKey(k, d), "bench-owner", core.DefaultLease); err != nil || !created {
+		if _, created, err := j.Claim(ctx, k, d, driver.IdempotencyKey(k, d), "bench-owner", core.DefaultLease); err != nil || !created {
 			return fmt.Errorf("Claim = %v, %v; want created", created, err)
 		}
 		if err := j.Finish(ctx, k, "bench-owner", result); err != nil {
@@ -42,7 +43,7 @@ func Benchmark(b *testing.B, j core.Journal) {
 		return nil
 	}
 	// run makes the journal writes of one step, its calls concurrently.
-	run := func(ctx context.Context, keys []core.JournalKey) error {
+	run := func(ctx context.Context, keys []driver.Key) error {
 		if len(keys) == 1 {
 			if err := call(ctx, keys[0]); err != nil {
 				return err
@@ -67,14 +68,14 @@ func Benchmark(b *testing.B, j core.Journal) {
 	b.Run("Call", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := run(b.Context(), []core.JournalKey{newKey()}); err != nil {
+			if err := run(b.Context(), []driver.Key{newKey()}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("Step8", func(b *testing.B) {
 		b.ReportAllocs()
-		keys := make([]core.JournalKey, 0, 8)
+		keys := make([]driver.Key, 0, 8)
 		for i := 0; i < b.N; i += len(keys) {
 			keys = keys[:0]
 			for range min(8, b.N-i) {
@@ -90,7 +91,7 @@ func Benchmark(b *testing.B, j core.Journal) {
 		b.SetParallelism(8)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if err := run(b.Context(), []core.JournalKey{newKey()}); err != nil {
+				if err := run(b.Context(), []driver.Key{newKey()}); err != nil {
 					b.Error(err)
 					return
 				}

@@ -1,4 +1,4 @@
-// Package journaltest checks implementations of [core.Journal]: [Run] is the
+// Package journaltest checks implementations of [jdriver.Journal]: [Run] is the
 // contract every journal keeps, [Race] has several owners race for the same
 // calls, and [Benchmark] measures what the runner's journal writes cost per
 // call. A journal's whole contract test is one call:
@@ -25,7 +25,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // Leases the cases use: a live one that nothing in a test outlasts, and an
@@ -43,14 +44,14 @@ const slack = time.Minute
 type testCase struct {
 	name        string
 	explanation string
-	f           func(t *testing.T, j core.Journal)
+	f           func(t *testing.T, j jdriver.Journal)
 }
 
 // Run checks that the journals newJournal returns keep the contract of
-// [core.Journal]. It calls newJournal once per case, in a subtest; each call
+// [jdriver.Journal]. It calls newJournal once per case, in a subtest; each call
 // must return a new, empty journal (newJournal closes it with t.Cleanup).
 // A failing case logs the rule it checks.
-func Run(t *testing.T, newJournal func(t *testing.T) core.Journal) {
+func Run(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,20 +66,20 @@ func Run(t *testing.T, newJournal func(t *testing.T) core.Journal) {
 }
 
 // key returns a key of the suite's thread.
-func key(call string) core.JournalKey {
-	return core.JournalKey{Backend: "journaltest", Thread: "thread-1", Turn: "turn-1", Call: call}
+func key(call string) jdriver.Key {
+	return jdriver.Key{Backend: "journaltest", Thread: "thread-1", Turn: "turn-1", Call: call}
 }
 
 // digest returns a digest for k's arguments (any stable text will do).
-func digest(k core.JournalKey) string { return "digest-of-" + k.Call }
+func digest(k jdriver.Key) string { return "digest-of-" + k.Call }
 
-func idem(k core.JournalKey) string { return core.IdempotencyKey(k, digest(k)) }
+func idem(k jdriver.Key) string { return jdriver.IdempotencyKey(k, digest(k)) }
 
-func textResult(s string) core.JournalResult {
-	return core.JournalResult{Output: core.Output{Text: s}, Outcome: core.OK}
+func textResult(s string) jdriver.Result {
+	return jdriver.Result{Output: driver.Output{Text: s}, Outcome: driver.OK}
 }
 
-func claim(t *testing.T, j core.Journal, k core.JournalKey, owner string, lease time.Duration) (core.JournalEntry, bool) {
+func claim(t *testing.T, j jdriver.Journal, k jdriver.Key, owner string, lease time.Duration) (jdriver.Entry, bool) {
 	t.Helper()
 	e, created, err := j.Claim(t.Context(), k, digest(k), idem(k), owner, lease)
 	if err != nil {
@@ -87,21 +88,21 @@ func claim(t *testing.T, j core.Journal, k core.JournalKey, owner string, lease 
 	return e, created
 }
 
-func finish(t *testing.T, j core.Journal, k core.JournalKey, owner string, r core.JournalResult) {
+func finish(t *testing.T, j jdriver.Journal, k jdriver.Key, owner string, r jdriver.Result) {
 	t.Helper()
 	if err := j.Finish(t.Context(), k, owner, r); err != nil {
 		t.Fatalf("Finish(%q, %s): %v", k.Call, owner, err)
 	}
 }
 
-func markSubmitted(t *testing.T, j core.Journal, keys ...core.JournalKey) {
+func markSubmitted(t *testing.T, j jdriver.Journal, keys ...jdriver.Key) {
 	t.Helper()
 	if err := j.MarkSubmitted(t.Context(), keys); err != nil {
 		t.Fatalf("MarkSubmitted: %v", err)
 	}
 }
 
-func get(t *testing.T, j core.Journal, k core.JournalKey) (core.JournalEntry, bool) {
+func get(t *testing.T, j jdriver.Journal, k jdriver.Key) (jdriver.Entry, bool) {
 	t.Helper()
 	e, ok, err := j.Get(t.Context(), k)
 	if err != nil {
@@ -110,7 +111,7 @@ func get(t *testing.T, j core.Journal, k core.JournalKey) (core.JournalEntry, bo
 	return e, ok
 }
 
-func mustGet(t *testing.T, j core.Journal, k core.JournalKey) core.JournalEntry {
+func mustGet(t *testing.T, j jdriver.Journal, k jdriver.Key) jdriver.Entry {
 	t.Helper()
 	e, ok := get(t, j, k)
 	if !ok {
@@ -121,14 +122,14 @@ func mustGet(t *testing.T, j core.Journal, k core.JournalKey) core.JournalEntry 
 
 // ignoreTimes leaves the times of entries out of a comparison; the cases
 // check them with within.
-var ignoreTimes = cmpopts.IgnoreFields(core.JournalEntry{}, "LeaseUntil", "Created", "Updated")
+var ignoreTimes = cmpopts.IgnoreFields(jdriver.Entry{}, "LeaseUntil", "Created", "Updated")
 
 // equateTimes compares times with Equal, ignoring their location and
 // monotonic reading.
 var equateTimes = cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
 
 // checkEntry compares an entry with want, but for its times.
-func checkEntry(t *testing.T, what string, want, got core.JournalEntry) {
+func checkEntry(t *testing.T, what string, want, got jdriver.Entry) {
 	t.Helper()
 	if diff := cmp.Diff(want, got, ignoreTimes); diff != "" {
 		t.Errorf("%s: entry (-want +got):\n%s", what, diff)

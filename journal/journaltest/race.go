@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // Race has one owner per journal in journals race for the same n calls,
@@ -20,12 +20,12 @@ import (
 // half were claimed by an owner that died (their lease has expired), so the
 // owners race to TakeOver them. Each owner finishes the calls it wins and
 // then marks them submitted, all in one MarkSubmitted.
-func Race(t *testing.T, journals []core.Journal, n int) {
+func Race(t *testing.T, journals []driver.Journal, n int) {
 	t.Helper()
 	ctx := t.Context()
-	keys := make([]core.JournalKey, n)
+	keys := make([]driver.Key, n)
 	for i := range keys {
-		keys[i] = core.JournalKey{Backend: "journaltest", Thread: fmt.Sprintf("race-thread-%d", i%7), Turn: "turn-1", Call: fmt.Sprintf("call-%04d", i)}
+		keys[i] = driver.Key{Backend: "journaltest", Thread: fmt.Sprintf("race-thread-%d", i%7), Turn: "turn-1", Call: fmt.Sprintf("call-%04d", i)}
 		if i%2 == 0 {
 			k := keys[i]
 			if _, _, err := journals[0].Claim(ctx, k, digest(k), idem(k), "dead-owner", expired); err != nil {
@@ -42,7 +42,7 @@ func Race(t *testing.T, journals []core.Journal, n int) {
 		owner := fmt.Sprintf("worker-%d", w)
 		wg.Go(func() {
 			<-start
-			var won []core.JournalKey
+			var won []driver.Key
 			for step := range n {
 				// Even workers go up the list, odd ones down, so that every call
 				// is raced for by owners arriving at once and from both sides.
@@ -60,7 +60,7 @@ func Race(t *testing.T, journals []core.Journal, n int) {
 					t.Errorf("%s: Claim(%s) returned digest %q, want %q", owner, k.Call, e.Digest, digest(k))
 				}
 				ok := created
-				if !created && e.State == core.Started && !time.Now().Before(e.LeaseUntil) {
+				if !created && e.State == driver.Started && !time.Now().Before(e.LeaseUntil) {
 					if ok, err = j.TakeOver(ctx, k, owner, live); err != nil {
 						t.Errorf("%s: TakeOver(%s): %v", owner, k.Call, err)
 						return
@@ -98,7 +98,7 @@ func Race(t *testing.T, journals []core.Journal, n int) {
 		winner := wins[i][0]
 		perOwner[winner]++
 		e := mustGet(t, journals[len(journals)-1], k)
-		if e.State != core.Submitted || e.Owner != winner || e.Result == nil || e.Result.Output.Text != winner {
+		if e.State != driver.Submitted || e.Owner != winner || e.Result == nil || e.Result.Output.Text != winner {
 			t.Errorf("%s at the end: state %v, owner %q, result %+v; want submitted, %s's result", k.Call, e.State, e.Owner, e.Result, winner)
 		}
 	}

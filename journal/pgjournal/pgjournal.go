@@ -13,7 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/redact"
+	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/internal/record"
 )
 
@@ -59,7 +61,7 @@ type Options struct {
 	ConnectTimeout time.Duration
 }
 
-// Journal is a [core.Journal] kept in PostgreSQL. It is safe for
+// Journal is a [driver.Journal] kept in PostgreSQL. It is safe for
 // concurrent use, and any number of processes, on any number of machines,
 // may share the same tables.
 type Journal struct {
@@ -71,12 +73,12 @@ type Journal struct {
 	claim, get, renew, takeOver, release, finish, mark, prune string
 }
 
-var _ core.Journal = (*Journal)(nil)
+var _ driver.Journal = (*Journal)(nil)
 
 // Open connects to the PostgreSQL database that connString names (a URL,
 // postgres://user@host:5432/db?sslmode=disable, or key=value settings, as
 // pgx reads them, pool_max_conns included) and opens the journal there,
-// creating its tables if they do not exist. It fails, with a *[core.Error],
+// creating its tables if they do not exist. It fails, with a *[errcode.Error],
 // within the connect timeout if the server cannot be reached, with code
 // FailedPrecondition if the tables exist but are of another schema version,
 // and with code InvalidArgument if connString does not parse; no error
@@ -89,7 +91,7 @@ func Open(ctx context.Context, connString string, opts *Options) (*Journal, erro
 	}
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
-		return nil, &core.Error{Code: core.InvalidArgument, Op: "pgjournal: open " + redact.ConnString(connString), Err: parseConfigError(err)}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "pgjournal: open " + redact.ConnString(connString), Err: parseConfigError(err)}
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)
@@ -129,7 +131,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Journal, erro
 func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, error) {
 	sync := cmp.Or(o.Synchronous, Full)
 	if sync != Full && sync != Claims {
-		return nil, core.Errorf(core.InvalidArgument, "synchronous %q: want %q or %q", o.Synchronous, Full, Claims)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "synchronous %q: want %q or %q", o.Synchronous, Full, Claims)
 	}
 	t := newTables(o.Schema, cmp.Or(o.Table, DefaultTable))
 	conn, err := pool.Acquire(ctx)
@@ -185,13 +187,13 @@ func (j *Journal) Close() error {
 	return nil
 }
 
-func keyArgs(k core.JournalKey, more ...any) []any {
+func keyArgs(k driver.Key, more ...any) []any {
 	return append([]any{k.Backend, k.Thread, k.Turn, k.Call}, more...)
 }
 
-// Claim implements [core.Journal]. The claim is one atomic statement
+// Claim implements [driver.Journal]. The claim is one atomic statement
 // (INSERT … ON CONFLICT DO NOTHING, reading the entry found instead).
-func (j *Journal) Claim(ctx context.Context, key core.JournalKey, digest, idempotencyKey, owner string, lease time.Duration) (core.JournalEntry, bool, error) {
+func (j *Journal) Claim(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration) (driver.Entry, bool, error) {
 	for range 10 {
 		var created bool
 		e, err := scanEntry(j.pool.QueryRow(ctx, j.claim, keyArgs(key, digest, idempotencyKey, owner, lease.Microseconds())...), &created)
@@ -199,21 +201,21 @@ func (j *Journal) Claim(ctx context.Context, key core.JournalKey, digest, idempo
 			continue // the entry was committed, or deleted, as the statement ran
 		}
 		if err != nil {
-			return core.JournalEntry{}, false, j.opError("claim", err)
+			return driver.Entry{}, false, j.opError("claim", err)
 		}
 		return e, created, nil
 	}
-	return core.JournalEntry{}, false, j.opError("claim", errors.New("the entry kept changing under the claim"))
+	return driver.Entry{}, false, j.opError("claim", errors.New("the entry kept changing under the claim"))
 }
 
-// Renew implements [core.Journal].
-func (j *Journal) Renew(ctx context.Context, key core.JournalKey, owner string, lease time.Duration) error {
+// Renew implements [driver.Journal].
+func (j *Journal) Renew(ctx context.Context, key driver.Key, owner string, lease time.Duration) error {
 	return j.owned(ctx, "renew", j.renew, keyArgs(key, owner, lease.Microseconds()))
 }
 
-// TakeOver implements [core.Journal]. It is one conditional UPDATE; the
+// TakeOver implements [driver.Journal]. It is one conditional UPDATE; the
 // lease is compared with the server's clock.
-func (j *Journal) TakeOver(ctx context.Context, key core.JournalKey, owner string, lease time.Duration) (bool, error) {
+func (j *Journal) TakeOver(ctx context.Context, key driver.Key, owner string, lease time.Duration) (bool, error) {
 	tag, err := j.pool.Exec(ctx, j.takeOver, keyArgs(key, owner, lease.Microseconds())...)
 	if err != nil {
 		return false, j.opError("take over", err)
@@ -221,13 +223,13 @@ func (j *Journal) TakeOver(ctx context.Context, key core.JournalKey, owner strin
 	return tag.RowsAffected() == 1, nil
 }
 
-// Release implements [core.Journal].
-func (j *Journal) Release(ctx context.Context, key core.JournalKey, owner string) error {
+// Release implements [driver.Journal].
+func (j *Journal) Release(ctx context.Context, key driver.Key, owner string) error {
 	return j.owned(ctx, "release", j.release, keyArgs(key, owner))
 }
 
-// Finish implements [core.Journal].
-func (j *Journal) Finish(ctx context.Context, key core.JournalKey, owner string, result core.JournalResult) error {
+// Finish implements [driver.Journal].
+func (j *Journal) Finish(ctx context.Context, key driver.Key, owner string, result driver.Result) error {
 	r, err := record.EncodeResult(&result)
 	if err != nil {
 		return j.opError("finish", err)
@@ -247,15 +249,15 @@ func (j *Journal) owned(ctx context.Context, op, stmt string, args []any) error 
 		return j.opError(op, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return core.ErrLeaseLost
+		return driver.ErrLeaseLost
 	}
 	return nil
 }
 
-// MarkSubmitted implements [core.Journal]. It is one statement for all
+// MarkSubmitted implements [driver.Journal]. It is one statement for all
 // the keys, committed without waiting for the server to flush it to disk
 // (synchronous_commit off): the next write that waits flushes it too.
-func (j *Journal) MarkSubmitted(ctx context.Context, keys []core.JournalKey) error {
+func (j *Journal) MarkSubmitted(ctx context.Context, keys []driver.Key) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -287,19 +289,19 @@ func (j *Journal) execAsync(ctx context.Context, stmt string, args ...any) (pgco
 	return tag, err
 }
 
-// Get implements [core.Journal].
-func (j *Journal) Get(ctx context.Context, key core.JournalKey) (core.JournalEntry, bool, error) {
+// Get implements [driver.Journal].
+func (j *Journal) Get(ctx context.Context, key driver.Key) (driver.Entry, bool, error) {
 	e, err := scanEntry(j.pool.QueryRow(ctx, j.get, keyArgs(key)...), nil)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return core.JournalEntry{}, false, nil
+		return driver.Entry{}, false, nil
 	}
 	if err != nil {
-		return core.JournalEntry{}, false, j.opError("get", err)
+		return driver.Entry{}, false, j.opError("get", err)
 	}
 	return e, true, nil
 }
 
-// Prune implements [core.Journal]. It is one DELETE: other writers wait
+// Prune implements [driver.Journal]. It is one DELETE: other writers wait
 // only for the rows it deletes. Times are compared with the server's.
 func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 	tag, err := j.pool.Exec(ctx, j.prune, before)
@@ -311,9 +313,9 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 
 // scanEntry reads an entry; created, if not nil, receives the claim's
 // extra column.
-func scanEntry(row pgx.Row, created *bool) (core.JournalEntry, error) {
+func scanEntry(row pgx.Row, created *bool) (driver.Entry, error) {
 	var (
-		e      core.JournalEntry
+		e      driver.Entry
 		state  string
 		result *string
 	)
@@ -339,34 +341,34 @@ func scanEntry(row pgx.Row, created *bool) (core.JournalEntry, error) {
 // opError wraps the error of an operation; the driver's error (such as a
 // *pgconn.PgError) stays reachable with errors.As.
 func (j *Journal) opError(op string, err error) error {
-	return &core.Error{Code: core.CodeOf(err), Op: "pgjournal: " + op, Err: err}
+	return &errcode.Error{Code: errcode.Of(err), Op: "pgjournal: " + op, Err: err}
 }
 
 // openError returns the error of a failed Open, saying which server and
 // database it was (never the password).
 func openError(cfg *pgx.ConnConfig, err error) error {
 	op := fmt.Sprintf("pgjournal: open %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
-	var ce *core.Error
+	var ce *errcode.Error
 	if errors.As(err, &ce) {
-		return &core.Error{Code: ce.Code, Op: op, Err: ce.Err}
+		return &errcode.Error{Code: ce.Code, Op: op, Err: ce.Err}
 	}
 	var connErr *pgconn.ConnectError
 	var pgErr *pgconn.PgError
-	code := core.CodeOf(err)
+	code := errcode.Of(err)
 	errors.As(err, &pgErr)
 	switch {
 	case errors.As(err, &connErr):
 		err = fmt.Errorf("cannot connect to PostgreSQL (connect timeout %v): %w", cfg.ConnectTimeout, err)
 		switch {
 		case pgErr != nil && (pgErr.Code == "28000" || pgErr.Code == "28P01"): // invalid authorization, password
-			code = core.PermissionDenied
+			code = errcode.PermissionDenied
 		case pgErr != nil && pgErr.Code == "3D000": // invalid_catalog_name: no such database
-			code = core.NotFound
+			code = errcode.NotFound
 		}
 	case pgErr != nil && pgErr.Code == "42501": // insufficient_privilege
-		code, err = core.PermissionDenied, fmt.Errorf("cannot create or read the journal's tables: %w", err)
+		code, err = errcode.PermissionDenied, fmt.Errorf("cannot create or read the journal's tables: %w", err)
 	}
-	return &core.Error{Code: code, Op: op, Err: err}
+	return &errcode.Error{Code: code, Op: op, Err: err}
 }
 
 // isUndefined reports whether err says a table or schema does not exist.

@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/journaltest"
 	"github.com/toolrelay/toolrelay/journal/pgjournal"
 )
@@ -90,7 +92,7 @@ func TestContract(t *testing.T) {
 	testURL(t)
 	for _, sync := range []pgjournal.Synchronous{pgjournal.Full, pgjournal.Claims} {
 		t.Run(string(sync), func(t *testing.T) {
-			journaltest.Run(t, func(t *testing.T) core.Journal {
+			journaltest.Run(t, func(t *testing.T) driver.Journal {
 				return open(t, newSchema(t), &pgjournal.Options{Synchronous: sync})
 			})
 		})
@@ -101,7 +103,7 @@ func TestContract(t *testing.T) {
 // workers on four machines would have), race for the same 1,000 calls.
 func TestRace(t *testing.T) {
 	schema := newSchema(t)
-	var js []core.Journal
+	var js []driver.Journal
 	for range 4 {
 		js = append(js, open(t, schema, nil))
 	}
@@ -136,12 +138,12 @@ func TestOpenConcurrently(t *testing.T) {
 func TestReopen(t *testing.T) {
 	ctx := t.Context()
 	schema := newSchema(t)
-	k := core.JournalKey{Backend: "b", Thread: "t", Turn: "u", Call: "c"}
+	k := driver.Key{Backend: "b", Thread: "t", Turn: "u", Call: "c"}
 	j := open(t, schema, nil)
 	if _, _, err := j.Claim(ctx, k, "d", "i", "o", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Finish(ctx, k, "o", core.JournalResult{Output: core.Output{Text: "kept"}}); err != nil {
+	if err := j.Finish(ctx, k, "o", driver.Result{Output: core.Output{Text: "kept"}}); err != nil {
 		t.Fatal(err)
 	}
 	j.Close()
@@ -223,7 +225,7 @@ func TestOpenUnreachable(t *testing.T) {
 
 func TestOpenBadSynchronous(t *testing.T) {
 	_, err := pgjournal.Open(t.Context(), testURL(t), &pgjournal.Options{Synchronous: "normal"})
-	if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(fmt.Sprint(err), `synchronous "normal"`) {
+	if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(fmt.Sprint(err), `synchronous "normal"`) {
 		t.Errorf("Open with synchronous normal: %v; want InvalidArgument", err)
 	}
 }
@@ -250,7 +252,7 @@ func TestOpenBadURL(t *testing.T) {
 	} {
 		t.Run(tc.conn, func(t *testing.T) {
 			_, err := pgjournal.Open(t.Context(), tc.conn, nil)
-			if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
+			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Open: %v\nwant InvalidArgument saying %q", err, tc.want)
 			}
 			for e := err; e != nil; e = errors.Unwrap(e) {
@@ -279,7 +281,7 @@ func TestOpenSchemaVersions(t *testing.T) {
 			ctx := t.Context()
 			schema := newSchema(t)
 			j := open(t, schema, nil)
-			k := core.JournalKey{Backend: "b", Thread: "t", Call: "kept"}
+			k := driver.Key{Backend: "b", Thread: "t", Call: "kept"}
 			if _, _, err := j.Claim(ctx, k, "d", "i", "o", time.Hour); err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +290,7 @@ func TestOpenSchemaVersions(t *testing.T) {
 			entries := pgx.Identifier{schema, "toolrelay_journal"}.Sanitize()
 			admin(t, fmt.Sprintf(tc.setup, version))
 			_, err := pgjournal.Open(ctx, testURL(t), &pgjournal.Options{Schema: schema})
-			if want := strings.ReplaceAll(tc.want, "SCHEMA", schema); err == nil || !strings.Contains(err.Error(), want) || core.CodeOf(err) != core.FailedPrecondition {
+			if want := strings.ReplaceAll(tc.want, "SCHEMA", schema); err == nil || !strings.Contains(err.Error(), want) || errcode.Of(err) != errcode.FailedPrecondition {
 				t.Errorf("Open: %v\nwant FailedPrecondition and %q", err, want)
 			}
 			var n int
@@ -306,8 +308,8 @@ func TestCanceled(t *testing.T) {
 	j := open(t, newSchema(t), nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, _, err := j.Claim(ctx, core.JournalKey{Call: "c"}, "d", "i", "o", time.Hour)
-	if !errors.Is(err, context.Canceled) || core.CodeOf(err) != core.Canceled {
+	_, _, err := j.Claim(ctx, driver.Key{Call: "c"}, "d", "i", "o", time.Hour)
+	if !errors.Is(err, context.Canceled) || errcode.Of(err) != errcode.Canceled {
 		t.Errorf("Claim with a canceled context: %v; want context.Canceled", err)
 	}
 }
@@ -330,14 +332,14 @@ func TestOpenRefused(t *testing.T) {
 	c := cfg.ConnConfig
 	for _, tc := range []struct {
 		name, url string
-		code      core.Code
+		code      errcode.Code
 	}{
-		{"no such database", fmt.Sprintf("postgres://%s@%s:%d/toolrelay_no_such_db?sslmode=disable", c.User, c.Host, c.Port), core.NotFound},
-		{"no such role", fmt.Sprintf("postgres://toolrelay_no_such_role@%s:%d/%s?sslmode=disable", c.Host, c.Port, c.Database), core.PermissionDenied},
+		{"no such database", fmt.Sprintf("postgres://%s@%s:%d/toolrelay_no_such_db?sslmode=disable", c.User, c.Host, c.Port), errcode.NotFound},
+		{"no such role", fmt.Sprintf("postgres://toolrelay_no_such_role@%s:%d/%s?sslmode=disable", c.Host, c.Port, c.Database), errcode.PermissionDenied},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := pgjournal.Open(t.Context(), tc.url, nil)
-			if core.CodeOf(err) != tc.code || !strings.Contains(fmt.Sprint(err), "cannot connect to PostgreSQL") {
+			if errcode.Of(err) != tc.code || !strings.Contains(fmt.Sprint(err), "cannot connect to PostgreSQL") {
 				t.Errorf("Open: %v; want code %v, saying it cannot connect", err, tc.code)
 			}
 		})

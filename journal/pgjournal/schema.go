@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // SchemaVersion is the version of the tables this package reads and
@@ -109,14 +109,14 @@ func ensureSchema(ctx context.Context, conn *pgx.Conn, t tables) error {
 	case hasVersion:
 		err := tx.QueryRow(ctx, `SELECT version FROM `+t.version).Scan(&v)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return core.Errorf(core.FailedPrecondition, "the table %s_version is empty: it was not written by toolrelay, or was damaged", t.name)
+			return errcode.Errorf(errcode.FailedPrecondition, "the table %s_version is empty: it was not written by toolrelay, or was damaged", t.name)
 		}
 		if err != nil {
 			return err
 		}
 		return checkVersion(v)
 	case hasEntries:
-		return core.Errorf(core.FailedPrecondition, "there is a table %s but no table %s_version: it was written by an unversioned (older) toolrelay, or by another program; this version reads schema version %d only", t.name, t.name, SchemaVersion)
+		return errcode.Errorf(errcode.FailedPrecondition, "there is a table %s but no table %s_version: it was written by an unversioned (older) toolrelay, or by another program; this version reads schema version %d only", t.name, t.name, SchemaVersion)
 	}
 	for _, stmt := range t.create() {
 		if _, err := tx.Exec(ctx, stmt); err != nil {
@@ -129,9 +129,9 @@ func ensureSchema(ctx context.Context, conn *pgx.Conn, t tables) error {
 func checkVersion(v int) error {
 	switch {
 	case v < SchemaVersion:
-		return core.Errorf(core.FailedPrecondition, "the journal has schema version %d, older than version %d that this toolrelay reads; it cannot be migrated automatically: finish or drain the runs it holds with the toolrelay that wrote it, then start a new journal (another table or schema)", v, SchemaVersion)
+		return errcode.Errorf(errcode.FailedPrecondition, "the journal has schema version %d, older than version %d that this toolrelay reads; it cannot be migrated automatically: finish or drain the runs it holds with the toolrelay that wrote it, then start a new journal (another table or schema)", v, SchemaVersion)
 	case v > SchemaVersion:
-		return core.Errorf(core.FailedPrecondition, "the journal has schema version %d, written by a newer toolrelay; this one reads version %d only", v, SchemaVersion)
+		return errcode.Errorf(errcode.FailedPrecondition, "the journal has schema version %d, written by a newer toolrelay; this one reads version %d only", v, SchemaVersion)
 	}
 	return nil
 }

@@ -7,18 +7,18 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // openError returns the error of a failed Open: a *core.Error saying, in
 // words, what is wrong with the file, wrapping the driver's error.
 func openError(path string, o *Options, err error) error {
 	op := "sqlitejournal: open " + path
-	var ce *core.Error
+	var ce *errcode.Error
 	if errors.As(err, &ce) {
-		return &core.Error{Code: ce.Code, Op: op, Err: ce.Err}
+		return &errcode.Error{Code: ce.Code, Op: op, Err: ce.Err}
 	}
-	code := core.FailedPrecondition
+	code := errcode.FailedPrecondition
 	var why string
 	switch sqliteCode(err) {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
@@ -30,35 +30,35 @@ func openError(path string, o *Options, err error) error {
 	case sqlite3.SQLITE_CANTOPEN:
 		why = "the file cannot be opened or created (does its directory exist, and may this process write there?)"
 	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
-		code, why = core.PermissionDenied, "the file cannot be written"
+		code, why = errcode.PermissionDenied, "the file cannot be written"
 	case sqlite3.SQLITE_FULL:
-		code, why = core.ResourceExhausted, "the disk is full"
+		code, why = errcode.ResourceExhausted, "the disk is full"
 	case sqlite3.SQLITE_IOERR:
 		why = "an I/O error occurred"
 	default:
-		code = core.CodeOf(err)
+		code = errcode.Of(err)
 		why = "cannot open the journal"
 	}
-	return &core.Error{Code: code, Op: op, Err: fmt.Errorf("%s: %w", why, err)}
+	return &errcode.Error{Code: code, Op: op, Err: fmt.Errorf("%s: %w", why, err)}
 }
 
 // opError wraps the error of an operation on an open journal. The driver's
 // error (a *sqlite.Error) stays reachable with errors.As.
 func (j *Journal) opError(op string, err error) error {
-	code := core.CodeOf(err)
+	code := errcode.Of(err)
 	if errors.Is(err, errClosed) {
-		code = core.FailedPrecondition
+		code = errcode.FailedPrecondition
 	}
 	switch sqliteCode(err) {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		err = fmt.Errorf("the file is locked by another connection: %w", err)
-		code = core.Unknown
+		code = errcode.Unknown
 	case sqlite3.SQLITE_FULL:
-		code = core.ResourceExhausted
+		code = errcode.ResourceExhausted
 	case sqlite3.SQLITE_READONLY:
-		code = core.PermissionDenied
+		code = errcode.PermissionDenied
 	}
-	return &core.Error{Code: code, Op: "sqlitejournal: " + op, Err: err}
+	return &errcode.Error{Code: code, Op: "sqlitejournal: " + op, Err: err}
 }
 
 // sqliteCode returns the primary result code of err, if it is an SQLite

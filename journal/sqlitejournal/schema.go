@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // SchemaVersion is the version of the tables this package reads and writes.
@@ -70,14 +70,14 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 		var v int
 		err := tx.QueryRowContext(ctx, `SELECT version FROM `+versionTable).Scan(&v)
 		if errors.Is(err, sql.ErrNoRows) {
-			return core.Errorf(core.FailedPrecondition, "the table %s is empty: the file was not written by toolrelay, or was damaged", versionTable)
+			return errcode.Errorf(errcode.FailedPrecondition, "the table %s is empty: the file was not written by toolrelay, or was damaged", versionTable)
 		}
 		if err != nil {
 			return err
 		}
 		return checkVersion(v)
 	case tables[entriesTable]:
-		return core.Errorf(core.FailedPrecondition, "the file has a %s table but no %s table: it was written by an unversioned (older) toolrelay, or by another program; this version reads schema version %d only", entriesTable, versionTable, SchemaVersion)
+		return errcode.Errorf(errcode.FailedPrecondition, "the file has a %s table but no %s table: it was written by an unversioned (older) toolrelay, or by another program; this version reads schema version %d only", entriesTable, versionTable, SchemaVersion)
 	}
 	for _, stmt := range schema {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
@@ -90,9 +90,9 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 func checkVersion(v int) error {
 	switch {
 	case v < SchemaVersion:
-		return core.Errorf(core.FailedPrecondition, "the journal has schema version %d, older than version %d that this toolrelay reads; it cannot be migrated automatically: finish or drain the runs it holds with the toolrelay that wrote it, then start a new journal file", v, SchemaVersion)
+		return errcode.Errorf(errcode.FailedPrecondition, "the journal has schema version %d, older than version %d that this toolrelay reads; it cannot be migrated automatically: finish or drain the runs it holds with the toolrelay that wrote it, then start a new journal file", v, SchemaVersion)
 	case v > SchemaVersion:
-		return core.Errorf(core.FailedPrecondition, "the journal has schema version %d, written by a newer toolrelay; this one reads version %d only", v, SchemaVersion)
+		return errcode.Errorf(errcode.FailedPrecondition, "the journal has schema version %d, written by a newer toolrelay; this one reads version %d only", v, SchemaVersion)
 	}
 	return nil
 }

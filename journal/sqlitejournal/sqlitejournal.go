@@ -13,7 +13,8 @@ import (
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/internal/record"
 )
 
@@ -55,7 +56,7 @@ type Options struct {
 	SkipCheck bool
 }
 
-// Journal is a [core.Journal] kept in an SQLite file. It is safe for
+// Journal is a [driver.Journal] kept in an SQLite file. It is safe for
 // concurrent use, and several processes may open the same file.
 type Journal struct {
 	db   *sql.DB
@@ -70,10 +71,10 @@ type Journal struct {
 	get *sql.Stmt
 }
 
-var _ core.Journal = (*Journal)(nil)
+var _ driver.Journal = (*Journal)(nil)
 
 // Open opens the journal in the SQLite file at path, creating the file and
-// its tables if they do not exist. It fails with a *[core.Error] of code
+// its tables if they do not exist. It fails with a *[errcode.Error] of code
 // FailedPrecondition, leaving the file as it is, if the file is not an
 // SQLite database or is corrupt, if another connection holds a lock on it
 // for longer than the busy timeout, or if its tables are of another schema
@@ -91,14 +92,14 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 		o.Synchronous = Full
 	case Full, Claims, Normal:
 	default:
-		return nil, core.Errorf(core.InvalidArgument, "sqlitejournal: synchronous %q: want %q, %q or %q", o.Synchronous, Full, Claims, Normal)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "sqlitejournal: synchronous %q: want %q, %q or %q", o.Synchronous, Full, Claims, Normal)
 	}
 	if path == "" {
-		return nil, core.Errorf(core.InvalidArgument, "sqlitejournal: no file name")
+		return nil, errcode.Errorf(errcode.InvalidArgument, "sqlitejournal: no file name")
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, core.Errorf(core.InvalidArgument, "sqlitejournal: %s: %v", path, err)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "sqlitejournal: %s: %v", path, err)
 	}
 	db, err := sql.Open("sqlite", dsn(abs, &o))
 	if err != nil {
@@ -144,7 +145,7 @@ func (j *Journal) init(ctx context.Context, o *Options) error {
 		return err
 	}
 	if !strings.EqualFold(mode, "wal") {
-		return core.Errorf(core.FailedPrecondition, "the file cannot be put in WAL mode (journal_mode is %q)", mode)
+		return errcode.Errorf(errcode.FailedPrecondition, "the file cannot be put in WAL mode (journal_mode is %q)", mode)
 	}
 	if !o.SkipCheck {
 		var res string
@@ -152,7 +153,7 @@ func (j *Journal) init(ctx context.Context, o *Options) error {
 			return err
 		}
 		if res != "ok" {
-			return core.Errorf(core.FailedPrecondition, "the file is corrupt (it was left as it is; PRAGMA quick_check says: %s)", strings.ReplaceAll(res, "\n", " "))
+			return errcode.Errorf(errcode.FailedPrecondition, "the file is corrupt (it was left as it is; PRAGMA quick_check says: %s)", strings.ReplaceAll(res, "\n", " "))
 		}
 	}
 	if err := ensureSchema(ctx, j.db); err != nil {
@@ -234,17 +235,17 @@ func (j *Journal) Close() error {
 // nanoseconds.
 func now() int64 { return time.Now().UnixNano() }
 
-func keyArgs(k core.JournalKey, more ...any) []any {
+func keyArgs(k driver.Key, more ...any) []any {
 	return append([]any{k.Backend, k.Thread, k.Turn, k.Call}, more...)
 }
 
-// Claim implements [core.Journal]. The claim is one INSERT … ON CONFLICT
+// Claim implements [driver.Journal]. The claim is one INSERT … ON CONFLICT
 // DO NOTHING statement in a write transaction (BEGIN IMMEDIATE), atomic
 // across connections and processes; when it finds an entry, a SELECT in
 // the same transaction reads it.
-func (j *Journal) Claim(ctx context.Context, key core.JournalKey, digest, idempotencyKey, owner string, lease time.Duration) (core.JournalEntry, bool, error) {
+func (j *Journal) Claim(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration) (driver.Entry, bool, error) {
 	var (
-		e       core.JournalEntry
+		e       driver.Entry
 		created bool
 	)
 	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
@@ -258,20 +259,20 @@ func (j *Journal) Claim(ctx context.Context, key core.JournalKey, digest, idempo
 		return err
 	}})
 	if err != nil {
-		return core.JournalEntry{}, false, j.opError("claim", err)
+		return driver.Entry{}, false, j.opError("claim", err)
 	}
 	return e, created, nil
 }
 
-// Renew implements [core.Journal].
-func (j *Journal) Renew(ctx context.Context, key core.JournalKey, owner string, lease time.Duration) error {
+// Renew implements [driver.Journal].
+func (j *Journal) Renew(ctx context.Context, key driver.Key, owner string, lease time.Duration) error {
 	return j.owned(ctx, "renew", func(ctx context.Context) (int64, error) {
 		return exec(ctx, j.renew, append([]any{now() + int64(lease)}, keyArgs(key, owner)...))
 	})
 }
 
-// TakeOver implements [core.Journal]. It is one conditional UPDATE.
-func (j *Journal) TakeOver(ctx context.Context, key core.JournalKey, owner string, lease time.Duration) (bool, error) {
+// TakeOver implements [driver.Journal]. It is one conditional UPDATE.
+func (j *Journal) TakeOver(ctx context.Context, key driver.Key, owner string, lease time.Duration) (bool, error) {
 	var n int64
 	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) (err error) {
 		t := now()
@@ -284,15 +285,15 @@ func (j *Journal) TakeOver(ctx context.Context, key core.JournalKey, owner strin
 	return n == 1, nil
 }
 
-// Release implements [core.Journal].
-func (j *Journal) Release(ctx context.Context, key core.JournalKey, owner string) error {
+// Release implements [driver.Journal].
+func (j *Journal) Release(ctx context.Context, key driver.Key, owner string) error {
 	return j.owned(ctx, "release", func(ctx context.Context) (int64, error) {
 		return exec(ctx, j.release, keyArgs(key, owner))
 	})
 }
 
-// Finish implements [core.Journal].
-func (j *Journal) Finish(ctx context.Context, key core.JournalKey, owner string, result core.JournalResult) error {
+// Finish implements [driver.Journal].
+func (j *Journal) Finish(ctx context.Context, key driver.Key, owner string, result driver.Result) error {
 	r, err := record.EncodeResult(&result)
 	if err != nil {
 		return j.opError("finish", err)
@@ -315,7 +316,7 @@ func (j *Journal) owned(ctx context.Context, what string, write func(context.Con
 		return j.opError(what, err)
 	}
 	if n == 0 {
-		return core.ErrLeaseLost
+		return driver.ErrLeaseLost
 	}
 	return nil
 }
@@ -331,12 +332,12 @@ func exec(ctx context.Context, stmt *sql.Stmt, args []any) (int64, error) {
 // markBatch is how many keys one statement of MarkSubmitted names.
 const markBatch = 16
 
-// MarkSubmitted implements [core.Journal]. The keys of a step (up to 16)
+// MarkSubmitted implements [driver.Journal]. The keys of a step (up to 16)
 // are marked in one statement, more in several, all in one transaction.
 // With [Full], a transaction of MarkSubmitted writes only is committed
 // without a sync: the next claim or result written syncs it too (see the
 // package doc).
-func (j *Journal) MarkSubmitted(ctx context.Context, keys []core.JournalKey) error {
+func (j *Journal) MarkSubmitted(ctx context.Context, keys []driver.Key) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -371,7 +372,7 @@ func markStmt(n int) string {
 	return b.String()
 }
 
-func markArgs(t int64, keys []core.JournalKey) []any {
+func markArgs(t int64, keys []driver.Key) []any {
 	args := make([]any, 0, 1+4*len(keys))
 	args = append(args, t)
 	for _, k := range keys {
@@ -380,14 +381,14 @@ func markArgs(t int64, keys []core.JournalKey) []any {
 	return args
 }
 
-// Get implements [core.Journal].
-func (j *Journal) Get(ctx context.Context, key core.JournalKey) (core.JournalEntry, bool, error) {
+// Get implements [driver.Journal].
+func (j *Journal) Get(ctx context.Context, key driver.Key) (driver.Entry, bool, error) {
 	e, err := scanEntry(j.get.QueryRowContext(ctx, keyArgs(key)...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return core.JournalEntry{}, false, nil
+		return driver.Entry{}, false, nil
 	}
 	if err != nil {
-		return core.JournalEntry{}, false, j.opError("get", err)
+		return driver.Entry{}, false, j.opError("get", err)
 	}
 	return e, true, nil
 }
@@ -395,17 +396,17 @@ func (j *Journal) Get(ctx context.Context, key core.JournalKey) (core.JournalEnt
 // pruneBatch is how many entries one write of Prune deletes.
 const pruneBatch = 1000
 
-// Prune implements [core.Journal]. It deletes up to 1,000 entries per
+// Prune implements [driver.Journal]. It deletes up to 1,000 entries per
 // write, so that other writes never wait long behind it, going through the
 // table once, in key order; ctx is checked between writes. Its writes are
 // not synced (a deletion lost to a power loss is made by the next Prune).
 func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 	total := 0
-	var last *core.JournalKey // the greatest key deleted so far
+	var last *driver.Key // the greatest key deleted so far
 	for {
 		var (
 			n        int
-			lastHere *core.JournalKey // last, once this write is committed
+			lastHere *driver.Key // last, once this write is committed
 		)
 		err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
 			n, lastHere = 0, last
@@ -421,7 +422,7 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var k core.JournalKey
+				var k driver.Key
 				if err := rows.Scan(&k.Backend, &k.Thread, &k.Turn, &k.Call); err != nil {
 					return err
 				}
@@ -443,15 +444,15 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 }
 
 // keyLess orders keys as SQLite's BINARY collation orders the primary key.
-func keyLess(a, b core.JournalKey) bool {
+func keyLess(a, b driver.Key) bool {
 	return cmp.Or(strings.Compare(a.Backend, b.Backend), strings.Compare(a.Thread, b.Thread), strings.Compare(a.Turn, b.Turn), strings.Compare(a.Call, b.Call)) < 0
 }
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanEntry(row scanner) (core.JournalEntry, error) {
+func scanEntry(row scanner) (driver.Entry, error) {
 	var (
-		e                      core.JournalEntry
+		e                      driver.Entry
 		state                  string
 		result                 sql.NullString
 		lease, created, update int64

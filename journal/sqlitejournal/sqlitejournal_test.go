@@ -15,6 +15,8 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/journaltest"
 	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
 )
@@ -36,7 +38,7 @@ func open(t *testing.T, path string, opts *sqlitejournal.Options) *sqlitejournal
 func TestContract(t *testing.T) {
 	for _, sync := range []sqlitejournal.Synchronous{sqlitejournal.Full, sqlitejournal.Claims, sqlitejournal.Normal} {
 		t.Run(string(sync), func(t *testing.T) {
-			journaltest.Run(t, func(t *testing.T) core.Journal {
+			journaltest.Run(t, func(t *testing.T) driver.Journal {
 				return open(t, filepath.Join(t.TempDir(), "journal.db"), &sqlitejournal.Options{Synchronous: sync})
 			})
 		})
@@ -47,7 +49,7 @@ func TestContract(t *testing.T) {
 // race for the same 1,000 calls.
 func TestRace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
-	var js []core.Journal
+	var js []driver.Journal
 	for range 4 {
 		js = append(js, open(t, path, &sqlitejournal.Options{BusyTimeout: time.Minute}))
 	}
@@ -62,11 +64,11 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := core.JournalKey{Backend: "b", Thread: "t", Turn: "u", Call: "c"}
+	k := driver.Key{Backend: "b", Thread: "t", Turn: "u", Call: "c"}
 	if _, _, err := j.Claim(ctx, k, "d", "i", "o", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	r := core.JournalResult{Output: core.Output{Text: "kept"}}
+	r := driver.Result{Output: core.Output{Text: "kept"}}
 	if err := j.Finish(ctx, k, "o", r); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func TestReopen(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("Get after reopening = %v, %v; want the entry", ok, err)
 	}
-	if !got.Updated.Equal(want.Updated) || got.State != core.Succeeded || got.Result.Output.Text != "kept" {
+	if !got.Updated.Equal(want.Updated) || got.State != driver.Succeeded || got.Result.Output.Text != "kept" {
 		t.Errorf("after reopening: %+v, want %+v", got, want)
 	}
 }
@@ -92,12 +94,12 @@ func TestOpenOptions(t *testing.T) {
 		name string
 		path string
 		opts *sqlitejournal.Options
-		code core.Code
+		code errcode.Code
 		want string
 	}{
-		{"no path", "", nil, core.InvalidArgument, "no file name"},
-		{"bad synchronous", "j.db", &sqlitejournal.Options{Synchronous: "off"}, core.InvalidArgument, `synchronous "off"`},
-		{"no directory", "no/such/dir/j.db", nil, core.FailedPrecondition, "cannot be opened or created"},
+		{"no path", "", nil, errcode.InvalidArgument, "no file name"},
+		{"bad synchronous", "j.db", &sqlitejournal.Options{Synchronous: "off"}, errcode.InvalidArgument, `synchronous "off"`},
+		{"no directory", "no/such/dir/j.db", nil, errcode.FailedPrecondition, "cannot be opened or created"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := tc.path
@@ -105,7 +107,7 @@ func TestOpenOptions(t *testing.T) {
 				path = filepath.Join(t.TempDir(), path)
 			}
 			_, err := sqlitejournal.Open(t.Context(), path, tc.opts)
-			if core.CodeOf(err) != tc.code || err == nil || !strings.Contains(err.Error(), tc.want) {
+			if errcode.Of(err) != tc.code || err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Open = %v; want code %v and %q", err, tc.code, tc.want)
 			}
 		})
@@ -139,7 +141,7 @@ func TestOpenBadFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 200 {
-			k := core.JournalKey{Backend: "b", Thread: "t", Call: fmt.Sprint("call-", i)}
+			k := driver.Key{Backend: "b", Thread: "t", Call: fmt.Sprint("call-", i)}
 			if _, _, err := j.Claim(t.Context(), k, "d", "i", "o", time.Hour); err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +249,7 @@ func TestOpenBadFile(t *testing.T) {
 				j.Close()
 				t.Fatalf("Open succeeded, want an error saying %q", tc.want)
 			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) || core.CodeOf(err) != core.FailedPrecondition {
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) || errcode.Of(err) != errcode.FailedPrecondition {
 				t.Errorf("Open: %v\nwant FailedPrecondition, the path and %q", err, tc.want)
 			}
 			after, err := os.ReadFile(path)
@@ -276,7 +278,7 @@ func TestLocked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	const busy = 200 * time.Millisecond
 	first := open(t, path, &sqlitejournal.Options{BusyTimeout: busy})
-	kept := core.JournalKey{Backend: "b", Thread: "t", Call: "kept"}
+	kept := driver.Key{Backend: "b", Thread: "t", Call: "kept"}
 	if _, _, err := first.Claim(ctx, kept, "d", "i", "o", time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -319,13 +321,13 @@ func TestLocked(t *testing.T) {
 			j.Close()
 		}
 		checkLocked(t, "Open", err, time.Since(start))
-		if core.CodeOf(err) != core.FailedPrecondition {
-			t.Errorf("Open: code %v, want FailedPrecondition", core.CodeOf(err))
+		if errcode.Of(err) != errcode.FailedPrecondition {
+			t.Errorf("Open: code %v, want FailedPrecondition", errcode.Of(err))
 		}
 	})
 	t.Run("Claim", func(t *testing.T) {
 		start := time.Now()
-		_, _, err := first.Claim(ctx, core.JournalKey{Backend: "b", Thread: "t", Call: "new"}, "d", "i", "o", time.Hour)
+		_, _, err := first.Claim(ctx, driver.Key{Backend: "b", Thread: "t", Call: "new"}, "d", "i", "o", time.Hour)
 		checkLocked(t, "Claim", err, time.Since(start))
 	})
 
@@ -337,7 +339,7 @@ func TestLocked(t *testing.T) {
 	if e, ok, err := second.Get(ctx, kept); err != nil || !ok || e.Owner != "o" {
 		t.Errorf("Get after the lock was released = %+v, %v, %v; want the entry kept", e, ok, err)
 	}
-	if _, created, err := first.Claim(ctx, core.JournalKey{Backend: "b", Thread: "t", Call: "new"}, "d", "i", "o", time.Hour); err != nil || !created {
+	if _, created, err := first.Claim(ctx, driver.Key{Backend: "b", Thread: "t", Call: "new"}, "d", "i", "o", time.Hour); err != nil || !created {
 		t.Errorf("Claim after the lock was released = %v, %v; want created", created, err)
 	}
 }
@@ -347,8 +349,8 @@ func TestCanceled(t *testing.T) {
 	j := open(t, filepath.Join(t.TempDir(), "journal.db"), nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, _, err := j.Claim(ctx, core.JournalKey{Call: "c"}, "d", "i", "o", time.Hour)
-	if !errors.Is(err, context.Canceled) || core.CodeOf(err) != core.Canceled {
+	_, _, err := j.Claim(ctx, driver.Key{Call: "c"}, "d", "i", "o", time.Hour)
+	if !errors.Is(err, context.Canceled) || errcode.Of(err) != errcode.Canceled {
 		t.Errorf("Claim with a canceled context: %v; want context.Canceled", err)
 	}
 }
@@ -388,14 +390,14 @@ func TestPruneMany(t *testing.T) {
 	ctx := t.Context()
 	j := open(t, filepath.Join(t.TempDir(), "journal.db"), &sqlitejournal.Options{Synchronous: sqlitejournal.Normal})
 	const finished, started = 2500, 30
-	var done []core.JournalKey
+	var done []driver.Key
 	for i := range finished + started {
-		k := core.JournalKey{Backend: "b", Thread: fmt.Sprint("thread-", i%13), Turn: fmt.Sprint(i % 3), Call: fmt.Sprint("call-", i)}
+		k := driver.Key{Backend: "b", Thread: fmt.Sprint("thread-", i%13), Turn: fmt.Sprint(i % 3), Call: fmt.Sprint("call-", i)}
 		if _, _, err := j.Claim(ctx, k, "d", "i", "o", time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		if i < finished {
-			if err := j.Finish(ctx, k, "o", core.JournalResult{}); err != nil {
+			if err := j.Finish(ctx, k, "o", driver.Result{}); err != nil {
 				t.Fatal(err)
 			}
 			done = append(done, k)
@@ -412,7 +414,7 @@ func TestPruneMany(t *testing.T) {
 		t.Errorf("second Prune = %d, %v; want 0", n, err)
 	}
 	for i := finished; i < finished+started; i++ {
-		k := core.JournalKey{Backend: "b", Thread: fmt.Sprint("thread-", i%13), Turn: fmt.Sprint(i % 3), Call: fmt.Sprint("call-", i)}
+		k := driver.Key{Backend: "b", Thread: fmt.Sprint("thread-", i%13), Turn: fmt.Sprint(i % 3), Call: fmt.Sprint("call-", i)}
 		if _, ok, err := j.Get(ctx, k); err != nil || !ok {
 			t.Errorf("started entry %s: %v, %v; want it kept", k.Call, ok, err)
 		}

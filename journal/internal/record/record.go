@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // result is a core.JournalResult as the durable journals store it, as JSON
@@ -14,16 +15,16 @@ import (
 // array apart from no content array (Parts has no omitempty), so a result
 // reads back exactly as it was written.
 type result struct {
-	Text    string       `json:"text,omitempty"`
-	Parts   []core.Part  `json:"parts"`
-	Null    bool         `json:"null,omitempty"`
-	Failed  bool         `json:"failed,omitempty"`
-	Error   string       `json:"error,omitempty"`
-	Outcome core.Outcome `json:"outcome"`
+	Text    string         `json:"text,omitempty"`
+	Parts   []driver.Part  `json:"parts"`
+	Null    bool           `json:"null,omitempty"`
+	Failed  bool           `json:"failed,omitempty"`
+	Error   string         `json:"error,omitempty"`
+	Outcome driver.Outcome `json:"outcome"`
 }
 
 // EncodeResult returns r as the JSON text the journals store.
-func EncodeResult(r *core.JournalResult) (string, error) {
+func EncodeResult(r *jdriver.Result) (string, error) {
 	b, err := json.Marshal(result{Text: r.Output.Text, Parts: r.Output.Parts, Null: r.Output.Null, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome})
 	if err != nil {
 		return "", fmt.Errorf("encode result: %w", err)
@@ -32,20 +33,20 @@ func EncodeResult(r *core.JournalResult) (string, error) {
 }
 
 // DecodeResult reads a result written by EncodeResult.
-func DecodeResult(s string) (*core.JournalResult, error) {
+func DecodeResult(s string) (*jdriver.Result, error) {
 	var r result
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
 		return nil, fmt.Errorf("decode result: %w", err)
 	}
-	return &core.JournalResult{Output: core.Output{Text: r.Text, Parts: r.Parts, Null: r.Null}, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome}, nil
+	return &jdriver.Result{Output: driver.Output{Text: r.Text, Parts: r.Parts, Null: r.Null}, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome}, nil
 }
 
 // States are stored by name (core.JournalState.String): "started",
 // "succeeded", "failed" or "submitted".
 
 // ParseState returns the state a stored name names.
-func ParseState(name string) (core.JournalState, error) {
-	for _, s := range []core.JournalState{core.Started, core.Succeeded, core.Failed, core.Submitted} {
+func ParseState(name string) (jdriver.State, error) {
+	for _, s := range []jdriver.State{jdriver.Started, jdriver.Succeeded, jdriver.Failed, jdriver.Submitted} {
 		if s.String() == name {
 			return s, nil
 		}
@@ -54,9 +55,9 @@ func ParseState(name string) (core.JournalState, error) {
 }
 
 // FinishedState returns the state Finish moves an entry to for r.
-func FinishedState(r *core.JournalResult) string {
+func FinishedState(r *jdriver.Result) string {
 	if r.Failed {
-		return core.Failed.String()
+		return jdriver.Failed.String()
 	}
-	return core.Succeeded.String()
+	return jdriver.Succeeded.String()
 }

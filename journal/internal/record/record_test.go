@@ -6,10 +6,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/journal/driver"
 )
 
 func TestStates(t *testing.T) {
-	for _, s := range []core.JournalState{core.Started, core.Succeeded, core.Failed, core.Submitted} {
+	for _, s := range []driver.State{driver.Started, driver.Succeeded, driver.Failed, driver.Submitted} {
 		got, err := ParseState(s.String())
 		if err != nil || got != s {
 			t.Errorf("ParseState(%v.String()) = %v, %v", s, got, err)
@@ -21,7 +22,7 @@ func TestStates(t *testing.T) {
 }
 
 func TestResult(t *testing.T) {
-	for _, r := range []core.JournalResult{
+	for _, r := range []driver.Result{
 		{},
 		{Output: core.Output{Parts: []core.Part{}}},
 		{Output: core.Output{Null: true}},

@@ -1,4 +1,11 @@
-package core
+// Package driver defines the interface a journal implements: the store in
+// which the runner keeps every call's claim and result, so that a result
+// computed once is never computed again. Application code does not use this
+// package; it opens a journal through package journal. Journal authors
+// implement [Journal], register a URL scheme with journal.Register, and test
+// their journal with package journal/journaltest. [NewMemory] is the
+// runner's default journal.
+package driver
 
 import (
 	"context"
@@ -9,6 +16,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	coredriver "github.com/toolrelay/toolrelay/core/driver"
 )
 
 // A Journal keeps the result of every call, so that a result computed once
@@ -21,31 +30,31 @@ import (
 //
 // Implementations must be safe for concurrent use, and Claim and TakeOver
 // must be atomic: of several owners racing for a key, one wins. This package
-// provides [NewMemoryJournal]; durable journals live in package journal.
+// provides [NewMemory]; durable journals are opened through package journal.
 type Journal interface {
 	// Claim creates the entry for key in state Started, owned by owner until
 	// the lease ends, unless an entry exists. It returns the entry as stored
 	// and whether this call created it.
-	Claim(ctx context.Context, key JournalKey, digest, idempotencyKey, owner string, lease time.Duration) (JournalEntry, bool, error)
+	Claim(ctx context.Context, key Key, digest, idempotencyKey, owner string, lease time.Duration) (Entry, bool, error)
 	// Renew extends owner's lease on a Started entry. It returns an error
 	// matching ErrLeaseLost if the entry is no longer owner's.
-	Renew(ctx context.Context, key JournalKey, owner string, lease time.Duration) error
+	Renew(ctx context.Context, key Key, owner string, lease time.Duration) error
 	// TakeOver gives a Started entry whose lease has expired to owner, with a
 	// new lease. It reports whether it did; false means the entry is not in
 	// doubt any more (another owner took it, or it finished).
-	TakeOver(ctx context.Context, key JournalKey, owner string, lease time.Duration) (bool, error)
+	TakeOver(ctx context.Context, key Key, owner string, lease time.Duration) (bool, error)
 	// Release deletes a Started entry owned by owner whose handler stopped
 	// without a result (its run was canceled), so the call can run again.
-	Release(ctx context.Context, key JournalKey, owner string) error
+	Release(ctx context.Context, key Key, owner string) error
 	// Finish records the result of a Started entry owned by owner, moving it
 	// to Succeeded or Failed. It returns an error matching ErrLeaseLost if
 	// the entry is no longer owner's.
-	Finish(ctx context.Context, key JournalKey, owner string, result JournalResult) error
+	Finish(ctx context.Context, key Key, owner string, result Result) error
 	// MarkSubmitted moves finished entries to Submitted. Keys that are not
 	// finished are left alone.
-	MarkSubmitted(ctx context.Context, keys []JournalKey) error
+	MarkSubmitted(ctx context.Context, keys []Key) error
 	// Get returns the entry for key, and whether there is one.
-	Get(ctx context.Context, key JournalKey) (JournalEntry, bool, error)
+	Get(ctx context.Context, key Key) (Entry, bool, error)
 	// Prune deletes finished and submitted entries last updated before t and
 	// returns how many it deleted.
 	Prune(ctx context.Context, before time.Time) (int, error)
@@ -53,10 +62,10 @@ type Journal interface {
 
 // ErrLeaseLost is matched (with [errors.Is]) by errors a Journal returns when
 // an owner acts on an entry it no longer owns.
-var ErrLeaseLost = errors.New("core: journal lease lost")
+var ErrLeaseLost = errors.New("journal: lease lost")
 
-// JournalKey identifies a call in a journal.
-type JournalKey struct {
+// Key identifies a call in a journal.
+type Key struct {
 	// Backend is the backend's name.
 	Backend string
 	// Thread is the session or conversation (as the backend keys it).
@@ -67,13 +76,13 @@ type JournalKey struct {
 	Call string
 }
 
-// JournalState is the state of a journal entry.
-type JournalState int
+// State is the state of a journal entry.
+type State int
 
 // The states of an entry, in order.
 const (
 	// Started: a handler was claimed for the call and may be running.
-	Started JournalState = iota + 1
+	Started State = iota + 1
 	// Succeeded: the call has a result.
 	Succeeded
 	// Failed: the call has a failed result.
@@ -85,7 +94,7 @@ const (
 var stateNames = [...]string{Started: "started", Succeeded: "succeeded", Failed: "failed", Submitted: "submitted"}
 
 // String returns the state's name, such as "started".
-func (s JournalState) String() string {
+func (s State) String() string {
 	if s > 0 && int(s) < len(stateNames) {
 		return stateNames[s]
 	}
@@ -93,37 +102,37 @@ func (s JournalState) String() string {
 }
 
 // Finished reports whether the entry holds a result.
-func (s JournalState) Finished() bool { return s >= Succeeded }
+func (s State) Finished() bool { return s >= Succeeded }
 
-// JournalEntry is what a journal holds for one call.
-type JournalEntry struct {
-	Key JournalKey
+// Entry is what a journal holds for one call.
+type Entry struct {
+	Key Key
 	// Digest is the SHA-256 of the call's canonical arguments.
 	Digest string
 	// IdempotencyKey goes with every submission of the result.
 	IdempotencyKey string
-	State          JournalState
+	State          State
 	// Owner and LeaseUntil say who may run the call, until when.
 	Owner      string
 	LeaseUntil time.Time
 	// Result is set once the state is Succeeded, Failed or Submitted.
-	Result *JournalResult
+	Result *Result
 	// Created and Updated are when the entry was made and last changed.
 	Created, Updated time.Time
 }
 
-// JournalResult is the result of a call as a journal keeps it.
-type JournalResult struct {
-	Output  Output  `json:"output"`
-	Failed  bool    `json:"failed,omitempty"`
-	Error   string  `json:"error,omitempty"`
-	Outcome Outcome `json:"outcome,omitempty"`
+// Result is the result of a call as a journal keeps it.
+type Result struct {
+	Output  coredriver.Output  `json:"output"`
+	Failed  bool               `json:"failed,omitempty"`
+	Error   string             `json:"error,omitempty"`
+	Outcome coredriver.Outcome `json:"outcome,omitempty"`
 }
 
 // IdempotencyKey returns the idempotency key of a call: 32 hex digits
 // derived from its journal key and argument digest, so every process that
 // computes it for the same call gets the same key.
-func IdempotencyKey(key JournalKey, digest string) string {
+func IdempotencyKey(key Key, digest string) string {
 	h := sha256.New()
 	for _, s := range []string{key.Backend, key.Thread, key.Turn, key.Call, digest} {
 		h.Write([]byte(s))
@@ -132,37 +141,37 @@ func IdempotencyKey(key JournalKey, digest string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// NewMemoryJournal returns a journal that keeps entries in memory. It
+// NewMemory returns a journal that keeps entries in memory. It
 // survives disconnects but not the process; it is the runner's default.
-func NewMemoryJournal() *MemoryJournal {
-	return &MemoryJournal{entries: make(map[JournalKey]*JournalEntry), now: time.Now}
+func NewMemory() *Memory {
+	return &Memory{entries: make(map[Key]*Entry), now: time.Now}
 }
 
-// MemoryJournal is a [Journal] held in memory. Its zero value is not usable;
-// call [NewMemoryJournal].
-type MemoryJournal struct {
+// Memory is a [Journal] held in memory. Its zero value is not usable;
+// call [NewMemory].
+type Memory struct {
 	mu      sync.Mutex
-	entries map[JournalKey]*JournalEntry
+	entries map[Key]*Entry
 	now     func() time.Time
 }
 
-var _ Journal = (*MemoryJournal)(nil)
+var _ Journal = (*Memory)(nil)
 
 // Claim implements [Journal].
-func (j *MemoryJournal) Claim(_ context.Context, key JournalKey, digest, idem, owner string, lease time.Duration) (JournalEntry, bool, error) {
+func (j *Memory) Claim(_ context.Context, key Key, digest, idem, owner string, lease time.Duration) (Entry, bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if e, ok := j.entries[key]; ok {
 		return copyEntry(e), false, nil
 	}
 	now := j.now()
-	e := &JournalEntry{Key: key, Digest: digest, IdempotencyKey: idem, State: Started, Owner: owner, LeaseUntil: now.Add(lease), Created: now, Updated: now}
+	e := &Entry{Key: key, Digest: digest, IdempotencyKey: idem, State: Started, Owner: owner, LeaseUntil: now.Add(lease), Created: now, Updated: now}
 	j.entries[key] = e
 	return copyEntry(e), true, nil
 }
 
 // Renew implements [Journal].
-func (j *MemoryJournal) Renew(_ context.Context, key JournalKey, owner string, lease time.Duration) error {
+func (j *Memory) Renew(_ context.Context, key Key, owner string, lease time.Duration) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	e, err := j.owned(key, owner)
@@ -174,7 +183,7 @@ func (j *MemoryJournal) Renew(_ context.Context, key JournalKey, owner string, l
 }
 
 // TakeOver implements [Journal].
-func (j *MemoryJournal) TakeOver(_ context.Context, key JournalKey, owner string, lease time.Duration) (bool, error) {
+func (j *Memory) TakeOver(_ context.Context, key Key, owner string, lease time.Duration) (bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	e, ok := j.entries[key]
@@ -187,7 +196,7 @@ func (j *MemoryJournal) TakeOver(_ context.Context, key JournalKey, owner string
 }
 
 // Release implements [Journal].
-func (j *MemoryJournal) Release(_ context.Context, key JournalKey, owner string) error {
+func (j *Memory) Release(_ context.Context, key Key, owner string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if _, err := j.owned(key, owner); err != nil {
@@ -198,7 +207,7 @@ func (j *MemoryJournal) Release(_ context.Context, key JournalKey, owner string)
 }
 
 // Finish implements [Journal].
-func (j *MemoryJournal) Finish(_ context.Context, key JournalKey, owner string, r JournalResult) error {
+func (j *Memory) Finish(_ context.Context, key Key, owner string, r Result) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	e, err := j.owned(key, owner)
@@ -215,7 +224,7 @@ func (j *MemoryJournal) Finish(_ context.Context, key JournalKey, owner string, 
 }
 
 // MarkSubmitted implements [Journal].
-func (j *MemoryJournal) MarkSubmitted(_ context.Context, keys []JournalKey) error {
+func (j *Memory) MarkSubmitted(_ context.Context, keys []Key) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	now := j.now()
@@ -228,18 +237,18 @@ func (j *MemoryJournal) MarkSubmitted(_ context.Context, keys []JournalKey) erro
 }
 
 // Get implements [Journal].
-func (j *MemoryJournal) Get(_ context.Context, key JournalKey) (JournalEntry, bool, error) {
+func (j *Memory) Get(_ context.Context, key Key) (Entry, bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	e, ok := j.entries[key]
 	if !ok {
-		return JournalEntry{}, false, nil
+		return Entry{}, false, nil
 	}
 	return copyEntry(e), true, nil
 }
 
 // Prune implements [Journal].
-func (j *MemoryJournal) Prune(_ context.Context, before time.Time) (int, error) {
+func (j *Memory) Prune(_ context.Context, before time.Time) (int, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	n := 0
@@ -252,8 +261,10 @@ func (j *MemoryJournal) Prune(_ context.Context, before time.Time) (int, error) 
 	return n, nil
 }
 
-// forget deletes the submitted entries of keys.
-func (j *MemoryJournal) forget(keys []JournalKey) {
+// Forget deletes the submitted entries of keys. The runner calls it on
+// the memory journal it made itself once a run has its answer: no resume
+// will ask for those calls again.
+func (j *Memory) Forget(keys []Key) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, k := range keys {
@@ -263,7 +274,7 @@ func (j *MemoryJournal) forget(keys []JournalKey) {
 	}
 }
 
-func (j *MemoryJournal) owned(key JournalKey, owner string) (*JournalEntry, error) {
+func (j *Memory) owned(key Key, owner string) (*Entry, error) {
 	e, ok := j.entries[key]
 	if !ok || e.State != Started || e.Owner != owner {
 		return nil, ErrLeaseLost
@@ -271,7 +282,7 @@ func (j *MemoryJournal) owned(key JournalKey, owner string) (*JournalEntry, erro
 	return e, nil
 }
 
-func copyEntry(e *JournalEntry) JournalEntry {
+func copyEntry(e *Entry) Entry {
 	c := *e
 	if e.Result != nil {
 		r := *e.Result

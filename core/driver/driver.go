@@ -1,8 +1,19 @@
-package core
+// Package driver defines the interface a backend implements: the service
+// behind a [Backend] runs the model, and the runner in package core runs
+// the tools. Application code does not use this package; it uses package
+// core and opens a backend through package config. Backend authors
+// implement [Backend] and test it with the conformance suite (package
+// conformance).
+package driver
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // Backend is the narrow interface a service adapter implements. Application
@@ -43,7 +54,7 @@ type Backend interface {
 	Resume(ctx context.Context, thread string) (*Step, error)
 
 	// ErrorCode classifies an error returned by the other methods.
-	ErrorCode(err error) Code
+	ErrorCode(err error) errcode.Code
 
 	// Close releases what the backend holds (and, where configured, deletes
 	// what it created on the service).
@@ -162,4 +173,178 @@ func (u *Usage) Add(u2 Usage) {
 	u.InputTokens += u2.InputTokens
 	u.OutputTokens += u2.OutputTokens
 	u.TotalTokens += u2.TotalTokens
+}
+
+// Outcome says how a call's result came about.
+type Outcome int
+
+// The outcomes of a call. Every outcome but OK gives a failed result.
+const (
+	// OK: the handler returned a result.
+	OK Outcome = iota
+	// UnknownTool: no tool has the name the model asked for.
+	UnknownTool
+	// InvalidArguments: the arguments were not valid JSON, not an object,
+	// or did not satisfy the schema.
+	InvalidArguments
+	// ToolError: the handler returned an error.
+	ToolError
+	// Panicked: the handler panicked; the panic was recovered.
+	Panicked
+	// TimedOut: the handler ran past its timeout.
+	TimedOut
+	// Interrupted: the run's context was canceled while the handler ran.
+	Interrupted
+	// InDoubt: the call was started before but its result was lost, and it
+	// could neither be verified nor safely run again.
+	InDoubt
+	// Conflict: the journal holds the call with different arguments.
+	Conflict
+	// TooLarge: the call's arguments or its output passed the runner's
+	// size limit (see [Options.MaxArgumentBytes], [Options.MaxOutputBytes]).
+	TooLarge
+)
+
+var outcomeNames = [...]string{
+	OK:               "ok",
+	UnknownTool:      "unknown_tool",
+	InvalidArguments: "invalid_arguments",
+	ToolError:        "tool_error",
+	Panicked:         "panicked",
+	TimedOut:         "timed_out",
+	Interrupted:      "interrupted",
+	InDoubt:          "in_doubt",
+	Conflict:         "conflict",
+	TooLarge:         "too_large",
+}
+
+// String returns the outcome's name, such as "timed_out".
+func (o Outcome) String() string {
+	if o >= 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// MarshalText returns the outcome's name.
+func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// UnmarshalText parses an outcome's name.
+func (o *Outcome) UnmarshalText(b []byte) error {
+	for i, n := range outcomeNames {
+		if n == string(b) {
+			*o = Outcome(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("core: unknown outcome %q", b)
+}
+
+// Output is what a call returns to the model: text, a content array, or
+// nothing. Backends read it to build their protocol's result.
+type Output struct {
+	// Text is the output as a string: a string result as it was returned,
+	// anything else serialised as JSON. It is empty when Parts or Null is set.
+	Text string `json:"text,omitempty"`
+	// Parts holds a content array, when the handler returned [Content].
+	Parts []Part `json:"parts,omitempty"`
+	// Null is set when the handler returned nil.
+	Null bool `json:"null,omitempty"`
+}
+
+// String returns the output as a single string, for protocols that accept
+// only strings: Text; "null" for a nil result; for a content array, the text
+// parts joined by newlines when all parts are text, else the parts as a JSON
+// array of input content items.
+func (o Output) String() string {
+	switch {
+	case o.Null:
+		return "null"
+	case o.Parts == nil:
+		return o.Text
+	}
+	texts := make([]string, 0, len(o.Parts))
+	for _, p := range o.Parts {
+		if p.Type != PartText {
+			b, _ := json.Marshal(o.Parts)
+			return string(b)
+		}
+		texts = append(texts, p.Text)
+	}
+	return strings.Join(texts, "\n")
+}
+
+// PartType names the kind of a content Part.
+type PartType string
+
+// The kinds of content part.
+const (
+	PartText  PartType = "text"
+	PartImage PartType = "image"
+	PartFile  PartType = "file"
+)
+
+// A Part is one element of a content array: text, an image or a file.
+// It marshals to JSON in the OpenAI input-content shape both supported
+// services read ({"type":"input_text","text":…}, "input_image",
+// "input_file").
+type Part struct {
+	// Type is the kind of part.
+	Type PartType
+	// Text is the text of a text part.
+	Text string
+	// URL is an image's or file's URL (which may be a data: URL).
+	URL string
+	// FileID names a file uploaded to the service.
+	FileID string
+	// Filename names a file part.
+	Filename string
+	// Data holds a file's content, base64-encoded.
+	Data string
+}
+
+// TextPart returns a text part.
+func TextPart(text string) Part { return Part{Type: PartText, Text: text} }
+
+// ImagePart returns an image part for an image URL (https: or data:).
+func ImagePart(url string) Part { return Part{Type: PartImage, URL: url} }
+
+// FilePart returns a file part naming a file uploaded to the service.
+func FilePart(fileID string) Part { return Part{Type: PartFile, FileID: fileID} }
+
+// Content is a content array. A handler returns one to send its output as
+// an array of parts, where the backend accepts arrays; elsewhere it is sent
+// as [Output.String] renders it.
+type Content []Part
+
+type partJSON struct {
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	ImageURL string `json:"image_url,omitempty"`
+	FileURL  string `json:"file_url,omitempty"`
+	FileID   string `json:"file_id,omitempty"`
+	Filename string `json:"filename,omitempty"`
+	FileData string `json:"file_data,omitempty"`
+}
+
+// MarshalJSON encodes the part as an OpenAI input-content item.
+func (p Part) MarshalJSON() ([]byte, error) {
+	j := partJSON{Type: "input_" + string(p.Type), Text: p.Text, FileID: p.FileID, Filename: p.Filename, FileData: p.Data}
+	switch p.Type {
+	case PartImage:
+		j.ImageURL = p.URL
+	case PartFile:
+		j.FileURL = p.URL
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes an OpenAI input-content item.
+func (p *Part) UnmarshalJSON(b []byte) error {
+	var j partJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = Part{Type: PartType(strings.TrimPrefix(j.Type, "input_")), Text: j.Text, URL: j.ImageURL + j.FileURL, FileID: j.FileID, Filename: j.Filename, Data: j.FileData}
+	return nil
 }

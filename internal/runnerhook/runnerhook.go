@@ -1,0 +1,10 @@
+// Package runnerhook lets toolrelay's own packages attach to a core.Runner
+// what they open for it alone (the journal package config opens from
+// configuration), without a field for it in core's public options.
+package runnerhook
+
+import "io"
+
+// OnClose, set by package core, makes the Close method of r (a
+// *core.Runner) close c after the runner's backend.
+var OnClose func(r any, c io.Closer)

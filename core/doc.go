@@ -1,8 +1,9 @@
 // Package core is the portable tool loop of toolrelay: tools made from Go
 // functions, the runner that executes them for a hosted agent, the results
-// journal, events and error codes. It does not depend on any service; the
-// backends (packages openai and foundry, chosen by configuration through
-// package adapter) plug into it through the narrow [driver.Backend] interface.
+// journal and events (error codes are package errcode's). It does not
+// depend on any service; the backends (packages openai and foundry, chosen
+// by configuration through package config) plug into it through the narrow
+// interface of package core/driver, and journals through journal/driver.
 //
 // # The loop
 //
@@ -19,7 +20,7 @@
 // arguments, handler error, panic, timeout) never ends the run: the model is
 // told, in words that never leak internal error text unless the handler
 // returned a [*ModelError], and carries on. Every result is kept in a
-// [jdriver.Journal] before it is sent, so that after a disconnect or a crash
+// journal (journal/driver.Journal) before it is sent, so that after a disconnect or a crash
 // [Runner.Resume] sends kept results again, with the same ids and
 // idempotency key, instead of running the functions twice.
 //

@@ -5,9 +5,10 @@
 // no agent, runs over the plain Responses API ([OpenResponses]).
 //
 // Application code should use the portable API (core.Runner), opened by
-// configuration through package adapter ("foundry", "responses" and the
-// embedded fake "fake-foundry"); this package is for programs that build
-// the backend in code.
+// configuration through package config: importing this package registers
+// the "foundry" and "responses" backends there (package foundrytest
+// registers the embedded fake "fake-foundry"); [Open] and [OpenResponses]
+// are for programs that build the backend in code.
 //
 // # The protocol
 //
@@ -63,10 +64,36 @@
 // over plain http only to a loopback host. Tokens and keys are never
 // logged, and errors name an endpoint with its secrets masked.
 //
-// Package adapter reads these settings from the environment
-// (AZURE_AI_PROJECT_ENDPOINT or FOUNDRY_PROJECT_ENDPOINT, AGENT_TOKEN,
-// TOOLRELAY_FOUNDRY_*; OPENAI_API_KEY and OPENAI_BASE_URL for responses);
-// its package doc lists them.
+// Package config fills [Options] from [Settings] (section "foundry" of the
+// configuration file, the environment, or a Settings value in code), and
+// [ResponsesOptions] from [ResponsesSettings] (section "responses"), with
+// the shared settings (instructions) of config.Config:
+//
+//	Setting                  Environment variable                 File key
+//	project endpoint         AZURE_AI_PROJECT_ENDPOINT            foundry.endpoint
+//	                         (or FOUNDRY_PROJECT_ENDPOINT)
+//	static bearer token      AGENT_TOKEN                          foundry.token
+//	API key (api-key)        TOOLRELAY_FOUNDRY_API_KEY            foundry.api_key
+//	agent to run             TOOLRELAY_FOUNDRY_AGENT              foundry.agent
+//	agent version            TOOLRELAY_FOUNDRY_AGENT_VERSION      foundry.agent_version
+//	model deployment         TOOLRELAY_FOUNDRY_MODEL              foundry.model
+//	thread linking           TOOLRELAY_FOUNDRY_MODE               foundry.mode
+//	stream responses         TOOLRELAY_FOUNDRY_STREAM             foundry.stream
+//	keep what was created    TOOLRELAY_FOUNDRY_KEEP               foundry.keep
+//
+//	responses API key        OPENAI_API_KEY                       responses.api_key
+//	responses base URL       OPENAI_BASE_URL                      responses.base_url
+//	responses model          TOOLRELAY_RESPONSES_MODEL            responses.model
+//	responses linking        TOOLRELAY_RESPONSES_MODE             responses.mode
+//	stream responses         TOOLRELAY_RESPONSES_STREAM           responses.stream
+//	keep conversations       TOOLRELAY_RESPONSES_KEEP             responses.keep
+//
+// With no agent configured, or with a model configured, foundry creates a
+// version of the agent (named by the agent setting, or DefaultAgentName)
+// from the program's tools, using the model deployment (default
+// [DefaultModel]) and the instructions, and deletes it on Close; otherwise
+// it runs the existing agent. It authenticates with AGENT_TOKEN, else the
+// API key, else azidentity's DefaultAzureCredential.
 //
 // # Errors
 //
@@ -75,7 +102,7 @@
 // *azcore.ResponseError (agents); [Backend.ErrorCode] classifies them by
 // HTTP status (400 and 422 InvalidArgument, 401 and 403 PermissionDenied,
 // 404 NotFound, 408 DeadlineExceeded, 409 FailedPrecondition, 429
-// ResourceExhausted, 502, 503 and 504 Unavailable, other 5xx Unknown).
+// ResourceExhausted, 502, 503 and 504 Unavailable, other 5xx Internal).
 // A response that ends failed, incomplete or cancelled, or a stream's
 // error event, is a *[TurnError] carrying the service's code and message,
 // classified by that code (rate_limit_exceeded ResourceExhausted,

@@ -1,7 +1,6 @@
 package foundry
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -57,7 +56,6 @@ func (b *Backend) ErrorCode(err error) errcode.Code { return errorCode(err) }
 
 func errorCode(err error) errcode.Code {
 	var (
-		ce *errcode.Error
 		te *TurnError
 		oe *openai.Error
 		ae *azcore.ResponseError
@@ -65,12 +63,8 @@ func errorCode(err error) errcode.Code {
 	switch {
 	case err == nil:
 		return errcode.Unknown
-	case errors.As(err, &ce):
-		return ce.Code
-	case errors.Is(err, context.Canceled):
-		return errcode.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return errcode.DeadlineExceeded
+	case errcode.Of(err) != errcode.Unknown: // a code of ours, or a context error
+		return errcode.Of(err)
 	case errors.As(err, &te):
 		return turnCode(te)
 	case errors.As(err, &oe):

@@ -1,7 +1,8 @@
 // Package openai is the toolrelay backend for OpenAI Agents API sessions,
 // built on the openai-go SDK (client.Beta.Agents). Application code uses it
-// through a [core.Runner] (usually opened by package adapter, as "openai");
-// [Open] returns the [core.Backend] the runner drives.
+// through a [core.Runner], usually opened by package config: importing this
+// package registers the "openai" backend there. [Open] returns the
+// driver.Backend the runner drives.
 //
 // Functions run in this process: sessions are created with environment
 // {"type":"none"}. A new session's first turn runs on its creation stream
@@ -23,8 +24,22 @@
 //
 // # Configuration
 //
-// [Options] holds every setting; package adapter fills it from its
-// configuration (see the adapter package's table):
+// Package config fills [Options] from [Settings]: section "openai" of the
+// configuration file, the environment, or a Settings value in code, with
+// the shared settings (instructions) of config.Config:
+//
+//	Setting                  Environment variable             File key
+//	API key                  OPENAI_API_KEY                   openai.api_key
+//	base URL                 OPENAI_BASE_URL                  openai.base_url
+//	existing agent's id      TOOLRELAY_OPENAI_AGENT_ID        openai.agent_id
+//	model of a new agent     TOOLRELAY_OPENAI_MODEL           openai.model
+//	session to reuse         TOOLRELAY_OPENAI_SESSION_ID      openai.session_id
+//	keep what was created    TOOLRELAY_OPENAI_KEEP            openai.keep
+//	poll, do not stream      TOOLRELAY_OPENAI_POLL            openai.poll
+//	pause between polls      TOOLRELAY_OPENAI_POLL_INTERVAL   openai.poll_interval
+//	stream resumes per step  TOOLRELAY_OPENAI_MAX_RECONNECTS  openai.max_reconnects
+//
+// The options:
 //
 //   - APIKey and BaseURL, defaulting to OPENAI_API_KEY and OPENAI_BASE_URL;
 //     any other SDK option goes in RequestOptions (retries, HTTP client,

@@ -2,10 +2,18 @@
 // any service: a [Script] of what a fake model does (call these functions
 // with these arguments, several at once if asked; then answer with text that
 // may quote their outputs), the [Model] that plays it for one thread, and
-// [Backend], an in-memory [core.Backend] that plays a script with no
+// [Backend], an in-memory driver.Backend that plays a script with no
 // network. The fake servers of the OpenAI and Foundry backends play the same
 // scripts, and the conformance suite is written in them.
 //
 // Scripts are plain data and load from JSON ([LoadScript]), so a fake
 // server started from the command line can play them too.
+//
+// The fake backends of package config (fake-openai, fake-foundry) play the
+// script their [FakeSettings] name:
+//
+//	Setting                  Environment variable   File key
+//	script file (JSON)       TOOLRELAY_SCRIPT       fake.script
+//
+// or a *Script set in code: config.Options{Settings: []any{coretest.FakeSettings{Script: s}}}.
 package coretest

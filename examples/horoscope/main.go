@@ -27,9 +27,11 @@ import (
 	"log"
 	"os"
 
-	"github.com/toolrelay/toolrelay/adapter"
+	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	_ "github.com/toolrelay/toolrelay/foundry/foundrytest" // fake-foundry and foundry
+	_ "github.com/toolrelay/toolrelay/openai/openaitest"   // fake-openai and openai
 )
 
 const (
@@ -67,10 +69,10 @@ func run(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runner, err := adapter.Open(ctx, tools, &adapter.Options{
+	runner, err := config.Open(ctx, tools, &config.Options{
 		DefaultBackend: "fake-foundry",
-		Script:         script,
-		Config:         adapter.Config{Foundry: adapter.FoundryConfig{Instructions: instructions}},
+		Settings:       []any{coretest.FakeSettings{Script: script}},
+		Config:         config.Config{Instructions: instructions},
 	})
 	if err != nil {
 		return err

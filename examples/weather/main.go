@@ -26,7 +26,8 @@ import (
 	"log"
 	"os"
 
-	"github.com/toolrelay/toolrelay/adapter"
+	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
+	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 )
@@ -111,10 +112,10 @@ func run(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runner, err := adapter.Open(ctx, tools, &adapter.Options{
+	runner, err := config.Open(ctx, tools, &config.Options{
 		DefaultBackend: "fake-foundry",
-		Script:         script,
-		Config:         adapter.Config{Foundry: adapter.FoundryConfig{Instructions: instructions}},
+		Settings:       []any{coretest.FakeSettings{Script: script}},
+		Config:         config.Config{Instructions: instructions},
 		Runner: core.Options{
 			// One call at a time, so that the lines come in the model's order.
 			Concurrency: 1,

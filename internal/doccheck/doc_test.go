@@ -3,11 +3,14 @@
 package doccheck
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -103,4 +106,44 @@ func exportedRecv(fl *ast.FieldList) bool {
 	}
 	id, ok := typ.(*ast.Ident)
 	return ok && id.IsExported()
+}
+
+// TestDocsListEverySetting checks that every setting a package reads from
+// the environment (an env tag of a settings struct) is listed in that
+// package's doc.go, whose table users read.
+func TestDocsListEverySetting(t *testing.T) {
+	root := filepath.Join("..", "..")
+	envTag := regexp.MustCompile(`env:"([A-Z0-9_]+)"`)
+	found := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		tags := envTag.FindAllSubmatch(src, -1)
+		if len(tags) == 0 {
+			return nil
+		}
+		doc, err := os.ReadFile(filepath.Join(filepath.Dir(path), "doc.go"))
+		if err != nil {
+			t.Errorf("%s reads settings, but its package has no doc.go listing them", path)
+			return nil
+		}
+		for _, m := range tags {
+			found++
+			if !bytes.Contains(doc, m[1]) {
+				t.Errorf("%s: %s is not listed in %s", path, m[1], filepath.Join(filepath.Dir(path), "doc.go"))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < 20 {
+		t.Errorf("found %d settings in the module; the walk missed some", found)
+	}
 }

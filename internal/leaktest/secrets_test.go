@@ -19,7 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/toolrelay/toolrelay/adapter"
+	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -328,14 +328,14 @@ func attempts(t *testing.T) []attempt {
 			_, err := openai.Open(ctx, weather(t), &openai.Options{APIKey: secOpenAIKey, BaseURL: srv.URL, AgentID: "agent_1", Logger: c.logger})
 			return err
 		}},
-		{"openai/401 from OPENAI_API_KEY, through adapter", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/401 from OPENAI_API_KEY, through config", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := openaitest.NewServer(weatherScript(), &openaitest.Options{APIKey: "another-key"})
 			t.Cleanup(srv.Close)
 			t.Setenv("TOOLRELAY_BACKEND", "openai")
 			t.Setenv("OPENAI_API_KEY", secOpenAIEnvKey)
 			t.Setenv("OPENAI_BASE_URL", srv.URL)
 			tools := weather(t)
-			r, err := adapter.Open(ctx, tools, &adapter.Options{Runner: *c.runnerOptions()})
+			r, err := config.Open(ctx, tools, &config.Options{Runner: *c.runnerOptions()})
 			if err != nil {
 				return err
 			}
@@ -460,26 +460,26 @@ func attempts(t *testing.T) []attempt {
 			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "http://me:" + secEndpoint + "@127.0.0.1" + project, APIKey: secFoundryKey, AgentName: "a", Logger: c.logger})
 			return err
 		}},
-		{"foundry/AGENT_TOKEN through adapter, endpoint with a query", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/AGENT_TOKEN through config, endpoint with a query", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("AZURE_AI_PROJECT_ENDPOINT", "https://127.0.0.1"+project+"?sig="+secEndpoint)
 			t.Setenv("AGENT_TOKEN", secFoundryEnvToken)
-			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Runner: *c.runnerOptions()})
+			_, err := config.Open(ctx, weather(t), &config.Options{Runner: *c.runnerOptions()})
 			return err
 		}},
-		{"foundry/TOOLRELAY_FOUNDRY_API_KEY through adapter, plain http", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/TOOLRELAY_FOUNDRY_API_KEY through config, plain http", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("FOUNDRY_PROJECT_ENDPOINT", "http://me:"+secEndpoint+"@"+closedPort(t)+project)
 			t.Setenv("TOOLRELAY_FOUNDRY_API_KEY", secFoundryEnvKey)
-			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Runner: *c.runnerOptions()})
+			_, err := config.Open(ctx, weather(t), &config.Options{Runner: *c.runnerOptions()})
 			return err
 		}},
-		{"foundry/two credentials through adapter", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/two credentials through config", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("AZURE_AI_PROJECT_ENDPOINT", "https://127.0.0.1"+project)
 			t.Setenv("AGENT_TOKEN", secFoundryEnvToken)
 			t.Setenv("TOOLRELAY_FOUNDRY_API_KEY", secFoundryEnvKey)
-			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Runner: *c.runnerOptions()})
+			_, err := config.Open(ctx, weather(t), &config.Options{Runner: *c.runnerOptions()})
 			return err
 		}},
 
@@ -498,7 +498,7 @@ func attempts(t *testing.T) []attempt {
 			b, err := foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: secResponsesKey, Model: "gpt-4.1-mini", HTTPClient: srv.Client(), Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"responses/401 from OPENAI_API_KEY, through adapter", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"responses/401 from OPENAI_API_KEY, through config", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusUnauthorized)
@@ -509,7 +509,7 @@ func attempts(t *testing.T) []attempt {
 			t.Setenv("OPENAI_API_KEY", secOpenAIEnvKey)
 			t.Setenv("OPENAI_BASE_URL", s.URL+"/v1")
 			tools := weather(t)
-			r, err := adapter.Open(ctx, tools, &adapter.Options{Runner: *c.runnerOptions()})
+			r, err := config.Open(ctx, tools, &config.Options{Runner: *c.runnerOptions()})
 			if err != nil {
 				return err
 			}
@@ -537,16 +537,16 @@ func attempts(t *testing.T) []attempt {
 		}},
 
 		// Journals.
-		{"journal/adapter, TOOLRELAY_JOURNAL refused", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"journal/config, TOOLRELAY_JOURNAL refused", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "fake-openai")
 			t.Setenv("TOOLRELAY_JOURNAL", "postgres://toolrelay:"+secJournalEnv+"@"+closedPort(t)+"/db?sslmode=disable&connect_timeout=5")
-			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Script: weatherScript(), Runner: *c.runnerOptions()})
+			_, err := config.Open(ctx, weather(t), &config.Options{Settings: []any{coretest.FakeSettings{Script: weatherScript()}}, Runner: *c.runnerOptions()})
 			return err
 		}},
-		{"journal/adapter, TOOLRELAY_JOURNAL key/value", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"journal/config, TOOLRELAY_JOURNAL key/value", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "fake-openai")
 			t.Setenv("TOOLRELAY_JOURNAL", "host=127.0.0.1 port=1 password="+secJournalEnv)
-			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Script: weatherScript(), Runner: *c.runnerOptions()})
+			_, err := config.Open(ctx, weather(t), &config.Options{Settings: []any{coretest.FakeSettings{Script: weatherScript()}}, Runner: *c.runnerOptions()})
 			return err
 		}},
 	}

@@ -1,4 +1,4 @@
-package adapter
+package config
 
 import (
 	"bytes"
@@ -14,12 +14,18 @@ import (
 	"github.com/toolrelay/toolrelay/errcode"
 )
 
-// Config holds every setting, for the runner and for each built-in backend.
-// [Load] fills it from a JSON file, the environment and code; the package
-// doc lists each setting with its environment variable and file key.
+// Config holds the settings every backend shares: which backend to open,
+// the runner's limits and the journal. [Load] fills it from a JSON file, the
+// environment and code; the package doc lists each setting with its
+// environment variable and file key. Each backend reads settings of its own
+// from a section of the file and from the environment (see
+// [OpenRequest.Settings]).
 type Config struct {
 	// Backend names the backend to open (see [Backends]).
 	Backend string `json:"backend,omitempty" env:"TOOLRELAY_BACKEND"`
+	// Instructions are the model's instructions, for backends that make
+	// an agent (or send instructions) themselves.
+	Instructions string `json:"instructions,omitempty" env:"TOOLRELAY_INSTRUCTIONS"`
 	// MaxSteps bounds the steps of one run (core.Options.MaxSteps).
 	MaxSteps int `json:"max_steps,omitempty" env:"TOOLRELAY_MAX_STEPS"`
 	// Concurrency bounds the calls of one step run at once
@@ -40,9 +46,6 @@ type Config struct {
 	// TruncateOutput cuts a text output past MaxOutputBytes instead of
 	// failing the call (core.Options.TruncateOutput).
 	TruncateOutput bool `json:"truncate_output,omitempty" env:"TOOLRELAY_TRUNCATE_OUTPUT"`
-	// Script is the path of a JSON model script (package coretest) that the
-	// fake backends play instead of the program's own.
-	Script string `json:"script,omitempty" env:"TOOLRELAY_SCRIPT"`
 	// Journal names the results journal (core.Options.Journal) by URL:
 	// "memory", "sqlite:///path/file.db" or "postgres://…"; package
 	// journal lists the forms. Empty means a memory journal.
@@ -56,15 +59,6 @@ type Config struct {
 	// duration ("720h"); at least the run time limit, so that no result
 	// is pruned before its run has sent it.
 	JournalRetention Duration `json:"journal_retention,omitempty" env:"TOOLRELAY_JOURNAL_RETENTION"`
-	// OpenAI holds the settings of the openai and fake-openai backends.
-	OpenAI OpenAIConfig `json:"openai,omitzero"`
-	// Foundry holds the settings of the foundry, responses and fake-foundry
-	// backends.
-	Foundry FoundryConfig `json:"foundry,omitzero"`
-	// Settings holds settings for third-party backends, by name. In the
-	// environment, TOOLRELAY_SETTING_<NAME>=value sets Settings["<name>"]
-	// (the name lower-cased).
-	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes JSON as a Go duration
@@ -92,8 +86,6 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // configuration file.
 const ConfigFileEnv = "TOOLRELAY_CONFIG"
 
-const settingEnvPrefix = "TOOLRELAY_SETTING_"
-
 // Load returns the configuration in effect: the JSON file named by
 // TOOLRELAY_CONFIG (if set), overlaid by the environment, overlaid by the
 // fields of code that are not zero. Values set in code win over the
@@ -104,59 +96,107 @@ const settingEnvPrefix = "TOOLRELAY_SETTING_"
 // setting out of range (see the package doc) gives an error whose code is
 // InvalidArgument; it names the variable or key, never its value.
 func Load(code *Config) (*Config, error) {
-	cfg := new(Config)
+	cfg, _, err := load(code)
+	return cfg, err
+}
+
+// file is a configuration file: its path and its backend sections, which
+// the backends decode (see [OpenRequest.Settings]).
+type file struct {
+	path     string
+	sections map[string]json.RawMessage
+}
+
+// load is Load, also returning the file's sections.
+func load(code *Config) (*Config, *file, error) {
+	cfg, f := new(Config), new(file)
 	if path := os.Getenv(ConfigFileEnv); path != "" {
-		if err := readFile(path, cfg); err != nil {
-			return nil, err
+		var err error
+		if f, err = readFile(path, cfg); err != nil {
+			return nil, nil, err
 		}
 	}
 	if err := fromEnv(reflect.ValueOf(cfg).Elem()); err != nil {
-		return nil, err
-	}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if name, ok := strings.CutPrefix(k, settingEnvPrefix); ok && name != "" {
-			if cfg.Settings == nil {
-				cfg.Settings = map[string]string{}
-			}
-			cfg.Settings[strings.ToLower(name)] = v
-		}
+		return nil, nil, err
 	}
 	if code != nil {
 		overlay(reflect.ValueOf(cfg).Elem(), reflect.ValueOf(code).Elem())
 	}
 	if err := cfg.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cfg, nil
+	return cfg, f, nil
 }
 
-// readFile decodes the JSON configuration file at path into cfg.
-func readFile(path string, cfg *Config) error {
-	op := "adapter: config file " + path
+// readFile reads the JSON configuration file at path: its shared settings
+// into cfg, and its sections (the keys that are not shared settings and
+// hold objects) into the file it returns.
+func readFile(path string, cfg *Config) (*file, error) {
+	op := "config: config file " + path
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: err}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: err}
 	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, decodeError(op, b, reflect.TypeFor[Config](), err)
+	}
+	f := &file{path: path, sections: map[string]json.RawMessage{}}
+	shared := map[string]json.RawMessage{}
+	keys := jsonKeys(reflect.TypeFor[Config]())
+	for k, v := range doc {
+		switch {
+		case keys[k]:
+			shared[k] = v
+		case bytes.HasPrefix(bytes.TrimLeft(v, " \t\r\n"), []byte("{")):
+			f.sections[k] = v
+		default:
+			return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: fmt.Errorf("unknown setting %q (a backend's settings go in an object named after its section)", k)}
+		}
+	}
+	b, _ = json.Marshal(shared)
+	return f, decodeStrict(op, b, cfg)
+}
+
+// decodeStrict decodes the JSON object b into v (a pointer to a struct),
+// refusing unknown keys.
+func decodeStrict(op string, b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	err = dec.Decode(cfg)
+	if err := dec.Decode(v); err != nil {
+		return decodeError(op, b, reflect.TypeOf(v).Elem(), err)
+	}
+	return nil
+}
+
+// decodeError returns the InvalidArgument error of a JSON document b that
+// does not decode into a value of type t; it quotes no value.
+func decodeError(op string, b []byte, t reflect.Type, err error) error {
 	var syntax *json.SyntaxError
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, errDuration):
 		// encoding/json does not say which key a TextUnmarshaler refused.
-		return &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: fmt.Errorf("%s: %w", badDurationKey(b), err)}
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: fmt.Errorf("%s: %w", badDurationKey(b, t), err)}
 	case errors.As(err, &syntax):
 		return &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: fmt.Errorf("not valid JSON at byte %d: %w", syntax.Offset, err)}
 	}
 	return &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: err}
 }
 
+// jsonKeys returns the file keys of the fields of t, a struct.
+func jsonKeys(t reflect.Type) map[string]bool {
+	keys := map[string]bool{}
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+}
+
 // badDurationKey returns the key (as in "openai.poll_interval") of the
 // first duration setting of the JSON document b that does not parse.
-func badDurationKey(b []byte) string {
+func badDurationKey(b []byte, t reflect.Type) string {
 	var doc map[string]any
 	if json.Unmarshal(b, &doc) != nil {
 		return "a duration"
@@ -183,7 +223,7 @@ func badDurationKey(b []byte) string {
 		}
 		return ""
 	}
-	if key := find(reflect.TypeFor[Config](), doc, ""); key != "" {
+	if key := find(t, doc, ""); key != "" {
 		return key
 	}
 	return "a duration"
@@ -207,7 +247,7 @@ func fromEnv(v reflect.Value) error {
 			continue
 		}
 		if err := setString(fv, s); err != nil {
-			return &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: " + name, Err: err}
+			return &errcode.Error{Code: errcode.InvalidArgument, Op: "config: " + name, Err: err}
 		}
 	}
 	return nil

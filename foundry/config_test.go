@@ -1,4 +1,4 @@
-package adapter_test
+package foundry_test
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolrelay/toolrelay/adapter"
+	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 )
 
@@ -65,7 +66,7 @@ func TestFakeFoundry(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			r, err := adapter.Open(context.Background(), fakeFoundryTools(t), &adapter.Options{DefaultBackend: "fake-foundry", Script: tc.script, Runner: core.Options{Logger: fakeFoundryLogger()}})
+			r, err := config.Open(context.Background(), fakeFoundryTools(t), &config.Options{DefaultBackend: "fake-foundry", Settings: []any{coretest.FakeSettings{Script: tc.script}}, Runner: core.Options{Logger: fakeFoundryLogger()}})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -108,7 +109,7 @@ func TestFakeFoundry(t *testing.T) {
 // without a script.
 func TestFakeFoundryNeedsScript(t *testing.T) {
 	t.Setenv("TOOLRELAY_SCRIPT", "")
-	_, err := adapter.Open(context.Background(), fakeFoundryTools(t), &adapter.Options{DefaultBackend: "fake-foundry"})
+	_, err := config.Open(context.Background(), fakeFoundryTools(t), &config.Options{DefaultBackend: "fake-foundry"})
 	if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "script") {
 		t.Errorf("Open = %v, want InvalidArgument about the script", err)
 	}
@@ -124,27 +125,35 @@ func TestFoundrySettings(t *testing.T) {
 		"TOOLRELAY_FOUNDRY_AGENT":         "weather-bot",
 		"TOOLRELAY_FOUNDRY_AGENT_VERSION": "3",
 		"TOOLRELAY_FOUNDRY_MODEL":         "gpt-4.1",
-		"TOOLRELAY_FOUNDRY_INSTRUCTIONS":  "Be brief.",
+		"TOOLRELAY_INSTRUCTIONS":          "Be brief.",
 		"TOOLRELAY_FOUNDRY_MODE":          "previous_response_id",
 		"TOOLRELAY_FOUNDRY_STREAM":        "true",
 		"TOOLRELAY_FOUNDRY_KEEP":          "1",
-		"OPENAI_API_KEY":                  "sk",
-		"OPENAI_BASE_URL":                 "https://example.com/v1/",
 	} {
 		t.Setenv(k, v)
 	}
-	cfg, err := adapter.Load(nil)
+	req, err := config.NewRequest(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := adapter.FoundryConfig{
-		Endpoint: "https://r.services.ai.azure.com/api/projects/p", Token: "tok", APIKey: "key",
-		Agent: "weather-bot", AgentVersion: "3", Model: "gpt-4.1", Instructions: "Be brief.",
-		Mode: "previous_response_id", Stream: true, Keep: true,
-		ResponsesAPIKey: "sk", ResponsesBaseURL: "https://example.com/v1/",
+	var got foundry.Settings
+	if err := req.Settings("foundry", &got); err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, cfg.Foundry); diff != "" {
-		t.Errorf("Foundry settings mismatch (-want +got):\n%s", diff)
+	want := foundry.Settings{
+		Endpoint: "https://r.services.ai.azure.com/api/projects/p", Token: "tok", APIKey: "key",
+		Agent: "weather-bot", AgentVersion: "3", Model: "gpt-4.1",
+		Mode: "previous_response_id", Stream: true, Keep: true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("foundry settings mismatch (-want +got):\n%s", diff)
+	}
+	o, err := foundry.OptionsFor(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Agent == nil || o.Agent.Instructions != "Be brief." || o.Agent.Name != "weather-bot" || o.Agent.Model != "gpt-4.1" {
+		t.Errorf("OptionsFor: agent definition %+v, want weather-bot on gpt-4.1 with the shared instructions", o.Agent)
 	}
 }
 
@@ -171,26 +180,11 @@ func TestFoundryOpenWiring(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			_, err := adapter.Open(context.Background(), fakeFoundryTools(t), &adapter.Options{Config: adapter.Config{Backend: "foundry"}})
+			_, err := config.Open(context.Background(), fakeFoundryTools(t), &config.Options{Config: config.Config{Backend: "foundry"}})
 			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("Open = %v, want InvalidArgument containing %q", err, tc.msg)
 			}
 		})
-	}
-}
-
-// TestResponsesBackend opens the responses backend from the environment;
-// it makes no request until it runs.
-func TestResponsesBackend(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "sk-test")
-	t.Setenv("OPENAI_BASE_URL", "https://127.0.0.1:1/v1/")
-	r, err := adapter.Open(context.Background(), fakeFoundryTools(t), &adapter.Options{Config: adapter.Config{Backend: "responses"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if r.Backend().Name() != "responses" {
-		t.Errorf("Name = %q", r.Backend().Name())
 	}
 }
 

@@ -1,4 +1,4 @@
-package adapter
+package config
 
 import (
 	"fmt"
@@ -96,5 +96,5 @@ func checkInt(n int, min string) error {
 // invalidSetting returns the InvalidArgument error of the setting with file
 // key key and environment variable env.
 func invalidSetting(key, env string, err error) error {
-	return &errcode.Error{Code: errcode.InvalidArgument, Op: fmt.Sprintf("adapter: %s (%s)", key, env), Err: err}
+	return &errcode.Error{Code: errcode.InvalidArgument, Op: fmt.Sprintf("config: %s (%s)", key, env), Err: err}
 }

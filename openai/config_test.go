@@ -1,4 +1,4 @@
-package adapter_test
+package openai_test
 
 import (
 	"context"
@@ -12,10 +12,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolrelay/toolrelay/adapter"
+	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 )
 
@@ -23,7 +24,7 @@ import (
 func cleanEnv(t *testing.T) {
 	t.Helper()
 	for _, k := range []string{"TOOLRELAY_CONFIG", "TOOLRELAY_BACKEND", "TOOLRELAY_SCRIPT", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-		"TOOLRELAY_OPENAI_AGENT_ID", "TOOLRELAY_OPENAI_MODEL", "TOOLRELAY_OPENAI_INSTRUCTIONS", "TOOLRELAY_OPENAI_SESSION_ID",
+		"TOOLRELAY_OPENAI_AGENT_ID", "TOOLRELAY_OPENAI_MODEL", "TOOLRELAY_INSTRUCTIONS", "TOOLRELAY_OPENAI_SESSION_ID",
 		"TOOLRELAY_OPENAI_KEEP", "TOOLRELAY_OPENAI_POLL", "TOOLRELAY_OPENAI_POLL_INTERVAL", "TOOLRELAY_OPENAI_MAX_RECONNECTS"} {
 		t.Setenv(k, "")
 	}
@@ -36,7 +37,7 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 		"OPENAI_BASE_URL":                 "http://127.0.0.1:1/v1",
 		"TOOLRELAY_OPENAI_AGENT_ID":       "agent_9",
 		"TOOLRELAY_OPENAI_MODEL":          "gpt-x",
-		"TOOLRELAY_OPENAI_INSTRUCTIONS":   "be brief",
+		"TOOLRELAY_INSTRUCTIONS":          "be brief",
 		"TOOLRELAY_OPENAI_SESSION_ID":     "sess_9",
 		"TOOLRELAY_OPENAI_KEEP":           "true",
 		"TOOLRELAY_OPENAI_POLL":           "1",
@@ -46,17 +47,21 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	cfg, err := adapter.Load(&adapter.Config{OpenAI: adapter.OpenAIConfig{Model: "from-code"}})
+	req, err := config.NewRequest(nil, &config.Options{Settings: []any{openai.Settings{Model: "from-code"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := adapter.OpenAIConfig{
-		APIKey: "sk-env", BaseURL: "http://127.0.0.1:1/v1", AgentID: "agent_9", Model: "from-code",
-		Instructions: "be brief", SessionID: "sess_9", Keep: true, Poll: true,
-		PollInterval: adapter.Duration(250 * time.Millisecond), MaxReconnects: 5,
+	var got openai.Settings
+	if err := req.Settings("openai", &got); err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, cfg.OpenAI); diff != "" {
-		t.Errorf("OpenAI settings (-want +got):\n%s", diff)
+	want := openai.Settings{
+		APIKey: "sk-env", BaseURL: "http://127.0.0.1:1/v1", AgentID: "agent_9", Model: "from-code",
+		SessionID: "sess_9", Keep: true, Poll: true,
+		PollInterval: config.Duration(250 * time.Millisecond), MaxReconnects: 5,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("openai settings (-want +got):\n%s", diff)
 	}
 }
 
@@ -108,7 +113,7 @@ func TestFakeOpenAI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("TOOLRELAY_SCRIPT", tt.env)
-			runner, err := adapter.Open(t.Context(), customerTools(t), &adapter.Options{DefaultBackend: "fake-openai", Script: tt.script, Runner: quiet()})
+			runner, err := config.Open(t.Context(), customerTools(t), &config.Options{DefaultBackend: "fake-openai", Settings: []any{coretest.FakeSettings{Script: tt.script}}, Runner: quiet()})
 			if tt.wantErr != "" {
 				if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want InvalidArgument naming %q", err, tt.wantErr)
@@ -140,7 +145,7 @@ func TestOpenAIBackend(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
 	t.Setenv("OPENAI_API_KEY", "sk-test")
 	t.Setenv("TOOLRELAY_OPENAI_MODEL", "gpt-test")
-	runner, err := adapter.Open(t.Context(), customerTools(t), &adapter.Options{DefaultBackend: "fake-openai", Runner: quiet()})
+	runner, err := config.Open(t.Context(), customerTools(t), &config.Options{DefaultBackend: "fake-openai", Runner: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,12 @@
-package adapter_test
+package config_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/toolrelay/toolrelay/adapter"
+	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -38,23 +38,99 @@ func writeConfig(t *testing.T, v any) string {
 // TestLoadPrecedence checks that code wins over the environment, which
 // wins over the file.
 func TestLoadPrecedence(t *testing.T) {
-	t.Setenv(adapter.ConfigFileEnv, writeConfig(t, map[string]any{
-		"backend": "from-file", "max_steps": 3, "concurrency": 2, "tool_timeout": "5s",
-		"settings": map[string]string{"region": "file", "zone": "file"},
+	t.Setenv(config.ConfigFileEnv, writeConfig(t, map[string]any{
+		"backend": "from-file", "max_steps": 3, "concurrency": 2, "tool_timeout": "5s", "instructions": "from-file",
+		"test": map[string]any{"region": "file", "zone": "file"},
 	}))
 	t.Setenv("TOOLRELAY_MAX_STEPS", "7")
 	t.Setenv("TOOLRELAY_CONCURRENCY", "")
-	t.Setenv("TOOLRELAY_SETTING_ZONE", "env")
-	got, err := adapter.Load(&adapter.Config{Backend: "from-code"})
+	t.Setenv("TOOLRELAY_INSTRUCTIONS", "from-env")
+	got, err := config.Load(&config.Config{Backend: "from-code"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &adapter.Config{
-		Backend: "from-code", MaxSteps: 7, Concurrency: 2, ToolTimeout: adapter.Duration(5 * time.Second),
-		Settings: map[string]string{"region": "file", "zone": "env"},
+	want := &config.Config{
+		Backend: "from-code", MaxSteps: 7, Concurrency: 2, ToolTimeout: config.Duration(5 * time.Second), Instructions: "from-env",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Load (-want +got):\n%s", diff)
+	}
+}
+
+// testSettings are the settings of the test backends, in section "test".
+type testSettings struct {
+	Region   string          `json:"region,omitempty" env:"TOOLRELAY_TEST_REGION"`
+	Zone     string          `json:"zone,omitempty" env:"TOOLRELAY_TEST_ZONE"`
+	Interval config.Duration `json:"interval,omitempty" env:"TOOLRELAY_TEST_INTERVAL"`
+	Retries  int             `json:"retries,omitempty" env:"TOOLRELAY_TEST_RETRIES" min:"none"`
+	Workers  int             `json:"workers,omitempty" env:"TOOLRELAY_TEST_WORKERS" min:"2"`
+}
+
+// TestSettingsPrecedence checks that a backend's settings come from its
+// section of the file, overlaid by the environment, overlaid by a value of
+// its settings type in code.
+func TestSettingsPrecedence(t *testing.T) {
+	t.Setenv(config.ConfigFileEnv, writeConfig(t, map[string]any{
+		"backend": "test-script",
+		"test":    map[string]any{"region": "file", "zone": "file", "interval": "2s"},
+		"other":   map[string]any{"anything": true}, // another backend's section: not read
+	}))
+	t.Setenv("TOOLRELAY_TEST_ZONE", "env")
+	t.Setenv("TOOLRELAY_TEST_RETRIES", "-1")
+	req, err := config.NewRequest(nil, &config.Options{Settings: []any{"unrelated", &testSettings{Interval: config.Duration(time.Minute)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got testSettings
+	if err := req.Settings("test", &got); err != nil {
+		t.Fatal(err)
+	}
+	want := testSettings{Region: "file", Zone: "env", Interval: config.Duration(time.Minute), Retries: -1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Settings (-want +got):\n%s", diff)
+	}
+}
+
+// TestSettingsErrors checks that a backend's settings that do not decode,
+// parse or fall in range fail with InvalidArgument, naming the key or
+// variable and never the value.
+func TestSettingsErrors(t *testing.T) {
+	const secret = "SECRET-77ab"
+	tests := []struct {
+		name    string
+		file    map[string]any
+		env     map[string]string
+		wantErr string
+	}{
+		{"unknown key in the section", map[string]any{"test": map[string]any{"regoin": secret}}, nil, `test: json: unknown field "regoin"`},
+		{"wrong type in the section", map[string]any{"test": map[string]any{"region": 5}}, nil, "test: json: cannot unmarshal number"},
+		{"bad duration in the section", map[string]any{"test": map[string]any{"interval": secret}}, nil, "test: interval: not a Go duration"},
+		{"bad duration in the environment", nil, map[string]string{"TOOLRELAY_TEST_INTERVAL": secret}, "TOOLRELAY_TEST_INTERVAL: not a Go duration"},
+		{"negative duration", nil, map[string]string{"TOOLRELAY_TEST_INTERVAL": "-1s"}, "test.interval (TOOLRELAY_TEST_INTERVAL): -1s is negative"},
+		{"under the minimum", map[string]any{"test": map[string]any{"workers": 1}}, nil, "test.workers (TOOLRELAY_TEST_WORKERS): 1 is under the minimum, 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(config.ConfigFileEnv, "")
+			if tt.file != nil {
+				t.Setenv(config.ConfigFileEnv, writeConfig(t, tt.file))
+			}
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			req, err := config.NewRequest(nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s testSettings
+			err = req.Settings("test", &s)
+			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Settings error = %v, want InvalidArgument saying %q", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("Settings error repeats a value: %v", err)
+			}
+		})
 	}
 }
 
@@ -74,20 +150,21 @@ func TestLoadErrors(t *testing.T) {
 		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		return map[string]string{adapter.ConfigFileEnv: path}
+		return map[string]string{config.ConfigFileEnv: path}
 	}
 	tests := []struct {
 		name    string
 		env     map[string]string
-		code    *adapter.Config
+		code    *config.Config
 		wantErr string
 	}{
-		{"missing file", map[string]string{adapter.ConfigFileEnv: "/nonexistent/toolrelay.json"}, nil, "config file /nonexistent/toolrelay.json"},
-		{"unknown key", file(`{"backnd":"x"}`), nil, `unknown field "backnd"`},
+		{"missing file", map[string]string{config.ConfigFileEnv: "/nonexistent/toolrelay.json"}, nil, "config file /nonexistent/toolrelay.json"},
+		{"unknown key", file(`{"backnd":"x"}`), nil, `unknown setting "backnd"`},
+		{"trailing data", file(`{"backend":"x"} {}`), nil, "not valid JSON"},
 		{"bad JSON", file(`{"openai":{"api_key":` + secret + `}}`), nil, "not valid JSON at byte 22"},
-		{"cut JSON", file(`{"openai":{"api_key":"` + secret + `"`), nil, "unexpected EOF"},
+		{"cut JSON", file(`{"openai":{"api_key":"` + secret + `"`), nil, "unexpected end of JSON input"},
 		{"wrong type in the file", file(`{"max_steps":"tenfold"}`), nil, "max_steps"},
-		{"bad duration in the file", file(`{"openai":{"poll_interval":"` + secret + `"}}`), nil, "openai.poll_interval: not a Go duration"},
+		{"bad duration in the file", file(`{"run_timeout":"` + secret + `"}`), nil, "run_timeout: not a Go duration"},
 		{"negative number in the file", file(`{"max_output_bytes":-1}`), nil, "max_output_bytes (TOOLRELAY_MAX_OUTPUT_BYTES): -1 is negative"},
 		{"bad number", map[string]string{"TOOLRELAY_MAX_STEPS": "tenfold"}, nil, "TOOLRELAY_MAX_STEPS: not an integer"},
 		{"secret in a number", map[string]string{"TOOLRELAY_CONCURRENCY": secret}, nil, "TOOLRELAY_CONCURRENCY: not an integer"},
@@ -105,8 +182,7 @@ func TestLoadErrors(t *testing.T) {
 		{"negative retention", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "-720h"}, nil, "journal_retention (TOOLRELAY_JOURNAL_RETENTION): -720h0m0s is negative"},
 		{"retention shorter than a run", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "10m"}, nil, "journal_retention (TOOLRELAY_JOURNAL_RETENTION): 10m0s is shorter than the run time limit (30m0s)"},
 		{"retention shorter than the configured run", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "1h", "TOOLRELAY_RUN_TIMEOUT": "2h"}, nil, "1h0m0s is shorter than the run time limit (2h0m0s)"},
-		{"negative poll interval", map[string]string{"TOOLRELAY_OPENAI_POLL_INTERVAL": "-1s"}, nil, "openai.poll_interval (TOOLRELAY_OPENAI_POLL_INTERVAL): -1s is negative"},
-		{"negative value in code", nil, &adapter.Config{MaxSteps: -2}, "max_steps (TOOLRELAY_MAX_STEPS): -2 is negative"},
+		{"negative value in code", nil, &config.Config{MaxSteps: -2}, "max_steps (TOOLRELAY_MAX_STEPS): -2 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,23 +192,23 @@ func TestLoadErrors(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			_, err := adapter.Load(tt.code)
+			_, err := config.Load(tt.code)
 			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Load error = %v, want InvalidArgument saying %q", err, tt.wantErr)
 			}
 			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "tenfold") || strings.Contains(err.Error(), "parsecs") {
 				t.Errorf("Load error repeats a value: %v", err)
 			}
-			if _, err := adapter.Open(t.Context(), nil, &adapter.Options{Config: derefConfig(tt.code), DefaultBackend: "test-script"}); errcode.Of(err) != errcode.InvalidArgument {
+			if _, err := config.Open(t.Context(), nil, &config.Options{Config: derefConfig(tt.code), DefaultBackend: "test-script"}); errcode.Of(err) != errcode.InvalidArgument {
 				t.Errorf("Open error = %v, want InvalidArgument", err)
 			}
 		})
 	}
 }
 
-func derefConfig(c *adapter.Config) adapter.Config {
+func derefConfig(c *config.Config) config.Config {
 	if c == nil {
-		return adapter.Config{}
+		return config.Config{}
 	}
 	return *c
 }
@@ -141,36 +217,40 @@ func derefConfig(c *adapter.Config) adapter.Config {
 // for the defaults, the floors themselves, and the negative values a
 // setting documents.
 func TestLoadAcceptsRanges(t *testing.T) {
-	t.Setenv(adapter.ConfigFileEnv, "")
+	t.Setenv(config.ConfigFileEnv, "")
 	env := map[string]string{
 		"TOOLRELAY_CONCURRENCY": "0", "TOOLRELAY_MAX_STEPS": "1", "TOOLRELAY_JOURNAL_LEASE": "1s",
-		"TOOLRELAY_JOURNAL_RETENTION": "30m", "TOOLRELAY_OPENAI_MAX_RECONNECTS": "-1",
+		"TOOLRELAY_JOURNAL_RETENTION":  "30m",
 		"TOOLRELAY_MAX_ARGUMENT_BYTES": "1", "TOOLRELAY_MAX_OUTPUT_BYTES": "1", "TOOLRELAY_TRUNCATE_OUTPUT": "true",
 		"TOOLRELAY_RUN_TIMEOUT": "1ns", "TOOLRELAY_TOOL_TIMEOUT": "0s",
 	}
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	got, err := adapter.Load(nil)
+	got, err := config.Load(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := adapter.Config{
-		MaxSteps: 1, JournalLease: adapter.Duration(time.Second), JournalRetention: adapter.Duration(30 * time.Minute),
+	want := config.Config{
+		MaxSteps: 1, JournalLease: config.Duration(time.Second), JournalRetention: config.Duration(30 * time.Minute),
 		MaxArgumentBytes: 1, MaxOutputBytes: 1, TruncateOutput: true, RunTimeout: 1,
-		OpenAI: adapter.OpenAIConfig{MaxReconnects: -1},
 	}
-	if diff := cmp.Diff(&want, got, cmpopts.IgnoreFields(adapter.Config{}, "Journal", "Backend", "Settings"), cmpopts.IgnoreFields(adapter.OpenAIConfig{}, "APIKey", "BaseURL"), cmpopts.IgnoreFields(adapter.FoundryConfig{}, "Token", "APIKey", "Endpoint", "ResponsesAPIKey", "ResponsesBaseURL")); diff != "" {
+	if diff := cmp.Diff(&want, got, cmpopts.IgnoreFields(config.Config{}, "Journal", "Backend", "Instructions")); diff != "" {
 		t.Errorf("Load (-want +got):\n%s", diff)
 	}
 }
 
 var registerOnce = func() bool {
-	adapter.Register("test-script", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
-		if req.Script == nil {
-			return nil, errors.New("test-script: no script")
+	config.Register("test-script", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+		var fs coretest.FakeSettings
+		if err := req.Settings("fake", &fs); err != nil {
+			return nil, err
 		}
-		return coretest.NewBackend(req.Script, &coretest.BackendOptions{Tools: req.Tools}), nil
+		script, err := fs.Load("test-script")
+		if err != nil {
+			return nil, err
+		}
+		return coretest.NewBackend(script, &coretest.BackendOptions{Tools: req.Tools}), nil
 	})
 	return true
 }()
@@ -189,7 +269,7 @@ func TestOpenByName(t *testing.T) {
 
 	t.Setenv("TOOLRELAY_BACKEND", "test-script")
 	t.Setenv("TOOLRELAY_MAX_STEPS", "1")
-	r, err := adapter.Open(t.Context(), tb, &adapter.Options{DefaultBackend: "does-not-matter", Script: script})
+	r, err := config.Open(t.Context(), tb, &config.Options{DefaultBackend: "does-not-matter", Settings: []any{coretest.FakeSettings{Script: script}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,52 +282,33 @@ func TestOpenByName(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	t.Setenv("TOOLRELAY_BACKEND", "")
-	_, err := adapter.Open(t.Context(), nil, nil)
+	_, err := config.Open(t.Context(), nil, nil)
 	if !errors.Is(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), "no backend configured") {
 		t.Errorf("Open with no backend: %v", err)
 	}
-	_, err = adapter.Open(t.Context(), nil, &adapter.Options{Config: adapter.Config{Backend: "opneai"}})
-	if !errors.Is(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), `unknown backend "opneai" (known: `) || !strings.Contains(err.Error(), "test-script") {
+	_, err = config.Open(t.Context(), nil, &config.Options{Config: config.Config{Backend: "opneai"}})
+	if !errors.Is(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), `unknown backend "opneai" (registered: `) || !strings.Contains(err.Error(), "test-script") {
 		t.Errorf("Open of an unknown backend: %v", err)
+	}
+	for name, pkg := range map[string]string{"openai": "github.com/toolrelay/toolrelay/openai", "fake-foundry": "github.com/toolrelay/toolrelay/foundry/foundrytest"} {
+		_, err = config.Open(t.Context(), nil, &config.Options{Config: config.Config{Backend: name}})
+		if !errors.Is(err, errcode.Unimplemented) || !strings.Contains(err.Error(), "not linked into this program: import _ \""+pkg+"\"") {
+			t.Errorf("Open of %s, not linked: %v", name, err)
+		}
 	}
 }
 
 func TestRegisterPanics(t *testing.T) {
-	open := func(context.Context, *adapter.OpenRequest) (driver.Backend, error) { return nil, nil }
-	for _, name := range []string{"test-script", "openai", "fake-foundry", ""} {
+	open := func(context.Context, *config.OpenRequest) (driver.Backend, error) { return nil, nil }
+	for _, name := range []string{"test-script", ""} {
 		func() {
 			defer func() {
 				if recover() == nil {
 					t.Errorf("Register(%q) did not panic", name)
 				}
 			}()
-			adapter.Register(name, open)
+			config.Register(name, open)
 		}()
-	}
-}
-
-// TestDocListsEverySetting checks that the package doc's table names every
-// environment variable and file key of Config.
-func TestDocListsEverySetting(t *testing.T) {
-	doc, err := os.ReadFile("doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile("config.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	others, _ := filepath.Glob("*.go")
-	for _, f := range others {
-		if !strings.HasSuffix(f, "_test.go") && f != "config.go" && f != "doc.go" {
-			b, _ := os.ReadFile(f)
-			src = append(src, b...)
-		}
-	}
-	for _, m := range regexp.MustCompile(`env:"([A-Z0-9_]+)"`).FindAllSubmatch(src, -1) {
-		if !strings.Contains(string(doc), string(m[1])) {
-			t.Errorf("doc.go does not list %s", m[1])
-		}
 	}
 }
 
@@ -267,7 +328,7 @@ func TestOpenAppliesLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(adapter.ConfigFileEnv, "")
+			t.Setenv(config.ConfigFileEnv, "")
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
@@ -280,7 +341,7 @@ func TestOpenAppliesLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 			tb, _ := core.NewToolbox(tool)
-			r, err := adapter.Open(t.Context(), tb, &adapter.Options{DefaultBackend: "test-script", Script: coretest.Simple("repeat", tt.args, "{{result 0}}"), Runner: quiet()})
+			r, err := config.Open(t.Context(), tb, &config.Options{DefaultBackend: "test-script", Settings: []any{coretest.FakeSettings{Script: coretest.Simple("repeat", tt.args, "{{result 0}}")}}, Runner: quiet()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -299,7 +360,7 @@ func TestOpenAppliesLimits(t *testing.T) {
 // TestOpenAppliesRunTimeout checks that TOOLRELAY_RUN_TIMEOUT bounds the
 // runs of the runner Open returns.
 func TestOpenAppliesRunTimeout(t *testing.T) {
-	t.Setenv(adapter.ConfigFileEnv, "")
+	t.Setenv(config.ConfigFileEnv, "")
 	t.Setenv("TOOLRELAY_RUN_TIMEOUT", "90s")
 	synctest.Test(t, func(t *testing.T) {
 		tool, err := core.NewTool("wait", "", func(ctx context.Context, _ struct{}) (string, error) {
@@ -310,7 +371,7 @@ func TestOpenAppliesRunTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		tb, _ := core.NewToolbox(tool)
-		r, err := adapter.Open(t.Context(), tb, &adapter.Options{DefaultBackend: "test-script", Script: coretest.Simple("wait", `{}`, "never"), Runner: quiet()})
+		r, err := config.Open(t.Context(), tb, &config.Options{DefaultBackend: "test-script", Settings: []any{coretest.FakeSettings{Script: coretest.Simple("wait", `{}`, "never")}}, Runner: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,4 +382,9 @@ func TestOpenAppliesRunTimeout(t *testing.T) {
 			t.Errorf("Run = %v after %v, want DeadlineExceeded after 90s", err, time.Since(start))
 		}
 	})
+}
+
+// quiet returns runner options whose logger discards everything.
+func quiet() core.Options {
+	return core.Options{Logger: slog.New(slog.DiscardHandler)}
 }

@@ -1,0 +1,79 @@
+// Package config opens a backend by name, from configuration, and returns a
+// [core.Runner] over it. The same program runs against any backend by
+// configuration alone:
+//
+//	import (
+//		"github.com/toolrelay/toolrelay/config"
+//		_ "github.com/toolrelay/toolrelay/openai" // links the "openai" backend
+//	)
+//
+//	runner, err := config.Open(ctx, tools, &config.Options{DefaultBackend: "openai"})
+//
+// # Backends
+//
+// Like database/sql, this package knows no backend: each backend package
+// registers itself (with [Register]) from an init function, and a program
+// links the backends it imports. The built-in ones:
+//
+//	Backend         Import
+//	openai          github.com/toolrelay/toolrelay/openai
+//	foundry         github.com/toolrelay/toolrelay/foundry
+//	responses       github.com/toolrelay/toolrelay/foundry (the plain Responses API)
+//	fake-openai     github.com/toolrelay/toolrelay/openai/openaitest
+//	fake-foundry    github.com/toolrelay/toolrelay/foundry/foundrytest
+//	all of them     github.com/toolrelay/toolrelay/all
+//
+// Opening a built-in backend the program does not import fails with code
+// Unimplemented and an error naming the import to add. Third-party
+// backends register under names of their own, and read their settings
+// with [OpenRequest.Settings], as the built-in ones do.
+//
+// # Configuration
+//
+// Settings come from three places: the JSON file named by TOOLRELAY_CONFIG,
+// environment variables, and values set in code ([Options]). Code wins
+// over the environment, which wins over the file. The shared settings, in
+// [Config]:
+//
+//	Setting                  Environment variable          File key            Default
+//	backend to open          TOOLRELAY_BACKEND             backend
+//	model instructions       TOOLRELAY_INSTRUCTIONS        instructions
+//	step limit per run       TOOLRELAY_MAX_STEPS           max_steps           10
+//	calls run at once        TOOLRELAY_CONCURRENCY         concurrency         16
+//	default tool timeout     TOOLRELAY_TOOL_TIMEOUT        tool_timeout        5m
+//	run time limit           TOOLRELAY_RUN_TIMEOUT         run_timeout         30m
+//	arguments per call       TOOLRELAY_MAX_ARGUMENT_BYTES  max_argument_bytes  1048576 (1 MiB)
+//	output per call          TOOLRELAY_MAX_OUTPUT_BYTES    max_output_bytes    4194304 (4 MiB)
+//	cut text past the limit  TOOLRELAY_TRUNCATE_OUTPUT     truncate_output     false
+//	results journal (URL)    TOOLRELAY_JOURNAL             journal             memory
+//	journal lease            TOOLRELAY_JOURNAL_LEASE       journal_lease       1m (at least 1s)
+//	journal retention        TOOLRELAY_JOURNAL_RETENTION   journal_retention   keep all
+//
+// Each backend's own settings go in an object of the file named after its
+// section ("openai", "foundry", "responses", "fake"), in environment
+// variables, or in code as a value of the backend's settings type in
+// Options.Settings; the backend's package doc lists them
+// (openai.Settings, foundry.Settings, foundry.ResponsesSettings, and
+// coretest.FakeSettings, the script the fakes play: TOOLRELAY_SCRIPT, or
+// "script" in section "fake"). A file may hold the sections of several
+// backends, so that switching TOOLRELAY_BACKEND is all it takes to switch.
+//
+// The journal is "memory" (the default), "sqlite:///path/file.db" or
+// "postgres://…" (package journal lists the forms and their parameters);
+// [Open] opens it, unless Options.Runner.Journal is set, and the runner's
+// Close closes it. Durations are Go durations ("30s", "720h"); sizes are
+// bytes. The limits are core's (see core.Options): arguments past theirs
+// are not parsed and the model is told they are too large; an output past
+// its limit fails the call, or, for text with truncate_output set, is cut
+// to the limit with a note saying so. A journal retention must be at least
+// the run time limit, so that no result is pruned before its run has
+// sent it.
+//
+// Every number and duration may be 0 (or unset), which means its default;
+// none may be negative unless its doc says what a negative value means. A
+// file that cannot be read or decoded (bad JSON, an unknown key, a value
+// of the wrong type), a variable that does not parse, or a value out of
+// range fails [Load], [Open] and [OpenRequest.Settings] with an error
+// whose code is InvalidArgument, naming the variable or key but never
+// repeating its value (which may be a secret).
+package config

@@ -1,0 +1,123 @@
+package foundry
+
+import (
+	"context"
+	"os"
+
+	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/core/driver"
+)
+
+// Settings are the configuration settings of the foundry backend: section
+// "foundry" of the configuration file, and the environment variables of
+// the package doc's table. A program may also set them in code, in
+// config.Options.Settings.
+type Settings struct {
+	// Endpoint is the project endpoint,
+	// https://<resource>.services.ai.azure.com/api/projects/<project>.
+	// FOUNDRY_PROJECT_ENDPOINT (the name the service's samples use) is
+	// read when AZURE_AI_PROJECT_ENDPOINT and the file leave it unset.
+	Endpoint string `json:"endpoint,omitempty" env:"AZURE_AI_PROJECT_ENDPOINT"`
+	// Token is a static bearer token (as `az account get-access-token
+	// --scope https://ai.azure.com/.default` prints it). With neither Token
+	// nor APIKey, azidentity's DefaultAzureCredential is used.
+	Token string `json:"token,omitempty" env:"AGENT_TOKEN"`
+	// APIKey is the resource's API key, sent in the api-key header.
+	APIKey string `json:"api_key,omitempty" env:"TOOLRELAY_FOUNDRY_API_KEY"`
+	// Agent names an existing agent to run. When it is empty, or when Model
+	// is set, a version of the agent (named Agent, or DefaultAgentName) is
+	// created from the program's tools, and deleted on Close.
+	Agent string `json:"agent,omitempty" env:"TOOLRELAY_FOUNDRY_AGENT"`
+	// AgentVersion is the version of Agent to run; empty means the latest.
+	AgentVersion string `json:"agent_version,omitempty" env:"TOOLRELAY_FOUNDRY_AGENT_VERSION"`
+	// Model is the model deployment of a created agent version; empty
+	// means DefaultModel.
+	Model string `json:"model,omitempty" env:"TOOLRELAY_FOUNDRY_MODEL"`
+	// Mode links the responses of a thread: "conversation" (the default)
+	// or "previous_response_id".
+	Mode string `json:"mode,omitempty" env:"TOOLRELAY_FOUNDRY_MODE"`
+	// Stream receives responses as server-sent events.
+	Stream bool `json:"stream,omitempty" env:"TOOLRELAY_FOUNDRY_STREAM"`
+	// Keep leaves the created agent version and conversations on the
+	// service at Close.
+	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_FOUNDRY_KEEP"`
+}
+
+// DefaultModel is the model deployment of an agent version created from
+// the toolbox when none is configured, as in the service's samples.
+const DefaultModel = "gpt-4.1-mini"
+
+// ResponsesSettings are the configuration settings of the responses
+// backend (the plain Responses API): section "responses" of the
+// configuration file, and the environment variables of the package doc's
+// table.
+type ResponsesSettings struct {
+	// APIKey is the API key, sent as a bearer token.
+	APIKey string `json:"api_key,omitempty" env:"OPENAI_API_KEY"`
+	// BaseURL is the API's base URL (default https://api.openai.com/v1/).
+	BaseURL string `json:"base_url,omitempty" env:"OPENAI_BASE_URL"`
+	// Model is the model every request names; empty means DefaultModel.
+	Model string `json:"model,omitempty" env:"TOOLRELAY_RESPONSES_MODEL"`
+	// Mode links the responses of a thread: "previous_response_id" (the
+	// default) or "conversation".
+	Mode string `json:"mode,omitempty" env:"TOOLRELAY_RESPONSES_MODE"`
+	// Stream receives responses as server-sent events.
+	Stream bool `json:"stream,omitempty" env:"TOOLRELAY_RESPONSES_STREAM"`
+	// Keep leaves the conversations the backend created on the service
+	// at Close.
+	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_RESPONSES_KEEP"`
+}
+
+func init() {
+	config.Register("responses", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+		var s ResponsesSettings
+		if err := req.Settings("responses", &s); err != nil {
+			return nil, err
+		}
+		if s.Model == "" {
+			s.Model = DefaultModel
+		}
+		return OpenResponses(ctx, req.Tools, &ResponsesOptions{
+			BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Instructions: req.Config.Instructions,
+			Mode: Mode(s.Mode), Stream: s.Stream, Keep: s.Keep, Logger: req.Logger,
+		})
+	})
+	config.Register("foundry", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+		o, err := OptionsFor(req)
+		if err != nil {
+			return nil, err
+		}
+		return Open(ctx, req.Tools, o)
+	})
+}
+
+// OptionsFor returns the options the configuration of req gives the
+// backend: the shared settings, and the [Settings] of section "foundry".
+func OptionsFor(req *config.OpenRequest) (*Options, error) {
+	var s Settings
+	if err := req.Settings("foundry", &s); err != nil {
+		return nil, err
+	}
+	if s.Endpoint == "" {
+		s.Endpoint = os.Getenv("FOUNDRY_PROJECT_ENDPOINT")
+	}
+	o := &Options{
+		Endpoint: s.Endpoint,
+		Token:    s.Token,
+		APIKey:   s.APIKey,
+		Mode:     Mode(s.Mode),
+		Stream:   s.Stream,
+		Keep:     s.Keep,
+		Logger:   req.Logger,
+	}
+	if s.Agent == "" || s.Model != "" {
+		model := s.Model
+		if model == "" {
+			model = DefaultModel
+		}
+		o.Agent = &AgentDefinition{Name: s.Agent, Model: model, Instructions: req.Config.Instructions}
+	} else {
+		o.AgentName, o.AgentVersion = s.Agent, s.AgentVersion
+	}
+	return o, nil
+}

@@ -1,0 +1,75 @@
+package foundrytest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/foundry"
+)
+
+func init() { config.Register("fake-foundry", openFake) }
+
+// fakeToken is the static bearer token of the fake-foundry backend.
+const fakeToken = "fake-foundry-token"
+
+// openFake opens the fake-foundry backend: a fake Foundry project on
+// loopback playing the script of the configuration
+// (coretest.FakeSettings), and the real foundry backend against it with a
+// static token, so that a program runs the whole wire path with no service
+// and no credentials. The agent version is always created from the
+// toolbox; the foundry settings that name things on the real service
+// (endpoint, credentials, an existing agent's version) are ignored.
+func openFake(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+	var fs coretest.FakeSettings
+	if err := req.Settings("fake", &fs); err != nil {
+		return nil, err
+	}
+	script, err := fs.Load("fake-foundry")
+	if err != nil {
+		return nil, err
+	}
+	o, err := foundry.OptionsFor(req)
+	if err != nil {
+		return nil, err
+	}
+	srv := NewServer(script, &Options{Token: fakeToken})
+	if o.Agent == nil {
+		o.Agent = &foundry.AgentDefinition{Name: o.AgentName, Model: foundry.DefaultModel, Instructions: req.Config.Instructions}
+	}
+	o.Endpoint, o.Token, o.APIKey, o.Credential, o.AgentName, o.AgentVersion = srv.ProjectEndpoint(), fakeToken, "", nil, "", ""
+	o.HTTPClient = srv.Client()
+	o.RequestOptions = append(o.RequestOptions, option.WithMaxRetryDelay(10*time.Millisecond))
+	b, err := foundry.Open(ctx, req.Tools, o)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return &fakeBackend{Backend: b, srv: srv}, nil
+}
+
+// fakeBackend is the foundry backend on an embedded fake project, which
+// it closes with itself.
+type fakeBackend struct {
+	*foundry.Backend
+	srv   *Server
+	once  sync.Once
+	close error
+}
+
+// Server returns the fake project, for tests.
+func (f *fakeBackend) Server() *Server { return f.srv }
+
+// Close closes the backend, then the fake project. Later calls do nothing.
+func (f *fakeBackend) Close() error {
+	f.once.Do(func() {
+		f.close = f.Backend.Close()
+		f.srv.Close()
+	})
+	return f.close
+}

@@ -13,6 +13,8 @@ package all
 import (
 	_ "github.com/toolrelay/toolrelay/foundry"
 	_ "github.com/toolrelay/toolrelay/foundry/foundrytest"
+	_ "github.com/toolrelay/toolrelay/journal/pgjournal"
+	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal"
 	_ "github.com/toolrelay/toolrelay/openai"
 	_ "github.com/toolrelay/toolrelay/openai/openaitest"
 )

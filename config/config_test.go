@@ -20,6 +20,8 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres: journals
+	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite: journals
 )
 
 func writeConfig(t *testing.T, v any) string {

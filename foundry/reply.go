@@ -10,11 +10,10 @@ import (
 )
 
 // reply is the part of a response the loop reads. openai-go decodes its
-// Response type by reflection, field by field and union by union (about
-// 90 µs for a one-call response on a 2-vCPU machine, more than the rest of
-// the request's client work together), while the loop needs a few of its
-// fields; a reply is decoded by encoding/json (about 15 µs), which skips
-// the others.
+// Response type by reflection, field by field and union by union (more
+// than the rest of the request's client work together; BENCHMARKS.md has
+// the figures), while the loop needs a few of its fields; a reply is
+// decoded by encoding/json, several times faster, which skips the others.
 type reply struct {
 	ID                string          `json:"id"`
 	Status            string          `json:"status"`

@@ -1,12 +1,19 @@
-// Package journal opens a durable results journal (a [core.Journal]) from
-// a URL, so that a program chooses where its journal lives by
-// configuration alone. Package adapter calls [Open] with the
+// Package journal opens a durable results journal (a journal/driver.Journal)
+// from a URL, so that a program chooses where its journal lives by
+// configuration alone. Package config calls [Open] with the
 // TOOLRELAY_JOURNAL setting.
 //
-// The stores live in subpackages: [sqlitejournal] keeps the journal in an
-// SQLite file, for one machine; [pgjournal] keeps it in PostgreSQL, for
-// fleets of workers. Package journaltest checks any [core.Journal] against
-// the contract the runner relies on. Each store's package doc says what
+// Like database/sql, this package knows no store: each store's package
+// registers its URL schemes ([Register]) from an init function, and a
+// program links the stores it imports. Package sqlitejournal keeps the
+// journal in an SQLite file, for one machine (import _
+// "github.com/toolrelay/toolrelay/journal/sqlitejournal" for sqlite: URLs);
+// package pgjournal keeps it in PostgreSQL, for fleets of workers (import _
+// "github.com/toolrelay/toolrelay/journal/pgjournal" for postgres: URLs).
+// Opening a URL of a store the program does not link fails with code
+// Unimplemented and names the import to add. Third-party stores register
+// schemes of their own. Package journaltest checks any journal against the
+// contract the runner relies on. Each store's package doc says what
 // survives a process kill and a power loss.
 //
 // # URLs
@@ -42,7 +49,7 @@
 //
 // # Retention
 //
-// Finished entries are kept until pruned: [core.Journal.Prune] deletes
+// Finished entries are kept until pruned: driver.Journal.Prune deletes
 // those finished before a given time, on demand, and [StartPruning] does it
 // periodically for a given retention (package config starts it when
 // TOOLRELAY_JOURNAL_RETENTION is set).

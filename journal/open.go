@@ -2,18 +2,16 @@ package journal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/toolrelay/toolrelay/errcode"
-	"github.com/toolrelay/toolrelay/internal/redact"
 	"github.com/toolrelay/toolrelay/journal/driver"
-	"github.com/toolrelay/toolrelay/journal/pgjournal"
-	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
+	"github.com/toolrelay/toolrelay/journal/internal/jurl"
 )
 
 // A Store is a journal that holds resources (a file, connections):
@@ -23,121 +21,93 @@ type Store interface {
 	io.Closer
 }
 
+// An Opener opens the journal a URL names, for one scheme. u is rawURL
+// parsed; errors must not show the URL's secrets (a password, a token):
+// name it through the redaction Open uses, or not at all.
+type Opener func(ctx context.Context, u *url.URL, rawURL string) (Store, error)
+
+var (
+	regMu   sync.RWMutex
+	openers = map[string]Opener{}
+)
+
+// builtin names the package that registers each built-in scheme, for the
+// error that says which import a program lacks.
+var builtin = map[string]string{
+	"sqlite":     "github.com/toolrelay/toolrelay/journal/sqlitejournal",
+	"postgres":   "github.com/toolrelay/toolrelay/journal/pgjournal",
+	"postgresql": "github.com/toolrelay/toolrelay/journal/pgjournal",
+}
+
+// Register makes the journals of a URL scheme available to [Open]. A
+// journal package calls it from an init function, so that a program links
+// the stores it imports, as with database/sql's drivers. It panics if the
+// scheme is empty, "memory" or already registered, or if open is nil.
+func Register(scheme string, open Opener) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if scheme == "" || scheme == "memory" || open == nil {
+		panic("journal: Register with an empty or reserved scheme, or a nil opener")
+	}
+	if _, dup := openers[scheme]; dup {
+		panic(fmt.Sprintf("journal: scheme %q registered twice", scheme))
+	}
+	openers[scheme] = open
+}
+
+// Schemes returns the registered URL schemes, sorted.
+func Schemes() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	names := make([]string, 0, len(openers))
+	for n := range openers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // Open opens the journal that rawURL names (see the package doc for the
-// forms it takes): the memory journal, an SQLite file or a PostgreSQL
-// database. It fails with a *[errcode.Error] of code InvalidArgument if
-// rawURL is malformed, and otherwise as the store's own Open does. The
-// caller must Close the store.
+// forms it takes): the memory journal, or a journal of a registered
+// scheme. It fails with a *[errcode.Error] of code InvalidArgument if
+// rawURL is malformed or of an unknown scheme; with code Unimplemented,
+// naming the import to add, if its scheme is a built-in one the program
+// does not link; and otherwise as the store's own Open does. The caller
+// must Close the store.
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	if rawURL == "" || rawURL == "memory" || rawURL == "memory:" {
 		return memory{driver.NewMemory()}, nil
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, badURL(rawURL, "%s (want %s)", parseError(err), forms)
+		return nil, jurl.Bad(rawURL, "%s (want %s)", jurl.ParseError(err), forms())
 	}
-	switch u.Scheme {
-	case "sqlite":
-		return openSQLite(ctx, rawURL, u)
-	case "postgres", "postgresql":
-		return openPostgres(ctx, rawURL, u)
-	case "":
-		if strings.Contains(rawURL, "=") {
-			return nil, badURL(rawURL, "no scheme: PostgreSQL key=value settings are not a journal URL; write them as postgres://user@host:5432/db?… (want %s)", forms)
-		}
-		return nil, badURL(rawURL, "no scheme (want %s)", forms)
+	scheme := strings.ToLower(u.Scheme)
+	regMu.RLock()
+	open := openers[scheme]
+	regMu.RUnlock()
+	switch {
+	case open != nil:
+		return open(ctx, u, rawURL)
+	case scheme == "" && strings.Contains(rawURL, "="):
+		return nil, jurl.Bad(rawURL, "no scheme: PostgreSQL key=value settings are not a journal URL; write them as postgres://user@host:5432/db?… (want %s)", forms())
+	case scheme == "":
+		return nil, jurl.Bad(rawURL, "no scheme (want %s)", forms())
+	case builtin[scheme] != "":
+		e := jurl.Bad(rawURL, "scheme %q is not linked into this program: import _ %q (or github.com/toolrelay/toolrelay/all)", scheme, builtin[scheme]).(*errcode.Error)
+		e.Code = errcode.Unimplemented
+		return nil, e
 	}
-	return nil, badURL(rawURL, "unknown scheme %q (want %s)", u.Scheme, forms)
+	return nil, jurl.Bad(rawURL, "unknown scheme %q (want %s)", u.Scheme, forms())
 }
 
-// parseError says why url.Parse refused a URL without quoting any of it:
-// a *url.Error quotes the whole URL, password included, and some of the
-// errors it wraps quote a part of it.
-func parseError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
+// forms lists the URL forms Open accepts in this program.
+func forms() string {
+	f := []string{"memory"}
+	for _, s := range Schemes() {
+		f = append(f, s+":…")
 	}
-	msg := err.Error()
-	for _, why := range []string{"invalid port", "invalid URL escape", "invalid character", "missing protocol scheme", "first path segment in URL cannot contain colon", "net/url: invalid userinfo", "net/url: invalid control character in URL", "missing ']' in host"} {
-		if strings.HasPrefix(msg, why) {
-			return why
-		}
-	}
-	return "it does not parse as a URL"
-}
-
-// badURL returns an InvalidArgument error for rawURL, which it names
-// redacted (redact.ConnString).
-func badURL(rawURL, format string, args ...any) error {
-	return &errcode.Error{Code: errcode.InvalidArgument, Op: "journal: open " + redact.ConnString(rawURL), Err: fmt.Errorf(format, args...)}
-}
-
-const forms = "memory, sqlite:///absolute/path.db, sqlite:relative/path.db, postgres://… or postgresql://…"
-
-func openSQLite(ctx context.Context, rawURL string, u *url.URL) (Store, error) {
-	path := u.Opaque // sqlite:relative/path.db
-	if path == "" {
-		if u.Host != "" {
-			return nil, badURL(rawURL, "sqlite://%s names a host, %q: write sqlite:///absolute/path.db (three slashes) or sqlite:relative/path.db", u.Host+u.Path, u.Host)
-		}
-		path = u.Path
-	} else if p, err := url.PathUnescape(path); err == nil {
-		path = p
-	}
-	if path == "" {
-		return nil, badURL(rawURL, "no file name (want sqlite:///absolute/path.db or sqlite:relative/path.db)")
-	}
-	var o sqlitejournal.Options
-	for k, vs := range u.Query() {
-		v := vs[len(vs)-1]
-		switch k {
-		case "busy_timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return nil, badURL(rawURL, "busy_timeout=%q: want a positive Go duration, such as 5s", v)
-			}
-			o.BusyTimeout = d
-		case "synchronous":
-			o.Synchronous = sqlitejournal.Synchronous(strings.ToLower(v))
-		case "check":
-			switch strings.ToLower(v) {
-			case "on", "true", "1":
-			case "off", "false", "0":
-				o.SkipCheck = true
-			default:
-				return nil, badURL(rawURL, "check=%q: want on or off", v)
-			}
-		default:
-			return nil, badURL(rawURL, "unknown parameter %q (known: busy_timeout, synchronous, check)", k)
-		}
-	}
-	j, err := sqlitejournal.Open(ctx, path, &o)
-	if err != nil {
-		return nil, err
-	}
-	return j, nil
-}
-
-// The parameters of a postgres URL that are the journal's, not pgx's.
-const (
-	schemaParam = "toolrelay_schema"
-	tableParam  = "toolrelay_table"
-	syncParam   = "toolrelay_synchronous"
-)
-
-func openPostgres(ctx context.Context, rawURL string, u *url.URL) (Store, error) {
-	q := u.Query()
-	o := pgjournal.Options{Schema: q.Get(schemaParam), Table: q.Get(tableParam), Synchronous: pgjournal.Synchronous(strings.ToLower(q.Get(syncParam)))}
-	for _, p := range []string{schemaParam, tableParam, syncParam} {
-		q.Del(p)
-	}
-	u.RawQuery = q.Encode()
-	j, err := pgjournal.Open(ctx, u.String(), &o)
-	if err != nil {
-		return nil, err
-	}
-	return j, nil
+	return strings.Join(f, ", ")
 }
 
 // memory is the memory journal as a Store.

@@ -235,7 +235,7 @@ func (b *Backend) fault(ctx context.Context, op string) error {
 	return nil
 }
 
-// next plays the model's next step on th and turns it into a core.Step.
+// next plays the model's next step on th and turns it into a driver.Step.
 func (b *Backend) next(id string, th *thread) (*driver.Step, error) {
 	a, err := th.model.Next()
 	if err != nil {

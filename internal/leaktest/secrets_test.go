@@ -28,6 +28,7 @@ import (
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 	"github.com/toolrelay/toolrelay/journal"
 	"github.com/toolrelay/toolrelay/journal/pgjournal"
+	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite: journals
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 )

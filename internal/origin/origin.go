@@ -70,7 +70,7 @@ func (e *RedirectError) Error() string {
 // it would be redirected again.
 func (e *RedirectError) NonRetriable() {}
 
-// Unwrap returns core.ErrPermissionDenied, so that core.CodeOf and the
+// Unwrap returns errcode.PermissionDenied, so that errcode.Of and the
 // backends' ErrorCode classify the error as PermissionDenied: the request
 // could not be sent with its credentials.
 func (e *RedirectError) Unwrap() error { return errcode.PermissionDenied }

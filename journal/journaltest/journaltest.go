@@ -4,7 +4,7 @@
 // call. A journal's whole contract test is one call:
 //
 //	func TestContract(t *testing.T) {
-//		journaltest.Run(t, func(t *testing.T) core.Journal {
+//		journaltest.Run(t, func(t *testing.T) driver.Journal {
 //			j, err := mystore.Open(t.Context(), filepath.Join(t.TempDir(), "j"))
 //			if err != nil {
 //				t.Fatal(err)

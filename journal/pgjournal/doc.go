@@ -1,5 +1,5 @@
 // Package pgjournal keeps the results journal of toolrelay (a
-// [core.Journal]) in PostgreSQL, through github.com/jackc/pgx/v5, for
+// [driver.Journal]) in PostgreSQL, through github.com/jackc/pgx/v5, for
 // fleets of workers on several machines that resume each other's threads.
 //
 //	j, err := pgjournal.Open(ctx, "postgres://toolrelay@db:5432/app?sslmode=verify-full", nil)
@@ -85,7 +85,7 @@
 // quotes the string, hiding passwords only as well as it can). The methods
 // of a [Journal] return *[core.Error] values whose underlying error (such
 // as a *pgconn.PgError) is reachable with errors.As, and
-// [core.ErrLeaseLost] as core.Journal specifies. A method whose context
+// [driver.ErrLeaseLost] as driver.Journal specifies. A method whose context
 // ends while its statement runs returns the context's error, but the
 // statement may have taken effect on the server: a claim made so is found
 // later as started and, once its lease ends, taken over as in doubt — never

@@ -238,7 +238,7 @@ func (j *Journal) Finish(ctx context.Context, key driver.Key, owner string, resu
 }
 
 // owned runs a statement that changes one entry owned by its caller, and
-// returns core.ErrLeaseLost if it changed none.
+// returns driver.ErrLeaseLost if it changed none.
 func (j *Journal) owned(ctx context.Context, op, stmt string, args []any) error {
 	exec := j.pool.Exec
 	if j.sync != Full {

@@ -1,5 +1,5 @@
 // Package sqlitejournal keeps the results journal of toolrelay (a
-// [core.Journal]) in a single SQLite file, through modernc.org/sqlite (pure
+// [driver.Journal]) in a single SQLite file, through modernc.org/sqlite (pure
 // Go: no cgo). It is the embedded default: one process, or a few processes
 // on one machine, sharing a file.
 //
@@ -61,8 +61,8 @@
 // Whatever the setting, the file stays consistent, and a write is wholly
 // there or wholly absent.
 //
-// What that costs: a sync to disk takes 0.3 to 2 ms on the project's test
-// machine (a virtual disk, shared). A call run alone waits for two syncs
+// What that costs: a sync to disk is the dearest part of a call (BENCHMARKS.md
+// gives this project's figures). A call run alone waits for two syncs
 // under Full (its claim, then its result), one under Claims, none under
 // Normal; the calls of a step, run concurrently, share them. The
 // benchmarks (go test -bench . -benchmem) measure each setting. Programs
@@ -79,8 +79,8 @@
 // are of another schema version (or are not toolrelay's); with code
 // PermissionDenied when it cannot be written. The methods of a [Journal]
 // return *[core.Error] values whose underlying error (a *sqlite.Error from
-// modernc.org/sqlite) is reachable with errors.As, and [core.ErrLeaseLost]
-// as core.Journal specifies.
+// modernc.org/sqlite) is reachable with errors.As, and [driver.ErrLeaseLost]
+// as driver.Journal specifies.
 //
 // Do not open the journal's file with os.Open and close it while a Journal
 // has it open, in the same process: closing any descriptor of a file drops

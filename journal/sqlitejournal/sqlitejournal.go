@@ -51,8 +51,8 @@ type Options struct {
 	// Synchronous is Full (the default, when empty), Claims or Normal.
 	Synchronous Synchronous
 	// SkipCheck skips the integrity check (PRAGMA quick_check) Open makes
-	// of the file. The check reads the whole file: about 2 ms per 1,000
-	// entries.
+	// of the file. The check reads the whole file, so its time grows
+	// with the number of entries.
 	SkipCheck bool
 }
 
@@ -305,7 +305,7 @@ func (j *Journal) Finish(ctx context.Context, key driver.Key, owner string, resu
 }
 
 // owned makes a write that changes one entry owned by its caller, and
-// returns core.ErrLeaseLost if it changed none.
+// returns driver.ErrLeaseLost if it changed none.
 func (j *Journal) owned(ctx context.Context, what string, write func(context.Context) (int64, error)) error {
 	var n int64
 	err := j.w.do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) (err error) {

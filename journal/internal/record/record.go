@@ -10,8 +10,8 @@ import (
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
-// result is a core.JournalResult as the durable journals store it, as JSON
-// text. Unlike core.JournalResult's own encoding, it keeps an empty content
+// result is a driver.Result as the durable journals store it, as JSON
+// text. Unlike driver.Result's own encoding, it keeps an empty content
 // array apart from no content array (Parts has no omitempty), so a result
 // reads back exactly as it was written.
 type result struct {
@@ -41,7 +41,7 @@ func DecodeResult(s string) (*jdriver.Result, error) {
 	return &jdriver.Result{Output: driver.Output{Text: r.Text, Parts: r.Parts, Null: r.Null}, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome}, nil
 }
 
-// States are stored by name (core.JournalState.String): "started",
+// States are stored by name (driver.State.String): "started",
 // "succeeded", "failed" or "submitted".
 
 // ParseState returns the state a stored name names.

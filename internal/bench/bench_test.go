@@ -18,6 +18,8 @@ import (
 	"github.com/toolrelay/toolrelay/journal"
 	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/journaltest"
+	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres: journals
+	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite: journals
 )
 
 // postgresEnv names the environment variable holding the URL of a

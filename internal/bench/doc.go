@@ -21,6 +21,6 @@
 //	P4 BenchmarkJournal   journal cost per call: memory, SQLite, PostgreSQL
 //	P5 BenchmarkConformance  the conformance suite's wall time per backend
 //
-// `go run ./bench/compare` runs them all briefly and prints one ratio line
+// `go run ./internal/bench/compare` runs them all briefly and prints one ratio line
 // per measure.
 package bench

@@ -2,8 +2,8 @@
 // prints one line per measure, with toolrelay's figures as ratios to the
 // baselines measured in the same run:
 //
-//	go run ./bench/compare
-//	go run ./bench/compare -count 5 -out bench.txt   # more runs; keep the raw output for benchstat
+//	go run ./internal/bench/compare
+//	go run ./internal/bench/compare -count 5 -out bench.txt   # more runs; keep the raw output for benchstat
 //
 // compare builds the benchmarks' test binary once, then runs it in
 // rounds: each round runs every measure once, with a benchtime suited to
@@ -104,11 +104,11 @@ func build(root string) (bin string, cleanup func(), err error) {
 		gotool = "go"
 	}
 	bin = filepath.Join(dir, "bench.test")
-	cmd := exec.Command(gotool, "test", "-c", "-o", bin, "./bench")
+	cmd := exec.Command(gotool, "test", "-c", "-o", bin, "./internal/bench")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		cleanup()
-		return "", nil, fmt.Errorf("go test -c ./bench: %v\n%s", err, out)
+		return "", nil, fmt.Errorf("go test -c ./internal/bench: %v\n%s", err, out)
 	}
 	return bin, cleanup, nil
 }

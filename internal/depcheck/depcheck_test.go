@@ -1,0 +1,67 @@
+// Package depcheck checks that each program links only what it uses: a
+// program importing a backend, the configuration package or the journal
+// mux links no fake, no test helper and no database driver.
+package depcheck
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// forbidden are the packages a production program must not link unless it
+// imports them itself.
+var forbidden = []string{
+	"net/http/httptest",
+	"github.com/toolrelay/toolrelay/openai/openaitest",
+	"github.com/toolrelay/toolrelay/foundry/foundrytest",
+	"github.com/toolrelay/toolrelay/core/coretest",
+	"github.com/jackc/pgx/v5",
+	"modernc.org/sqlite",
+	"go.opentelemetry.io/otel",
+}
+
+func TestDependencies(t *testing.T) {
+	const mod = "github.com/toolrelay/toolrelay/"
+	tests := []struct {
+		pkgs []string // what the program imports
+		may  []string // forbidden packages it may link all the same
+	}{
+		{pkgs: []string{"core"}},
+		{pkgs: []string{"errcode"}},
+		{pkgs: []string{"config"}},
+		{pkgs: []string{"journal"}},
+		{pkgs: []string{"config", "openai"}},
+		{pkgs: []string{"config", "foundry"}},
+		{pkgs: []string{"journal", "journal/sqlitejournal"}, may: []string{"modernc.org/sqlite"}},
+		{pkgs: []string{"journal", "journal/pgjournal"}, may: []string{"github.com/jackc/pgx/v5"}},
+	}
+	for _, tt := range tests {
+		name := strings.Join(tt.pkgs, "+")
+		t.Run(name, func(t *testing.T) {
+			args := []string{"list", "-deps"}
+			for _, p := range tt.pkgs {
+				args = append(args, mod+p)
+			}
+			out, err := exec.Command("go", args...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("go list: %v\n%s", err, out)
+			}
+			deps := strings.Fields(string(out))
+		check:
+			for _, f := range forbidden {
+				for _, m := range tt.may {
+					if f == m {
+						continue check
+					}
+				}
+				for _, d := range deps {
+					if d == f || strings.HasPrefix(d, f+"/") {
+						t.Errorf("a program importing %s links %s", name, d)
+						break
+					}
+				}
+			}
+		})
+	}
+}

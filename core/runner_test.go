@@ -420,7 +420,7 @@ func TestBackendError(t *testing.T) {
 	}{
 		{"start", &apiError{503}, errcode.Unknown},
 		{"submit", &apiError{500}, errcode.Unknown},
-		{"submit", &coretest.TurnError{Code: "server_error", Message: "the model crashed"}, errcode.Internal},
+		{"submit", &driver.TurnError{Backend: "fake", Status: "failed", Code: "server_error", Message: "the model crashed"}, errcode.Internal},
 		{"start", fmt.Errorf("while starting: %w", coretest.ErrUnknownThread), errcode.NotFound},
 	}
 	for _, tt := range tests {

@@ -34,8 +34,8 @@ type agentsClient struct {
 	pl       runtime.Pipeline
 }
 
-// AgentVersion is an agent version as the service describes it.
-type AgentVersion struct {
+// versionInfo is an agent version as the service describes it.
+type versionInfo struct {
 	ID          string          `json:"id"`
 	Name        string          `json:"name"`
 	Version     string          `json:"version"`
@@ -48,7 +48,7 @@ type AgentVersion struct {
 type agentObject struct {
 	Name     string `json:"name"`
 	Versions struct {
-		Latest AgentVersion `json:"latest"`
+		Latest versionInfo `json:"latest"`
 	} `json:"versions"`
 }
 
@@ -119,8 +119,8 @@ func (c *agentsClient) do(ctx context.Context, method, u string, body, out any) 
 
 // createVersion creates a version of agent name (and the agent, if it does
 // not exist yet).
-func (c *agentsClient) createVersion(ctx context.Context, name string, req *versionRequest) (*AgentVersion, error) {
-	var v AgentVersion
+func (c *agentsClient) createVersion(ctx context.Context, name string, req *versionRequest) (*versionInfo, error) {
+	var v versionInfo
 	if err := c.do(ctx, http.MethodPost, c.url(name, "versions"), req, &v); err != nil {
 		return nil, fmt.Errorf("foundry: create a version of agent %q: %w", name, err)
 	}
@@ -128,7 +128,7 @@ func (c *agentsClient) createVersion(ctx context.Context, name string, req *vers
 }
 
 // getVersion returns a version of agent name; "" means the latest.
-func (c *agentsClient) getVersion(ctx context.Context, name, version string) (*AgentVersion, error) {
+func (c *agentsClient) getVersion(ctx context.Context, name, version string) (*versionInfo, error) {
 	if version == "" {
 		var a agentObject
 		if err := c.do(ctx, http.MethodGet, c.url(name), nil, &a); err != nil {
@@ -136,7 +136,7 @@ func (c *agentsClient) getVersion(ctx context.Context, name, version string) (*A
 		}
 		return &a.Versions.Latest, nil
 	}
-	var v AgentVersion
+	var v versionInfo
 	if err := c.do(ctx, http.MethodGet, c.url(name, "versions", version), nil, &v); err != nil {
 		return nil, fmt.Errorf("foundry: get version %q of agent %q: %w", version, name, err)
 	}

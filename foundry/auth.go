@@ -70,7 +70,22 @@ func authPolicy(o *Options, endpoint *url.URL) (policy.Policy, error) {
 		}
 		cred = c
 	}
-	return runtime.NewBearerTokenPolicy(cred, []string{Scope}, nil), nil
+	return runtime.NewBearerTokenPolicy(codedCredential{cred}, []string{Scope}, nil), nil
+}
+
+// codedCredential gives the failures of a credential (no credential in
+// the environment, a refused client secret, an expired login) the code
+// PermissionDenied, which they would otherwise lack: a request that cannot
+// be authenticated is refused as one the service refused would be.
+type codedCredential struct{ c azcore.TokenCredential }
+
+// GetToken implements azcore.TokenCredential.
+func (c codedCredential) GetToken(ctx context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	tok, err := c.c.GetToken(ctx, o)
+	if err != nil && errcode.Of(err) == errcode.Unknown && ctx.Err() == nil {
+		err = &errcode.Error{Code: errcode.PermissionDenied, Op: "foundry: get token", Err: err}
+	}
+	return tok, err
 }
 
 // CredentialOptions returns the azcore client options [Open] gives the

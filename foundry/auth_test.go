@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolrelay/toolrelay/errcode"
@@ -72,7 +75,7 @@ func TestHTTPRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.opts
 			o.Endpoint = "http://127.0.0.1:1/api/projects/p"
-			o.AgentName = "a"
+			o.Agent = "a"
 			_, err := foundry.Open(context.Background(), nil, &o)
 			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "needs an https endpoint") {
 				t.Fatalf("Open = %v, want InvalidArgument about https", err)
@@ -149,16 +152,16 @@ func TestOpenErrors(t *testing.T) {
 		code errcode.Code
 		msg  string
 	}{
-		{"no endpoint", func(o *foundry.Options) { o.Endpoint, o.AgentName = "", "a" }, errcode.InvalidArgument, "no project endpoint"},
-		{"bad endpoint", func(o *foundry.Options) { o.Endpoint, o.AgentName = "ftp://x", "a" }, errcode.InvalidArgument, "invalid project endpoint"},
+		{"no endpoint", func(o *foundry.Options) { o.Endpoint, o.Agent = "", "a" }, errcode.InvalidArgument, "no project endpoint"},
+		{"bad endpoint", func(o *foundry.Options) { o.Endpoint, o.Agent = "ftp://x", "a" }, errcode.InvalidArgument, "invalid project endpoint"},
 		{"no agent", func(o *foundry.Options) {}, errcode.InvalidArgument, "no agent"},
-		{"name too long", func(o *foundry.Options) { o.AgentName = strings.Repeat("a", 64) }, errcode.InvalidArgument, "invalid agent name"},
-		{"name with a space", func(o *foundry.Options) { o.AgentName = "my agent" }, errcode.InvalidArgument, "invalid agent name"},
-		{"definition without model", func(o *foundry.Options) { o.Agent = &foundry.AgentDefinition{} }, errcode.InvalidArgument, "no model"},
-		{"two credentials", func(o *foundry.Options) { o.AgentName, o.Token = "a", "t" }, errcode.InvalidArgument, "only one of"},
-		{"bad mode", func(o *foundry.Options) { o.AgentName, o.Mode = "a", "threads" }, errcode.InvalidArgument, "unknown mode"},
-		{"unknown agent", func(o *foundry.Options) { o.AgentName = "nobody" }, errcode.NotFound, "404"},
-		{"unknown version", func(o *foundry.Options) { o.AgentName, o.AgentVersion = "nobody", "3" }, errcode.NotFound, "404"},
+		{"name too long", func(o *foundry.Options) { o.Agent = strings.Repeat("a", 64) }, errcode.InvalidArgument, "invalid agent name"},
+		{"name with a space", func(o *foundry.Options) { o.Agent = "my agent" }, errcode.InvalidArgument, "invalid agent name"},
+		{"definition without model", func(o *foundry.Options) { o.Definition = &foundry.AgentDefinition{} }, errcode.InvalidArgument, "no model"},
+		{"two credentials", func(o *foundry.Options) { o.Agent, o.Token = "a", "t" }, errcode.InvalidArgument, "only one of"},
+		{"bad mode", func(o *foundry.Options) { o.Agent, o.Mode = "a", "threads" }, errcode.InvalidArgument, "unknown mode"},
+		{"unknown agent", func(o *foundry.Options) { o.Agent = "nobody" }, errcode.NotFound, "404"},
+		{"unknown version", func(o *foundry.Options) { o.Agent, o.AgentVersion = "nobody", "3" }, errcode.NotFound, "404"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base
@@ -179,6 +182,60 @@ func TestOpenErrors(t *testing.T) {
 				if !errors.As(err, &re) {
 					t.Errorf("errors.As(*azcore.ResponseError) failed on %v", err)
 				}
+			}
+		})
+	}
+}
+
+// failingCredential fails every GetToken after the first ok ones; the
+// tokens it gives expire at once, so every request asks again.
+type failingCredential struct {
+	ok atomic.Int32
+}
+
+func (c *failingCredential) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	if c.ok.Add(-1) >= 0 {
+		return azcore.AccessToken{Token: "short-lived", ExpiresOn: time.Now()}, nil
+	}
+	return azcore.AccessToken{}, errors.New("DefaultAzureCredential: failed to acquire a token: no credential in the environment")
+}
+
+// TestCredentialFailure checks that a credential that cannot give a token
+// fails opening and running with PermissionDenied, keeping the
+// credential's error in the chain.
+func TestCredentialFailure(t *testing.T) {
+	srv := newFake(t, weatherScript(), nil)
+	tools := toolbox(t, &counter{})
+	for _, tc := range []struct {
+		name string
+		ok   int32 // tokens given before the failures
+		edit func(*foundry.Options)
+	}{
+		{"open, existing agent", 0, func(o *foundry.Options) { o.Definition, o.Agent = nil, "test-agent" }},
+		{"open, created version", 0, func(o *foundry.Options) {}},
+		{"run", 1, func(o *foundry.Options) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options(srv, foundry.Conversation, false)
+			cred := &failingCredential{}
+			cred.ok.Store(tc.ok)
+			o.Credential, o.RequestOptions = cred, noRetries
+			tc.edit(o)
+			var err error
+			b, err := foundry.Open(context.Background(), tools, o)
+			if err == nil {
+				defer b.Close()
+				_, err = newRunner(b, tools, nil).Run(context.Background(), "city?", nil)
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			code := errcode.Of(err)
+			if code == errcode.Unknown && b != nil {
+				code = b.ErrorCode(err)
+			}
+			if code != errcode.PermissionDenied || !strings.Contains(err.Error(), "no credential in the environment") {
+				t.Errorf("err = %v (%v), want PermissionDenied with the credential's message", err, code)
 			}
 		})
 	}

@@ -46,6 +46,7 @@ type Backend struct {
 
 	agentName, agentVersion string
 	createdVersion          bool
+	missing                 []string // set by Open, read-only after
 
 	mu            sync.Mutex
 	conversations []string            // conversations this backend created
@@ -62,8 +63,8 @@ var (
 // Open returns a backend that runs the agent of a Foundry project with the
 // functions of tools. It authenticates (Credential, Token or APIKey; by
 // default azidentity's DefaultAzureCredential), then either creates a
-// version of the agent opts.Agent defines, with the toolbox's tools as its
-// function tools, or checks that the agent opts.AgentName (and version)
+// version of the agent opts.Definition defines, with the toolbox's tools as its
+// function tools, or checks that the agent opts.Agent (and version)
 // exists. It returns an error for which [errcode.Of] is InvalidArgument
 // for bad options (no endpoint, an http endpoint, a bad agent name, no
 // agent), or the code of the service's answer (NotFound for an unknown
@@ -84,18 +85,22 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if err != nil {
 		return nil, err
 	}
-	name, version := o.AgentName, o.AgentVersion
-	if o.Agent != nil {
-		name, version = o.Agent.Name, ""
+	stream, err := checkTransport(o.Transport)
+	if err != nil {
+		return nil, err
+	}
+	name, version := o.Agent, o.AgentVersion
+	if o.Definition != nil {
+		name, version = o.Definition.Name, ""
 		if name == "" {
 			name = DefaultAgentName
 		}
-		if o.Agent.Model == "" {
+		if o.Definition.Model == "" {
 			return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: the agent definition names no model deployment")
 		}
 	}
 	if name == "" {
-		return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: no agent: set AgentName (an existing agent) or Agent (a definition to create)")
+		return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: no agent: set Agent (an existing agent) or Definition (a definition to create)")
 	}
 	if err := checkAgentName(name); err != nil {
 		return nil, err
@@ -108,7 +113,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	b := &Backend{
 		name:   "foundry",
 		mode:   mode,
-		stream: o.Stream,
+		stream: stream,
 		keep:   o.Keep,
 		logger: loggerOr(o.Logger),
 		agents: &agentsClient{endpoint: ep, pl: newPipeline(auth, o.HTTPClient, false)},
@@ -122,10 +127,10 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		option.WithHTTPClient(&http.Client{Transport: transport}),
 	}, o.RequestOptions)...)
 
-	if o.Agent != nil {
+	if o.Definition != nil {
 		v, err := b.agents.createVersion(ctx, name, &versionRequest{
-			Description: o.Agent.Description,
-			Definition:  promptDefinition{Kind: "prompt", Model: o.Agent.Model, Instructions: o.Agent.Instructions, Tools: functionTools(tools)},
+			Description: o.Definition.Description,
+			Definition:  promptDefinition{Kind: "prompt", Model: o.Definition.Model, Instructions: o.Definition.Instructions, Tools: functionTools(tools)},
 		})
 		if err != nil {
 			return nil, b.openError(err)
@@ -173,6 +178,10 @@ func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOpti
 	if err != nil {
 		return nil, err
 	}
+	stream, err := checkTransport(o.Transport)
+	if err != nil {
+		return nil, err
+	}
 	if o.Model == "" {
 		return nil, errcode.Errorf(errcode.InvalidArgument, "responses: no model: set the model every request names")
 	}
@@ -195,7 +204,7 @@ func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOpti
 		// request options left it.
 		client:       openai.NewClient(slices.Concat(ro, o.RequestOptions, []option.RequestOption{option.WithMiddleware(origin.Middleware)})...),
 		mode:         mode,
-		stream:       o.Stream,
+		stream:       stream,
 		keep:         o.Keep,
 		logger:       loggerOr(o.Logger),
 		model:        o.Model,
@@ -238,7 +247,7 @@ func loggerOr(l *slog.Logger) *slog.Logger {
 
 // checkTools warns about function tools of the agent that the toolbox
 // cannot run, and tools of the toolbox the agent does not offer.
-func (b *Backend) checkTools(v *AgentVersion, tools *core.Toolbox) {
+func (b *Backend) checkTools(v *versionInfo, tools *core.Toolbox) {
 	var def promptDefinition
 	if err := json.Unmarshal(v.Definition, &def); err != nil {
 		return
@@ -250,9 +259,11 @@ func (b *Backend) checkTools(v *AgentVersion, tools *core.Toolbox) {
 		}
 		offered[t.Name] = true
 		if tools.Lookup(t.Name) == nil {
+			b.missing = append(b.missing, t.Name)
 			b.logger.Warn("foundry: the agent has a function tool this program cannot run; its calls will fail as unknown", "agent", v.Name, "version", v.Version, "tool", t.Name)
 		}
 	}
+	slices.Sort(b.missing)
 	for _, name := range tools.Names() {
 		if !offered[name] {
 			b.logger.Warn("foundry: the agent does not offer this tool, so the model cannot call it", "agent", v.Name, "version", v.Version, "tool", name)
@@ -277,6 +288,12 @@ func (b *Backend) Mode() Mode { return b.mode }
 // version is empty when it runs the latest); both are empty for the plain
 // Responses API.
 func (b *Backend) Agent() (name, version string) { return b.agentName, b.agentVersion }
+
+// MissingTools returns the function tools of the agent named by
+// Options.Agent that the toolbox does not implement, sorted (nil for an
+// agent version created from the toolbox). A call to one gets a failed
+// result saying the tool is unknown.
+func (b *Backend) MissingTools() []string { return slices.Clone(b.missing) }
 
 // Client returns the openai-go client the backend sends responses and
 // conversations requests with.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
 
+	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
@@ -293,7 +295,7 @@ func TestExistingAgent(t *testing.T) {
 		var c counter
 		tools := toolbox(t, &c)
 		opts := options(srv, foundry.Conversation, false)
-		opts.Agent, opts.AgentName, opts.AgentVersion = nil, "weather-bot", version
+		opts.Definition, opts.Agent, opts.AgentVersion = nil, "weather-bot", version
 		b := open(t, tools, opts)
 		if _, err := newRunner(b, tools, nil).Run(context.Background(), "weather?", nil); err != nil {
 			t.Fatal(err)
@@ -354,7 +356,7 @@ func TestExistingAgentTools(t *testing.T) {
 	var c counter
 	tools := toolbox(t, &c)
 	opts := options(srv, foundry.Conversation, false)
-	opts.Agent, opts.AgentName = nil, "bare-agent"
+	opts.Definition, opts.Agent = nil, "bare-agent"
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	b := open(t, tools, opts)
 	for _, name := range tools.Names() {
@@ -365,6 +367,9 @@ func TestExistingAgentTools(t *testing.T) {
 	if strings.Contains(logs.String(), "test-token") {
 		t.Errorf("the log shows the token:\n%s", logs.String())
 	}
+	if got := b.MissingTools(); len(got) != 0 {
+		t.Errorf("MissingTools = %v, want none (the agent has no tools)", got)
+	}
 	if _, ok := b.Pipeline(); !ok {
 		t.Error("Pipeline() not available")
 	}
@@ -372,5 +377,30 @@ func TestExistingAgentTools(t *testing.T) {
 	var oe *openai.Error
 	if page != nil || !errors.As(err, &oe) || oe.StatusCode != 404 || b.ErrorCode(err) != errcode.NotFound {
 		t.Errorf("Client() request = %v, %v; want a 404 *openai.Error", page, err)
+	}
+}
+
+// TestMissingTools checks that the function tools of an existing agent that
+// the toolbox lacks are reported, sorted, as the openai backend reports
+// them.
+func TestMissingTools(t *testing.T) {
+	srv := newFake(t, weatherScript(), nil)
+	tools := toolbox(t, &counter{})
+	opts := options(srv, foundry.Conversation, false)
+	opts.Keep = true
+	made := open(t, tools, opts) // a version with the three functions
+	if got := made.MissingTools(); got != nil {
+		t.Errorf("MissingTools of a created version = %v, want nil", got)
+	}
+	empty, err := core.NewToolbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = options(srv, foundry.Conversation, false)
+	opts.Definition, opts.Agent = nil, "test-agent"
+	b := open(t, empty, opts)
+	want := slices.Sorted(slices.Values(tools.Names()))
+	if diff := cmp.Diff(want, b.MissingTools()); diff != "" {
+		t.Errorf("MissingTools (-want +got):\n%s", diff)
 	}
 }

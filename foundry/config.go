@@ -36,8 +36,9 @@ type Settings struct {
 	// Mode links the responses of a thread: "conversation" (the default)
 	// or "previous_response_id".
 	Mode string `json:"mode,omitempty" env:"TOOLRELAY_FOUNDRY_MODE"`
-	// Stream receives responses as server-sent events.
-	Stream bool `json:"stream,omitempty" env:"TOOLRELAY_FOUNDRY_STREAM"`
+	// Transport is how responses are received: "blocking" (the default)
+	// or "streaming" (server-sent events).
+	Transport string `json:"transport,omitempty" env:"TOOLRELAY_FOUNDRY_TRANSPORT"`
 	// Keep leaves the created agent version and conversations on the
 	// service at Close.
 	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_FOUNDRY_KEEP"`
@@ -61,8 +62,9 @@ type ResponsesSettings struct {
 	// Mode links the responses of a thread: "previous_response_id" (the
 	// default) or "conversation".
 	Mode string `json:"mode,omitempty" env:"TOOLRELAY_RESPONSES_MODE"`
-	// Stream receives responses as server-sent events.
-	Stream bool `json:"stream,omitempty" env:"TOOLRELAY_RESPONSES_STREAM"`
+	// Transport is how responses are received: "blocking" (the default)
+	// or "streaming" (server-sent events).
+	Transport string `json:"transport,omitempty" env:"TOOLRELAY_RESPONSES_TRANSPORT"`
 	// Keep leaves the conversations the backend created on the service
 	// at Close.
 	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_RESPONSES_KEEP"`
@@ -79,7 +81,7 @@ func init() {
 		}
 		return OpenResponses(ctx, req.Tools, &ResponsesOptions{
 			BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Instructions: req.Config.Instructions,
-			Mode: Mode(s.Mode), Stream: s.Stream, Keep: s.Keep, Logger: req.Logger,
+			Mode: Mode(s.Mode), Transport: Transport(s.Transport), Keep: s.Keep, Logger: req.Logger,
 		})
 	})
 	config.Register("foundry", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
@@ -102,22 +104,22 @@ func OptionsFor(req *config.OpenRequest) (*Options, error) {
 		s.Endpoint = os.Getenv("FOUNDRY_PROJECT_ENDPOINT")
 	}
 	o := &Options{
-		Endpoint: s.Endpoint,
-		Token:    s.Token,
-		APIKey:   s.APIKey,
-		Mode:     Mode(s.Mode),
-		Stream:   s.Stream,
-		Keep:     s.Keep,
-		Logger:   req.Logger,
+		Endpoint:  s.Endpoint,
+		Token:     s.Token,
+		APIKey:    s.APIKey,
+		Mode:      Mode(s.Mode),
+		Transport: Transport(s.Transport),
+		Keep:      s.Keep,
+		Logger:    req.Logger,
 	}
 	if s.Agent == "" || s.Model != "" {
 		model := s.Model
 		if model == "" {
 			model = DefaultModel
 		}
-		o.Agent = &AgentDefinition{Name: s.Agent, Model: model, Instructions: req.Config.Instructions}
+		o.Definition = &AgentDefinition{Name: s.Agent, Model: model, Instructions: req.Config.Instructions}
 	} else {
-		o.AgentName, o.AgentVersion = s.Agent, s.AgentVersion
+		o.Agent, o.AgentVersion = s.Agent, s.AgentVersion
 	}
 	return o, nil
 }

@@ -60,7 +60,7 @@ func TestFakeFoundry(t *testing.T) {
 		{name: "script in code", script: fakeFoundryScript},
 		{name: "script file", env: map[string]string{"TOOLRELAY_SCRIPT": file}},
 		{name: "chain", script: fakeFoundryScript, env: map[string]string{"TOOLRELAY_FOUNDRY_MODE": "previous_response_id"}, mode: "previous_response_id"},
-		{name: "stream", script: fakeFoundryScript, env: map[string]string{"TOOLRELAY_FOUNDRY_STREAM": "true"}},
+		{name: "stream", script: fakeFoundryScript, env: map[string]string{"TOOLRELAY_FOUNDRY_TRANSPORT": "streaming"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {
@@ -127,7 +127,7 @@ func TestFoundrySettings(t *testing.T) {
 		"TOOLRELAY_FOUNDRY_MODEL":         "gpt-4.1",
 		"TOOLRELAY_INSTRUCTIONS":          "Be brief.",
 		"TOOLRELAY_FOUNDRY_MODE":          "previous_response_id",
-		"TOOLRELAY_FOUNDRY_STREAM":        "true",
+		"TOOLRELAY_FOUNDRY_TRANSPORT":     "streaming",
 		"TOOLRELAY_FOUNDRY_KEEP":          "1",
 	} {
 		t.Setenv(k, v)
@@ -143,7 +143,7 @@ func TestFoundrySettings(t *testing.T) {
 	want := foundry.Settings{
 		Endpoint: "https://r.services.ai.azure.com/api/projects/p", Token: "tok", APIKey: "key",
 		Agent: "weather-bot", AgentVersion: "3", Model: "gpt-4.1",
-		Mode: "previous_response_id", Stream: true, Keep: true,
+		Mode: "previous_response_id", Transport: "streaming", Keep: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("foundry settings mismatch (-want +got):\n%s", diff)
@@ -152,8 +152,8 @@ func TestFoundrySettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Agent == nil || o.Agent.Instructions != "Be brief." || o.Agent.Name != "weather-bot" || o.Agent.Model != "gpt-4.1" {
-		t.Errorf("OptionsFor: agent definition %+v, want weather-bot on gpt-4.1 with the shared instructions", o.Agent)
+	if o.Definition == nil || o.Definition.Instructions != "Be brief." || o.Definition.Name != "weather-bot" || o.Definition.Model != "gpt-4.1" {
+		t.Errorf("OptionsFor: agent definition %+v, want weather-bot on gpt-4.1 with the shared instructions", o.Definition)
 	}
 }
 

@@ -61,7 +61,7 @@ func (h *harness) MakeBackend(ctx context.Context, script *coretest.Script, tool
 	}
 	return foundry.Open(ctx, tools, &foundry.Options{
 		Endpoint: h.srv.ProjectEndpoint(), Token: token, Mode: h.mode,
-		Agent:      &foundry.AgentDefinition{Name: "conformance", Model: "gpt-4.1-mini"},
+		Definition: &foundry.AgentDefinition{Name: "conformance", Model: "gpt-4.1-mini"},
 		HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
 	})
 }
@@ -84,7 +84,7 @@ func (h *harness) Received() []coretest.Received {
 			if json.Unmarshal([]byte(d.Output), &f) == nil && f.Error != nil {
 				r.Results[i].Failed, r.Results[i].Error = true, *f.Error
 			}
-			canceled = canceled && d.Output == foundry.CanceledOutput
+			canceled = canceled && d.Output == foundry.CanceledOutputForTest
 		}
 		if canceled {
 			r = coretest.Received{Kind: "cancel", Thread: r.Thread}

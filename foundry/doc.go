@@ -78,14 +78,14 @@
 //	agent version            TOOLRELAY_FOUNDRY_AGENT_VERSION      foundry.agent_version
 //	model deployment         TOOLRELAY_FOUNDRY_MODEL              foundry.model
 //	thread linking           TOOLRELAY_FOUNDRY_MODE               foundry.mode
-//	stream responses         TOOLRELAY_FOUNDRY_STREAM             foundry.stream
+//	blocking or streaming    TOOLRELAY_FOUNDRY_TRANSPORT          foundry.transport
 //	keep what was created    TOOLRELAY_FOUNDRY_KEEP               foundry.keep
 //
 //	responses API key        OPENAI_API_KEY                       responses.api_key
 //	responses base URL       OPENAI_BASE_URL                      responses.base_url
 //	responses model          TOOLRELAY_RESPONSES_MODEL            responses.model
 //	responses linking        TOOLRELAY_RESPONSES_MODE             responses.mode
-//	stream responses         TOOLRELAY_RESPONSES_STREAM           responses.stream
+//	blocking or streaming    TOOLRELAY_RESPONSES_TRANSPORT        responses.transport
 //	keep conversations       TOOLRELAY_RESPONSES_KEEP             responses.keep
 //
 // With no agent configured, or with a model configured, foundry creates a
@@ -104,7 +104,7 @@
 // 404 NotFound, 408 DeadlineExceeded, 409 FailedPrecondition, 429
 // ResourceExhausted, 502, 503 and 504 Unavailable, other 5xx Internal).
 // A response that ends failed, incomplete or cancelled, or a stream's
-// error event, is a *[TurnError] carrying the service's code and message,
+// error event, is a *[driver.TurnError] carrying the service's code and message,
 // classified by that code (rate_limit_exceeded ResourceExhausted,
 // server_error Internal, …). Bad options are *core.Error values with code
 // InvalidArgument.

@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/openai/openai-go/v3"
 
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
@@ -45,7 +46,7 @@ func TestRunErrors(t *testing.T) {
 		{
 			name:   "server errors past the retries",
 			faults: []foundrytest.Fault{{Status: 503, NoRetryAfter: true}, {Status: 500}, {Status: 500}},
-			code:   errcode.Unknown,
+			code:   errcode.Internal,
 		},
 		{
 			name:   "unauthorized",
@@ -57,8 +58,8 @@ func TestRunErrors(t *testing.T) {
 			faults: []foundrytest.Fault{{Failed: true, Code: "rate_limit_exceeded", Message: "slow down"}},
 			code:   errcode.ResourceExhausted,
 			check: func(t *testing.T, err error) {
-				var te *foundry.TurnError
-				if !errors.As(err, &te) || te.Status != "failed" || te.Code != "rate_limit_exceeded" || te.Message != "slow down" || te.ResponseID == "" {
+				var te *driver.TurnError
+				if !errors.As(err, &te) || te.Status != "failed" || te.Code != "rate_limit_exceeded" || te.Message != "slow down" || te.Turn == "" || te.Thread == "" || te.Backend != "foundry" {
 					t.Errorf("errors.As(*TurnError) = %+v", te)
 				}
 			},
@@ -75,7 +76,7 @@ func TestRunErrors(t *testing.T) {
 			faults: []foundrytest.Fault{{ErrorEvent: true, Code: "server_error", Message: "(PermissionDenied) no access"}},
 			code:   errcode.PermissionDenied,
 			check: func(t *testing.T, err error) {
-				var te *foundry.TurnError
+				var te *driver.TurnError
 				if !errors.As(err, &te) || te.Status != "error" || te.Code != "server_error" {
 					t.Errorf("errors.As(*TurnError) = %+v", te)
 				}
@@ -133,8 +134,8 @@ func TestErrorCode(t *testing.T) {
 		{oai(429), errcode.ResourceExhausted},
 		{oai(408), errcode.DeadlineExceeded},
 		{oai(422), errcode.InvalidArgument},
-		{oai(500), errcode.Unknown},
-		{oai(501), errcode.Unknown},
+		{oai(500), errcode.Internal},
+		{oai(501), errcode.Unimplemented},
 		{oai(502), errcode.Unavailable},
 		{oai(503), errcode.Unavailable},
 		{oai(504), errcode.Unavailable},
@@ -146,16 +147,16 @@ func TestErrorCode(t *testing.T) {
 		{az(http.StatusBadGateway), errcode.Unavailable},
 		{az(http.StatusServiceUnavailable), errcode.Unavailable},
 		{fmt.Errorf("agent version: %w", az(http.StatusGatewayTimeout)), errcode.Unavailable},
-		{az(http.StatusInternalServerError), errcode.Unknown},
-		{&foundry.TurnError{Status: "failed", Code: "rate_limit_exceeded"}, errcode.ResourceExhausted},
-		{&foundry.TurnError{Status: "failed", Code: "server_error"}, errcode.Internal},
-		{&foundry.TurnError{Status: "failed", Code: "invalid_prompt"}, errcode.InvalidArgument},
-		{&foundry.TurnError{Status: "failed", Code: "bio_policy_violation"}, errcode.InvalidArgument},
-		{&foundry.TurnError{Status: "incomplete", Code: "max_output_tokens"}, errcode.ResourceExhausted},
-		{&foundry.TurnError{Status: "incomplete", Code: "content_filter"}, errcode.InvalidArgument},
-		{&foundry.TurnError{Status: "cancelled"}, errcode.Canceled},
-		{&foundry.TurnError{Status: "error", Code: "server_error", Message: "(PermissionDenied) x"}, errcode.PermissionDenied},
-		{&foundry.TurnError{Status: "failed", Code: "mystery"}, errcode.Unknown},
+		{az(http.StatusInternalServerError), errcode.Internal},
+		{&driver.TurnError{Status: "failed", Code: "rate_limit_exceeded"}, errcode.ResourceExhausted},
+		{&driver.TurnError{Status: "failed", Code: "server_error"}, errcode.Internal},
+		{&driver.TurnError{Status: "failed", Code: "invalid_prompt"}, errcode.InvalidArgument},
+		{&driver.TurnError{Status: "failed", Code: "bio_policy_violation"}, errcode.InvalidArgument},
+		{&driver.TurnError{Status: "incomplete", Code: "max_output_tokens"}, errcode.ResourceExhausted},
+		{&driver.TurnError{Status: "incomplete", Code: "content_filter"}, errcode.InvalidArgument},
+		{&driver.TurnError{Status: "cancelled"}, errcode.Canceled},
+		{&driver.TurnError{Status: "error", Code: "server_error", Message: "(PermissionDenied) x"}, errcode.PermissionDenied},
+		{&driver.TurnError{Status: "failed", Code: "mystery"}, errcode.Unknown},
 	} {
 		if got := b.ErrorCode(tc.err); got != tc.want {
 			t.Errorf("ErrorCode(%v) = %v, want %v", tc.err, got, tc.want)
@@ -165,8 +166,8 @@ func TestErrorCode(t *testing.T) {
 
 // TestTurnErrorMessage checks the text of a TurnError.
 func TestTurnErrorMessage(t *testing.T) {
-	e := &foundry.TurnError{ResponseID: "resp_1", Status: "failed", Code: "server_error", Message: "boom"}
-	if got, want := e.Error(), "response resp_1 failed: server_error: boom"; got != want {
+	e := &driver.TurnError{Backend: "foundry", Thread: "conv_1", Turn: "resp_1", Status: "failed", Code: "server_error", Message: "boom"}
+	if got, want := e.Error(), "foundry: turn resp_1 failed (thread conv_1): server_error: boom"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }

@@ -36,7 +36,7 @@ func Example() {
 	b, err := foundry.Open(ctx, tools, &foundry.Options{
 		Endpoint:   srv.ProjectEndpoint(), // https://<resource>.services.ai.azure.com/api/projects/<project>
 		Token:      "token",               // or Credential; by default DefaultAzureCredential
-		Agent:      &foundry.AgentDefinition{Name: "MyAgent", Model: "gpt-4.1-mini", Instructions: "You are a helpful assistant that can use function tools."},
+		Definition: &foundry.AgentDefinition{Name: "MyAgent", Model: "gpt-4.1-mini", Instructions: "You are a helpful assistant that can use function tools."},
 		HTTPClient: srv.Client(),
 		Logger:     discard,
 	})

@@ -61,9 +61,9 @@ func options(srv *foundrytest.Server, mode foundry.Mode, stream bool) *foundry.O
 	return &foundry.Options{
 		Endpoint:       srv.ProjectEndpoint(),
 		Credential:     &countingCredential{},
-		Agent:          &foundry.AgentDefinition{Name: "test-agent", Model: "gpt-4.1-mini", Instructions: "You are a helpful agent."},
+		Definition:     &foundry.AgentDefinition{Name: "test-agent", Model: "gpt-4.1-mini", Instructions: "You are a helpful agent."},
 		Mode:           mode,
-		Stream:         stream,
+		Transport:      map[bool]foundry.Transport{true: foundry.Streaming}[stream],
 		HTTPClient:     srv.Client(),
 		RequestOptions: fast,
 		Logger:         discard,

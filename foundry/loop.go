@@ -98,7 +98,7 @@ func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, erro
 // to stop, but a call left without an output makes every later request on
 // the thread fail ("No tool output found for function call"). In
 // Conversation mode Cancel therefore adds an output to each pending call
-// of the conversation, saying the run stopped ([CanceledOutput]). In Chain
+// of the conversation, saying the run stopped (canceledOutput). In Chain
 // mode it remembers the pending calls of the response, and the next Start
 // on that thread sends those outputs with the user's message.
 func (b *Backend) Cancel(ctx context.Context, thread string) error {
@@ -135,7 +135,7 @@ func (b *Backend) takeCanceled(thread string) []responses.ResponseInputItemUnion
 	b.mu.Unlock()
 	var items []responses.ResponseInputItemUnionParam
 	for _, id := range ids {
-		items = append(items, functionOutput(id, CanceledOutput))
+		items = append(items, functionOutput(id, canceledOutput))
 	}
 	return items
 }
@@ -158,16 +158,16 @@ func (b *Backend) respond(ctx context.Context, thread string, input []responses.
 		}
 		p.Tools = b.tools
 	}
-	r, err := b.create(ctx, &p)
+	r, err := b.create(ctx, thread, &p)
 	if err != nil {
 		return nil, err
 	}
 	return b.step(thread, r)
 }
 
-// create sends a create-response request, streaming or not, and returns
-// the finished response's reply.
-func (b *Backend) create(ctx context.Context, p *responses.ResponseNewParams) (*reply, error) {
+// create sends a create-response request of thread, streaming or not, and
+// returns the finished response's reply.
+func (b *Backend) create(ctx context.Context, thread string, p *responses.ResponseNewParams) (*reply, error) {
 	if !b.stream {
 		return b.newReply(ctx, p)
 	}
@@ -184,7 +184,7 @@ func (b *Backend) create(ctx context.Context, p *responses.ResponseNewParams) (*
 		case "response.output_item.done":
 			done = append(done, ev.Item)
 		case "error":
-			return nil, &TurnError{Status: "error", Code: ev.Code, Message: ev.Message}
+			return nil, &driver.TurnError{Backend: b.name, Thread: thread, Status: "error", Code: ev.Code, Message: ev.Message}
 		}
 	}
 	if err := stream.Err(); err != nil {
@@ -202,7 +202,7 @@ func (b *Backend) create(ctx context.Context, p *responses.ResponseNewParams) (*
 // step turns a finished response into a step of thread. In Chain mode the
 // thread becomes the response's id.
 func (b *Backend) step(thread string, r *reply) (*driver.Step, error) {
-	if err := turnError(r); err != nil {
+	if err := b.turnError(thread, r); err != nil {
 		return nil, err
 	}
 	if b.mode == Chain {
@@ -231,17 +231,21 @@ func newCall(thread, id, name, args string) driver.Call {
 	return driver.Call{Thread: thread, ID: id, Name: name, Arguments: json.RawMessage(args)}
 }
 
-// turnError returns a *TurnError for a response that did not complete.
-func turnError(r *reply) error {
+// turnError returns a *driver.TurnError for a response of thread that did
+// not complete.
+func (b *Backend) turnError(thread string, r *reply) error {
+	e := &driver.TurnError{Backend: b.name, Thread: thread, Turn: r.ID, Status: r.Status}
 	switch r.Status {
 	case "completed", "":
 		return nil
 	case "failed":
-		return &TurnError{ResponseID: r.ID, Status: r.Status, Code: r.Error.Code, Message: r.Error.Message}
+		e.Code, e.Message = r.Error.Code, r.Error.Message
 	case "incomplete":
-		return &TurnError{ResponseID: r.ID, Status: r.Status, Code: r.IncompleteDetails.Reason, Message: "the response is incomplete"}
+		e.Code, e.Message = r.IncompleteDetails.Reason, "the response is incomplete"
+	default:
+		e.Message = "the response did not complete"
 	}
-	return &TurnError{ResponseID: r.ID, Status: r.Status, Message: "the response did not complete"}
+	return e
 }
 
 func isBadRequest(err error) bool {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // Mode says how the responses of a thread are linked.
@@ -22,6 +24,28 @@ const (
 	// the default of [OpenResponses].
 	Chain Mode = "previous_response_id"
 )
+
+// Transport says how a backend receives a response.
+type Transport string
+
+// The transports of the Responses API.
+const (
+	// Blocking sends each request and reads the whole response as one
+	// JSON body (the default).
+	Blocking Transport = "blocking"
+	// Streaming receives each response as server-sent events.
+	Streaming Transport = "streaming"
+)
+
+func checkTransport(t Transport) (bool, error) {
+	switch t {
+	case "", Blocking:
+		return false, nil
+	case Streaming:
+		return true, nil
+	}
+	return false, errcode.Errorf(errcode.InvalidArgument, "foundry: unknown transport %q: want %q or %q", t, Blocking, Streaming)
+}
 
 // Scope is the OAuth scope of the tokens the backend asks its credential
 // for.
@@ -51,20 +75,22 @@ type Options struct {
 	// header, instead of a token.
 	APIKey string
 
-	// AgentName names an existing agent to run, and AgentVersion one of
+	// Agent names an existing agent to run, and AgentVersion one of
 	// its versions (empty means the latest). Open checks that it exists.
-	AgentName    string
+	Agent        string
 	AgentVersion string
-	// Agent, if set, defines an agent version that Open creates, with the
+	// Definition, if set, defines an agent version that Open creates, with the
 	// toolbox's tools as its function tools; Close deletes it unless Keep
-	// is set. Agent.Name (or DefaultAgentName) replaces AgentName.
-	Agent *AgentDefinition
+	// is set. Definition.Name (or DefaultAgentName) replaces AgentName.
+	Definition *AgentDefinition
 
 	// Mode links the responses of a thread; empty means Conversation.
 	Mode Mode
-	// Stream receives responses as server-sent events instead of one JSON
-	// body. The steps are the same; error events are reported as errors.
-	Stream bool
+	// Transport says how a response is received: Blocking (the default,
+	// empty) reads each as one JSON body; Streaming receives it as
+	// server-sent events. The steps are the same; error events are
+	// reported as errors.
+	Transport Transport
 	// Keep leaves on the service what the backend created (the agent
 	// version and the conversations it started); by default Close deletes
 	// them.
@@ -117,9 +143,9 @@ type ResponsesOptions struct {
 	Instructions string
 	// Mode links the responses of a thread; empty means Chain.
 	Mode Mode
-	// Stream, Keep, HTTPClient, RequestOptions and Logger are as in
+	// Transport, Keep, HTTPClient, RequestOptions and Logger are as in
 	// [Options].
-	Stream         bool
+	Transport      Transport
 	Keep           bool
 	HTTPClient     *http.Client
 	RequestOptions []option.RequestOption

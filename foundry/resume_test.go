@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	coredriver "github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
@@ -65,7 +66,7 @@ func TestResume(t *testing.T) {
 			var reused int
 			tools2 := toolbox(t, &c)
 			opts2 := options(srv, tc.mode, false)
-			opts2.Agent, opts2.AgentName = nil, "test-agent"
+			opts2.Definition, opts2.Agent = nil, "test-agent"
 			b2 := open(t, tools2, opts2)
 			r2 := core.NewRunner(b2, tools2, &core.Options{Logger: discard, Journal: journal, OnEvent: func(e core.Event) {
 				if e.Kind == core.EventCallReused {
@@ -148,7 +149,7 @@ func TestResumeUnanswered(t *testing.T) {
 	b := open(t, tools, options(srv, foundry.Conversation, false))
 	r := newRunner(b, tools, nil)
 	res, err := r.Run(context.Background(), "city?", nil)
-	var te *foundry.TurnError
+	var te *coredriver.TurnError
 	if !errors.As(err, &te) || te.Code != "server_error" || te.Message != "the model crashed" || errcode.Of(err) != errcode.Internal {
 		t.Fatalf("Run = %v, want a TurnError server_error (Internal)", err)
 	}
@@ -241,7 +242,7 @@ func TestCancel(t *testing.T) {
 			if res.Text != "Hello again." {
 				t.Errorf("answer = %q", res.Text)
 			}
-			want := []string{"getUserFavoriteCity: Seattle, WA", "getCityNickname: " + foundry.CanceledOutput}
+			want := []string{"getUserFavoriteCity: Seattle, WA", "getCityNickname: " + foundry.CanceledOutputForTest}
 			if diff := cmp.Diff(want, results(srv)); diff != "" {
 				t.Errorf("results mismatch (-want +got):\n%s", diff)
 			}

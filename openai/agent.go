@@ -14,12 +14,12 @@ import (
 	"github.com/toolrelay/toolrelay/errcode"
 )
 
-// checkAgent reads the agent named by Options.AgentID and records the
+// checkAgent reads the agent named by Options.Agent and records the
 // functions it declares that the toolbox does not implement.
 func (b *Backend) checkAgent(ctx context.Context) error {
-	agent, err := b.client.Beta.Agents.Get(ctx, b.opts.AgentID)
+	agent, err := b.client.Beta.Agents.Get(ctx, b.opts.Agent)
 	if err != nil {
-		return apiError("read agent "+b.opts.AgentID, err)
+		return apiError("read agent "+b.opts.Agent, err)
 	}
 	var missing []string
 	for _, t := range agent.Tools {
@@ -33,16 +33,16 @@ func (b *Backend) checkAgent(ctx context.Context) error {
 	b.agentMu.Unlock()
 	if len(missing) > 0 {
 		b.log.WarnContext(ctx, "openai: the agent declares functions with no implementation; calls to them will fail",
-			"agent", b.opts.AgentID, "functions", missing)
+			"agent", b.opts.Agent, "functions", missing)
 	}
 	return nil
 }
 
-// agent returns the id of the agent to run: Options.AgentID, or the agent
+// agent returns the id of the agent to run: Options.Agent, or the agent
 // made from the toolbox (made on first use).
 func (b *Backend) agent(ctx context.Context) (string, error) {
-	if b.opts.AgentID != "" {
-		return b.opts.AgentID, nil
+	if b.opts.Agent != "" {
+		return b.opts.Agent, nil
 	}
 	b.agentMu.Lock()
 	defer b.agentMu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -30,6 +31,17 @@ const (
 	DefaultPollInterval = time.Second
 )
 
+// Transport says how a backend follows a turn.
+type Transport string
+
+// The transports of the sessions API.
+const (
+	// Streaming follows the session's event stream (the default).
+	Streaming Transport = "streaming"
+	// Polling reads the session with GET requests every PollInterval.
+	Polling Transport = "polling"
+)
+
 // Options configure a [Backend]. nil is usable: the API key and base URL
 // then come from OPENAI_API_KEY and OPENAI_BASE_URL, and an agent is made
 // from the toolbox with DefaultModel.
@@ -40,15 +52,19 @@ type Options struct {
 	// SDK's default (https://api.openai.com/v1/). With an API key it must
 	// be https, or http to a loopback host (127.0.0.0/8, ::1, localhost).
 	BaseURL string
+	// HTTPClient sends the requests; nil means openai-go's default
+	// (http.DefaultClient). Tests set the fake server's client. openai-go
+	// refuses a redirect to another origin with it too.
+	HTTPClient *http.Client
 	// RequestOptions are passed to the SDK client after the settings above
-	// (so they win): an HTTP client, retries, headers, middleware, and so on.
+	// (so they win): retries, headers, middleware, and so on.
 	RequestOptions []option.RequestOption
 
-	// AgentID names an existing agent, whose tools are defined on the
+	// Agent names an existing agent, whose tools are defined on the
 	// service; the toolbox then supplies only their implementations. Empty
 	// means an agent is made from the toolbox on first use, with Model and
 	// Instructions.
-	AgentID string
+	Agent string
 	// Model is the model of an agent made from the toolbox; empty means
 	// DefaultModel.
 	Model string
@@ -61,10 +77,11 @@ type Options struct {
 	// by default they are deleted.
 	Keep bool
 
-	// Polling reads the session's state with GET requests every
-	// PollInterval instead of following its event stream, for environments
-	// where a long-lived stream is not possible.
-	Polling bool
+	// Transport says how a turn is followed: Streaming (the default,
+	// empty) reads the session's event stream; Polling reads the session
+	// with GET requests every PollInterval, for environments where a
+	// long-lived stream is not possible.
+	Transport Transport
 	// PollInterval is the pause between reads in polling mode; zero means
 	// DefaultPollInterval.
 	PollInterval time.Duration
@@ -112,7 +129,7 @@ var (
 )
 
 // Open returns a backend whose runs call the tools of tools (which may be
-// nil). opts may be nil. With Options.AgentID, Open reads the agent
+// nil). opts may be nil. With Options.Agent, Open reads the agent
 // (GET agents/{id}) and reports, through the logger and
 // [Backend.MissingTools], every function it declares that tools does not
 // implement; an unknown agent gives an error for which ErrorCode returns
@@ -138,6 +155,13 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
 	}
+	switch o.Transport {
+	case "":
+		o.Transport = Streaming
+	case Streaming, Polling:
+	default:
+		return nil, errcode.Errorf(errcode.InvalidArgument, "openai: unknown transport %q: want %q or %q", o.Transport, Streaming, Polling)
+	}
 	switch {
 	case o.MaxReconnects == 0:
 		o.MaxReconnects = DefaultMaxReconnects
@@ -158,11 +182,14 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if o.BaseURL != "" {
 		ropts = append(ropts, option.WithBaseURL(o.BaseURL))
 	}
+	if o.HTTPClient != nil {
+		ropts = append(ropts, option.WithHTTPClient(o.HTTPClient))
+	}
 	// The middleware comes last, so that it sees the request as the
 	// request options left it.
 	b.client = oai.NewClient(slices.Concat(ropts, o.RequestOptions, []option.RequestOption{option.WithMiddleware(origin.Middleware)})...)
 	b.life, b.stop = context.WithCancel(context.WithoutCancel(ctx))
-	if o.AgentID != "" {
+	if o.Agent != "" {
 		if err := b.checkAgent(ctx); err != nil {
 			b.stop()
 			return nil, &errcode.Error{Code: b.ErrorCode(err), Op: "openai: open", Err: err}
@@ -185,18 +212,18 @@ func (b *Backend) Capabilities() driver.Capabilities {
 // not do (see the package documentation, SDK access).
 func (b *Backend) Client() *oai.Client { return &b.client }
 
-// AgentID returns the id of the agent the sessions run: Options.AgentID, or
+// Agent returns the id of the agent the sessions run: Options.Agent, or
 // the agent made from the toolbox ("" until the first run made it).
-func (b *Backend) AgentID() string {
+func (b *Backend) Agent() string {
 	b.agentMu.Lock()
 	defer b.agentMu.Unlock()
-	if b.opts.AgentID != "" {
-		return b.opts.AgentID
+	if b.opts.Agent != "" {
+		return b.opts.Agent
 	}
 	return b.agentID
 }
 
-// MissingTools returns the functions the agent named by Options.AgentID
+// MissingTools returns the functions the agent named by Options.Agent
 // declares that the toolbox does not implement, sorted. A call to one gets
 // a failed result saying the tool is unknown.
 func (b *Backend) MissingTools() []string {

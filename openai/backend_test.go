@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
@@ -227,7 +228,7 @@ func TestDeferredTool(t *testing.T) {
 	t.Run("without a search", func(t *testing.T) {
 		h := start(t, setup{script: oneTurn(calls(call("lookup_order", `{"order_id":"A1"}`)), text("no"))})
 		_, err := h.runner.Run(t.Context(), "where is A1?", nil)
-		var te *openai.TurnError
+		var te *driver.TurnError
 		if !errors.As(err, &te) || !strings.Contains(te.Message, "deferred") {
 			t.Fatalf("err = %v, want a failed turn about the deferred tool", err)
 		}
@@ -354,7 +355,7 @@ func TestDuplicateEventsSecondTurn(t *testing.T) {
 func TestPolling(t *testing.T) {
 	h := start(t, setup{
 		script:  oneTurn(calls(call("get_customer", `{"customer_id":"123"}`)), calls(call("get_plan_price", `{"plan":"pro"}`)), text(`{{output "get_plan_price"}}`)),
-		backend: openai.Options{Polling: true, PollInterval: time.Millisecond},
+		backend: openai.Options{Transport: openai.Polling, PollInterval: time.Millisecond},
 	})
 	res, err := h.runner.Run(t.Context(), "hi", nil)
 	if err != nil {
@@ -377,11 +378,11 @@ func TestTurnFailed(t *testing.T) {
 	h := start(t, setup{script: oneTurn(calls(call("get_customer", `{"customer_id":"1"}`)),
 		coretest.Step{Fail: &coretest.Failure{Code: "rate_limit_exceeded", Message: "slow down"}})})
 	res, err := h.runner.Run(t.Context(), "hi", nil)
-	var te *openai.TurnError
+	var te *driver.TurnError
 	if !errors.As(err, &te) {
 		t.Fatalf("err = %v, want a *TurnError", err)
 	}
-	want := &openai.TurnError{Session: res.Thread, Turn: "turn_1", Status: "failed", Code: "rate_limit_exceeded", Message: "slow down"}
+	want := &driver.TurnError{Backend: "openai", Thread: res.Thread, Turn: "turn_1", Status: "failed", Code: "rate_limit_exceeded", Message: "slow down"}
 	if diff := cmp.Diff(want, te); diff != "" {
 		t.Errorf("TurnError (-want +got):\n%s", diff)
 	}
@@ -396,15 +397,15 @@ func TestTurnFailed(t *testing.T) {
 func TestStartFailureNamesSession(t *testing.T) {
 	h := start(t, setup{script: oneTurn(coretest.Step{Fail: &coretest.Failure{Code: "server_error", Message: "boom"}})})
 	res, err := h.runner.Run(t.Context(), "hi", nil)
-	var te *openai.TurnError
+	var te *driver.TurnError
 	if !errors.As(err, &te) {
 		t.Fatalf("err = %v, want a *TurnError", err)
 	}
 	if res == nil || len(h.srv.Sessions()) != 1 || res.Thread != h.srv.Sessions()[0] {
 		t.Fatalf("Run = %+v; want a Result naming the session %v", res, h.srv.Sessions())
 	}
-	if te.Session != res.Thread {
-		t.Errorf("TurnError.Session = %q, want %q", te.Session, res.Thread)
+	if te.Thread != res.Thread {
+		t.Errorf("TurnError.Thread = %q, want %q", te.Thread, res.Thread)
 	}
 }
 
@@ -465,7 +466,7 @@ func TestErrorCodes(t *testing.T) {
 		{404, errcode.NotFound},
 		{409, errcode.FailedPrecondition},
 		{429, errcode.ResourceExhausted},
-		{500, errcode.Unknown},
+		{500, errcode.Internal},
 	}
 	for _, tt := range tests {
 		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {

@@ -17,8 +17,8 @@ type Settings struct {
 	APIKey string `json:"api_key,omitempty" env:"OPENAI_API_KEY"`
 	// BaseURL is the API's base URL (Options.BaseURL).
 	BaseURL string `json:"base_url,omitempty" env:"OPENAI_BASE_URL"`
-	// AgentID names an existing agent; empty makes one from the toolbox.
-	AgentID string `json:"agent_id,omitempty" env:"TOOLRELAY_OPENAI_AGENT_ID"`
+	// Agent names an existing agent; empty makes one from the toolbox.
+	Agent string `json:"agent,omitempty" env:"TOOLRELAY_OPENAI_AGENT"`
 	// Model is the model of an agent made from the toolbox (default
 	// DefaultModel).
 	Model string `json:"model,omitempty" env:"TOOLRELAY_OPENAI_MODEL"`
@@ -27,9 +27,9 @@ type Settings struct {
 	// Keep keeps the agent and sessions the backend created when it is
 	// closed; by default they are deleted.
 	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_OPENAI_KEEP"`
-	// Poll reads the session with GET requests instead of following its
-	// event stream.
-	Poll bool `json:"poll,omitempty" env:"TOOLRELAY_OPENAI_POLL"`
+	// Transport is how a turn is followed: "streaming" (the default) or
+	// "polling" (GET requests instead of the event stream).
+	Transport string `json:"transport,omitempty" env:"TOOLRELAY_OPENAI_TRANSPORT"`
 	// PollInterval is the pause between reads when polling (default 1s).
 	PollInterval config.Duration `json:"poll_interval,omitempty" env:"TOOLRELAY_OPENAI_POLL_INTERVAL"`
 	// MaxReconnects bounds how often a dropped event stream is resumed
@@ -57,12 +57,12 @@ func OptionsFor(req *config.OpenRequest) (*Options, error) {
 	return &Options{
 		APIKey:        s.APIKey,
 		BaseURL:       s.BaseURL,
-		AgentID:       s.AgentID,
+		Agent:         s.Agent,
 		Model:         s.Model,
 		Instructions:  req.Config.Instructions,
 		SessionID:     s.SessionID,
 		Keep:          s.Keep,
-		Polling:       s.Poll,
+		Transport:     Transport(s.Transport),
 		PollInterval:  time.Duration(s.PollInterval),
 		MaxReconnects: s.MaxReconnects,
 		Logger:        req.Logger,

@@ -24,8 +24,8 @@ import (
 func cleanEnv(t *testing.T) {
 	t.Helper()
 	for _, k := range []string{"TOOLRELAY_CONFIG", "TOOLRELAY_BACKEND", "TOOLRELAY_SCRIPT", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-		"TOOLRELAY_OPENAI_AGENT_ID", "TOOLRELAY_OPENAI_MODEL", "TOOLRELAY_INSTRUCTIONS", "TOOLRELAY_OPENAI_SESSION_ID",
-		"TOOLRELAY_OPENAI_KEEP", "TOOLRELAY_OPENAI_POLL", "TOOLRELAY_OPENAI_POLL_INTERVAL", "TOOLRELAY_OPENAI_MAX_RECONNECTS"} {
+		"TOOLRELAY_OPENAI_AGENT", "TOOLRELAY_OPENAI_MODEL", "TOOLRELAY_INSTRUCTIONS", "TOOLRELAY_OPENAI_SESSION_ID",
+		"TOOLRELAY_OPENAI_KEEP", "TOOLRELAY_OPENAI_TRANSPORT", "TOOLRELAY_OPENAI_POLL_INTERVAL", "TOOLRELAY_OPENAI_MAX_RECONNECTS"} {
 		t.Setenv(k, "")
 	}
 }
@@ -35,12 +35,12 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 	env := map[string]string{
 		"OPENAI_API_KEY":                  "sk-env",
 		"OPENAI_BASE_URL":                 "http://127.0.0.1:1/v1",
-		"TOOLRELAY_OPENAI_AGENT_ID":       "agent_9",
+		"TOOLRELAY_OPENAI_AGENT":          "agent_9",
 		"TOOLRELAY_OPENAI_MODEL":          "gpt-x",
 		"TOOLRELAY_INSTRUCTIONS":          "be brief",
 		"TOOLRELAY_OPENAI_SESSION_ID":     "sess_9",
 		"TOOLRELAY_OPENAI_KEEP":           "true",
-		"TOOLRELAY_OPENAI_POLL":           "1",
+		"TOOLRELAY_OPENAI_TRANSPORT":      "polling",
 		"TOOLRELAY_OPENAI_POLL_INTERVAL":  "250ms",
 		"TOOLRELAY_OPENAI_MAX_RECONNECTS": "5",
 	}
@@ -56,8 +56,8 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := openai.Settings{
-		APIKey: "sk-env", BaseURL: "http://127.0.0.1:1/v1", AgentID: "agent_9", Model: "from-code",
-		SessionID: "sess_9", Keep: true, Poll: true,
+		APIKey: "sk-env", BaseURL: "http://127.0.0.1:1/v1", Agent: "agent_9", Model: "from-code",
+		SessionID: "sess_9", Keep: true, Transport: "polling",
 		PollInterval: config.Duration(250 * time.Millisecond), MaxReconnects: 5,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -55,7 +55,7 @@ func (s *suite) MakeBackend(ctx context.Context, script *coretest.Script, tools 
 		key = "a-wrong-key"
 	}
 	return openai.Open(ctx, tools, &openai.Options{
-		BaseURL: s.srv.URL, APIKey: key, Polling: s.poll, PollInterval: time.Millisecond, Logger: discard(),
+		BaseURL: s.srv.URL, APIKey: key, Transport: map[bool]openai.Transport{true: openai.Polling}[s.poll], PollInterval: time.Millisecond, Logger: discard(),
 		RequestOptions: []option.RequestOption{option.WithMaxRetryDelay(time.Millisecond)},
 	})
 }

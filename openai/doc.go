@@ -31,11 +31,11 @@
 //	Setting                  Environment variable             File key
 //	API key                  OPENAI_API_KEY                   openai.api_key
 //	base URL                 OPENAI_BASE_URL                  openai.base_url
-//	existing agent's id      TOOLRELAY_OPENAI_AGENT_ID        openai.agent_id
+//	existing agent's id      TOOLRELAY_OPENAI_AGENT           openai.agent
 //	model of a new agent     TOOLRELAY_OPENAI_MODEL           openai.model
 //	session to reuse         TOOLRELAY_OPENAI_SESSION_ID      openai.session_id
 //	keep what was created    TOOLRELAY_OPENAI_KEEP            openai.keep
-//	poll, do not stream      TOOLRELAY_OPENAI_POLL            openai.poll
+//	streaming or polling     TOOLRELAY_OPENAI_TRANSPORT       openai.transport
 //	pause between polls      TOOLRELAY_OPENAI_POLL_INTERVAL   openai.poll_interval
 //	stream resumes per step  TOOLRELAY_OPENAI_MAX_RECONNECTS  openai.max_reconnects
 //
@@ -49,7 +49,7 @@
 //     that request options would send so is refused — and openai-go
 //     refuses a redirect to another origin (with an *http.Client in
 //     RequestOptions too, whatever its CheckRedirect).
-//   - The agent: AgentID names an existing agent (its tools are defined on
+//   - The agent: Agent names an existing agent (its tools are defined on
 //     the service; the toolbox supplies only the implementations, and Open
 //     reports the functions it lacks). Otherwise an agent is made from the
 //     toolbox on first use, with Model (default [DefaultModel]) and
@@ -59,7 +59,7 @@
 //   - SessionID runs threadless runs on an existing session.
 //   - Keep keeps, on Close, the agent and sessions the backend created
 //     (they are deleted by default).
-//   - Polling reads required_actions with GET requests every PollInterval
+//   - Transport Polling reads required_actions with GET requests every PollInterval
 //     instead of following the event stream.
 //   - MaxReconnects bounds how often a dropped stream is resumed within one
 //     step.
@@ -89,13 +89,12 @@
 //
 // Errors from the service are the SDK's *openai.Error (reach it with
 // [errors.As]), wrapped with what was being done; [Backend.ErrorCode] maps
-// its status: 400 and 422 to InvalidArgument, 401 and 403 to
-// PermissionDenied (the message names authentication), 404 to NotFound,
-// 408 to DeadlineExceeded, 409 to FailedPrecondition, 429 to
-// ResourceExhausted, 502, 503 and 504 to Unavailable (the service is
-// unavailable; retrying later may succeed), other 5xx to Unknown. A turn the service failed or cancelled
-// gives a *[TurnError] carrying the service's code and message, mapped by
-// its code (rate and spend limits, context length: ResourceExhausted;
+// its status with [errcode.FromHTTPStatus], as package foundry does: 401
+// and 403 are PermissionDenied (the message names authentication), 502,
+// 503 and 504 Unavailable (retrying later may succeed). A turn the
+// service failed or cancelled gives a *[driver.TurnError] (the type
+// package foundry returns too) carrying the service's code and message,
+// mapped by its code (rate and spend limits, context length: ResourceExhausted;
 // authentication_error: PermissionDenied; invalid_request: InvalidArgument;
 // server and internal errors: Internal; a cancelled turn: Canceled). A
 // failed session gives a *[SessionError] (Internal); a required action that
@@ -108,5 +107,5 @@
 // [Backend.Client] returns the *openai.Client (of
 // github.com/openai/openai-go/v3) the backend uses, for anything toolrelay
 // does not do: answering a computer-use approval, listing a session's
-// items, updating the agent. [Backend.AgentID] names the agent in use.
+// items, updating the agent. [Backend.Agent] names the agent in use.
 package openai

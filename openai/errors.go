@@ -9,35 +9,9 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 )
-
-// TurnError reports a turn the service ended without an answer: it failed
-// (agent.session.turn.failed) or was cancelled (agent.session.turn.cancelled).
-// Its code is the service's (see the Turn error codes of the Agents API, such
-// as "rate_limit_exceeded" or "context_length_exceeded"); [Backend.ErrorCode]
-// maps it to a core code.
-type TurnError struct {
-	// Session and Turn locate the turn.
-	Session, Turn string
-	// Status is "failed" or "cancelled".
-	Status string
-	// Code and Message are the service's error, if it gave one.
-	Code, Message string
-}
-
-// Error returns "openai: session <id>: turn <id> failed: <code>: <message>".
-func (e *TurnError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "openai: session %s: turn %s %s", e.Session, e.Turn, e.Status)
-	if e.Code != "" {
-		b.WriteString(": " + e.Code)
-	}
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
-	}
-	return b.String()
-}
 
 // SessionError reports a session the service marked failed
 // (agent.session.failed, or status "failed").
@@ -83,7 +57,7 @@ var errStreamDropped = errors.New("openai: the event stream dropped")
 func (b *Backend) ErrorCode(err error) errcode.Code {
 	var (
 		api *oai.Error
-		te  *TurnError
+		te  *driver.TurnError
 		se  *SessionError
 		ue  *UnsupportedActionError
 		sse *ssestream.StreamError
@@ -96,34 +70,14 @@ func (b *Backend) ErrorCode(err error) errcode.Code {
 	case errors.As(err, &se):
 		return errcode.Internal
 	case errors.As(err, &api):
-		return statusCode(api.StatusCode)
+		return errcode.FromHTTPStatus(api.StatusCode)
 	case errors.As(err, &sse):
 		return errcode.Internal
 	}
 	return errcode.Unknown
 }
 
-func statusCode(status int) errcode.Code {
-	switch status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return errcode.InvalidArgument
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return errcode.PermissionDenied
-	case http.StatusNotFound:
-		return errcode.NotFound
-	case http.StatusConflict:
-		return errcode.FailedPrecondition
-	case http.StatusTooManyRequests:
-		return errcode.ResourceExhausted
-	case http.StatusRequestTimeout:
-		return errcode.DeadlineExceeded
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return errcode.Unavailable
-	}
-	return errcode.Unknown
-}
-
-func turnCode(e *TurnError) errcode.Code {
+func turnCode(e *driver.TurnError) errcode.Code {
 	switch e.Code {
 	case "rate_limit_exceeded", "usage_limit_exceeded", "session_budget_exceeded",
 		"project_spend_limit_exceeded", "organization_spend_limit_exceeded",

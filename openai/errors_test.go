@@ -7,6 +7,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/openai"
 )
@@ -31,7 +32,7 @@ func TestTurnErrorCodes(t *testing.T) {
 	}
 	var b openai.Backend
 	for _, tt := range tests {
-		err := fmt.Errorf("run: %w", &openai.TurnError{Session: "s", Turn: "t", Status: tt.status, Code: tt.code})
+		err := fmt.Errorf("run: %w", &driver.TurnError{Backend: "openai", Thread: "s", Turn: "t", Status: tt.status, Code: tt.code})
 		if got := b.ErrorCode(err); got != tt.want {
 			t.Errorf("ErrorCode(turn %s %q) = %v, want %v", tt.status, tt.code, got, tt.want)
 		}
@@ -57,8 +58,8 @@ func TestStatusCodes(t *testing.T) {
 		{http.StatusConflict, errcode.FailedPrecondition},
 		{http.StatusUnprocessableEntity, errcode.InvalidArgument},
 		{http.StatusTooManyRequests, errcode.ResourceExhausted},
-		{http.StatusInternalServerError, errcode.Unknown},
-		{http.StatusNotImplemented, errcode.Unknown},
+		{http.StatusInternalServerError, errcode.Internal},
+		{http.StatusNotImplemented, errcode.Unimplemented},
 		{http.StatusBadGateway, errcode.Unavailable},
 		{http.StatusServiceUnavailable, errcode.Unavailable},
 		{http.StatusGatewayTimeout, errcode.Unavailable},

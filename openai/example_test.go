@@ -49,7 +49,7 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Text)
-	fmt.Println("steps:", res.Steps, "agent:", backend.AgentID())
+	fmt.Println("steps:", res.Steps, "agent:", backend.Agent())
 	// Output:
 	// Your horoscope: Aquarius: next Tuesday you will befriend a baby otter.
 	// steps: 1 agent: agent_1

@@ -459,7 +459,7 @@ func TestExistingAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := h.open(openai.Options{AgentID: agent.ID})
+	b := h.open(openai.Options{Agent: agent.ID})
 	if diff := cmp.Diff([]string{"delete_account"}, b.MissingTools()); diff != "" {
 		t.Errorf("MissingTools (-want +got):\n%s", diff)
 	}
@@ -474,7 +474,7 @@ func TestExistingAgent(t *testing.T) {
 		t.Errorf("agents = %v, want only the existing one (none made from the toolbox)", got)
 	}
 
-	_, err = openai.Open(t.Context(), h.tools, &openai.Options{AgentID: "agent_missing", BaseURL: h.srv.URL, APIKey: "k", Logger: discard()})
+	_, err = openai.Open(t.Context(), h.tools, &openai.Options{Agent: "agent_missing", BaseURL: h.srv.URL, APIKey: "k", Logger: discard()})
 	if errcode.Of(err) != errcode.NotFound {
 		t.Errorf("Open with an unknown agent: err = %v, want NotFound", err)
 	}

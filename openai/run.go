@@ -59,7 +59,7 @@ func (b *Backend) Resume(ctx context.Context, id string) (*driver.Step, error) {
 	}
 	st.resetFollow()
 	var step *driver.Step
-	if b.opts.Polling {
+	if b.opts.Transport == Polling {
 		step, err = b.poll(ctx, st, true)
 	} else if step, _, err = b.reconcile(ctx, st, true, true); err == nil && step == nil {
 		step, err = b.await(ctx, st)
@@ -78,13 +78,13 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	if st.turn == "" && req.Step.Turn != "" {
 		st.beginTurn(req.Step.Turn)
 	}
-	if !b.opts.Polling && st.stream == nil {
+	if b.opts.Transport != Polling && st.stream == nil {
 		if st.stream, err = b.subscribe(ctx, st.id); err != nil {
 			return nil, err
 		}
 	}
 	step, stale, err := b.deliver(ctx, st, req.Results)
-	if err == nil && step == nil && stale && !b.opts.Polling {
+	if err == nil && step == nil && stale && b.opts.Transport != Polling {
 		// The results were delivered before: what followed is not on
 		// the current stream, so read the session.
 		step, _, err = b.reconcile(ctx, st, false, false)
@@ -154,7 +154,7 @@ func (b *Backend) newSession(ctx context.Context, input string) (*thread, error)
 	key := option.WithHeader("Idempotency-Key", newKey())
 	st := newThread("")
 	st.lastKnown = true
-	if b.opts.Polling {
+	if b.opts.Transport == Polling {
 		sess, err := b.client.Beta.Agents.Sessions.New(ctx, params, key)
 		if err != nil {
 			return nil, apiError("create session", err)
@@ -190,7 +190,7 @@ func (b *Backend) sendInput(ctx context.Context, id, input string) (*thread, err
 			st.lastTurn = t.ID
 		}
 	}
-	if !b.opts.Polling {
+	if b.opts.Transport != Polling {
 		if st.stream, err = b.subscribe(ctx, id); err != nil {
 			return nil, err
 		}
@@ -220,7 +220,7 @@ func (b *Backend) subscribe(ctx context.Context, id string) (*eventStream, error
 
 // follow returns the turn's next step: from the event stream, or by polling.
 func (b *Backend) follow(ctx context.Context, st *thread, resume bool) (*driver.Step, error) {
-	if b.opts.Polling {
+	if b.opts.Transport == Polling {
 		return b.poll(ctx, st, resume)
 	}
 	return b.await(ctx, st)
@@ -538,8 +538,8 @@ func messageText(ev *oai.AgentSessionEventUnion) string {
 	return e.Item.OutputText()
 }
 
-func turnError(session string, t oai.Turn, status string) *TurnError {
-	return &TurnError{Session: session, Turn: t.ID, Status: status, Code: string(t.Error.Code), Message: t.Error.Message}
+func turnError(session string, t oai.Turn, status string) *driver.TurnError {
+	return &driver.TurnError{Backend: "openai", Thread: session, Turn: t.ID, Status: status, Code: string(t.Error.Code), Message: t.Error.Message}
 }
 
 func usageOf(u oai.TokenUsage) driver.Usage {

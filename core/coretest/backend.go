@@ -67,15 +67,6 @@ type Received struct {
 	Results []Delivered `json:"results,omitempty"`
 }
 
-// TurnError is the error of a turn the script failed (Step.Fail).
-type TurnError struct {
-	Code    string
-	Message string
-}
-
-// Error returns "turn failed: <code>: <message>".
-func (e *TurnError) Error() string { return "turn failed: " + e.Code + ": " + e.Message }
-
 // ErrLostResponse is returned by an operation whose answer a
 // BackendOptions.Lose hook dropped.
 var ErrLostResponse = errors.New("coretest: response lost")
@@ -196,7 +187,7 @@ func (b *Backend) Cancel(_ context.Context, id string) error {
 
 // ErrorCode implements [driver.Backend].
 func (b *Backend) ErrorCode(err error) errcode.Code {
-	var te *TurnError
+	var te *driver.TurnError
 	switch {
 	case errors.Is(err, ErrUnknownThread):
 		return errcode.NotFound
@@ -242,7 +233,7 @@ func (b *Backend) next(id string, th *thread) (*driver.Step, error) {
 		return nil, err
 	}
 	if a.Fail != nil {
-		return nil, &TurnError{Code: a.Fail.Code, Message: a.Fail.Message}
+		return nil, &driver.TurnError{Backend: b.Name(), Thread: id, Turn: th.turn, Status: "failed", Code: a.Fail.Code, Message: a.Fail.Message}
 	}
 	step := &driver.Step{Thread: id, Turn: th.turn, Text: a.Text}
 	for _, c := range a.Calls {

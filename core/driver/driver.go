@@ -175,6 +175,49 @@ func (u *Usage) Add(u2 Usage) {
 	u.TotalTokens += u2.TotalTokens
 }
 
+// TurnError reports a turn the service ended without an answer: it failed,
+// was cancelled or left incomplete, or its stream carried an error event.
+// Both built-in backends return it; Code and Message are the service's,
+// and each backend's ErrorCode maps Code to an [errcode.Code].
+type TurnError struct {
+	// Backend names the backend ("openai", "foundry", "responses").
+	Backend string
+	// Thread is the thread of the turn (a session id, a conversation id,
+	// or the previous response id).
+	Thread string
+	// Turn is the service's turn: a turn id, or a response id ("" for an
+	// error event before a response was made).
+	Turn string
+	// Status is the turn's status: "failed", "cancelled", "incomplete",
+	// or "error" for an error event.
+	Status string
+	// Code and Message are the service's error, if it gave one (for an
+	// incomplete response, Code is the reason, such as
+	// "max_output_tokens").
+	Code, Message string
+}
+
+// Error returns "<backend>: turn <turn> <status> (thread <thread>): <code>:
+// <message>", leaving out what is empty.
+func (e *TurnError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Backend + ": turn ")
+	if e.Turn != "" {
+		b.WriteString(e.Turn + " ")
+	}
+	b.WriteString(e.Status)
+	if e.Thread != "" {
+		b.WriteString(" (thread " + e.Thread + ")")
+	}
+	if e.Code != "" {
+		b.WriteString(": " + e.Code)
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	return b.String()
+}
+
 // Outcome says how a call's result came about.
 type Outcome int
 

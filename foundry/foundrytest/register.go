@@ -39,10 +39,10 @@ func openFake(ctx context.Context, req *config.OpenRequest) (driver.Backend, err
 		return nil, err
 	}
 	srv := NewServer(script, &Options{Token: fakeToken})
-	if o.Agent == nil {
-		o.Agent = &foundry.AgentDefinition{Name: o.AgentName, Model: foundry.DefaultModel, Instructions: req.Config.Instructions}
+	if o.Definition == nil {
+		o.Definition = &foundry.AgentDefinition{Name: o.Agent, Model: foundry.DefaultModel, Instructions: req.Config.Instructions}
 	}
-	o.Endpoint, o.Token, o.APIKey, o.Credential, o.AgentName, o.AgentVersion = srv.ProjectEndpoint(), fakeToken, "", nil, "", ""
+	o.Endpoint, o.Token, o.APIKey, o.Credential, o.Agent, o.AgentVersion = srv.ProjectEndpoint(), fakeToken, "", nil, "", ""
 	o.HTTPClient = srv.Client()
 	o.RequestOptions = append(o.RequestOptions, option.WithMaxRetryDelay(10*time.Millisecond))
 	b, err := foundry.Open(ctx, req.Tools, o)

@@ -200,7 +200,7 @@ func (f *fake) agent(tb testing.TB, tools *core.Toolbox) string {
 	if f.backend == "foundry" {
 		b, err := foundry.Open(ctx, tools, &foundry.Options{
 			Endpoint: f.url, Token: token, HTTPClient: f.client, Keep: true, Logger: quiet,
-			Agent: &foundry.AgentDefinition{Name: agentName, Model: "gpt-4.1-mini"},
+			Definition: &foundry.AgentDefinition{Name: agentName, Model: "gpt-4.1-mini"},
 		})
 		if err != nil {
 			tb.Fatal(err)
@@ -267,12 +267,11 @@ func (f *fake) toolrelay(tb testing.TB, agent string, tools *core.Toolbox, opts 
 	switch f.backend {
 	case "openai":
 		b, err = openai.Open(ctx, tools, &openai.Options{
-			BaseURL: f.url, APIKey: token, AgentID: agent, Keep: true, Logger: quiet,
-			RequestOptions: []option.RequestOption{option.WithHTTPClient(f.client)},
+			BaseURL: f.url, APIKey: token, Agent: agent, HTTPClient: f.client, Keep: true, Logger: quiet,
 		})
 	case "foundry":
 		b, err = foundry.Open(ctx, tools, &foundry.Options{
-			Endpoint: f.url, Token: token, AgentName: agent, HTTPClient: f.client, Keep: true, Logger: quiet,
+			Endpoint: f.url, Token: token, Agent: agent, HTTPClient: f.client, Keep: true, Logger: quiet,
 		})
 	}
 	if err != nil {

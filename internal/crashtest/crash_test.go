@@ -238,7 +238,7 @@ func openBackend(ctx context.Context, tools *core.Toolbox) (driver.Backend, erro
 	pool.AppendCertsFromPEM(pem)
 	return foundry.Open(ctx, tools, &foundry.Options{
 		Endpoint: os.Getenv("CRASH_URL"), Token: "test-token", Keep: true, Logger: quiet,
-		Agent:      &foundry.AgentDefinition{Name: "weather", Model: "gpt-4.1-mini"},
+		Definition: &foundry.AgentDefinition{Name: "weather", Model: "gpt-4.1-mini"},
 		HTTPClient: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}},
 	})
 }

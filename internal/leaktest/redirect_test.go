@@ -77,7 +77,7 @@ func run(ctx context.Context, b driver.Backend, err error) error {
 func openFoundry(ctx context.Context, base string, hc *http.Client, edit func(*foundry.Options)) (*foundry.Backend, error) {
 	o := &foundry.Options{
 		Endpoint:       base + project,
-		AgentName:      "existing",
+		Agent:          "existing",
 		HTTPClient:     hc,
 		RequestOptions: []option.RequestOption{option.WithMaxRetries(0)},
 		Logger:         discard,
@@ -96,7 +96,8 @@ var clientCases = []clientCase{{
 		b, err := openai.Open(ctx, tools, &openai.Options{
 			APIKey:         "sk-openai-SECRET-1",
 			BaseURL:        base + "/v1",
-			RequestOptions: []option.RequestOption{option.WithHTTPClient(hc), option.WithMaxRetries(0)},
+			HTTPClient:     hc,
+			RequestOptions: []option.RequestOption{option.WithMaxRetries(0)},
 			Logger:         discard,
 		})
 		return run(ctx, b, err)
@@ -132,7 +133,7 @@ var clientCases = []clientCase{{
 	match:    func(p string) bool { return strings.Contains(p, "/agents") },
 	call: func(ctx context.Context, t *testing.T, base string, hc *http.Client) error {
 		b, err := openFoundry(ctx, base, hc, func(o *foundry.Options) {
-			o.APIKey, o.AgentName, o.Agent = "foundry-key-SECRET-4", "", &foundry.AgentDefinition{Name: "made", Model: "gpt-4.1-mini"}
+			o.APIKey, o.Agent, o.Definition = "foundry-key-SECRET-4", "", &foundry.AgentDefinition{Name: "made", Model: "gpt-4.1-mini"}
 		})
 		if err == nil {
 			b.Close()

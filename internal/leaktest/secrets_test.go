@@ -326,7 +326,7 @@ func attempts(t *testing.T) []attempt {
 		{"openai/401 at open, existing agent", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := openaitest.NewServer(weatherScript(), &openaitest.Options{APIKey: "another-key"})
 			t.Cleanup(srv.Close)
-			_, err := openai.Open(ctx, weather(t), &openai.Options{APIKey: secOpenAIKey, BaseURL: srv.URL, AgentID: "agent_1", Logger: c.logger})
+			_, err := openai.Open(ctx, weather(t), &openai.Options{APIKey: secOpenAIKey, BaseURL: srv.URL, Agent: "agent_1", Logger: c.logger})
 			return err
 		}},
 		{"openai/401 from OPENAI_API_KEY, through config", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
@@ -384,33 +384,33 @@ func attempts(t *testing.T) []attempt {
 			t.Cleanup(srv.Close)
 			tools := weather(t)
 			b, err := foundry.Open(ctx, tools, &foundry.Options{Endpoint: srv.ProjectEndpoint(), Credential: secretCredential{},
-				Agent: &foundry.AgentDefinition{Model: "gpt-4.1-mini"}, HTTPClient: srv.Client(), Logger: c.logger})
+				Definition: &foundry.AgentDefinition{Model: "gpt-4.1-mini"}, HTTPClient: srv.Client(), Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
 		{"foundry/success, api key, streaming", -1, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{APIKey: secFoundryKey})
 			t.Cleanup(srv.Close)
 			tools := weather(t)
-			b, err := foundry.Open(ctx, tools, &foundry.Options{Endpoint: srv.ProjectEndpoint(), APIKey: secFoundryKey, Stream: true,
-				Agent: &foundry.AgentDefinition{Model: "gpt-4.1-mini"}, HTTPClient: srv.Client(), Logger: c.logger})
+			b, err := foundry.Open(ctx, tools, &foundry.Options{Endpoint: srv.ProjectEndpoint(), APIKey: secFoundryKey, Transport: foundry.Streaming,
+				Definition: &foundry.AgentDefinition{Model: "gpt-4.1-mini"}, HTTPClient: srv.Client(), Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
 		{"foundry/401, token", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{Token: "another-token"})
 			t.Cleanup(srv.Close)
-			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: srv.ProjectEndpoint(), Token: secFoundryToken, AgentName: "a", HTTPClient: srv.Client(), Logger: c.logger})
+			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: srv.ProjectEndpoint(), Token: secFoundryToken, Agent: "a", HTTPClient: srv.Client(), Logger: c.logger})
 			return err
 		}},
 		{"foundry/401, api key", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{APIKey: "another-key"})
 			t.Cleanup(srv.Close)
-			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: srv.ProjectEndpoint(), APIKey: secFoundryKey, AgentName: "a", HTTPClient: srv.Client(), Logger: c.logger})
+			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: srv.ProjectEndpoint(), APIKey: secFoundryKey, Agent: "a", HTTPClient: srv.Client(), Logger: c.logger})
 			return err
 		}},
 		{"foundry/401, credential", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{Token: "another-token"})
 			t.Cleanup(srv.Close)
-			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: srv.ProjectEndpoint(), Credential: secretCredential{}, AgentName: "a", HTTPClient: srv.Client(), Logger: c.logger})
+			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: srv.ProjectEndpoint(), Credential: secretCredential{}, Agent: "a", HTTPClient: srv.Client(), Logger: c.logger})
 			return err
 		}},
 		{"foundry/401 on responses", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
@@ -419,46 +419,46 @@ func attempts(t *testing.T) []attempt {
 			srv.InjectFault(foundrytest.OpCreateResponse, foundrytest.Fault{Status: http.StatusUnauthorized})
 			tools := weather(t)
 			b, err := foundry.Open(ctx, tools, &foundry.Options{Endpoint: srv.ProjectEndpoint(), Token: secFoundryToken, Mode: foundry.Chain,
-				Agent: &foundry.AgentDefinition{Model: "gpt-4.1-mini"}, HTTPClient: srv.Client(), RequestOptions: noRetries, Logger: c.logger})
+				Definition: &foundry.AgentDefinition{Model: "gpt-4.1-mini"}, HTTPClient: srv.Client(), RequestOptions: noRetries, Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
 		// azcore retries a refused connection three times, backing off:
 		// this one takes seconds.
 		{"foundry/connection refused", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
-			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: "https://" + closedPort(t) + project, APIKey: secFoundryKey, AgentName: "a", Logger: c.logger})
+			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: "https://" + closedPort(t) + project, APIKey: secFoundryKey, Agent: "a", Logger: c.logger})
 			return err
 		}},
 		{"foundry/redirect, api key", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			p := redirecting(t, true)
-			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: p.URL + project, APIKey: secFoundryKey, AgentName: "a", HTTPClient: p.Client(), Logger: c.logger})
+			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: p.URL + project, APIKey: secFoundryKey, Agent: "a", HTTPClient: p.Client(), Logger: c.logger})
 			return err
 		}},
 		{"foundry/redirect, token", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			p := redirecting(t, true)
-			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: p.URL + project, Token: secFoundryToken, AgentName: "a", HTTPClient: p.Client(), Logger: c.logger})
+			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: p.URL + project, Token: secFoundryToken, Agent: "a", HTTPClient: p.Client(), Logger: c.logger})
 			return err
 		}},
 		{"foundry/deadline", errcode.DeadlineExceeded, func(ctx context.Context, t *testing.T, c *capture) error {
 			s := silent(t, true)
 			ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 			defer cancel()
-			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: s.URL + project, APIKey: secFoundryKey, AgentName: "a", HTTPClient: s.Client(), Logger: c.logger})
+			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: s.URL + project, APIKey: secFoundryKey, Agent: "a", HTTPClient: s.Client(), Logger: c.logger})
 			return err
 		}},
 		{"foundry/bad endpoint, port", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
-			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://127.0.0.1:" + secEndpoint + project, APIKey: secFoundryKey, AgentName: "a", Logger: c.logger})
+			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://127.0.0.1:" + secEndpoint + project, APIKey: secFoundryKey, Agent: "a", Logger: c.logger})
 			return err
 		}},
 		{"foundry/bad endpoint, user info", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
-			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://me:" + secEndpoint + "@127.0.0.1" + project, APIKey: secFoundryKey, AgentName: "a", Logger: c.logger})
+			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://me:" + secEndpoint + "@127.0.0.1" + project, APIKey: secFoundryKey, Agent: "a", Logger: c.logger})
 			return err
 		}},
 		{"foundry/bad endpoint, query", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
-			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://127.0.0.1" + project + "?sig=" + secEndpoint, Token: secFoundryToken, AgentName: "a", Logger: c.logger})
+			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://127.0.0.1" + project + "?sig=" + secEndpoint, Token: secFoundryToken, Agent: "a", Logger: c.logger})
 			return err
 		}},
 		{"foundry/bad endpoint, plain http", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
-			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "http://me:" + secEndpoint + "@127.0.0.1" + project, APIKey: secFoundryKey, AgentName: "a", Logger: c.logger})
+			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "http://me:" + secEndpoint + "@127.0.0.1" + project, APIKey: secFoundryKey, Agent: "a", Logger: c.logger})
 			return err
 		}},
 		{"foundry/AGENT_TOKEN through config, endpoint with a query", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {

@@ -31,7 +31,7 @@ func openFake(ctx context.Context, req *config.OpenRequest) (driver.Backend, err
 		return nil, err
 	}
 	srv := NewServer(script, nil)
-	o.APIKey, o.BaseURL, o.AgentID, o.SessionID = "fake-openai", srv.URL, "", ""
+	o.APIKey, o.BaseURL, o.Agent, o.SessionID = "fake-openai", srv.URL, "", ""
 	b, err := openai.Open(ctx, req.Tools, o)
 	if err != nil {
 		srv.Close()

@@ -46,6 +46,17 @@ type Config struct {
 	// TruncateOutput cuts a text output past MaxOutputBytes instead of
 	// failing the call (core.Options.TruncateOutput).
 	TruncateOutput bool `json:"truncate_output,omitempty" env:"TOOLRELAY_TRUNCATE_OUTPUT"`
+	// MaxResponseBytes bounds a response body of the service, and
+	// MaxEventBytes one event of its streams, in bytes; negative means no
+	// limit (the backends' MaxResponseBytes and MaxEventBytes).
+	MaxResponseBytes int `json:"max_response_bytes,omitempty" env:"TOOLRELAY_MAX_RESPONSE_BYTES" min:"none"`
+	MaxEventBytes    int `json:"max_event_bytes,omitempty" env:"TOOLRELAY_MAX_EVENT_BYTES" min:"none"`
+	// IdleTimeout bounds each wait for the next byte from the service,
+	// and MaxSilence each wait for the next event of a stream
+	// (keep-alives do not count), as Go durations; negative means no
+	// limit (the backends' IdleTimeout and MaxSilence).
+	IdleTimeout Duration `json:"idle_timeout,omitempty" env:"TOOLRELAY_IDLE_TIMEOUT" min:"none"`
+	MaxSilence  Duration `json:"max_silence,omitempty" env:"TOOLRELAY_MAX_SILENCE" min:"none"`
 	// Journal names the results journal (core.Options.Journal) by URL:
 	// "memory", "sqlite:///path/file.db" or "postgres://…"; package
 	// journal lists the forms. Empty means a memory journal.

@@ -45,6 +45,10 @@
 //	arguments per call       TOOLRELAY_MAX_ARGUMENT_BYTES  max_argument_bytes  1048576 (1 MiB)
 //	output per call          TOOLRELAY_MAX_OUTPUT_BYTES    max_output_bytes    4194304 (4 MiB)
 //	cut text past the limit  TOOLRELAY_TRUNCATE_OUTPUT     truncate_output     false
+//	service's response size  TOOLRELAY_MAX_RESPONSE_BYTES  max_response_bytes  67108864 (64 MiB)
+//	service's event size     TOOLRELAY_MAX_EVENT_BYTES     max_event_bytes     16777216 (16 MiB)
+//	wait for the next byte   TOOLRELAY_IDLE_TIMEOUT        idle_timeout        10m
+//	wait for the next event  TOOLRELAY_MAX_SILENCE         max_silence         10m
 //	results journal (URL)    TOOLRELAY_JOURNAL             journal             memory
 //	journal lease            TOOLRELAY_JOURNAL_LEASE       journal_lease       1m (at least 1s)
 //	journal retention        TOOLRELAY_JOURNAL_RETENTION   journal_retention   keep all
@@ -65,7 +69,10 @@
 // bytes. The limits are core's (see core.Options): arguments past theirs
 // are not parsed and the model is told they are too large; an output past
 // its limit fails the call, or, for text with truncate_output set, is cut
-// to the limit with a note saying so. A journal retention must be at least
+// to the limit with a note saying so. The service's limits are the
+// backends' (openai.Options, foundry.Options): a response or event past
+// its size fails the request (ResourceExhausted), a wait past its time
+// fails it (DeadlineExceeded); a negative value means no limit. A journal retention must be at least
 // the run time limit, so that no result is pruned before its run has
 // sent it.
 //

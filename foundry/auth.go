@@ -18,6 +18,7 @@ import (
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/origin"
 	"github.com/toolrelay/toolrelay/internal/redact"
+	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
 const (
@@ -110,15 +111,15 @@ func CredentialOptions(hc *http.Client) azcore.ClientOptions {
 // and another http.Client would do that work twice; openai-go refuses
 // every request, redirects included, to another origin than its base URL,
 // before the pipeline authenticates it.
-func newPipeline(auth policy.Policy, client *http.Client, forOpenAI bool) runtime.Pipeline {
+func newPipeline(auth policy.Policy, client *http.Client, lim wirelimit.Limits, forOpenAI bool) runtime.Pipeline {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	co := &policy.ClientOptions{Transport: sender{c: origin.Client(client)}}
+	co := &policy.ClientOptions{Transport: sender{c: origin.Client(client), lim: lim}}
 	if forOpenAI {
 		co.Retry.MaxRetries = -1
 		co.Telemetry.Disabled = true
-		co.Transport = sender{rt: cmp.Or[http.RoundTripper](client.Transport, http.DefaultTransport)}
+		co.Transport = sender{rt: cmp.Or[http.RoundTripper](client.Transport, http.DefaultTransport), lim: lim}
 	}
 	var perRetry []policy.Policy
 	if auth != nil {
@@ -128,14 +129,16 @@ func newPipeline(auth policy.Policy, client *http.Client, forOpenAI bool) runtim
 }
 
 // sender is a pipeline's transport: it sends with an http.Client (or, when
-// rt is set, with that RoundTripper), handing net/http a request's body as
+// rt is set, with that RoundTripper) under the limits of lim (see
+// [wirelimit.Limits.Do]), handing net/http a request's body as
 // an in-memory reader. net/http writes the headers of a request whose body
 // is of another type (as azcore's are) in a write of their own before the
 // body; this way a request goes out in one write, and the server reads it
 // in one.
 type sender struct {
-	c  *http.Client
-	rt http.RoundTripper
+	c   *http.Client
+	rt  http.RoundTripper
+	lim wirelimit.Limits
 }
 
 // maxInMemoryBody bounds the bodies sender reads into memory first.
@@ -150,6 +153,10 @@ func (s sender) Do(r *http.Request) (*http.Response, error) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(b))
 	}
+	return s.lim.Do(r, s.send)
+}
+
+func (s sender) send(r *http.Request) (*http.Response, error) {
 	if s.rt != nil {
 		return s.rt.RoundTrip(r)
 	}

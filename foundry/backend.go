@@ -110,17 +110,18 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		return nil, err
 	}
 	ep := endpoint.String()
+	lim := limits(o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence)
 	b := &Backend{
 		name:   "foundry",
 		mode:   mode,
 		stream: stream,
 		keep:   o.Keep,
 		logger: loggerOr(o.Logger),
-		agents: &agentsClient{endpoint: ep, pl: newPipeline(auth, o.HTTPClient, false)},
+		agents: &agentsClient{endpoint: ep, pl: newPipeline(auth, o.HTTPClient, lim, false)},
 	}
 	// One authentication policy on both clients: the token is fetched
 	// once and cached for both.
-	transport := pipelineTransport{pl: newPipeline(auth, o.HTTPClient, true)}
+	transport := pipelineTransport{pl: newPipeline(auth, o.HTTPClient, lim, true)}
 	b.client = openai.NewClient(slices.Concat([]option.RequestOption{
 		option.WithBaseURL(ep + "/openai/v1/"),
 		option.WithAPIKey(""), // never send an OPENAI_API_KEY from the environment
@@ -188,6 +189,7 @@ func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOpti
 	if err := origin.CheckOpenAIBaseURL("responses: base URL", o.BaseURL, o.APIKey); err != nil {
 		return nil, err
 	}
+	lim := limits(o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence)
 	ro := []option.RequestOption{}
 	if o.BaseURL != "" {
 		ro = append(ro, option.WithBaseURL(o.BaseURL))
@@ -202,7 +204,7 @@ func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOpti
 		name: "responses",
 		// The middleware comes last, so that it sees the request as the
 		// request options left it.
-		client:       openai.NewClient(slices.Concat(ro, o.RequestOptions, []option.RequestOption{option.WithMiddleware(origin.Middleware)})...),
+		client:       openai.NewClient(slices.Concat(ro, o.RequestOptions, []option.RequestOption{option.WithMiddleware(lim.Do, origin.Middleware)})...),
 		mode:         mode,
 		stream:       stream,
 		keep:         o.Keep,

@@ -3,6 +3,7 @@ package foundry
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -82,6 +83,8 @@ func init() {
 		return OpenResponses(ctx, req.Tools, &ResponsesOptions{
 			BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Instructions: req.Config.Instructions,
 			Mode: Mode(s.Mode), Transport: Transport(s.Transport), Keep: s.Keep, Logger: req.Logger,
+			MaxResponseBytes: req.Config.MaxResponseBytes, MaxEventBytes: req.Config.MaxEventBytes,
+			IdleTimeout: time.Duration(req.Config.IdleTimeout), MaxSilence: time.Duration(req.Config.MaxSilence),
 		})
 	})
 	config.Register("foundry", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {

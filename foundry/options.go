@@ -3,11 +3,13 @@ package foundry
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
 // Mode says how the responses of a thread are linked.
@@ -106,6 +108,17 @@ type Options struct {
 	// RequestOptions are added to every openai-go request (responses and
 	// conversations), after the backend's own: retries, timeouts, headers.
 	RequestOptions []option.RequestOption
+	// MaxResponseBytes bounds a response body (other than an event
+	// stream), MaxEventBytes one event of a stream; a larger one fails the
+	// request with a ResourceExhausted error. IdleTimeout bounds every
+	// wait for the next byte of an answer (its headers included);
+	// MaxSilence every wait for the next event of a stream, which
+	// keep-alive comments do not reset. A wait past either fails with a
+	// DeadlineExceeded error that a resume can follow. Zero means the
+	// default (64 MiB, 16 MiB, 10m, 10m); negative, no limit.
+	MaxResponseBytes, MaxEventBytes int
+	IdleTimeout, MaxSilence         time.Duration
+
 	// Logger receives warnings (an agent tool without a handler, a failed
 	// cleanup); nil means slog.Default(). Tokens and keys are never logged.
 	Logger *slog.Logger
@@ -143,11 +156,19 @@ type ResponsesOptions struct {
 	Instructions string
 	// Mode links the responses of a thread; empty means Chain.
 	Mode Mode
-	// Transport, Keep, HTTPClient, RequestOptions and Logger are as in
-	// [Options].
+	// Transport, Keep, HTTPClient, RequestOptions, the limits and Logger
+	// are as in [Options].
 	Transport      Transport
 	Keep           bool
 	HTTPClient     *http.Client
 	RequestOptions []option.RequestOption
-	Logger         *slog.Logger
+
+	MaxResponseBytes, MaxEventBytes int
+	IdleTimeout, MaxSilence         time.Duration
+
+	Logger *slog.Logger
+}
+
+func limits(maxResponse, maxEvent int, idle, silence time.Duration) wirelimit.Limits {
+	return wirelimit.Limits{MaxResponseBytes: int64(maxResponse), MaxEventBytes: int64(maxEvent), IdleTimeout: idle, MaxSilence: silence}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/origin"
+	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
 // Defaults of [Options].
@@ -90,6 +91,17 @@ type Options struct {
 	// before the run fails. Zero means DefaultMaxReconnects; negative means
 	// never.
 	MaxReconnects int
+
+	// MaxResponseBytes bounds a response body (other than an event
+	// stream), MaxEventBytes one event of a stream; a larger one fails the
+	// request with a ResourceExhausted error. IdleTimeout bounds every
+	// wait for the next byte of an answer (its headers included);
+	// MaxSilence every wait for the next event of a stream, which
+	// keep-alive comments do not reset. A wait past either fails with a
+	// DeadlineExceeded error that a resume can follow. Zero means the
+	// default (64 MiB, 16 MiB, 10m, 10m); negative, no limit.
+	MaxResponseBytes, MaxEventBytes int
+	IdleTimeout, MaxSilence         time.Duration
 
 	// Logger receives the backend's own messages (a dropped stream, a tool
 	// the agent declares without an implementation). Nil means
@@ -187,7 +199,8 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	}
 	// The middleware comes last, so that it sees the request as the
 	// request options left it.
-	b.client = oai.NewClient(slices.Concat(ropts, o.RequestOptions, []option.RequestOption{option.WithMiddleware(origin.Middleware)})...)
+	lim := wirelimit.Limits{MaxResponseBytes: int64(o.MaxResponseBytes), MaxEventBytes: int64(o.MaxEventBytes), IdleTimeout: o.IdleTimeout, MaxSilence: o.MaxSilence}
+	b.client = oai.NewClient(slices.Concat(ropts, o.RequestOptions, []option.RequestOption{option.WithMiddleware(lim.Do, origin.Middleware)})...)
 	b.life, b.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if o.Agent != "" {
 		if err := b.checkAgent(ctx); err != nil {

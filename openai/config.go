@@ -66,5 +66,10 @@ func OptionsFor(req *config.OpenRequest) (*Options, error) {
 		PollInterval:  time.Duration(s.PollInterval),
 		MaxReconnects: s.MaxReconnects,
 		Logger:        req.Logger,
+
+		MaxResponseBytes: req.Config.MaxResponseBytes,
+		MaxEventBytes:    req.Config.MaxEventBytes,
+		IdleTimeout:      time.Duration(req.Config.IdleTimeout),
+		MaxSilence:       time.Duration(req.Config.MaxSilence),
 	}, nil
 }

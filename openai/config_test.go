@@ -65,6 +65,36 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 	}
 }
 
+// TestWireLimitsFromConfig checks that the shared settings of the
+// service's limits reach the backend's options, a negative one included.
+func TestWireLimitsFromConfig(t *testing.T) {
+	cleanEnv(t)
+	for k, v := range map[string]string{
+		"TOOLRELAY_MAX_RESPONSE_BYTES": "1048576",
+		"TOOLRELAY_MAX_EVENT_BYTES":    "-1",
+		"TOOLRELAY_IDLE_TIMEOUT":       "90s",
+		"TOOLRELAY_MAX_SILENCE":        "-1s",
+	} {
+		t.Setenv(k, v)
+	}
+	req, err := config.NewRequest(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := openai.OptionsFor(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence}
+	if diff := cmp.Diff([]any{1 << 20, -1, 90 * time.Second, -time.Second}, got); diff != "" {
+		t.Errorf("limits (-want +got):\n%s", diff)
+	}
+	t.Setenv("TOOLRELAY_IDLE_TIMEOUT", "soon")
+	if _, err := config.NewRequest(nil, nil); err == nil || !strings.Contains(err.Error(), "TOOLRELAY_IDLE_TIMEOUT") {
+		t.Errorf("a bad idle timeout: err = %v, want one naming TOOLRELAY_IDLE_TIMEOUT", err)
+	}
+}
+
 func customerTools(t *testing.T) *core.Toolbox {
 	t.Helper()
 	tool, err := core.NewTool("get_customer", "Look up a customer by ID.", func(ctx context.Context, in struct {

@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
 // Start implements [driver.Backend]. A new session (req.Thread empty and no
@@ -242,7 +244,9 @@ func (b *Backend) await(ctx context.Context, st *thread) (*driver.Step, error) {
 				return nil, ctx.Err()
 			case b.life.Err() != nil:
 				return nil, errClosed
-			case protocolError(err):
+			case protocolError(err), errors.Is(err, wirelimit.ErrTooLarge):
+				// The service's error frame, or an event past
+				// MaxEventBytes: resubscribing would read it again.
 				st.closeStream()
 				return nil, fmt.Errorf("openai: session %s: %w", st.id, err)
 			case st.id == "":
@@ -250,7 +254,7 @@ func (b *Backend) await(ctx context.Context, st *thread) (*driver.Step, error) {
 				return nil, fmt.Errorf("openai: the creation stream ended before the session was created: %w", err)
 			case drops >= b.opts.MaxReconnects:
 				st.closeStream()
-				return nil, fmt.Errorf("%w %d times mid-turn (session %s): %v", errStreamDropped, drops+1, st.id, err)
+				return nil, fmt.Errorf("%w %d times mid-turn (session %s): %w", errStreamDropped, drops+1, st.id, err)
 			}
 			drops++
 			b.log.InfoContext(ctx, "openai: event stream ended mid-turn; resuming", "session", st.id, "attempt", drops, "error", err)

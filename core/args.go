@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 )
 
 // parseArgs parses the arguments of a call and returns them in canonical
@@ -14,13 +15,13 @@ import (
 // JSON object, as a JSON string holding one (both protocols do this), or
 // empty (or null, or "") for a function without parameters.
 func parseArgs(raw []byte) ([]byte, map[string]any, error) {
-	raw = bytes.TrimSpace(raw)
+	raw = trimJSONSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var inner string
 		if err := json.Unmarshal(raw, &inner); err != nil {
 			return nil, nil, fmt.Errorf("not valid JSON: %v", err)
 		}
-		raw = bytes.TrimSpace([]byte(inner))
+		raw = trimJSONSpace([]byte(inner))
 	}
 	if len(raw) == 0 || string(raw) == "null" {
 		return []byte("{}"), map[string]any{}, nil
@@ -31,8 +32,8 @@ func parseArgs(raw []byte) ([]byte, map[string]any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
 	}
-	if dec.More() {
-		return nil, nil, fmt.Errorf("not valid JSON: data after the object")
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, fmt.Errorf("not valid JSON: data after the value")
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -46,6 +47,10 @@ func parseArgs(raw []byte) ([]byte, map[string]any, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), obj, nil
 }
+
+// trimJSONSpace removes the white space JSON allows around a value (space,
+// tab, CR, LF; not the other Unicode spaces bytes.TrimSpace removes).
+func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
 // floatNumbers replaces, in place, the json.Numbers of a parsed JSON value
 // with float64s, as encoding/json decodes numbers into an interface, and

@@ -51,12 +51,12 @@ type replyItem struct {
 }
 
 // arguments returns the arguments of a function call: the JSON its
-// arguments string holds. Arguments that are not a string are returned
-// as they are, for the runner to judge (and to refuse, as malformed, to
-// the model).
+// arguments string holds, or "" for none (no field, or null). Arguments
+// of another type are returned as they are, for the runner to judge (and
+// to refuse, as malformed, to the model).
 func (it *replyItem) arguments() string {
 	var s string
-	if len(it.Arguments) > 0 && it.Arguments[0] == '"' && json.Unmarshal(it.Arguments, &s) == nil {
+	if json.Unmarshal(it.Arguments, &s) == nil {
 		return s
 	}
 	return string(it.Arguments)

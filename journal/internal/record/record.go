@@ -25,6 +25,9 @@ type result struct {
 
 // EncodeResult returns r as the JSON text the journals store.
 func EncodeResult(r *jdriver.Result) (string, error) {
+	if !known(r.Outcome) {
+		return "", fmt.Errorf("encode result: unknown outcome %d", int(r.Outcome))
+	}
 	b, err := json.Marshal(result{Text: r.Output.Text, Parts: r.Output.Parts, Null: r.Output.Null, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome})
 	if err != nil {
 		return "", fmt.Errorf("encode result: %w", err)
@@ -38,7 +41,17 @@ func DecodeResult(s string) (*jdriver.Result, error) {
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
 		return nil, fmt.Errorf("decode result: %w", err)
 	}
+	if !known(r.Outcome) { // a number decodes into an Outcome unchecked
+		return nil, fmt.Errorf("decode result: unknown outcome %d", int(r.Outcome))
+	}
 	return &jdriver.Result{Output: driver.Output{Text: r.Text, Parts: r.Parts, Null: r.Null}, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome}, nil
+}
+
+// known reports whether o is one of the outcomes driver defines: one whose
+// name parses back to it.
+func known(o driver.Outcome) bool {
+	var back driver.Outcome
+	return back.UnmarshalText([]byte(o.String())) == nil && back == o
 }
 
 // States are stored by name (driver.State.String): "started",

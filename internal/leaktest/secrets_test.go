@@ -363,6 +363,12 @@ func attempts(t *testing.T) []attempt {
 			defer cancel()
 			return c.run(ctx, tools, b, err)
 		}},
+		{"openai/idle timeout", errcode.DeadlineExceeded, func(ctx context.Context, t *testing.T, c *capture) error {
+			s := silent(t, false)
+			tools := weather(t)
+			b, err := openai.Open(ctx, tools, &openai.Options{APIKey: secOpenAIKey, BaseURL: s.URL + "/v1", IdleTimeout: 100 * time.Millisecond, RequestOptions: noRetries, Logger: c.logger})
+			return c.run(ctx, tools, b, err)
+		}},
 		{"openai/bad base URL, port", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			_, err := openai.Open(ctx, nil, &openai.Options{APIKey: secOpenAIKey, BaseURL: "http://127.0.0.1:" + secOpenAIBaseURL + "/v1", Logger: c.logger})
 			return err
@@ -443,6 +449,11 @@ func attempts(t *testing.T) []attempt {
 			ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 			defer cancel()
 			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: s.URL + project, APIKey: secFoundryKey, Agent: "a", HTTPClient: s.Client(), Logger: c.logger})
+			return err
+		}},
+		{"foundry/idle timeout", errcode.DeadlineExceeded, func(ctx context.Context, t *testing.T, c *capture) error {
+			s := silent(t, true)
+			_, err := foundry.Open(ctx, weather(t), &foundry.Options{Endpoint: s.URL + project, APIKey: secFoundryKey, Agent: "a", HTTPClient: s.Client(), IdleTimeout: 100 * time.Millisecond, Logger: c.logger})
 			return err
 		}},
 		{"foundry/bad endpoint, port", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {

@@ -77,7 +77,7 @@ func main() {
 	outputs := make([][]byte, len(todo))
 	for round := range *count {
 		for i, m := range todo {
-			text, err := run(bin, filepath.Join(root, "bench"), m)
+			text, err := run(bin, filepath.Join(root, "internal", "bench"), m)
 			raw.Write(text)
 			if err != nil {
 				cleanup()

@@ -17,4 +17,5 @@ import (
 	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal"
 	_ "github.com/toolrelay/toolrelay/openai"
 	_ "github.com/toolrelay/toolrelay/openai/openaitest"
+	_ "github.com/toolrelay/toolrelay/responses"
 )

@@ -57,7 +57,7 @@
 // section ("openai", "foundry", "responses", "fake"), in environment
 // variables, or in code as a value of the backend's settings type in
 // Options.Settings; the backend's package doc lists them
-// (openai.Settings, foundry.Settings, foundry.ResponsesSettings, and
+// (openai.Settings, foundry.Settings, responses.Settings, and
 // coretest.FakeSettings, the script the fakes play: TOOLRELAY_SCRIPT, or
 // "script" in section "fake"). A file may hold the sections of several
 // backends, so that switching TOOLRELAY_BACKEND is all it takes to switch.

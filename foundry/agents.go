@@ -10,8 +10,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
-	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/respond"
 )
 
 // agentsAPIVersion is the api-version every agents route requires.
@@ -52,34 +52,16 @@ type agentObject struct {
 	} `json:"versions"`
 }
 
-// functionTool is a function tool of a prompt agent definition.
-type functionTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
-	Strict      bool            `json:"strict"`
-}
-
 type promptDefinition struct {
-	Kind         string         `json:"kind"`
-	Model        string         `json:"model"`
-	Instructions string         `json:"instructions,omitempty"`
-	Tools        []functionTool `json:"tools,omitempty"`
+	Kind         string                 `json:"kind"`
+	Model        string                 `json:"model"`
+	Instructions string                 `json:"instructions,omitempty"`
+	Tools        []respond.FunctionTool `json:"tools,omitempty"`
 }
 
 type versionRequest struct {
 	Description string           `json:"description,omitempty"`
 	Definition  promptDefinition `json:"definition"`
-}
-
-// functionTools returns the toolbox's tools as function tools.
-func functionTools(tools *core.Toolbox) []functionTool {
-	var out []functionTool
-	for _, t := range tools.Tools() {
-		out = append(out, functionTool{Type: "function", Name: t.Name(), Description: t.Description(), Parameters: t.Parameters(), Strict: t.Strict()})
-	}
-	return out
 }
 
 func (c *agentsClient) url(path ...string) string {

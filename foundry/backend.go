@@ -4,54 +4,33 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
-	"sync"
-	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	"github.com/toolrelay/toolrelay/internal/origin"
+	"github.com/toolrelay/toolrelay/internal/respond"
 )
 
-// Backend runs the tool loop of a Foundry agent (see [Open]), or of a
-// plain Responses API model (see [OpenResponses]). It implements
-// [driver.Backend], [driver.Canceler] and [driver.CapabilityReporter], and is
-// safe for concurrent use by runs on different threads.
+// Backend runs the tool loop of a Foundry agent (see [Open]). It
+// implements [driver.Backend], [driver.Canceler] and
+// [driver.CapabilityReporter], and is safe for concurrent use by runs on
+// different threads.
 type Backend struct {
-	name   string
-	client openai.Client
-	agents *agentsClient // nil for the plain Responses API
-	mode   Mode
-	stream bool
-	keep   bool
+	loop   *respond.Backend
+	agents *agentsClient
 	logger *slog.Logger
-
-	// agentRef is the agent reference every request carries (nil for the
-	// plain Responses API, which sends model, instructions and tools
-	// instead).
-	agentRef     map[string]any
-	model        string
-	instructions string
-	tools        []responses.ToolUnionParam
 
 	agentName, agentVersion string
 	createdVersion          bool
 	missing                 []string // set by Open, read-only after
-
-	mu            sync.Mutex
-	conversations []string            // conversations this backend created
-	canceled      map[string][]string // chain mode: calls canceled, by response id
-	closed        bool
 }
 
 var (
@@ -81,11 +60,11 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if err != nil {
 		return nil, err
 	}
-	mode, err := checkMode(o.Mode, Conversation)
+	mode, err := respond.CheckMode("foundry", o.Mode, Conversation)
 	if err != nil {
 		return nil, err
 	}
-	stream, err := checkTransport(o.Transport)
+	stream, err := respond.CheckTransport("foundry", o.Transport)
 	if err != nil {
 		return nil, err
 	}
@@ -112,17 +91,16 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	ep := endpoint.String()
 	lim := limits(o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence)
 	b := &Backend{
-		name:   "foundry",
-		mode:   mode,
-		stream: stream,
-		keep:   o.Keep,
-		logger: loggerOr(o.Logger),
+		logger: o.Logger,
 		agents: &agentsClient{endpoint: ep, pl: newPipeline(auth, o.HTTPClient, lim, false)},
+	}
+	if b.logger == nil {
+		b.logger = slog.Default()
 	}
 	// One authentication policy on both clients: the token is fetched
 	// once and cached for both.
 	transport := pipelineTransport{pl: newPipeline(auth, o.HTTPClient, lim, true)}
-	b.client = openai.NewClient(slices.Concat([]option.RequestOption{
+	client := openai.NewClient(slices.Concat([]option.RequestOption{
 		option.WithBaseURL(ep + "/openai/v1/"),
 		option.WithAPIKey(""), // never send an OPENAI_API_KEY from the environment
 		option.WithHTTPClient(&http.Client{Transport: transport}),
@@ -131,7 +109,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if o.Definition != nil {
 		v, err := b.agents.createVersion(ctx, name, &versionRequest{
 			Description: o.Definition.Description,
-			Definition:  promptDefinition{Kind: "prompt", Model: o.Definition.Model, Instructions: o.Definition.Instructions, Tools: functionTools(tools)},
+			Definition:  promptDefinition{Kind: "prompt", Model: o.Definition.Model, Instructions: o.Definition.Instructions, Tools: respond.FunctionTools(tools)},
 		})
 		if err != nil {
 			return nil, b.openError(err)
@@ -148,103 +126,26 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		b.agentName, b.agentVersion = name, version
 		b.checkTools(v, tools)
 	}
-	b.agentRef = map[string]any{"type": "agent_reference", "name": b.agentName}
+	ref := map[string]any{"type": "agent_reference", "name": b.agentName}
 	if b.agentVersion != "" {
-		b.agentRef["version"] = b.agentVersion
+		ref["version"] = b.agentVersion
 	}
-	return b, nil
-}
-
-// OpenResponses returns a backend that runs the tool loop over the plain
-// Responses API (OpenAI's, or any compatible one): no agent, the model,
-// instructions and the toolbox's tools sent with every request, threads
-// linked by previous_response_id unless opts.Mode says Conversation. It
-// authenticates with an API key sent as a bearer token. Its Name is
-// "responses".
-//
-// The API key is sent only to the base URL's origin: a base URL (opts or
-// OPENAI_BASE_URL) that is not an http or https URL, or that is plain
-// http to a host other than loopback while there is a key, gives an
-// InvalidArgument error naming it redacted; a request that would carry a
-// key over plain http to such a host (as request options may make one) is
-// refused; openai-go refuses a redirect to another origin.
-//
-// The caller must Close the backend.
-func OpenResponses(ctx context.Context, tools *core.Toolbox, opts *ResponsesOptions) (*Backend, error) {
-	var o ResponsesOptions
-	if opts != nil {
-		o = *opts
-	}
-	mode, err := checkMode(o.Mode, Chain)
-	if err != nil {
-		return nil, err
-	}
-	stream, err := checkTransport(o.Transport)
-	if err != nil {
-		return nil, err
-	}
-	if o.Model == "" {
-		return nil, errcode.Errorf(errcode.InvalidArgument, "responses: no model: set the model every request names")
-	}
-	if err := origin.CheckOpenAIBaseURL("responses: base URL", o.BaseURL, o.APIKey); err != nil {
-		return nil, err
-	}
-	lim := limits(o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence)
-	ro := []option.RequestOption{}
-	if o.BaseURL != "" {
-		ro = append(ro, option.WithBaseURL(o.BaseURL))
-	}
-	if o.APIKey != "" {
-		ro = append(ro, option.WithAPIKey(o.APIKey))
-	}
-	if o.HTTPClient != nil {
-		ro = append(ro, option.WithHTTPClient(o.HTTPClient))
-	}
-	b := &Backend{
-		name: "responses",
-		// The middleware comes last, so that it sees the request as the
-		// request options left it.
-		client:       openai.NewClient(slices.Concat(ro, o.RequestOptions, []option.RequestOption{option.WithMiddleware(lim.Do, origin.Middleware)})...),
-		mode:         mode,
-		stream:       stream,
-		keep:         o.Keep,
-		logger:       loggerOr(o.Logger),
-		model:        o.Model,
-		instructions: o.Instructions,
-	}
-	for _, t := range functionTools(tools) {
-		raw, err := json.Marshal(t)
-		if err != nil {
-			return nil, err
-		}
-		b.tools = append(b.tools, param.Override[responses.ToolUnionParam](json.RawMessage(raw)))
-	}
+	b.loop = respond.New(respond.Config{
+		Name: "foundry", Client: client, Mode: mode, Stream: stream, Keep: o.Keep, Logger: b.logger, AgentRef: ref,
+		OnClose: func(ctx context.Context) error {
+			if !b.createdVersion {
+				return nil
+			}
+			return b.agents.deleteVersion(ctx, b.agentName, b.agentVersion)
+		},
+	})
 	return b, nil
 }
 
 // openError classifies an error of the service met while opening, since no
 // runner is there yet to do it.
 func (b *Backend) openError(err error) error {
-	return &errcode.Error{Code: b.ErrorCode(err), Op: "foundry: open", Err: err}
-}
-
-func checkMode(m, def Mode) (Mode, error) {
-	switch m {
-	case "":
-		return def, nil
-	case Conversation, Chain:
-		return m, nil
-	case "chain":
-		return Chain, nil
-	}
-	return "", errcode.Errorf(errcode.InvalidArgument, "foundry: unknown mode %q: want %q or %q", m, Conversation, Chain)
-}
-
-func loggerOr(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.Default()
-	}
-	return l
+	return &errcode.Error{Code: errorCode(err), Op: "foundry: open", Err: err}
 }
 
 // checkTools warns about function tools of the agent that the toolbox
@@ -273,22 +174,18 @@ func (b *Backend) checkTools(v *versionInfo, tools *core.Toolbox) {
 	}
 }
 
-// Name implements [driver.Backend]: "foundry", or "responses" for a backend
-// made by [OpenResponses].
-func (b *Backend) Name() string { return b.name }
+// Name implements [driver.Backend]: "foundry".
+func (b *Backend) Name() string { return b.loop.Name() }
 
 // Capabilities implements [driver.CapabilityReporter]: outputs may be
 // content arrays; there is no failure flag and no deferred loading.
-func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{ContentArrays: true}
-}
+func (b *Backend) Capabilities() driver.Capabilities { return b.loop.Capabilities() }
 
 // Mode returns how the backend links the responses of a thread.
-func (b *Backend) Mode() Mode { return b.mode }
+func (b *Backend) Mode() Mode { return b.loop.Mode() }
 
 // Agent returns the name and version of the agent the backend runs (the
-// version is empty when it runs the latest); both are empty for the plain
-// Responses API.
+// version is empty when it runs the latest).
 func (b *Backend) Agent() (name, version string) { return b.agentName, b.agentVersion }
 
 // MissingTools returns the function tools of the agent named by
@@ -299,46 +196,50 @@ func (b *Backend) MissingTools() []string { return slices.Clone(b.missing) }
 
 // Client returns the openai-go client the backend sends responses and
 // conversations requests with.
-func (b *Backend) Client() *openai.Client { return &b.client }
+func (b *Backend) Client() *openai.Client { return b.loop.Client() }
 
 // Pipeline returns the azcore pipeline of the agents API, whose requests
-// are authenticated like the backend's; ok is false for the plain
-// Responses API, which has none.
-func (b *Backend) Pipeline() (pl runtime.Pipeline, ok bool) {
-	if b.agents == nil {
-		return runtime.Pipeline{}, false
+// are authenticated like the backend's.
+func (b *Backend) Pipeline() runtime.Pipeline { return b.agents.pl }
+
+// Start implements [driver.Backend]: see the package doc.
+func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
+	return b.loop.Start(ctx, req)
+}
+
+// Submit implements [driver.Backend]: the results go back as
+// function_call_output items of the next response.
+func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
+	return b.loop.Submit(ctx, req)
+}
+
+// Resume implements [driver.Backend]: it reads the thread's conversation
+// (or latest response) for the calls still waiting for a result.
+func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, error) {
+	return b.loop.Resume(ctx, thread)
+}
+
+// Cancel implements [driver.Canceler]: the calls left waiting get a
+// failure output saying the run stopped, so that the thread can take new
+// input.
+func (b *Backend) Cancel(ctx context.Context, thread string) error { return b.loop.Cancel(ctx, thread) }
+
+// ErrorCode implements [driver.Backend]. It classifies, in this order: a
+// *[errcode.Error] by its code; context errors; a *[driver.TurnError] by
+// the service's code; an *[openai.Error] or *[azcore.ResponseError] by its
+// HTTP status, with [errcode.FromHTTPStatus] (502, 503 and 504 are
+// Unavailable: retrying later may succeed). Anything else is Unknown.
+func (b *Backend) ErrorCode(err error) errcode.Code { return errorCode(err) }
+
+func errorCode(err error) errcode.Code {
+	var ae *azcore.ResponseError
+	if code := respond.ErrorCode(err); code != errcode.Unknown || !errors.As(err, &ae) {
+		return code
 	}
-	return b.agents.pl, true
+	return errcode.FromHTTPStatus(ae.StatusCode)
 }
 
 // Close deletes, unless the backend keeps them (Options.Keep), the
 // conversations it created and the agent version it created. It returns
 // the errors of those deletions, joined.
-func (b *Backend) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil
-	}
-	b.closed = true
-	convs := b.conversations
-	b.conversations = nil
-	b.mu.Unlock()
-	if b.keep {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var errs []error
-	for _, id := range convs {
-		if _, err := b.client.Conversations.Delete(ctx, id); err != nil && errcode.Of(err) != errcode.NotFound && b.ErrorCode(err) != errcode.NotFound {
-			errs = append(errs, fmt.Errorf("%s: delete conversation %s: %w", b.name, id, err))
-		}
-	}
-	if b.createdVersion {
-		if err := b.agents.deleteVersion(ctx, b.agentName, b.agentVersion); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
+func (b *Backend) Close() error { return b.loop.Close() }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -370,8 +371,8 @@ func TestExistingAgentTools(t *testing.T) {
 	if got := b.MissingTools(); len(got) != 0 {
 		t.Errorf("MissingTools = %v, want none (the agent has no tools)", got)
 	}
-	if _, ok := b.Pipeline(); !ok {
-		t.Error("Pipeline() not available")
+	if pl := b.Pipeline(); reflect.ValueOf(pl).IsZero() {
+		t.Error("Pipeline() is the zero pipeline")
 	}
 	page, err := b.Client().Conversations.Items.List(context.Background(), "conv_nope", conversations.ItemListParams{})
 	var oe *openai.Error

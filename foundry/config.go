@@ -3,7 +3,6 @@ package foundry
 import (
 	"context"
 	"os"
-	"time"
 
 	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -49,44 +48,7 @@ type Settings struct {
 // the toolbox when none is configured, as in the service's samples.
 const DefaultModel = "gpt-4.1-mini"
 
-// ResponsesSettings are the configuration settings of the responses
-// backend (the plain Responses API): section "responses" of the
-// configuration file, and the environment variables of the package doc's
-// table.
-type ResponsesSettings struct {
-	// APIKey is the API key, sent as a bearer token.
-	APIKey string `json:"api_key,omitempty" env:"OPENAI_API_KEY"`
-	// BaseURL is the API's base URL (default https://api.openai.com/v1/).
-	BaseURL string `json:"base_url,omitempty" env:"OPENAI_BASE_URL"`
-	// Model is the model every request names; empty means DefaultModel.
-	Model string `json:"model,omitempty" env:"TOOLRELAY_RESPONSES_MODEL"`
-	// Mode links the responses of a thread: "previous_response_id" (the
-	// default) or "conversation".
-	Mode string `json:"mode,omitempty" env:"TOOLRELAY_RESPONSES_MODE"`
-	// Transport is how responses are received: "blocking" (the default)
-	// or "streaming" (server-sent events).
-	Transport string `json:"transport,omitempty" env:"TOOLRELAY_RESPONSES_TRANSPORT"`
-	// Keep leaves the conversations the backend created on the service
-	// at Close.
-	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_RESPONSES_KEEP"`
-}
-
 func init() {
-	config.Register("responses", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
-		var s ResponsesSettings
-		if err := req.Settings("responses", &s); err != nil {
-			return nil, err
-		}
-		if s.Model == "" {
-			s.Model = DefaultModel
-		}
-		return OpenResponses(ctx, req.Tools, &ResponsesOptions{
-			BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Instructions: req.Config.Instructions,
-			Mode: Mode(s.Mode), Transport: Transport(s.Transport), Keep: s.Keep, Logger: req.Logger,
-			MaxResponseBytes: req.Config.MaxResponseBytes, MaxEventBytes: req.Config.MaxEventBytes,
-			IdleTimeout: time.Duration(req.Config.IdleTimeout), MaxSilence: time.Duration(req.Config.MaxSilence),
-		})
-	})
 	config.Register("foundry", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
 		o, err := OptionsFor(req)
 		if err != nil {

@@ -105,6 +105,29 @@ func TestFakeFoundry(t *testing.T) {
 	}
 }
 
+// TestFakeResponses runs the horoscope on the fake-responses backend,
+// selected by configuration alone: the responses backend over an embedded
+// fake of the plain Responses API, in both modes.
+func TestFakeResponses(t *testing.T) {
+	for _, mode := range []string{"", "conversation"} {
+		t.Run("mode "+mode, func(t *testing.T) {
+			t.Setenv("TOOLRELAY_RESPONSES_MODE", mode)
+			r, err := config.Open(context.Background(), fakeFoundryTools(t), &config.Options{DefaultBackend: "fake-responses", Settings: []any{coretest.FakeSettings{Script: fakeFoundryScript}}, Runner: core.Options{Logger: fakeFoundryLogger()}})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer r.Close()
+			res, err := r.Run(context.Background(), "What is my horoscope? I am an Aquarius.", nil)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.Text != fakeFoundryAnswer || r.Backend().Name() != "responses" {
+				t.Errorf("answer = %q from %q, want %q from responses", res.Text, r.Backend().Name(), fakeFoundryAnswer)
+			}
+		})
+	}
+}
+
 // TestFakeFoundryNeedsScript checks that fake-foundry refuses to open
 // without a script.
 func TestFakeFoundryNeedsScript(t *testing.T) {

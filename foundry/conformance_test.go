@@ -12,6 +12,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
+	trresponses "github.com/toolrelay/toolrelay/responses"
 )
 
 // TestConformance runs the shared suite on the Foundry backend, in both
@@ -54,7 +55,7 @@ func (h *harness) MakeBackend(ctx context.Context, script *coretest.Script, tool
 		token, key = "a-wrong-token", "a-wrong-key"
 	}
 	if h.plain {
-		return foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{
+		return trresponses.Open(ctx, tools, &trresponses.Options{
 			BaseURL: h.srv.OpenAIBaseURL(), APIKey: key, Model: "gpt-4.1-mini",
 			HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
 		})

@@ -2,13 +2,13 @@
 // Service: it runs the tool loop of a Foundry prompt agent, whose function
 // tools are implemented by the program, over the project's
 // OpenAI-compatible responses and conversations API. The same loop, with
-// no agent, runs over the plain Responses API ([OpenResponses]).
+// no agent, runs over the plain Responses API in package responses.
 //
 // Application code should use the portable API (core.Runner), opened by
 // configuration through package config: importing this package registers
-// the "foundry" and "responses" backends there (package foundrytest
-// registers the embedded fake "fake-foundry"); [Open] and [OpenResponses]
-// are for programs that build the backend in code.
+// the "foundry" backend there (package foundrytest registers the embedded
+// fakes "fake-foundry" and "fake-responses"); [Open] is for programs that
+// build the backend in code.
 //
 // # The protocol
 //
@@ -28,7 +28,7 @@
 // The responses of a thread are linked in one of two ways ([Mode]): in a
 // conversation (the default of [Open]; the thread is the conversation id,
 // the first message creates the conversation, as the service's samples
-// do), or by previous_response_id (the default of [OpenResponses]; the
+// do), or by previous_response_id (the default of package responses; the
 // thread is the latest response id). Either thread can be resumed in a new
 // process with Resume: the function calls the service lists without an
 // output are the pending calls, and results kept in the runner's journal
@@ -60,14 +60,13 @@
 // builds with a PermissionDenied error, openai-go's requests with
 // openai-go's own refusal — whatever the CheckRedirect of
 // Options.HTTPClient says; [CredentialOptions] gives a credential of the
-// program's own the same guard. The Responses backend sends its API key
-// over plain http only to a loopback host. Tokens and keys are never
+// program's own the same guard. Tokens and keys are never
 // logged, and errors name an endpoint with its secrets masked.
 //
 // Package config fills [Options] from [Settings] (section "foundry" of the
-// configuration file, the environment, or a Settings value in code), and
-// [ResponsesOptions] from [ResponsesSettings] (section "responses"), with
-// the shared settings (instructions) of config.Config:
+// configuration file, the environment, or a Settings value in code), with
+// the shared settings (instructions, the service's limits) of
+// config.Config:
 //
 //	Setting                  Environment variable                 File key
 //	project endpoint         AZURE_AI_PROJECT_ENDPOINT            foundry.endpoint
@@ -81,13 +80,6 @@
 //	blocking or streaming    TOOLRELAY_FOUNDRY_TRANSPORT          foundry.transport
 //	keep what was created    TOOLRELAY_FOUNDRY_KEEP               foundry.keep
 //
-//	responses API key        OPENAI_API_KEY                       responses.api_key
-//	responses base URL       OPENAI_BASE_URL                      responses.base_url
-//	responses model          TOOLRELAY_RESPONSES_MODEL            responses.model
-//	responses linking        TOOLRELAY_RESPONSES_MODE             responses.mode
-//	blocking or streaming    TOOLRELAY_RESPONSES_TRANSPORT        responses.transport
-//	keep conversations       TOOLRELAY_RESPONSES_KEEP             responses.keep
-//
 // With no agent configured, or with a model configured, foundry creates a
 // version of the agent (named by the agent setting, or DefaultAgentName)
 // from the program's tools, using the model deployment (default
@@ -100,14 +92,14 @@
 // Errors from the service are returned as the SDKs make them, so that
 // errors.As reaches an *openai.Error (responses, conversations) or an
 // *azcore.ResponseError (agents); [Backend.ErrorCode] classifies them by
-// HTTP status (400 and 422 InvalidArgument, 401 and 403 PermissionDenied,
-// 404 NotFound, 408 DeadlineExceeded, 409 FailedPrecondition, 429
-// ResourceExhausted, 502, 503 and 504 Unavailable, other 5xx Internal).
+// HTTP status with errcode.FromHTTPStatus, as package openai does. A
+// credential that cannot give a token fails the request with
+// PermissionDenied.
 // A response that ends failed, incomplete or cancelled, or a stream's
 // error event, is a *[driver.TurnError] carrying the service's code and message,
 // classified by that code (rate_limit_exceeded ResourceExhausted,
-// server_error Internal, …). Bad options are *core.Error values with code
-// InvalidArgument.
+// server_error Internal, …). Bad options are *errcode.Error values with
+// code InvalidArgument.
 //
 // Starting a new turn on a thread whose last turn still waits for results
 // fails with InvalidArgument ("No tool output found for function call");

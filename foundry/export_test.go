@@ -1,4 +1,6 @@
 package foundry
 
+import "github.com/toolrelay/toolrelay/internal/respond"
+
 // CanceledOutputForTest is the output sent for a call canceled by a stop.
-var CanceledOutputForTest = canceledOutput
+var CanceledOutputForTest = respond.CanceledOutput

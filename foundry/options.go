@@ -8,46 +8,35 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/respond"
 	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
 // Mode says how the responses of a thread are linked.
-type Mode string
+type Mode = respond.Mode
 
 // The two ways the service links the responses of a thread.
 const (
 	// Conversation keeps a thread in a conversation: the first user
 	// message creates it, and every response is made in it. The thread is
-	// the conversation id. This is the default of [Open].
-	Conversation Mode = "conversation"
+	// the conversation id. This is the default.
+	Conversation = respond.Conversation
 	// Chain links each response to the one before with
-	// previous_response_id. The thread is the latest response id. This is
-	// the default of [OpenResponses].
-	Chain Mode = "previous_response_id"
+	// previous_response_id. The thread is the latest response id.
+	Chain = respond.Chain
 )
 
 // Transport says how a backend receives a response.
-type Transport string
+type Transport = respond.Transport
 
 // The transports of the Responses API.
 const (
 	// Blocking sends each request and reads the whole response as one
 	// JSON body (the default).
-	Blocking Transport = "blocking"
+	Blocking = respond.Blocking
 	// Streaming receives each response as server-sent events.
-	Streaming Transport = "streaming"
+	Streaming = respond.Streaming
 )
-
-func checkTransport(t Transport) (bool, error) {
-	switch t {
-	case "", Blocking:
-		return false, nil
-	case Streaming:
-		return true, nil
-	}
-	return false, errcode.Errorf(errcode.InvalidArgument, "foundry: unknown transport %q: want %q or %q", t, Blocking, Streaming)
-}
 
 // Scope is the OAuth scope of the tokens the backend asks its credential
 // for.
@@ -139,36 +128,14 @@ type AgentDefinition struct {
 	Description string
 }
 
-// ResponsesOptions configure a plain Responses API backend (see
-// [OpenResponses]).
-type ResponsesOptions struct {
-	// BaseURL is the API's base URL; empty means what openai-go reads from
-	// the OPENAI_BASE_URL environment variable, or
-	// https://api.openai.com/v1/. With an API key it must be https, or
-	// http to a loopback host (127.0.0.0/8, ::1, localhost).
-	BaseURL string
-	// APIKey is the API key, sent as a bearer token; empty means what
-	// openai-go reads from the OPENAI_API_KEY environment variable.
-	APIKey string
-	// Model is the model every request names. Required.
-	Model string
-	// Instructions are sent with every request.
-	Instructions string
-	// Mode links the responses of a thread; empty means Chain.
-	Mode Mode
-	// Transport, Keep, HTTPClient, RequestOptions, the limits and Logger
-	// are as in [Options].
-	Transport      Transport
-	Keep           bool
-	HTTPClient     *http.Client
-	RequestOptions []option.RequestOption
-
-	MaxResponseBytes, MaxEventBytes int
-	IdleTimeout, MaxSilence         time.Duration
-
-	Logger *slog.Logger
-}
-
 func limits(maxResponse, maxEvent int, idle, silence time.Duration) wirelimit.Limits {
 	return wirelimit.Limits{MaxResponseBytes: int64(maxResponse), MaxEventBytes: int64(maxEvent), IdleTimeout: idle, MaxSilence: silence}
 }
+
+// FailureOutput returns the output a failed call sends, since
+// function_call_output has no success flag: a JSON object with one member,
+// "error", holding message, the text the runner decided the model may see.
+// For example:
+//
+//	{"error":"unknown tool \"getTime\"; available tools: getUserFavoriteCity"}
+func FailureOutput(message string) string { return respond.FailureOutput(message) }

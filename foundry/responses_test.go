@@ -10,6 +10,7 @@ import (
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
+	trresponses "github.com/toolrelay/toolrelay/responses"
 )
 
 // TestResponses runs the weather chain on the plain Responses API backend
@@ -29,7 +30,7 @@ func TestResponses(t *testing.T) {
 			srv := newFake(t, weatherScript(), &foundrytest.Options{Plain: true, Token: "sk-test", Reasoning: true})
 			var c counter
 			tools := toolbox(t, &c)
-			opts := &foundry.ResponsesOptions{
+			opts := &trresponses.Options{
 				BaseURL: srv.OpenAIBaseURL(), APIKey: "sk-test", Model: "gpt-4.1-mini", Instructions: "You are a weather bot.",
 				Mode: tc.mode, HTTPClient: srv.Client(), RequestOptions: fast, Logger: discard,
 			}
@@ -38,7 +39,7 @@ func TestResponses(t *testing.T) {
 				t.Setenv("OPENAI_API_KEY", "sk-test")
 				opts.BaseURL, opts.APIKey = "", ""
 			}
-			b, err := foundry.OpenResponses(context.Background(), tools, opts)
+			b, err := trresponses.Open(context.Background(), tools, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +112,7 @@ func TestResponses(t *testing.T) {
 
 			// The chain resumes from its last response in a fresh backend.
 			if tc.mode == "" {
-				b2, err := foundry.OpenResponses(context.Background(), tools, opts)
+				b2, err := trresponses.Open(context.Background(), tools, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -127,7 +128,7 @@ func TestResponses(t *testing.T) {
 // TestResponsesNeedsModel checks that OpenResponses refuses to open
 // without a model.
 func TestResponsesNeedsModel(t *testing.T) {
-	_, err := foundry.OpenResponses(context.Background(), nil, &foundry.ResponsesOptions{APIKey: "k"})
+	_, err := trresponses.Open(context.Background(), nil, &trresponses.Options{APIKey: "k"})
 	if errcode.Of(err) != errcode.InvalidArgument {
 		t.Errorf("OpenResponses = %v, want InvalidArgument", err)
 	}

@@ -11,9 +11,13 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
+	"github.com/toolrelay/toolrelay/responses"
 )
 
-func init() { config.Register("fake-foundry", openFake) }
+func init() {
+	config.Register("fake-foundry", openFake)
+	config.Register("fake-responses", openFakeResponses)
+}
 
 // fakeToken is the static bearer token of the fake-foundry backend.
 const fakeToken = "fake-foundry-token"
@@ -51,6 +55,52 @@ func openFake(ctx context.Context, req *config.OpenRequest) (driver.Backend, err
 		return nil, err
 	}
 	return &fakeBackend{Backend: b, srv: srv}, nil
+}
+
+// openFakeResponses opens the fake-responses backend: a fake serving the
+// plain Responses API on loopback, playing the script of the configuration,
+// and the real responses backend against it; the responses settings that
+// name the real service (base URL, key) are ignored.
+func openFakeResponses(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+	var fs coretest.FakeSettings
+	if err := req.Settings("fake", &fs); err != nil {
+		return nil, err
+	}
+	script, err := fs.Load("fake-responses")
+	if err != nil {
+		return nil, err
+	}
+	o, err := responses.OptionsFor(req)
+	if err != nil {
+		return nil, err
+	}
+	srv := NewServer(script, &Options{Token: fakeToken, Plain: true})
+	o.BaseURL, o.APIKey, o.HTTPClient = srv.OpenAIBaseURL(), fakeToken, srv.Client()
+	o.RequestOptions = append(o.RequestOptions, option.WithMaxRetryDelay(10*time.Millisecond))
+	b, err := responses.Open(ctx, req.Tools, o)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return &fakeResponses{Backend: b, srv: srv}, nil
+}
+
+// fakeResponses is the responses backend on an embedded fake, which it
+// closes with itself.
+type fakeResponses struct {
+	*responses.Backend
+	srv  *Server
+	once sync.Once
+}
+
+// Close closes the backend, then the fake. Later calls do nothing.
+func (f *fakeResponses) Close() error {
+	var err error
+	f.once.Do(func() {
+		err = f.Backend.Close()
+		f.srv.Close()
+	})
+	return err
 }
 
 // fakeBackend is the foundry backend on an embedded fake project, which

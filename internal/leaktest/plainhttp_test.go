@@ -14,9 +14,9 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/internal/origin"
 	"github.com/toolrelay/toolrelay/openai"
+	trresponses "github.com/toolrelay/toolrelay/responses"
 )
 
 // wire is an http.RoundTripper that records the requests it is given and
@@ -51,7 +51,7 @@ var openaiClientBackends = []struct {
 		return openai.Open(ctx, tools, &openai.Options{BaseURL: baseURL, APIKey: key, RequestOptions: ro, Logger: discard})
 	}},
 	{"responses", func(ctx context.Context, baseURL, key string, ro []option.RequestOption) (driver.Backend, error) {
-		return foundry.OpenResponses(ctx, nil, &foundry.ResponsesOptions{BaseURL: baseURL, APIKey: key, Model: "m", RequestOptions: ro, Logger: discard})
+		return trresponses.Open(ctx, nil, &trresponses.Options{BaseURL: baseURL, APIKey: key, Model: "m", RequestOptions: ro, Logger: discard})
 	}},
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
+	trresponses "github.com/toolrelay/toolrelay/responses"
 )
 
 // answer is a script whose one turn answers at once.
@@ -164,7 +165,7 @@ var clientCases = []clientCase{{
 	upstream: foundryUpstream,
 	match:    func(p string) bool { return strings.Contains(p, "/responses") },
 	call: func(ctx context.Context, t *testing.T, base string, hc *http.Client) error {
-		b, err := foundry.OpenResponses(ctx, nil, &foundry.ResponsesOptions{
+		b, err := trresponses.Open(ctx, nil, &trresponses.Options{
 			BaseURL:        base + project + "/openai/v1/",
 			APIKey:         "sk-responses-SECRET-7",
 			Model:          "gpt-4.1-mini",

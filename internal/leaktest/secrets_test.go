@@ -31,6 +31,7 @@ import (
 	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite: journals
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
+	trresponses "github.com/toolrelay/toolrelay/responses"
 )
 
 // The planted secrets, one per setting, each distinct so that a leak
@@ -45,7 +46,7 @@ const (
 	secFoundryEnvKey   = "PLANTED-foundry-api-key-env"  // TOOLRELAY_FOUNDRY_API_KEY
 	secCredential      = "PLANTED-credential-token"     // tokens of foundry.Options.Credential
 	secEndpoint        = "PLANTED-endpoint"             // a secret in the project endpoint
-	secResponsesKey    = "PLANTED-responses-api-key"    // foundry.ResponsesOptions.APIKey
+	secResponsesKey    = "PLANTED-responses-api-key"    // trresponses.Options.APIKey
 	secJournalUser     = "PLANTED-journal-userinfo"     // postgres://u:secret@…
 	secJournalQuery    = "PLANTED-journal-query"        // postgres://…?password=secret
 	secJournalSSL      = "PLANTED-journal-sslpassword"  // postgres://…?sslpassword=secret
@@ -500,14 +501,14 @@ func attempts(t *testing.T) []attempt {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{Plain: true, Token: secResponsesKey})
 			t.Cleanup(srv.Close)
 			tools := weather(t)
-			b, err := foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: secResponsesKey, Model: "gpt-4.1-mini", HTTPClient: srv.Client(), Logger: c.logger})
+			b, err := trresponses.Open(ctx, tools, &trresponses.Options{BaseURL: srv.OpenAIBaseURL(), APIKey: secResponsesKey, Model: "gpt-4.1-mini", HTTPClient: srv.Client(), Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
 		{"responses/401", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{Plain: true, Token: "another-key"})
 			t.Cleanup(srv.Close)
 			tools := weather(t)
-			b, err := foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: secResponsesKey, Model: "gpt-4.1-mini", HTTPClient: srv.Client(), Logger: c.logger})
+			b, err := trresponses.Open(ctx, tools, &trresponses.Options{BaseURL: srv.OpenAIBaseURL(), APIKey: secResponsesKey, Model: "gpt-4.1-mini", HTTPClient: srv.Client(), Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
 		{"responses/401 from OPENAI_API_KEY, through config", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
@@ -532,19 +533,19 @@ func attempts(t *testing.T) []attempt {
 		{"responses/redirect", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
 			p := redirecting(t, true)
 			tools := weather(t)
-			b, err := foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{BaseURL: p.URL + "/v1", APIKey: secResponsesKey, Model: "m", HTTPClient: p.Client(), RequestOptions: noRetries, Logger: c.logger})
+			b, err := trresponses.Open(ctx, tools, &trresponses.Options{BaseURL: p.URL + "/v1", APIKey: secResponsesKey, Model: "m", HTTPClient: p.Client(), RequestOptions: noRetries, Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
 		{"responses/deadline", errcode.DeadlineExceeded, func(ctx context.Context, t *testing.T, c *capture) error {
 			s := silent(t, true)
 			tools := weather(t)
-			b, err := foundry.OpenResponses(ctx, tools, &foundry.ResponsesOptions{BaseURL: s.URL + "/v1", APIKey: secResponsesKey, Model: "m", HTTPClient: s.Client(), RequestOptions: noRetries, Logger: c.logger})
+			b, err := trresponses.Open(ctx, tools, &trresponses.Options{BaseURL: s.URL + "/v1", APIKey: secResponsesKey, Model: "m", HTTPClient: s.Client(), RequestOptions: noRetries, Logger: c.logger})
 			ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 			defer cancel()
 			return c.run(ctx, tools, b, err)
 		}},
 		{"responses/plain http elsewhere", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
-			_, err := foundry.OpenResponses(ctx, nil, &foundry.ResponsesOptions{BaseURL: "http://api.example.com/v1?key=" + secOpenAIBaseURL, APIKey: secResponsesKey, Model: "m", Logger: c.logger})
+			_, err := trresponses.Open(ctx, nil, &trresponses.Options{BaseURL: "http://api.example.com/v1?key=" + secOpenAIBaseURL, APIKey: secResponsesKey, Model: "m", Logger: c.logger})
 			return err
 		}},
 

@@ -1,4 +1,4 @@
-package foundry
+package respond
 
 import (
 	"encoding/json"
@@ -10,9 +10,9 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 )
 
-// canceledOutput is the output Cancel gives a call whose run stopped
+// CanceledOutput is the output Cancel gives a call whose run stopped
 // before its result was sent.
-var canceledOutput = FailureOutput("the run stopped before this call's result was sent")
+var CanceledOutput = FailureOutput("the run stopped before this call's result was sent")
 
 // FailureOutput returns the output a failed call sends, since
 // function_call_output has no success flag: a JSON object with one member,

@@ -1,4 +1,4 @@
-package foundry
+package respond
 
 import (
 	"encoding/json"

@@ -1,28 +1,24 @@
-package foundry
+package respond
 
 import (
 	"errors"
 	"strings"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/openai/openai-go/v3"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 )
 
-// ErrorCode implements [driver.Backend]. It classifies, in this order: a
-// *[errcode.Error] by its code; context errors; a *[driver.TurnError] by the
-// service's code; an *[openai.Error] or *[azcore.ResponseError] by its
+// ErrorCode classifies an error of the loop, for the backends' ErrorCode,
+// in this order: a *[errcode.Error] by its code; context errors; a
+// *[driver.TurnError] by the service's code; an *[openai.Error] by its
 // HTTP status, with [errcode.FromHTTPStatus] (502, 503 and 504 are
 // Unavailable: retrying later may succeed). Anything else is Unknown.
-func (b *Backend) ErrorCode(err error) errcode.Code { return errorCode(err) }
-
-func errorCode(err error) errcode.Code {
+func ErrorCode(err error) errcode.Code {
 	var (
 		te *driver.TurnError
 		oe *openai.Error
-		ae *azcore.ResponseError
 	)
 	switch {
 	case err == nil:
@@ -33,8 +29,6 @@ func errorCode(err error) errcode.Code {
 		return turnCode(te)
 	case errors.As(err, &oe):
 		return errcode.FromHTTPStatus(oe.StatusCode)
-	case errors.As(err, &ae):
-		return errcode.FromHTTPStatus(ae.StatusCode)
 	}
 	return errcode.Unknown
 }

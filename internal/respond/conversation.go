@@ -1,4 +1,4 @@
-package foundry
+package respond
 
 import (
 	"context"
@@ -134,7 +134,7 @@ func (b *Backend) recoverSubmit(ctx context.Context, step *driver.Step) (*driver
 }
 
 // cancelConversation gives each pending call of conv the output
-// canceledOutput, so that the conversation can take new input.
+// CanceledOutput, so that the conversation can take new input.
 func (b *Backend) cancelConversation(ctx context.Context, conv string) error {
 	h, err := b.readConversation(ctx, conv)
 	if err != nil {
@@ -152,7 +152,7 @@ func (b *Backend) cancelConversation(ctx context.Context, conv string) error {
 		n := min(len(ids), 20)
 		items := make([]responses.ResponseInputItemUnionParam, n)
 		for i, id := range ids[:n] {
-			items[i] = functionOutput(id, canceledOutput)
+			items[i] = functionOutput(id, CanceledOutput)
 		}
 		if _, err := b.client.Conversations.Items.New(ctx, conv, conversations.ItemNewParams{Items: items}); err != nil {
 			return err

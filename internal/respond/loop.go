@@ -1,4 +1,4 @@
-package foundry
+package respond
 
 import (
 	"context"
@@ -98,7 +98,7 @@ func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, erro
 // to stop, but a call left without an output makes every later request on
 // the thread fail ("No tool output found for function call"). In
 // Conversation mode Cancel therefore adds an output to each pending call
-// of the conversation, saying the run stopped (canceledOutput). In Chain
+// of the conversation, saying the run stopped (CanceledOutput). In Chain
 // mode it remembers the pending calls of the response, and the next Start
 // on that thread sends those outputs with the user's message.
 func (b *Backend) Cancel(ctx context.Context, thread string) error {
@@ -135,7 +135,7 @@ func (b *Backend) takeCanceled(thread string) []responses.ResponseInputItemUnion
 	b.mu.Unlock()
 	var items []responses.ResponseInputItemUnionParam
 	for _, id := range ids {
-		items = append(items, functionOutput(id, canceledOutput))
+		items = append(items, functionOutput(id, CanceledOutput))
 	}
 	return items
 }

@@ -1,0 +1,193 @@
+// Package respond is the tool loop over the Responses API that the foundry
+// and responses backends share: a thread is a conversation (Conversation
+// mode) or the latest response of a chain (Chain mode); each step is a
+// response whose function_call items are the calls, and the results go
+// back as function_call_output items of the next response. The backends
+// build a [Backend] with [New] and give it a client, and for Foundry the
+// agent reference every request carries.
+package respond
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+)
+
+// Mode says how the responses of a thread are linked.
+type Mode string
+
+// The two ways the service links the responses of a thread.
+const (
+	// Conversation keeps a thread in a conversation: the first user
+	// message creates it, and every response is made in it. The thread is
+	// the conversation id.
+	Conversation Mode = "conversation"
+	// Chain links each response to the one before with
+	// previous_response_id. The thread is the latest response id.
+	Chain Mode = "previous_response_id"
+)
+
+// CheckMode returns m, or def for "", refusing a mode that is neither.
+func CheckMode(name string, m, def Mode) (Mode, error) {
+	switch m {
+	case "":
+		return def, nil
+	case Conversation, Chain:
+		return m, nil
+	case "chain":
+		return Chain, nil
+	}
+	return "", errcode.Errorf(errcode.InvalidArgument, "%s: unknown mode %q: want %q or %q", name, m, Conversation, Chain)
+}
+
+// Transport says how a backend receives a response.
+type Transport string
+
+// The transports of the Responses API.
+const (
+	// Blocking sends each request and reads the whole response as one
+	// JSON body (the default).
+	Blocking Transport = "blocking"
+	// Streaming receives each response as server-sent events.
+	Streaming Transport = "streaming"
+)
+
+// CheckTransport reports whether t streams, refusing an unknown one.
+func CheckTransport(name string, t Transport) (bool, error) {
+	switch t {
+	case "", Blocking:
+		return false, nil
+	case Streaming:
+		return true, nil
+	}
+	return false, errcode.Errorf(errcode.InvalidArgument, "%s: unknown transport %q: want %q or %q", name, t, Blocking, Streaming)
+}
+
+// FunctionTool is a function tool as the Responses API and the agents API
+// define one.
+type FunctionTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict"`
+}
+
+// FunctionTools returns the toolbox's tools as function tools.
+func FunctionTools(tools *core.Toolbox) []FunctionTool {
+	var out []FunctionTool
+	for _, t := range tools.Tools() {
+		out = append(out, FunctionTool{Type: "function", Name: t.Name(), Description: t.Description(), Parameters: t.Parameters(), Strict: t.Strict()})
+	}
+	return out
+}
+
+// Config configures a [Backend].
+type Config struct {
+	// Name is the backend's name ("foundry", "responses").
+	Name   string
+	Client openai.Client
+	Mode   Mode
+	Stream bool
+	// Keep leaves the conversations the backend created on the service.
+	Keep   bool
+	Logger *slog.Logger
+	// AgentRef is the agent reference every request carries; nil sends
+	// Model, Instructions and Tools instead.
+	AgentRef            map[string]any
+	Model, Instructions string
+	Tools               []responses.ToolUnionParam
+	// OnClose, if set, runs at Close after the conversations were deleted
+	// (unless Keep); its error joins theirs.
+	OnClose func(ctx context.Context) error
+}
+
+// Backend is the loop: a [driver.Backend] and [driver.Canceler].
+type Backend struct {
+	name         string
+	client       openai.Client
+	mode         Mode
+	stream       bool
+	keep         bool
+	logger       *slog.Logger
+	agentRef     map[string]any
+	model        string
+	instructions string
+	tools        []responses.ToolUnionParam
+	onClose      func(ctx context.Context) error
+
+	mu            sync.Mutex
+	conversations []string            // conversations this backend created
+	canceled      map[string][]string // chain mode: calls canceled, by response id
+	closed        bool
+}
+
+// New returns the loop c configures.
+func New(c Config) *Backend {
+	l := c.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return &Backend{
+		name: c.Name, client: c.Client, mode: c.Mode, stream: c.Stream, keep: c.Keep, logger: l,
+		agentRef: c.AgentRef, model: c.Model, instructions: c.Instructions, tools: c.Tools, onClose: c.OnClose,
+	}
+}
+
+// Name implements [driver.Backend].
+func (b *Backend) Name() string { return b.name }
+
+// Capabilities implements [driver.CapabilityReporter]: outputs may be
+// content arrays; there is no failure flag and no deferred loading.
+func (b *Backend) Capabilities() driver.Capabilities {
+	return driver.Capabilities{ContentArrays: true}
+}
+
+// Mode returns how the backend links the responses of a thread.
+func (b *Backend) Mode() Mode { return b.mode }
+
+// Client returns the openai-go client of the responses and conversations
+// requests.
+func (b *Backend) Client() *openai.Client { return &b.client }
+
+// Close deletes, unless the backend keeps them, the conversations it
+// created, then runs Config.OnClose. It returns their errors, joined.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	convs := b.conversations
+	b.conversations = nil
+	b.mu.Unlock()
+	if b.keep {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var errs []error
+	for _, id := range convs {
+		if _, err := b.client.Conversations.Delete(ctx, id); err != nil && ErrorCode(err) != errcode.NotFound {
+			errs = append(errs, fmt.Errorf("%s: delete conversation %s: %w", b.name, id, err))
+		}
+	}
+	if b.onClose != nil {
+		if err := b.onClose(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,31 @@
+// Package responses is the responses backend: the tool loop over the plain
+// Responses API (OpenAI's, or any compatible one), with no agent. The
+// model, the instructions and the toolbox's tools go with every request;
+// a thread is linked by previous_response_id (Chain, the default) or kept
+// in a conversation (Conversation). The loop is the one package foundry
+// runs against an agent: each step is a response whose function_call
+// items are the calls, and the results go back as function_call_output
+// items of the next response (a failed call's output is a JSON object
+// with an "error" member).
+//
+// # Configuration
+//
+// Importing the package registers the backend "responses" with package
+// config, which fills [Options] from [Settings]: section "responses" of
+// the configuration file, the environment, or a Settings value in code,
+// with the shared settings (instructions, the service's limits) of
+// config.Config:
+//
+//	Setting                  Environment variable             File key
+//	API key                  OPENAI_API_KEY                   responses.api_key
+//	base URL                 OPENAI_BASE_URL                  responses.base_url
+//	model                    TOOLRELAY_RESPONSES_MODEL        responses.model
+//	thread linking           TOOLRELAY_RESPONSES_MODE         responses.mode
+//	blocking or streaming    TOOLRELAY_RESPONSES_TRANSPORT    responses.transport
+//	keep conversations       TOOLRELAY_RESPONSES_KEEP         responses.keep
+//
+// The API key is sent only to the base URL's origin: a base URL that is
+// not an http or https URL, or that is plain http to a host other than
+// loopback while there is a key, gives an InvalidArgument error naming it
+// redacted, and openai-go refuses a redirect to another origin.
+package responses

@@ -1,0 +1,243 @@
+package responses
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	oairesponses "github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/origin"
+	"github.com/toolrelay/toolrelay/internal/respond"
+	"github.com/toolrelay/toolrelay/internal/wirelimit"
+)
+
+// DefaultModel is the model of the configuration's backend when none is
+// set.
+const DefaultModel = "gpt-4.1-mini"
+
+// Mode says how the responses of a thread are linked.
+type Mode = respond.Mode
+
+// The two ways the responses of a thread are linked.
+const (
+	// Chain links each response to the one before with
+	// previous_response_id; the thread is the latest response id. This
+	// is the default.
+	Chain = respond.Chain
+	// Conversation keeps a thread in a conversation; the thread is the
+	// conversation id.
+	Conversation = respond.Conversation
+)
+
+// Transport says how a backend receives a response.
+type Transport = respond.Transport
+
+// The transports of the Responses API.
+const (
+	// Blocking reads each response as one JSON body (the default).
+	Blocking = respond.Blocking
+	// Streaming receives each response as server-sent events.
+	Streaming = respond.Streaming
+)
+
+// Options configure a [Backend] (see [Open]).
+type Options struct {
+	// BaseURL is the API's base URL; empty means what openai-go reads from
+	// the OPENAI_BASE_URL environment variable, or
+	// https://api.openai.com/v1/. With an API key it must be https, or
+	// http to a loopback host (127.0.0.0/8, ::1, localhost).
+	BaseURL string
+	// APIKey is the API key, sent as a bearer token; empty means what
+	// openai-go reads from the OPENAI_API_KEY environment variable.
+	APIKey string
+	// Model is the model every request names. Required.
+	Model string
+	// Instructions are sent with every request.
+	Instructions string
+	// Mode links the responses of a thread; empty means Chain.
+	Mode Mode
+	// Transport says how a response is received; empty means Blocking.
+	Transport Transport
+	// Keep leaves the conversations the backend created on the service;
+	// by default Close deletes them.
+	Keep bool
+	// HTTPClient sends the requests; nil means openai-go's default.
+	HTTPClient *http.Client
+	// RequestOptions are added to every openai-go request, after the
+	// backend's own: retries, timeouts, headers.
+	RequestOptions []option.RequestOption
+	// MaxResponseBytes, MaxEventBytes, IdleTimeout and MaxSilence bound
+	// what is read from the service, as in foundry.Options: zero means
+	// the default (64 MiB, 16 MiB, 10m, 10m); negative, no limit.
+	MaxResponseBytes, MaxEventBytes int
+	IdleTimeout, MaxSilence         time.Duration
+	// Logger receives warnings; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Backend is the responses backend. It implements [driver.Backend],
+// [driver.Canceler] and [driver.CapabilityReporter], and is safe for
+// concurrent use by runs on different threads.
+type Backend struct {
+	loop *respond.Backend
+}
+
+var (
+	_ driver.Backend            = (*Backend)(nil)
+	_ driver.Canceler           = (*Backend)(nil)
+	_ driver.CapabilityReporter = (*Backend)(nil)
+)
+
+// Open returns a backend that runs the tool loop with the functions of
+// tools over the Responses API. It returns an InvalidArgument error for
+// bad options (no model, an unknown mode or transport, a base URL that
+// would expose the key). The caller must Close the backend.
+func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	mode, err := respond.CheckMode("responses", o.Mode, Chain)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := respond.CheckTransport("responses", o.Transport)
+	if err != nil {
+		return nil, err
+	}
+	if o.Model == "" {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "responses: no model: set the model every request names")
+	}
+	if err := origin.CheckOpenAIBaseURL("responses: base URL", o.BaseURL, o.APIKey); err != nil {
+		return nil, err
+	}
+	lim := wirelimit.Limits{MaxResponseBytes: int64(o.MaxResponseBytes), MaxEventBytes: int64(o.MaxEventBytes), IdleTimeout: o.IdleTimeout, MaxSilence: o.MaxSilence}
+	var ro []option.RequestOption
+	if o.BaseURL != "" {
+		ro = append(ro, option.WithBaseURL(o.BaseURL))
+	}
+	if o.APIKey != "" {
+		ro = append(ro, option.WithAPIKey(o.APIKey))
+	}
+	if o.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(o.HTTPClient))
+	}
+	var params []oairesponses.ToolUnionParam
+	for _, t := range respond.FunctionTools(tools) {
+		raw, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		params = append(params, param.Override[oairesponses.ToolUnionParam](json.RawMessage(raw)))
+	}
+	return &Backend{loop: respond.New(respond.Config{
+		Name: "responses",
+		// The middleware comes last, so that it sees the request as the
+		// request options left it.
+		Client: openai.NewClient(slices.Concat(ro, o.RequestOptions, []option.RequestOption{option.WithMiddleware(lim.Do, origin.Middleware)})...),
+		Mode:   mode, Stream: stream, Keep: o.Keep, Logger: o.Logger,
+		Model: o.Model, Instructions: o.Instructions, Tools: params,
+	})}, nil
+}
+
+// Name implements [driver.Backend]: "responses".
+func (b *Backend) Name() string { return b.loop.Name() }
+
+// Capabilities implements [driver.CapabilityReporter]: outputs may be
+// content arrays; there is no failure flag and no deferred loading.
+func (b *Backend) Capabilities() driver.Capabilities { return b.loop.Capabilities() }
+
+// Mode returns how the backend links the responses of a thread.
+func (b *Backend) Mode() Mode { return b.loop.Mode() }
+
+// Client returns the openai-go client the backend sends its requests with.
+func (b *Backend) Client() *openai.Client { return b.loop.Client() }
+
+// Start implements [driver.Backend]: see the package doc.
+func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
+	return b.loop.Start(ctx, req)
+}
+
+// Submit implements [driver.Backend]: the results go back as
+// function_call_output items of the next response.
+func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
+	return b.loop.Submit(ctx, req)
+}
+
+// Resume implements [driver.Backend]: it reads the thread's latest
+// response (or conversation) for the calls still waiting for a result.
+func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, error) {
+	return b.loop.Resume(ctx, thread)
+}
+
+// Cancel implements [driver.Canceler]: the calls left waiting get a
+// failure output saying the run stopped.
+func (b *Backend) Cancel(ctx context.Context, thread string) error { return b.loop.Cancel(ctx, thread) }
+
+// ErrorCode implements [driver.Backend]: a turn error by the service's
+// code, an *openai.Error by its HTTP status ([errcode.FromHTTPStatus]).
+func (b *Backend) ErrorCode(err error) errcode.Code { return respond.ErrorCode(err) }
+
+// Close deletes, unless the backend keeps them (Options.Keep), the
+// conversations it created.
+func (b *Backend) Close() error { return b.loop.Close() }
+
+// Settings are the configuration settings of the responses backend:
+// section "responses" of the configuration file, and the environment
+// variables of the package doc's table.
+type Settings struct {
+	// APIKey is the API key, sent as a bearer token.
+	APIKey string `json:"api_key,omitempty" env:"OPENAI_API_KEY"`
+	// BaseURL is the API's base URL (default https://api.openai.com/v1/).
+	BaseURL string `json:"base_url,omitempty" env:"OPENAI_BASE_URL"`
+	// Model is the model every request names; empty means DefaultModel.
+	Model string `json:"model,omitempty" env:"TOOLRELAY_RESPONSES_MODEL"`
+	// Mode links the responses of a thread: "previous_response_id" (the
+	// default) or "conversation".
+	Mode string `json:"mode,omitempty" env:"TOOLRELAY_RESPONSES_MODE"`
+	// Transport is how responses are received: "blocking" (the default)
+	// or "streaming" (server-sent events).
+	Transport string `json:"transport,omitempty" env:"TOOLRELAY_RESPONSES_TRANSPORT"`
+	// Keep leaves the conversations the backend created on the service
+	// at Close.
+	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_RESPONSES_KEEP"`
+}
+
+func init() {
+	config.Register("responses", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+		o, err := OptionsFor(req)
+		if err != nil {
+			return nil, err
+		}
+		return Open(ctx, req.Tools, o)
+	})
+}
+
+// OptionsFor returns the options the configuration of req gives the
+// backend: the shared settings, and the [Settings] of section "responses".
+func OptionsFor(req *config.OpenRequest) (*Options, error) {
+	var s Settings
+	if err := req.Settings("responses", &s); err != nil {
+		return nil, err
+	}
+	if s.Model == "" {
+		s.Model = DefaultModel
+	}
+	return &Options{
+		BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Instructions: req.Config.Instructions,
+		Mode: Mode(s.Mode), Transport: Transport(s.Transport), Keep: s.Keep, Logger: req.Logger,
+		MaxResponseBytes: req.Config.MaxResponseBytes, MaxEventBytes: req.Config.MaxEventBytes,
+		IdleTimeout: time.Duration(req.Config.IdleTimeout), MaxSilence: time.Duration(req.Config.MaxSilence),
+	}, nil
+}

@@ -142,7 +142,7 @@ func TestScenarios(t *testing.T) {
 					if res.Steps != steps {
 						t.Errorf("steps = %d, want %d", res.Steps, steps)
 					}
-					wantUsage := int64(steps+1) * (foundrytest.UsageInputTokens + foundrytest.UsageOutputTokens)
+					wantUsage := int64(steps+1) * (foundrytest.DefaultUsage.InputTokens + foundrytest.DefaultUsage.OutputTokens)
 					if res.Usage.TotalTokens != wantUsage {
 						t.Errorf("usage = %+v, want total %d", res.Usage, wantUsage)
 					}

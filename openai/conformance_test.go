@@ -119,7 +119,7 @@ func (s *suite) fault(r *openaitest.Request) *openaitest.Fault {
 		case conformance.ServerError:
 			return &openaitest.Fault{Status: 500, RetryAfter: time.Millisecond}
 		case conformance.LostResponse:
-			return &openaitest.Fault{DropResponse: true}
+			return &openaitest.Fault{Drop: true}
 		}
 	}
 	return nil

@@ -161,7 +161,7 @@ func TestLostResponse(t *testing.T) {
 		t.Run(fmt.Sprintf("SDK retries %d", retries), func(t *testing.T) {
 			h := start(t, setup{
 				script:  oneTurn(twoSteps()...),
-				server:  &openaitest.Options{Fault: onFirst(resultsPost, openaitest.Fault{DropResponse: true})},
+				server:  &openaitest.Options{Fault: onFirst(resultsPost, openaitest.Fault{Drop: true})},
 				backend: openai.Options{RequestOptions: []option.RequestOption{option.WithMaxRetries(retries)}},
 			})
 			res, err := h.runner.Run(t.Context(), "hi", nil)

@@ -3,10 +3,9 @@ package foundrytest
 import (
 	"encoding/json"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // conversation is a conversation of the fake, with the model playing the
@@ -229,15 +228,13 @@ func (c *conversation) knows(callID string) bool {
 	return c.calls[callID]
 }
 
+func itemID(it *item) string { return it.ID }
+
 func itemList(items []*item, more bool) map[string]any {
-	first, last := "", ""
-	if len(items) > 0 {
-		first, last = items[0].ID, items[len(items)-1].ID
-	}
 	if items == nil {
 		items = []*item{}
 	}
-	return map[string]any{"object": "list", "data": items, "first_id": first, "last_id": last, "has_more": more}
+	return fakeapi.List(items, more, itemID, items)
 }
 
 func (s *Server) listItems(ex *exchange, args []string, _ *Fault) (any, error) {
@@ -245,33 +242,12 @@ func (s *Server) listItems(ex *exchange, args []string, _ *Fault) (any, error) {
 	if e != nil {
 		return nil, e
 	}
-	q := ex.r.URL.Query()
-	limit := 20
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 100 {
-			return nil, badRequest("invalid_request", "limit", "limit must be between 1 and 100.")
-		}
-		limit = n
-	}
-	items := slices.Clone(c.items)
-	switch strings.ToLower(q.Get("order")) {
-	case "", "desc":
-		slices.Reverse(items)
-	case "asc":
-	default:
-		return nil, badRequest("invalid_request", "order", "order must be 'asc' or 'desc'.")
-	}
-	if after := q.Get("after"); after != "" {
-		i := slices.IndexFunc(items, func(it *item) bool { return it.ID == after })
-		if i < 0 {
-			return nil, notFound("Item with id '%s' not found.", after)
-		}
-		items = items[i+1:]
-	}
-	more := len(items) > limit
-	if more {
-		items = items[:limit]
+	items, more, perr := fakeapi.Page(c.items, itemID, ex.r.URL.Query())
+	switch {
+	case perr != nil && perr.NotFound:
+		return nil, notFound("%s", perr.Message)
+	case perr != nil:
+		return nil, badRequest("invalid_request", perr.Param, "%s", perr.Message)
 	}
 	return itemList(items, more), nil
 }

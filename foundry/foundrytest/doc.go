@@ -51,7 +51,9 @@
 // operation: an error status (429 with retry-after-ms, 500, 503, …), a
 // response whose status is failed (response.failed when streaming), an
 // error event, or a dropped answer (the request is served, then the
-// connection is closed without an answer). [Server.Requests] returns every
+// connection is closed without an answer); Options.Fault, as in package
+// openaitest, decides for the other requests, and Options.Usage sets the
+// usage every response reports. [Server.Requests] returns every
 // request as it arrived, with the status answered; [Server.Received]
 // returns what the fake accepted in neutral terms ([coretest.Received]).
 package foundrytest

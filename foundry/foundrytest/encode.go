@@ -51,15 +51,15 @@ type textWire struct {
 }
 
 type usageWire struct {
-	InputTokens        int `json:"input_tokens"`
+	InputTokens        int64 `json:"input_tokens"`
 	InputTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"input_tokens_details"`
-	OutputTokens        int `json:"output_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
 	OutputTokensDetails struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
-	TotalTokens int `json:"total_tokens"`
+	TotalTokens int64 `json:"total_tokens"`
 }
 
 // wire returns r as JSON answers carry it: what r.json() encodes to.
@@ -68,7 +68,7 @@ func (r *response) wire() *responseWire {
 		ID: r.id, CreatedAt: r.created, Model: r.model, Object: "response", Output: r.output,
 		ParallelToolCalls: true, Status: r.status, Store: true, Temperature: 1, ToolChoice: "auto",
 		Tools: []struct{}{}, TopP: 1, Truncation: "disabled",
-		Usage: usageWire{InputTokens: UsageInputTokens, OutputTokens: UsageOutputTokens, TotalTokens: UsageInputTokens + UsageOutputTokens},
+		Usage: usageWire{InputTokens: r.usage.InputTokens, OutputTokens: r.usage.OutputTokens, TotalTokens: r.usage.InputTokens + r.usage.OutputTokens},
 	}
 	w.Text.Format.Type = "text"
 	if w.Output == nil {

@@ -1,9 +1,10 @@
 package foundrytest
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // apiError is an error answer of the fake, in the service's envelope:
@@ -19,12 +20,6 @@ type apiError struct {
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
 
 func (e *apiError) body(requestID string) []byte {
-	nullable := func(s string) any {
-		if s == "" {
-			return nil
-		}
-		return s
-	}
 	typ := e.Type
 	if typ == "" {
 		typ = "invalid_request_error"
@@ -33,15 +28,7 @@ func (e *apiError) body(requestID string) []byte {
 	if requestID != "" {
 		msg += " [Request ID: " + requestID + "]"
 	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"code":           nullable(e.Code),
-		"message":        msg,
-		"param":          nullable(e.Param),
-		"type":           typ,
-		"details":        []any{},
-		"additionalInfo": map[string]any{"request_id": requestID},
-	}})
-	return b
+	return fakeapi.Envelope(typ, e.Code, e.Param, msg, map[string]any{"details": []any{}, "additionalInfo": map[string]any{"request_id": requestID}})
 }
 
 // The messages of the refusals the fake reproduces, as the service words

@@ -23,6 +23,7 @@ type response struct {
 	agentRef     json.RawMessage
 	model        string
 	instructions string
+	usage        Usage
 	deleted      bool
 
 	// In a chain of responses: the operations that bring a new model to
@@ -67,7 +68,7 @@ func (r *response) json() map[string]any {
 		"output": output, "parallel_tool_calls": true, "temperature": 1.0, "top_p": 1.0,
 		"tool_choice": "auto", "tools": []any{}, "text": map[string]any{"format": map[string]any{"type": "text"}},
 		"truncation": "disabled", "metadata": map[string]any{}, "store": true, "background": false,
-		"conversation": conv, "previous_response_id": prev, "agent_reference": ref, "usage": usageJSON(),
+		"conversation": conv, "previous_response_id": prev, "agent_reference": ref, "usage": usageJSON(r.usage),
 	}
 	if r.status == "completed" {
 		m["completed_at"] = r.created
@@ -195,7 +196,7 @@ func (s *Server) createResponse(ex *exchange, _ []string, f *Fault) (any, error)
 			return nil, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "Previous response with id '" + req.previous + "' not found.", Param: "previous_response_id"}
 		}
 	}
-	r := &response{id: s.newID("resp_"), created: now(), status: "completed", agentRef: req.agentRef, model: req.model, instructions: req.instructions, previous: req.previous}
+	r := &response{id: s.newID("resp_"), created: now(), status: "completed", usage: s.opts.Usage, agentRef: req.agentRef, model: req.model, instructions: req.instructions, previous: req.previous}
 	if conv != nil {
 		r.conversation = conv.id
 	}

@@ -35,6 +35,14 @@ type Options struct {
 	Token string
 	// APIKey, if set, is the only value accepted in the api-key header.
 	APIKey string
+	// Usage is the token usage every response reports; zero means
+	// DefaultUsage.
+	Usage Usage
+	// Fault, if set, is asked for each request that InjectFault queued no
+	// fault for, as in package openaitest: a non-nil *Fault is injected
+	// into that request's handling. It is called without the server's
+	// lock held, and may be called concurrently.
+	Fault func(r *Request) *Fault
 	// Reasoning puts a reasoning item (a server-side item clients must not
 	// send back) before the output of every response.
 	Reasoning bool
@@ -107,6 +115,9 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 	}
 	if opts != nil {
 		s.opts = *opts
+	}
+	if s.opts.Usage == (Usage{}) {
+		s.opts.Usage = DefaultUsage
 	}
 	if s.opts.Project == "" {
 		s.opts.Project = "test-project"
@@ -261,6 +272,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := s.takeFault(ex.op)
+	if f == nil && s.opts.Fault != nil {
+		f = s.opts.Fault(&Request{Op: ex.op, Method: r.Method, Path: ex.path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: ex.body})
+	}
 	if f != nil && f.Status != 0 {
 		f.setRetryAfter(w.Header())
 		s.fail(ex, f.apiError())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,7 +161,7 @@ func TestOpenAIClientsRoundTrip(t *testing.T) {
 			if got := r.OutputText(); got != want {
 				t.Errorf("answer = %q, want %q", got, want)
 			}
-			if r.Usage.TotalTokens != foundrytest.UsageInputTokens+foundrytest.UsageOutputTokens {
+			if r.Usage.TotalTokens != foundrytest.DefaultUsage.InputTokens+foundrytest.DefaultUsage.OutputTokens {
 				t.Errorf("usage = %+v", r.Usage)
 			}
 
@@ -223,3 +224,41 @@ func apiError(t *testing.T, err error) *openai.Error {
 }
 
 var _ = http.StatusOK
+
+// TestFaultOptionAndUsage checks the vocabulary the fake shares with
+// openaitest: Options.Fault is asked for each request InjectFault queued
+// nothing for, and Options.Usage is what every response reports.
+func TestFaultOptionAndUsage(t *testing.T) {
+	var asked []foundrytest.Op
+	srv, client := newServer(t, coretest.Answer("hi"), &foundrytest.Options{
+		Usage: foundrytest.Usage{InputTokens: 3, OutputTokens: 4},
+		Fault: func(r *foundrytest.Request) *foundrytest.Fault {
+			asked = append(asked, r.Op)
+			if len(asked) == 1 {
+				return &foundrytest.Fault{Status: http.StatusServiceUnavailable}
+			}
+			return nil
+		},
+	})
+	ctx := context.Background()
+	params := responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hello")}}
+	_, err := client.Responses.New(ctx, params, agentRef())
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("first request = %v, want the 503 the Fault option gave", err)
+	}
+	srv.InjectFault(foundrytest.OpCreateResponse, foundrytest.Fault{Status: http.StatusTooManyRequests})
+	if _, err := client.Responses.New(ctx, params, agentRef()); !errors.As(err, &oe) || oe.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second request = %v, want the queued 429", err)
+	}
+	r, err := client.Responses.New(ctx, params, agentRef())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Usage.InputTokens != 3 || r.Usage.OutputTokens != 4 || r.Usage.TotalTokens != 7 {
+		t.Errorf("usage = %+v, want 3 + 4", r.Usage)
+	}
+	if want := []foundrytest.Op{foundrytest.OpCreateResponse, foundrytest.OpCreateResponse}; !slices.Equal(asked, want) {
+		t.Errorf("Fault asked for %v, want %v (not for the request a queued fault served)", asked, want)
+	}
+}

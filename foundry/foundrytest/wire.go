@@ -144,19 +144,22 @@ func validOutput(raw json.RawMessage) bool {
 	return true
 }
 
-// usage is the token usage the fake reports for every response.
-func usageJSON() map[string]any {
+// usageJSON is the token usage u as a response carries it.
+func usageJSON(u Usage) map[string]any {
 	return map[string]any{
-		"input_tokens":          UsageInputTokens,
+		"input_tokens":          u.InputTokens,
 		"input_tokens_details":  map[string]any{"cached_tokens": 0},
-		"output_tokens":         UsageOutputTokens,
+		"output_tokens":         u.OutputTokens,
 		"output_tokens_details": map[string]any{"reasoning_tokens": 0},
-		"total_tokens":          UsageInputTokens + UsageOutputTokens,
+		"total_tokens":          u.InputTokens + u.OutputTokens,
 	}
 }
 
-// The token usage the fake reports for every response.
-const (
-	UsageInputTokens  = 10
-	UsageOutputTokens = 5
-)
+// Usage counts tokens, as the fake reports them.
+type Usage struct {
+	InputTokens, OutputTokens int64
+}
+
+// DefaultUsage is the usage of every response when Options.Usage is zero,
+// as in package openaitest.
+var DefaultUsage = Usage{InputTokens: 10, OutputTokens: 5}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // Server is a fake OpenAI Agents API server on loopback. Make one with
@@ -66,7 +67,7 @@ type Options struct {
 	// answer.
 	Commentary string
 	// Usage is the token usage each model step adds to its turn; zero
-	// means 10 input and 5 output tokens.
+	// means DefaultUsage.
 	Usage Usage
 	// Listener, if set, is where the server listens (to serve on a fixed
 	// address); otherwise it listens on a free loopback port.
@@ -78,9 +79,13 @@ type Usage struct {
 	InputTokens, OutputTokens int64
 }
 
+// DefaultUsage is the usage of each model step when Options.Usage is
+// zero, as in package foundrytest.
+var DefaultUsage = Usage{InputTokens: 10, OutputTokens: 5}
+
 // A Fault is what the server does wrong with one request (see
 // [Options].Fault). Its fields combine: Delay first, then Status or
-// DropResponse or CloseAfter.
+// Drop or CloseAfter.
 type Fault struct {
 	// Delay holds the request this long before handling it (the client's
 	// canceling the request ends the wait).
@@ -91,10 +96,10 @@ type Fault struct {
 	Status     int
 	Body       string
 	RetryAfter time.Duration
-	// DropResponse handles the request, then closes the connection without
+	// Drop handles the request, then closes the connection without
 	// sending the response, as when a response is lost on the way back.
 	// It does not apply to event streams.
-	DropResponse bool
+	Drop bool
 	// CloseAfter, for a request that opens an event stream, closes the
 	// stream once that many events were written (a negative value closes
 	// it before the first event). Zero leaves the stream open.
@@ -123,7 +128,7 @@ type Request struct {
 	// is in progress. A dropped response records the status it would have
 	// had.
 	Status int
-	// Dropped reports whether the response was dropped (Fault.DropResponse).
+	// Dropped reports whether the response was dropped (Fault.Drop).
 	Dropped bool
 }
 
@@ -168,7 +173,7 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 		s.opts = *opts
 	}
 	if s.opts.Usage == (Usage{}) {
-		s.opts.Usage = Usage{InputTokens: 10, OutputTokens: 5}
+		s.opts.Usage = DefaultUsage
 	}
 	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
 	if s.opts.Listener != nil {
@@ -350,7 +355,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			"Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.")
 		return
 	}
-	if f != nil && f.DropResponse && !req.Stream {
+	if f != nil && f.Drop && !req.Stream {
 		rec := httptest.NewRecorder()
 		s.route(rec, r, req, nil)
 		s.mu.Lock()
@@ -503,23 +508,9 @@ func writeRaw(w http.ResponseWriter, status int, ctype string, body []byte) {
 	_, _ = w.Write(body)
 }
 
-type apiError struct {
-	Error apiErrorBody `json:"error"`
-}
-
-type apiErrorBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-func errorBody(typ, code, msg string) apiError {
-	e := apiError{Error: apiErrorBody{Message: msg, Type: typ}}
-	if code != "" {
-		e.Error.Code = &code
-	}
-	return e
+// errorBody is the service's error envelope.
+func errorBody(typ, code, msg string) json.RawMessage {
+	return fakeapi.Envelope(typ, code, "", msg, nil)
 }
 
 func errorReply(status int, typ, code, msg string) reply {
@@ -555,7 +546,7 @@ func writeFault(w http.ResponseWriter, f *Fault) {
 		writeRaw(w, f.Status, "application/json", []byte(f.Body))
 		return
 	}
-	var e apiError
+	var e json.RawMessage
 	switch {
 	case f.Status == http.StatusTooManyRequests:
 		e = errorBody("requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again shortly.")

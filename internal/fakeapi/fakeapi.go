@@ -1,0 +1,90 @@
+// Package fakeapi holds what both fakes (openaitest, foundrytest) answer
+// the same way, as the OpenAI-style APIs they imitate do: cursor pages of
+// lists, and the error envelope.
+package fakeapi
+
+import (
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// PageError is a refused list parameter.
+type PageError struct {
+	// Param names the parameter ("limit", "order", "after").
+	Param string
+	// Message is the service's message.
+	Message string
+	// NotFound reports an after cursor that names nothing (404 rather
+	// than 400).
+	NotFound bool
+}
+
+// Page applies the list parameters of q to all, which is in creation
+// order: after (the id of the element the page starts past), limit (1 to
+// 100, default 20) and order ("asc" or "desc", default "desc"). id gives
+// an element's id. It returns the page and whether more follow.
+func Page[T any](all []T, id func(T) string, q url.Values) (page []T, more bool, err *PageError) {
+	limit := 20
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 100 {
+			return nil, false, &PageError{Param: "limit", Message: "limit must be between 1 and 100."}
+		}
+		limit = n
+	}
+	list := slices.Clone(all)
+	switch strings.ToLower(q.Get("order")) {
+	case "", "desc":
+		slices.Reverse(list)
+	case "asc":
+	default:
+		return nil, false, &PageError{Param: "order", Message: "order must be 'asc' or 'desc'."}
+	}
+	if after := q.Get("after"); after != "" {
+		i := slices.IndexFunc(list, func(e T) bool { return id(e) == after })
+		if i < 0 {
+			return nil, false, &PageError{Param: "after", Message: "Item with id '" + after + "' not found.", NotFound: true}
+		}
+		list = list[i+1:]
+	}
+	if len(list) > limit {
+		return list[:limit], true, nil
+	}
+	return list, false, nil
+}
+
+// List returns the list object of a page: data, the ids of its first and
+// last elements (null for an empty page) and has_more.
+func List[T any](page []T, more bool, id func(T) string, data any) map[string]any {
+	l := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(page) > 0 {
+		l["first_id"], l["last_id"] = id(page[0]), id(page[len(page)-1])
+	}
+	return l
+}
+
+// Envelope returns the error object the APIs answer with, its members in
+// the services' order: {"error": {"message", "type", "param", "code", then
+// extra's members}}; an empty code or param is null.
+func Envelope(typ, code, param, message string, extra map[string]any) json.RawMessage {
+	nullable := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	b, _ := json.Marshal(struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	}{message, typ, nullable(param), nullable(code)})
+	if len(extra) > 0 {
+		more, _ := json.Marshal(extra)
+		b = append(append(b[:len(b)-1], ','), more[1:]...)
+	}
+	return append(append([]byte(`{"error":`), b...), '}')
+}

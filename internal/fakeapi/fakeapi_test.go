@@ -1,0 +1,68 @@
+package fakeapi_test
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
+)
+
+func TestPage(t *testing.T) {
+	all := []string{"a", "b", "c", "d", "e"} // creation order
+	id := func(s string) string { return s }
+	tests := []struct {
+		query string
+		want  []string
+		more  bool
+		err   string // the refused parameter
+	}{
+		{"", []string{"e", "d", "c", "b", "a"}, false, ""},
+		{"order=asc&limit=2", []string{"a", "b"}, true, ""},
+		{"order=asc&limit=2&after=b", []string{"c", "d"}, true, ""},
+		{"order=ASC&after=d", []string{"e"}, false, ""},
+		{"after=b", []string{"a"}, false, ""},
+		{"limit=0", nil, false, "limit"},
+		{"limit=101", nil, false, "limit"},
+		{"limit=x", nil, false, "limit"},
+		{"order=up", nil, false, "order"},
+		{"after=z", nil, false, "after"},
+	}
+	for _, tt := range tests {
+		q, _ := url.ParseQuery(tt.query)
+		page, more, err := fakeapi.Page(all, id, q)
+		if tt.err != "" {
+			if err == nil || err.Param != tt.err || err.NotFound != (tt.err == "after") {
+				t.Errorf("Page(%q) error = %+v, want one about %s", tt.query, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || more != tt.more {
+			t.Errorf("Page(%q) = more %v, err %+v; want more %v", tt.query, more, err, tt.more)
+		}
+		if diff := cmp.Diff(tt.want, page); diff != "" {
+			t.Errorf("Page(%q) (-want +got):\n%s", tt.query, diff)
+		}
+	}
+	if got := fakeapi.List([]string{}, false, id, []string{}); got["first_id"] != nil || got["last_id"] != nil {
+		t.Errorf("an empty list's ids = %v, %v; want null", got["first_id"], got["last_id"])
+	}
+}
+
+func TestEnvelope(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		got  []byte
+		want string
+	}{
+		{"openai", fakeapi.Envelope("invalid_request_error", "", "", "No.", nil),
+			`{"error":{"message":"No.","type":"invalid_request_error","param":null,"code":null}}`},
+		{"azure", fakeapi.Envelope("invalid_request_error", "not_found", "id", "Gone.", map[string]any{"details": []any{}}),
+			`{"error":{"message":"Gone.","type":"invalid_request_error","param":"id","code":"not_found","details":[]}}`},
+	} {
+		if string(tt.got) != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, tt.got, tt.want)
+		}
+	}
+}

@@ -85,15 +85,22 @@ type Error struct {
 	Err error
 }
 
-// Error returns "op: err (Code)".
+// Error returns "op: err (Code)", leaving out "(Code)" when err says it
+// already (an *Error of the same code is in its chain).
 func (e *Error) Error() string {
+	var inner *Error
+	said := errors.As(e.Err, &inner) && inner.Code == e.Code // the code is in the text already
 	switch {
 	case e.Op == "" && e.Err == nil:
 		return e.Code.String()
 	case e.Err == nil:
 		return fmt.Sprintf("%s (%s)", e.Op, e.Code)
+	case e.Op == "" && said:
+		return e.Err.Error()
 	case e.Op == "":
 		return fmt.Sprintf("%v (%s)", e.Err, e.Code)
+	case said:
+		return fmt.Sprintf("%s: %v", e.Op, e.Err)
 	}
 	return fmt.Sprintf("%s: %v (%s)", e.Op, e.Err, e.Code)
 }

@@ -63,6 +63,12 @@
 //     instead of following the event stream.
 //   - MaxReconnects bounds how often a dropped stream is resumed within one
 //     step.
+//   - MaxResponseBytes, MaxEventBytes, IdleTimeout and MaxSilence bound what
+//     is read from the service (see Options). A stream that passes
+//     IdleTimeout or MaxSilence is handled as a dropped one (resumed, up to
+//     MaxReconnects, after which the run fails with DeadlineExceeded), so a
+//     stream left quiet while long handlers run costs one resume; an event
+//     past MaxEventBytes fails the run with ResourceExhausted at once.
 //
 // # Delivery
 //

@@ -261,7 +261,9 @@ func TestHostileService(t *testing.T) {
 		resume bool
 	}{
 		{"keep-alives only", "stream", silent, short, errcode.DeadlineExceeded, wirelimit.ErrSilent, true},
-		{"a 40 MB event", "stream", giant, short, errcode.ResourceExhausted, wirelimit.ErrTooLarge, true},
+		// Long waits: under the race detector the 16 MiB take longer to
+		// arrive than short's silence.
+		{"a 40 MB event", "stream", giant, limits{idle: 30 * time.Second, silence: 30 * time.Second}, errcode.ResourceExhausted, wirelimit.ErrTooLarge, true},
 		{"a stream never answered", "stream", stall, limits{idle: 300 * time.Millisecond}, errcode.DeadlineExceeded, wirelimit.ErrIdle, false},
 		{"a request never answered", "request", stall, limits{idle: 300 * time.Millisecond}, errcode.DeadlineExceeded, wirelimit.ErrIdle, false},
 		{"a 2 MiB body", "request", huge, short, errcode.ResourceExhausted, wirelimit.ErrTooLarge, false},

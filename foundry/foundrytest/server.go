@@ -35,6 +35,11 @@ type Options struct {
 	Token string
 	// APIKey, if set, is the only value accepted in the api-key header.
 	APIKey string
+	// DeltaSize splits the text of each message (and the arguments of each
+	// function call) of a streamed response into delta events of at most
+	// DeltaSize runes, as the service streams them; zero sends each in one
+	// delta.
+	DeltaSize int
 	// Usage is the token usage every response reports; zero means
 	// DefaultUsage.
 	Usage Usage

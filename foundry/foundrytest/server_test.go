@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
@@ -260,5 +261,48 @@ func TestFaultOptionAndUsage(t *testing.T) {
 	}
 	if want := []foundrytest.Op{foundrytest.OpCreateResponse, foundrytest.OpCreateResponse}; !slices.Equal(asked, want) {
 		t.Errorf("Fault asked for %v, want %v (not for the request a queued fault served)", asked, want)
+	}
+}
+
+// TestDeltaSize streams a response whose text and arguments arrive in
+// deltas of at most Options.DeltaSize runes, read with openai-go's own
+// stream: the deltas concatenate to the final text and arguments.
+func TestDeltaSize(t *testing.T) {
+	const text = "Héllo, wörld: 日本語のテキストです."
+	for _, tc := range []struct {
+		name   string
+		script *coretest.Script
+	}{
+		{"text", coretest.Answer(text)},
+		{"arguments", coretest.Simple("get_horoscope", `{"sign":"Aquarius — ♒"}`, "done")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, client := newServer(t, tc.script, &foundrytest.Options{DeltaSize: 3})
+			stream := client.Responses.NewStreaming(t.Context(), responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}, agentRef())
+			defer stream.Close()
+			var deltas []string
+			var final *responses.Response
+			for stream.Next() {
+				switch ev := stream.Current(); ev.Type {
+				case "response.output_text.delta", "response.function_call_arguments.delta":
+					deltas = append(deltas, ev.Delta)
+				case "response.completed":
+					r := ev.Response
+					final = &r
+				}
+			}
+			if err := stream.Err(); err != nil || final == nil {
+				t.Fatalf("stream: %v (completed: %v)", err, final != nil)
+			}
+			want := final.OutputText() + functionArgs(final)
+			if got := strings.Join(deltas, ""); got != want || len(deltas) < 2 {
+				t.Errorf("%d deltas joined = %q, want %q in several", len(deltas), got, want)
+			}
+			for _, d := range deltas {
+				if n := utf8.RuneCountInString(d); n > 3 || !utf8.ValidString(d) {
+					t.Errorf("delta %q: %d runes, want at most 3 whole ones", d, n)
+				}
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // sseAnswer is a streamed answer: server-sent events, written after the
@@ -36,7 +38,9 @@ func (s *Server) events(r *response) *sseAnswer {
 			begin := *it
 			begin.Status, begin.Arguments = "in_progress", ""
 			add("response.output_item.added", map[string]any{"output_index": i, "item": &begin})
-			add("response.function_call_arguments.delta", map[string]any{"item_id": it.ID, "output_index": i, "delta": it.Arguments})
+			for _, d := range fakeapi.Chunks(it.Arguments, s.opts.DeltaSize) {
+				add("response.function_call_arguments.delta", map[string]any{"item_id": it.ID, "output_index": i, "delta": d})
+			}
 			add("response.function_call_arguments.done", map[string]any{"item_id": it.ID, "output_index": i, "arguments": it.Arguments, "name": it.Name})
 		case "message":
 			add("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"type": "message", "id": it.ID, "status": "in_progress", "role": "assistant", "content": []any{}}})
@@ -46,9 +50,11 @@ func (s *Server) events(r *response) *sseAnswer {
 			at := map[string]any{"item_id": it.ID, "output_index": i, "content_index": 0}
 			with := func(k string, v any) map[string]any { m := maps.Clone(at); m[k] = v; return m }
 			add("response.content_part.added", with("part", part("")))
-			d := with("delta", it.Text)
-			d["logprobs"] = []any{}
-			add("response.output_text.delta", d)
+			for _, text := range fakeapi.Chunks(it.Text, s.opts.DeltaSize) {
+				d := with("delta", text)
+				d["logprobs"] = []any{}
+				add("response.output_text.delta", d)
+			}
 			done := with("text", it.Text)
 			done["logprobs"] = []any{}
 			add("response.output_text.done", done)

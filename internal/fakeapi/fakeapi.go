@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // PageError is a refused list parameter.
@@ -87,4 +88,25 @@ func Envelope(typ, code, param, message string, extra map[string]any) json.RawMe
 		b = append(append(b[:len(b)-1], ','), more[1:]...)
 	}
 	return append(append([]byte(`{"error":`), b...), '}')
+}
+
+// Chunks splits text into pieces of at most size runes, as the fakes
+// stream a text in deltas; size ≤ 0, or a text that short, is one piece.
+// The pieces concatenate to text, and no rune is split.
+func Chunks(text string, size int) []string {
+	if size <= 0 || utf8.RuneCountInString(text) <= size {
+		return []string{text}
+	}
+	var out []string
+	for len(text) > 0 {
+		n, i := 0, 0
+		for i < len(text) && n < size {
+			_, w := utf8.DecodeRuneInString(text[i:])
+			i += w
+			n++
+		}
+		out = append(out, text[:i])
+		text = text[i:]
+	}
+	return out
 }

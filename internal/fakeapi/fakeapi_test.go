@@ -66,3 +66,23 @@ func TestEnvelope(t *testing.T) {
 		}
 	}
 }
+
+func TestChunks(t *testing.T) {
+	tests := []struct {
+		text string
+		size int
+		want []string
+	}{
+		{"hello", 0, []string{"hello"}},
+		{"hello", 5, []string{"hello"}},
+		{"hello", 2, []string{"he", "ll", "o"}},
+		{"", 3, []string{""}},
+		{"日本語です", 2, []string{"日本", "語で", "す"}},
+		{"a\xffb", 1, []string{"a", "\xff", "b"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, fakeapi.Chunks(tt.text, tt.size)); diff != "" {
+			t.Errorf("Chunks(%q, %d) (-want +got):\n%s", tt.text, tt.size, diff)
+		}
+	}
+}

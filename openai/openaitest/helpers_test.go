@@ -3,7 +3,9 @@ package openaitest_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	oai "github.com/openai/openai-go/v3"
@@ -129,5 +131,51 @@ func TestOfficialHelpers(t *testing.T) {
 				t.Errorf("last received (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDeltaSize streams a turn whose answer arrives in output_text deltas
+// of at most Options.DeltaSize runes, read with openai-go's NewStreaming:
+// the deltas concatenate to the completed message's text.
+func TestDeltaSize(t *testing.T) {
+	const text = "Héllo, wörld: 日本語のテキストです."
+	_, client := newServer(t, coretest.Answer(text), &openaitest.Options{DeltaSize: 4})
+	ctx := t.Context()
+	agent, err := client.Beta.Agents.New(ctx, oai.BetaAgentNewParams{Model: "gpt-4.1-mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := client.Beta.Agents.Sessions.NewStreaming(ctx, oai.BetaAgentSessionNewParams{
+		Environment: oai.EnvironmentParamUnion{OfParamNone: &oai.EnvironmentParamNone{}},
+		AgentID:     oai.String(agent.ID),
+		Input:       oai.BetaAgentSessionNewParamsInputUnion{OfString: oai.String("hi")},
+	})
+	defer stream.Close()
+	var deltas []string
+	done := ""
+	for stream.Next() {
+		switch ev := stream.Current(); ev.Type {
+		case "agent.session.turn.output_text.delta":
+			deltas = append(deltas, ev.Delta)
+		case "agent.session.turn.item.done":
+			var parts []struct {
+				Text string `json:"text"`
+			}
+			if ev.Item.Type == "message" && json.Unmarshal([]byte(ev.Item.JSON.Content.Raw()), &parts) == nil {
+				for _, c := range parts {
+					done += c.Text
+				}
+			}
+		case "agent.session.idle":
+			stream.Close()
+		}
+	}
+	if got := strings.Join(deltas, ""); got != text || done != text || len(deltas) < 2 {
+		t.Errorf("%d deltas joined = %q, completed message %q; want %q in several", len(deltas), got, done, text)
+	}
+	for _, d := range deltas {
+		if n := utf8.RuneCountInString(d); n > 4 || !utf8.ValidString(d) {
+			t.Errorf("delta %q: %d runes, want at most 4 whole ones", d, n)
+		}
 	}
 }

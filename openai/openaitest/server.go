@@ -66,6 +66,10 @@ type Options struct {
 	// of phase "commentary" holding this text, which is not part of the
 	// answer.
 	Commentary string
+	// DeltaSize splits the text of each message into
+	// agent.session.turn.output_text.delta events of at most DeltaSize
+	// runes, as the service streams it; zero sends it in one delta.
+	DeltaSize int
 	// Usage is the token usage each model step adds to its turn; zero
 	// means DefaultUsage.
 	Usage Usage

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // The methods below play the model on a session and emit the events a turn
@@ -71,8 +72,10 @@ func (s *Server) message(sess *session, t *turn, phase, text string) {
 	t.index++
 	s.itemEvent(sess, t, "agent.session.turn.item.added", index,
 		(&itemJSON{ID: id, Type: "message", TurnID: t.id, Role: "assistant", Phase: phase, Status: "in_progress", Content: []contentJSON{}}).json())
-	s.emit(sess, eventJSON{Type: "agent.session.turn.output_text.delta", SessionID: sess.id, TurnID: t.id, ItemID: id,
-		OutputIndex: intp(index), ContentIndex: intp(0), Delta: text})
+	for _, d := range fakeapi.Chunks(text, s.opts.DeltaSize) {
+		s.emit(sess, eventJSON{Type: "agent.session.turn.output_text.delta", SessionID: sess.id, TurnID: t.id, ItemID: id,
+			OutputIndex: intp(index), ContentIndex: intp(0), Delta: d})
+	}
 	done := (&itemJSON{ID: id, Type: "message", TurnID: t.id, Role: "assistant", Phase: phase, Status: "completed",
 		Content: []contentJSON{{Type: "output_text", Text: text, Annotations: &[]string{}}}}).json()
 	s.itemEvent(sess, t, "agent.session.turn.item.done", index, done)

@@ -27,6 +27,24 @@ const (
 	EventResultsSubmitted
 	// EventRunFinished: the run ended; Err is set when it failed.
 	EventRunFinished
+
+	// The events below reach only the reader of a streamed run
+	// ([Runner.Stream]), not the logger or OnEvent.
+
+	// EventTextDelta: Text is the next piece of the text of message Item.
+	// The pieces of an item concatenate to the Text of its EventTextDone.
+	EventTextDelta
+	// EventTextDone: message Item is complete; Text is its whole text.
+	// The run's answer ([Result.Text]) is the text of its messages, joined
+	// by newlines.
+	EventTextDone
+	// EventReasoningDelta: Text is the next piece of a reasoning summary.
+	EventReasoningDelta
+	// EventToolCall: the model asked for Call (its arguments complete);
+	// it is reported before the step's EventStepStarted.
+	EventToolCall
+	// EventUsage: Usage holds the tokens the service reported for a step.
+	EventUsage
 )
 
 var eventNames = [...]string{
@@ -37,6 +55,11 @@ var eventNames = [...]string{
 	EventCallInDoubt:      "call_in_doubt",
 	EventResultsSubmitted: "results_submitted",
 	EventRunFinished:      "run_finished",
+	EventTextDelta:        "text_delta",
+	EventTextDone:         "text_done",
+	EventReasoningDelta:   "reasoning_delta",
+	EventToolCall:         "tool_call",
+	EventUsage:            "usage",
 }
 
 // String returns the kind's name, such as "call_started".
@@ -69,6 +92,13 @@ type Event struct {
 	// Err is the internal error behind a failed outcome or run. It is for the
 	// operator: the model is never shown it unless it is a *ModelError.
 	Err error
+	// Item names the message a text event belongs to.
+	Item string
+	// Text is the text of a text or reasoning event.
+	Text string
+	// Usage is the usage of a step (Usage) or of the whole run
+	// (RunFinished).
+	Usage Usage
 }
 
 func (e *Event) level() slog.Level {

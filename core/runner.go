@@ -225,27 +225,7 @@ type Result struct {
 // error, the returned Result is non-nil once a thread exists: it holds the
 // Thread, from which [Runner.Resume] can pick the turn up again.
 func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Result, error) {
-	ro := r.runOptions(opts)
-	ctx, cancel := runContext(ctx, ro.Timeout)
-	defer cancel()
-	step, err := r.b.Start(ctx, &driver.StartRequest{Thread: ro.Thread, Input: input})
-	if err != nil {
-		err = r.backendError(ctx, "start", err)
-		thread := ro.Thread
-		if step != nil && step.Thread != "" {
-			thread = step.Thread
-		}
-		if ctx.Err() != nil {
-			r.cancelTurn(ctx, thread) // the turn may have started
-		}
-		var res *Result
-		if thread != "" {
-			res = &Result{Thread: thread}
-		}
-		r.emit(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
-		return res, err
-	}
-	return r.loop(ctx, step, ro, ro.Thread)
+	return r.exec(ctx, r.runOptions(opts), start(input), nil)
 }
 
 // Resume picks up the turn waiting on thread, after a disconnect or in a new
@@ -254,16 +234,58 @@ func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Resu
 // only for calls that have none) and runs the loop to the final answer. If
 // no turn waits, it returns the thread's last answer.
 func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*Result, error) {
-	ro := r.runOptions(opts)
+	return r.exec(ctx, r.runOptions(opts), resume(thread), nil)
+}
+
+// A beginning is how a run gets its first step: [start] or [resume].
+type beginning struct {
+	input  string
+	thread string // the thread resumed; "" for a start
+}
+
+func start(input string) beginning   { return beginning{input: input} }
+func resume(thread string) beginning { return beginning{thread: thread} }
+
+// exec runs a run from its beginning: Run, Resume and their streamed forms
+// are this, the latter with a sink for their events.
+func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink) (*Result, error) {
 	ctx, cancel := runContext(ctx, ro.Timeout)
 	defer cancel()
-	step, err := r.b.Resume(ctx, thread)
-	if err != nil {
-		err = r.backendError(ctx, "resume", err)
-		r.emit(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
-		return &Result{Thread: thread}, err
+	if sk != nil {
+		ctx = sk.bind(ctx)
+		defer sk.unbind()
+	} else if driver.ObserverFrom(ctx) != nil {
+		// A run inside a tool of a streamed run: its deltas are its own.
+		ctx = driver.WithObserver(ctx, nil)
 	}
-	return r.loop(ctx, step, ro, thread)
+	thread := ro.Thread
+	var (
+		step *driver.Step
+		err  error
+		op   = "start"
+	)
+	if b.thread != "" {
+		thread, op = b.thread, "resume"
+		step, err = r.b.Resume(ctx, thread)
+	} else {
+		step, err = r.b.Start(ctx, &driver.StartRequest{Thread: ro.Thread, Input: b.input})
+	}
+	if err != nil {
+		err = r.backendError(ctx, op, err)
+		if step != nil && step.Thread != "" {
+			thread = step.Thread
+		}
+		if op == "start" && ctx.Err() != nil {
+			r.cancelTurn(ctx, thread) // the turn may have started
+		}
+		var res *Result
+		if thread != "" {
+			res = &Result{Thread: thread}
+		}
+		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		return res, err
+	}
+	return r.loop(ctx, step, ro, thread, sk)
 }
 
 func (r *Runner) runOptions(opts *RunOptions) RunOptions {
@@ -288,11 +310,11 @@ func runContext(ctx context.Context, d time.Duration) (context.Context, context.
 // loop runs the steps of a turn, from step, until the model answers. thread
 // is the thread the run was started or resumed on, if known, for a step
 // that does not name one.
-func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string) (*Result, error) {
-	start := time.Now()
+func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, sk *sink) (*Result, error) {
+	t0 := time.Now()
 	res := &Result{Thread: thread}
 	finish := func(err error) (*Result, error) {
-		r.emit(ctx, &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(start), Err: err})
+		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(t0), Err: err, Usage: res.Usage})
 		return res, err
 	}
 	for {
@@ -303,6 +325,9 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		}
 		res.Thread, res.Turn = step.Thread, step.Turn
 		res.Usage.Add(step.Usage)
+		if sk != nil {
+			sk.stepArrived(step, res.Steps)
+		}
 		if len(step.Calls) == 0 {
 			res.Text = step.Text
 			r.forget(res.Calls)
@@ -317,9 +342,9 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			return finish(&errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: err})
 		}
 		res.Steps++
-		r.emit(ctx, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls)})
+		r.send(ctx, sk, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls)})
 
-		results, err := r.runCalls(ctx, step, res.Steps)
+		results, err := r.runCalls(ctx, step, res.Steps, sk)
 		if err != nil {
 			if ctx.Err() != nil {
 				r.cancelTurn(ctx, step.Thread)
@@ -330,7 +355,16 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			r.cancelTurn(ctx, step.Thread)
 			return finish(&errcode.Error{Code: errcode.Internal, Op: "core: submit", Err: err})
 		}
+		submitted := &Event{Kind: EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)}
+		if sk != nil {
+			// The next step's text may stream before Submit returns: the
+			// reader learns first that the results went.
+			sk.pending = submitted
+		}
 		next, err := r.b.Submit(ctx, &driver.SubmitRequest{Step: step, Results: results})
+		if sk != nil && sk.pending != nil && err != nil {
+			sk.pending = nil
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				r.cancelTurn(ctx, step.Thread)
@@ -341,7 +375,10 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		if err := r.opts.Journal.MarkSubmitted(ctx, r.keys(results)); err != nil {
 			return finish(&errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err})
 		}
-		r.emit(ctx, &Event{Kind: EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)})
+		r.emit(ctx, submitted)
+		if sk != nil {
+			sk.flushPending()
+		}
 		step = next
 	}
 }
@@ -396,7 +433,12 @@ func checkResults(calls []Call, results []driver.ToolResult) error {
 // runCalls runs the calls of a step, at most Concurrency at once, and returns
 // their results in call order. It returns early, with the context's error,
 // when ctx is canceled.
-func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int) ([]driver.ToolResult, error) {
+func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sink) ([]driver.ToolResult, error) {
+	if sk != nil {
+		// The handlers' own backend calls (a run inside a tool) are not
+		// this run's to observe.
+		ctx = driver.WithObserver(ctx, nil)
+	}
 	results := make([]driver.ToolResult, len(step.Calls))
 	if len(step.Calls) == 1 {
 		// A lone call runs in this goroutine (handing it to another costs
@@ -404,7 +446,7 @@ func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int) ([]driv
 		// which a canceled context or the call's timeout leaves behind
 		// (see invoke).
 		var err error
-		if results[0], err = r.runCall(ctx, &step.Calls[0], n); err != nil {
+		if results[0], err = r.runCall(ctx, &step.Calls[0], n, sk); err != nil {
 			return nil, err
 		}
 		return results, nil
@@ -412,38 +454,48 @@ func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int) ([]driv
 	errs := make([]error, len(step.Calls))
 	// Otherwise calls run in goroutines, even one at a time (when the
 	// bound is 1), so that a canceled context ends the run at once. Each
-	// reports on done when it has finished.
+	// reports on done when it has finished; their events reach a stream
+	// through this goroutine (see sink.async).
 	done := make(chan struct{}, len(step.Calls))
 	var sem chan struct{}
 	if len(step.Calls) > r.opts.Concurrency {
 		sem = make(chan struct{}, r.opts.Concurrency)
 	}
+	ask := sk.async(len(step.Calls))
 	launched := 0
 launch:
 	for i := range step.Calls {
-		if sem != nil {
+		for sem != nil {
 			select {
 			case sem <- struct{}{}:
+			case e := <-ask.events():
+				sk.deliver(&e)
+				continue
 			case <-ctx.Done():
 				break launch
 			}
+			break
 		}
 		launched++
 		go func() {
-			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n)
+			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n, ask)
 			if sem != nil {
 				<-sem
 			}
 			done <- struct{}{}
 		}()
 	}
-	for range launched {
+	for launched > 0 {
 		select {
 		case <-done:
+			launched--
+		case e := <-ask.events():
+			sk.deliver(&e)
 		case <-ctx.Done():
 			return nil, r.ctxError(ctx)
 		}
 	}
+	sk.flush(ask)
 	if err := ctx.Err(); err != nil {
 		return nil, r.ctxError(ctx)
 	}
@@ -478,19 +530,20 @@ type callRun struct {
 	digest string
 	idem   string
 	step   int
+	out    *sink // the stream the call's events go to, if any
 }
 
 // event reports an event about the call.
 func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcome, d time.Duration, err error) {
-	r.emit(ctx, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: o, Duration: d, Err: err})
+	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: o, Duration: d, Err: err})
 }
 
 // runCall produces the result of one call: from the journal when it holds
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
-func (r *Runner) runCall(ctx context.Context, call *Call, step int) (driver.ToolResult, error) {
+func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (driver.ToolResult, error) {
 	j := r.opts.Journal
-	c := &callRun{call: call, key: r.key(call), step: step}
+	c := &callRun{call: call, key: r.key(call), step: step, out: out}
 	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
 		// Too large to parse: the handler will not run, and the digest is
 		// of the bytes as received.
@@ -650,6 +703,14 @@ func (r *Runner) backendError(ctx context.Context, op string, err error) error {
 		return r.wrap(op, err)
 	}
 	return &errcode.Error{Code: errcode.Of(cause), Op: r.b.Name() + ": " + op, Err: fmt.Errorf("%w: %w", cause, err)}
+}
+
+// send emits e, and hands it to sk, if any.
+func (r *Runner) send(ctx context.Context, sk *sink, e *Event) {
+	r.emit(ctx, e)
+	if sk != nil {
+		sk.put(e)
+	}
 }
 
 func (r *Runner) emit(ctx context.Context, e *Event) {

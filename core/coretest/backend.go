@@ -11,6 +11,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // Backend is an in-memory [driver.Backend] that plays a Script: the fake
@@ -52,6 +53,10 @@ type BackendOptions struct {
 	// returns true the operation's effect stays but its answer is lost: the
 	// operation returns ErrLostResponse.
 	Lose func(op string, n int) bool
+	// DeltaSize, for a call whose context carries a [driver.Observer],
+	// streams the model's answer to it in pieces of at most that many
+	// runes, then whole; zero streams it in one piece.
+	DeltaSize int
 }
 
 // Received is what a fake service received, in neutral terms: a user input,
@@ -98,6 +103,36 @@ func (b *Backend) Capabilities() driver.Capabilities {
 
 // Start implements [driver.Backend].
 func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
+	step, err := b.start(ctx, req)
+	return b.observed(ctx, step, err)
+}
+
+// Submit implements [driver.Backend].
+func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
+	step, err := b.submit(ctx, req)
+	return b.observed(ctx, step, err)
+}
+
+// observed streams the answer of step to ctx's observer, if any, outside
+// the backend's lock.
+func (b *Backend) observed(ctx context.Context, step *driver.Step, err error) (*driver.Step, error) {
+	o := driver.ObserverFrom(ctx)
+	if err != nil || o == nil || len(step.Calls) > 0 || step.Text == "" {
+		return step, err
+	}
+	item := step.Thread + "/" + step.Turn
+	for _, piece := range fakeapi.Chunks(step.Text, b.opts.DeltaSize) {
+		if err := o(driver.Delta{Kind: driver.TextDelta, Item: item, Text: piece}); err != nil {
+			return &driver.Step{Thread: step.Thread}, err
+		}
+	}
+	if err := o(driver.Delta{Kind: driver.TextDone, Item: item, Text: step.Text}); err != nil {
+		return &driver.Step{Thread: step.Thread}, err
+	}
+	return step, nil
+}
+
+func (b *Backend) start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.fault(ctx, "start"); err != nil {
@@ -126,8 +161,7 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	return b.lose("start", step, err)
 }
 
-// Submit implements [driver.Backend].
-func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
+func (b *Backend) submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.fault(ctx, "submit"); err != nil {

@@ -1,0 +1,261 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+)
+
+// ErrStreamStopped is the cause of a streamed run that ended because its
+// reader stopped ranging over its events. It matches context.Canceled.
+var ErrStreamStopped = fmt.Errorf("core: the reader of the stream stopped: %w", context.Canceled)
+
+var errRangedTwice = errors.New("core: a Stream's events can be read once")
+
+// A Stream is a run whose events are read as they happen: the model's text
+// as it is written, its calls as they arrive, each call as it starts and
+// finishes, each step's results as they are sent. Range over [Stream.Events]
+// (once); [Stream.Result] then returns what [Runner.Run] would have.
+//
+//	st := runner.Stream(ctx, "What's the weather?", nil)
+//	for ev, err := range st.Events() {
+//		if err != nil {
+//			return err
+//		}
+//		if ev.Kind == core.EventTextDelta {
+//			fmt.Print(ev.Text)
+//		}
+//	}
+//
+// The run happens while the loop runs, in the loop's goroutine: nothing
+// runs before the loop starts, and a reader that is slow to take an event
+// slows the reading of the service's stream, which is never buffered beyond
+// one event. Breaking out of the loop ends the run as a canceled context
+// would (its error matches [ErrStreamStopped] and context.Canceled), the
+// service's turn canceled where the backend can; a Result with the thread
+// is kept, to resume it.
+//
+// The text of each message arrives once and in order, also when the
+// service's stream drops and the backend resumes it: the pieces
+// (EventTextDelta) of a message concatenate to the text of its
+// EventTextDone. A backend that does not stream gives each message in one
+// piece.
+type Stream struct {
+	r     *Runner
+	ctx   context.Context
+	ro    RunOptions
+	begin beginning
+
+	ranged bool
+	res    *Result
+	err    error
+}
+
+// Stream starts a run as [Runner.Run] does, but streamed: the run takes
+// place as the returned Stream's events are read.
+func (r *Runner) Stream(ctx context.Context, input string, opts *RunOptions) *Stream {
+	return &Stream{r: r, ctx: ctx, ro: r.runOptions(opts), begin: start(input)}
+}
+
+// ResumeStream resumes the turn waiting on thread as [Runner.Resume] does,
+// but streamed.
+func (r *Runner) ResumeStream(ctx context.Context, thread string, opts *RunOptions) *Stream {
+	return &Stream{r: r, ctx: ctx, ro: r.runOptions(opts), begin: resume(thread)}
+}
+
+// Events returns the run's events, in the order they happen. The error is
+// nil but on the last event, EventRunFinished, whose Err it repeats when
+// the run failed. The events can be ranged over once; another range yields
+// only an error.
+func (s *Stream) Events() iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if s.ranged {
+			yield(Event{Kind: EventRunFinished, Err: errRangedTwice}, errRangedTwice)
+			return
+		}
+		s.ranged = true
+		s.res, s.err = s.r.exec(s.ctx, s.ro, s.begin, &sink{yield: yield})
+	}
+}
+
+// Text returns the pieces of the model's text, in order, and nothing else;
+// [Stream.Result] then tells how the run ended.
+func (s *Stream) Text() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for ev := range s.Events() {
+			if ev.Kind == EventTextDelta && !yield(ev.Text) {
+				return
+			}
+		}
+	}
+}
+
+// Result returns the run's result and error, as [Runner.Run] does. Called
+// before the events were read, it runs the run, discarding them.
+func (s *Stream) Result() (*Result, error) {
+	if !s.ranged {
+		for range s.Events() {
+		}
+	}
+	return s.res, s.err
+}
+
+// A sink takes a streamed run's events to its reader, in the goroutine
+// that ranges over them. The events of calls running in other goroutines
+// go through an async view of the sink (see runCalls), which that
+// goroutine drains.
+type sink struct {
+	yield   func(Event, error) bool
+	stop    context.CancelCauseFunc
+	stopped bool
+	// items holds, for each message of the run, how many bytes of its
+	// text were delivered; -1 once it is done.
+	items map[string]int
+	// texts counts the messages done.
+	texts int
+	// pending is an event to deliver before the next delta, or else when
+	// flushPending is called.
+	pending *Event
+
+	ch chan Event // of an async view: where its events go
+}
+
+// bind returns the run's context, canceled when the reader stops, with the
+// sink's observer for the backend.
+func (s *sink) bind(ctx context.Context) context.Context {
+	ctx, s.stop = context.WithCancelCause(ctx)
+	return driver.WithObserver(ctx, s.observe)
+}
+
+func (s *sink) unbind() { s.stop(nil) }
+
+// async returns a view of the sink for the n calls of a step running in
+// their own goroutines; each call's events (at most three: in doubt,
+// started, finished) fit in its buffer, so a call never waits for the
+// reader. It returns nil for a nil sink.
+func (s *sink) async(n int) *sink {
+	if s == nil {
+		return nil
+	}
+	return &sink{ch: make(chan Event, 3*n)}
+}
+
+// events returns an async view's channel (nil for nil, which blocks).
+func (s *sink) events() <-chan Event {
+	if s == nil {
+		return nil
+	}
+	return s.ch
+}
+
+// flush delivers what is left in an async view.
+func (s *sink) flush(view *sink) {
+	if view == nil {
+		return
+	}
+	for {
+		select {
+		case e := <-view.ch:
+			s.deliver(&e)
+		default:
+			return
+		}
+	}
+}
+
+// put hands e to the reader (or, for an async view, to its channel).
+func (s *sink) put(e *Event) {
+	if s.ch != nil {
+		s.ch <- *e
+		return
+	}
+	s.deliver(e)
+}
+
+// deliver yields e, unless the reader stopped; when the reader stops, the
+// run is canceled.
+func (s *sink) deliver(e *Event) {
+	if s.stopped {
+		return
+	}
+	var err error
+	if e.Kind == EventRunFinished {
+		err = e.Err
+	}
+	if !s.yield(*e, err) {
+		s.stopped = true
+		s.stop(ErrStreamStopped)
+	}
+}
+
+// observe is the backend's [driver.Observer]: it delivers the text of each
+// message once, completing on TextDone what the pieces left out.
+func (s *sink) observe(d driver.Delta) error {
+	s.flushPending()
+	if s.stopped {
+		return ErrStreamStopped
+	}
+	switch d.Kind {
+	case driver.TextDelta:
+		if s.items == nil {
+			s.items = map[string]int{}
+		}
+		n := s.items[d.Item]
+		if n < 0 || d.Text == "" {
+			return nil
+		}
+		s.items[d.Item] = n + len(d.Text)
+		s.deliver(&Event{Kind: EventTextDelta, Item: d.Item, Text: d.Text})
+	case driver.TextDone:
+		n := s.items[d.Item]
+		if n < 0 {
+			return nil // a repeat
+		}
+		if s.items == nil {
+			s.items = map[string]int{}
+		}
+		s.items[d.Item] = -1
+		s.done(d.Item, d.Text, n)
+	case driver.ReasoningDelta:
+		s.deliver(&Event{Kind: EventReasoningDelta, Item: d.Item, Text: d.Text})
+	}
+	if s.stopped {
+		return ErrStreamStopped
+	}
+	return nil
+}
+
+// flushPending delivers the pending event, if any.
+func (s *sink) flushPending() {
+	if e := s.pending; e != nil {
+		s.pending = nil
+		s.deliver(e)
+	}
+}
+
+// done delivers the end of a message of which n bytes were delivered.
+func (s *sink) done(item, text string, n int) {
+	s.texts++
+	if n < len(text) {
+		s.deliver(&Event{Kind: EventTextDelta, Item: item, Text: text[n:]})
+	}
+	s.deliver(&Event{Kind: EventTextDone, Item: item, Text: text})
+}
+
+// stepArrived reports a step: its calls and usage, or, for the final
+// answer of a backend that streamed no message, its text in one piece.
+// steps counts the steps run so far.
+func (s *sink) stepArrived(step *driver.Step, steps int) {
+	for i := range step.Calls {
+		s.deliver(&Event{Kind: EventToolCall, Thread: step.Thread, Turn: step.Turn, Step: steps + 1, Call: &step.Calls[i]})
+	}
+	if step.Usage != (Usage{}) {
+		s.deliver(&Event{Kind: EventUsage, Thread: step.Thread, Turn: step.Turn, Step: steps, Usage: step.Usage})
+	}
+	if len(step.Calls) == 0 && s.texts == 0 && step.Text != "" {
+		s.done("", step.Text, 0)
+	}
+}

@@ -61,11 +61,16 @@ const (
 	LostResponse
 	// Duplicate delivers the service's next events (or response) twice.
 	Duplicate
+	// CutStream drops, once, the stream that carries the model's text, in
+	// the middle of a message (after two pieces of it), although the
+	// service finished the message. Fakes of services that do not stream
+	// (or backends that poll) cannot inject it.
+	CutStream
 )
 
 var faultNames = map[FaultKind]string{
 	RateLimited: "rate limited", ServerError: "server error", Unauthorized: "unauthorized",
-	LostResponse: "lost response", Duplicate: "duplicate delivery",
+	LostResponse: "lost response", Duplicate: "duplicate delivery", CutStream: "cut stream",
 }
 
 // String returns the fault's name.

@@ -60,6 +60,11 @@ var scenarios = []scenario{
 	{"ServerErrorBurst", "a burst of 500s followed by success completes the run", serverErrorBurst},
 	{"AuthenticationFailure", "a refused credential gives PermissionDenied", authenticationFailure},
 	{"TurnFailure", "a service-side failure of the turn ends the run with an error carrying the service's message", turnFailure},
+	{"StreamAnswer", "a streamed answer arrives in pieces that make exactly its text, once, then the run ends", streamAnswer},
+	{"StreamOrder", "a streamed run reports each step's calls, their runs and their results in order, then the answer's text", streamOrder},
+	{"StreamCutMidText", "after the stream drops in the middle of a message, the reader gets the rest of it: no repeat, no gap", streamCut},
+	{"StreamBreak", "a reader that stops ends the run as Canceled, sends nothing, leaves no goroutine behind and the thread usable", streamBreak},
+	{"StreamSlowReader", "a slow reader slows the read of the service's stream: nothing is read ahead into memory", streamSlowReader},
 }
 
 func textOnly(e *env) {

@@ -18,22 +18,26 @@ import (
 // TestConformance runs the shared suite on the Foundry backend, in both
 // ways of linking a thread's responses, and on the plain responses backend.
 func TestConformance(t *testing.T) {
-	t.Run("Conversation", func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Conversation, false)) })
-	t.Run("Chain", func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Chain, false)) })
-	t.Run("Responses", func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Chain, true)) })
+	for _, stream := range []bool{false, true} {
+		suffix := map[bool]string{true: "Stream"}[stream]
+		t.Run("Conversation"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Conversation, false, stream)) })
+		t.Run("Chain"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Chain, false, stream)) })
+		t.Run("Responses"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Chain, true, stream)) })
+	}
 }
 
-func harnessMaker(mode foundry.Mode, plain bool) conformance.HarnessMaker {
+func harnessMaker(mode foundry.Mode, plain, stream bool) conformance.HarnessMaker {
 	return func(ctx context.Context, t *testing.T) (conformance.Harness, error) {
-		return &harness{t: t, mode: mode, plain: plain}, nil
+		return &harness{t: t, mode: mode, plain: plain, stream: stream}, nil
 	}
 }
 
 // harness wires a backend to a fresh fake Foundry project per scenario.
 type harness struct {
-	t     *testing.T
-	mode  foundry.Mode
-	plain bool
+	t      *testing.T
+	mode   foundry.Mode
+	plain  bool
+	stream bool
 
 	mu           sync.Mutex
 	srv          *foundrytest.Server
@@ -56,16 +60,19 @@ func (h *harness) MakeBackend(ctx context.Context, script *coretest.Script, tool
 	}
 	if h.plain {
 		return trresponses.Open(ctx, tools, &trresponses.Options{
-			BaseURL: h.srv.OpenAIBaseURL(), APIKey: key, Model: "gpt-4.1-mini",
+			BaseURL: h.srv.OpenAIBaseURL(), APIKey: key, Model: "gpt-4.1-mini", Transport: transport[h.stream],
 			HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
 		})
 	}
 	return foundry.Open(ctx, tools, &foundry.Options{
-		Endpoint: h.srv.ProjectEndpoint(), Token: token, Mode: h.mode,
+		Endpoint: h.srv.ProjectEndpoint(), Token: token, Mode: h.mode, Transport: transport[h.stream],
 		Definition: &foundry.AgentDefinition{Name: "conformance", Model: "gpt-4.1-mini"},
 		HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
 	})
 }
+
+// transport is the Transport of a streaming harness, or not.
+var transport = map[bool]foundry.Transport{false: foundry.Blocking, true: foundry.Streaming}
 
 // Received decodes the fake's records as the backend documents them: an
 // output {"error": …} is a failed result, and the outputs Cancel gives
@@ -100,6 +107,10 @@ func (h *harness) Received() []coretest.Received {
 func (h *harness) Inject(f conformance.Fault) bool {
 	switch f.Kind {
 	case conformance.RateLimited, conformance.ServerError, conformance.LostResponse:
+	case conformance.CutStream:
+		if !h.stream {
+			return false // no stream to cut
+		}
 	case conformance.Unauthorized:
 		h.unauthorized = true
 		return true
@@ -126,6 +137,8 @@ func (h *harness) apply(f conformance.Fault) {
 		fault.Status = 500
 	case conformance.LostResponse:
 		fault.Drop = true
+	case conformance.CutStream:
+		fault.CutText = 2
 	}
 	op, queue := foundrytest.OpCreateResponse, []foundrytest.Fault{}
 	switch f.On {
@@ -150,7 +163,7 @@ func (h *harness) Close() {
 	}
 	h.srv.Close()
 	for _, f := range h.faults {
-		status := map[conformance.FaultKind]int{conformance.RateLimited: 429, conformance.ServerError: 500, conformance.LostResponse: 0}[f.Kind]
+		status := map[conformance.FaultKind]int{conformance.RateLimited: 429, conformance.ServerError: 500}[f.Kind] // else 0: dropped
 		met := false
 		for _, r := range h.srv.Requests() {
 			met = met || r.Status == status

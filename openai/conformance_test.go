@@ -70,6 +70,11 @@ func (s *suite) Inject(f conformance.Fault) bool {
 		s.unauthorized = true
 	case conformance.Duplicate:
 		s.duplicate = true
+	case conformance.CutStream:
+		if s.poll {
+			return false // no stream to cut
+		}
+		s.faults = append(s.faults, &pending{f: f, left: 1})
 	default:
 		s.faults = append(s.faults, &pending{f: f, left: max(f.Times, 1)})
 	}
@@ -99,7 +104,7 @@ func (s *suite) fault(r *openaitest.Request) *openaitest.Fault {
 	input := r.Method == "POST" && (r.Path == "agents/sessions" || slices.Contains(events, "agent.session.input.message"))
 	results := r.Method == "POST" && slices.Contains(events, "agent.session.input.tool_result")
 	for _, p := range s.faults {
-		if p.left == 0 {
+		if p.left == 0 || p.f.Kind == conformance.CutStream && !r.Stream {
 			continue
 		}
 		switch p.f.On {
@@ -120,6 +125,8 @@ func (s *suite) fault(r *openaitest.Request) *openaitest.Fault {
 			return &openaitest.Fault{Status: 500, RetryAfter: time.Millisecond}
 		case conformance.LostResponse:
 			return &openaitest.Fault{Drop: true}
+		case conformance.CutStream:
+			return &openaitest.Fault{CutText: 2}
 		}
 	}
 	return nil

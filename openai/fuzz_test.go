@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"github.com/toolrelay/toolrelay/core/driver"
+
 	"context"
 	"io"
 	"log/slog"
@@ -25,6 +27,10 @@ func FuzzEventStream(f *testing.F) {
 		"data: {\"type\":1}\n\n", "data: {\"type\":null,\"error\":null}\n\n", "data: [DONE]\n\n", "data: {\n\n",
 		": keep-alive\n\nevent: x\ndata: {\"type\":\"agent.session.idle\"}\r\n\r\n",
 		"data: {\"type\":\"agent.session.turn.item.done\",\"item\":{\"type\":\"message\",\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\",\"text\":\"hi\"}]}}\n\n",
+		"data: {\"type\":\"agent.session.turn.created\",\"turn_id\":\"t\",\"turn\":{\"id\":\"t\"}}\n\n" +
+			"data: {\"type\":\"agent.session.turn.item.added\",\"turn_id\":\"t\",\"item\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"turn_id\":\"t\"}}\n\n" +
+			"data: {\"type\":\"agent.session.turn.output_text.delta\",\"turn_id\":\"t\",\"item_id\":\"m\",\"delta\":\"h\\u00e9\"}\n\n" +
+			"data: {\"type\":\"agent.session.turn.reasoning_summary_text.delta\",\"turn_id\":\"t\",\"item_id\":\"r\",\"delta\":\"hm\"}\n\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -37,11 +43,17 @@ func FuzzEventStream(f *testing.F) {
 		res := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(string(body)))}
 		es := &eventStream{dec: ssestream.NewDecoder(res), cancel: func() {}}
 		st := newThread("sess_fuzz")
+		st.obs = func(d driver.Delta) error {
+			if d.Kind == driver.TextDelta && !st.live[d.Item] {
+				t.Fatalf("a delta of message %q, which this stream did not see added", d.Item)
+			}
+			return nil
+		}
 		for i := 0; ; i++ {
 			if i > len(body) {
 				t.Fatalf("more events (%d) than bytes (%d)", i, len(body))
 			}
-			ev, err := es.read()
+			ev, err := es.read(true)
 			if err != nil {
 				return // a clean end, an error frame, or a frame that is not JSON
 			}

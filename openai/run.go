@@ -44,6 +44,7 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	if err != nil {
 		return nil, err
 	}
+	st.observe(ctx)
 	step, err := b.follow(ctx, st, false)
 	return b.finish(ctx, st, step, err)
 }
@@ -60,6 +61,7 @@ func (b *Backend) Resume(ctx context.Context, id string) (*driver.Step, error) {
 		return nil, err
 	}
 	st.resetFollow()
+	st.observe(ctx)
 	var step *driver.Step
 	if b.opts.Transport == Polling {
 		step, err = b.poll(ctx, st, true)
@@ -80,6 +82,7 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	if st.turn == "" && req.Step.Turn != "" {
 		st.beginTurn(req.Step.Turn)
 	}
+	st.observe(ctx)
 	if b.opts.Transport != Polling && st.stream == nil {
 		if st.stream, err = b.subscribe(ctx, st.id); err != nil {
 			return nil, err
@@ -237,7 +240,7 @@ func (b *Backend) await(ctx context.Context, st *thread) (*driver.Step, error) {
 		if st.stream == nil {
 			return nil, errcode.Errorf(errcode.Internal, "openai: session %s: no event stream to follow", st.id)
 		}
-		ev, err := st.stream.next(ctx)
+		ev, err := st.stream.next(ctx, st.obs != nil)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -310,10 +313,25 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		if st.turn == "" && b.newRootTurn(st, ev) {
 			st.beginTurn(ev.TurnID)
 		}
+	case "agent.session.turn.item.added":
+		if it := &ev.Item; st.turn != "" && it.TurnID == st.turn && answers(it.Type, it.Role, it.Phase) {
+			st.live[it.ID] = true
+		}
+	case "agent.session.turn.output_text.delta":
+		if st.live[ev.ItemID] {
+			return nil, st.emit(driver.TextDelta, ev.ItemID, ev.Delta)
+		}
+	case "agent.session.turn.reasoning_summary_text.delta":
+		if st.turn != "" && ev.TurnID == st.turn {
+			return nil, st.emit(driver.ReasoningDelta, ev.ItemID, ev.Delta)
+		}
 	case "agent.session.turn.item.done":
 		it := &ev.Item
-		if st.turn != "" && it.TurnID == st.turn && it.Type == "message" && it.Role == "assistant" && it.Status == "completed" && it.Phase != "commentary" {
-			st.msgs[ev.OutputIndex] = messageText(ev)
+		if st.turn != "" && it.TurnID == st.turn && answers(it.Type, it.Role, it.Phase) && it.Status == "completed" {
+			text := messageText(ev)
+			st.msgs[ev.OutputIndex] = text
+			delete(st.live, it.ID)
+			return nil, st.emit(driver.TextDone, it.ID, text)
 		}
 	case "agent.session.requires_action":
 		return b.actions(st, ev.Session.RequiredActions)
@@ -341,7 +359,7 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		}
 		step := &driver.Step{Thread: st.id, Turn: st.turn, Usage: st.usage, Text: st.text()}
 		if st.gap {
-			text, err := b.turnText(ctx, st.id, st.turn)
+			text, err := b.turnText(ctx, st, st.turn)
 			if err != nil {
 				return nil, err
 			}
@@ -355,6 +373,12 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		return nil, err
 	}
 	return nil, nil
+}
+
+// answers reports whether an item is part of a turn's answer: an
+// assistant message that is not commentary.
+func answers(typ, role, phase string) bool {
+	return typ == "message" && role == "assistant" && phase != "commentary"
 }
 
 // newRootTurn reports whether the event is about a root turn (not a
@@ -408,6 +432,9 @@ func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion
 func (b *Backend) reconcile(ctx context.Context, st *thread, subscribe, resume bool) (*driver.Step, *oai.AgentSession, error) {
 	if subscribe {
 		st.closeStream()
+		// The deltas of the messages being written while no stream was
+		// open are lost: theirs stop here, and they go whole when done.
+		clear(st.live)
 		es, err := b.subscribe(ctx, st.id)
 		if err != nil {
 			return nil, nil, err
@@ -478,7 +505,7 @@ func (b *Backend) finishIdle(ctx context.Context, st *thread, resume bool) (*dri
 	}
 	switch t.Status {
 	case "completed":
-		text, err := b.turnText(ctx, st.id, t.ID)
+		text, err := b.turnText(ctx, st, t.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -511,18 +538,22 @@ func (b *Backend) latestRootTurn(ctx context.Context, id string) (*oai.Turn, err
 }
 
 // turnText reads a turn's final answer from its items: the completed
-// assistant messages that are not commentary, in order.
-func (b *Backend) turnText(ctx context.Context, session, turn string) (string, error) {
-	it := b.client.Beta.Agents.Sessions.Turns.Items.ListAutoPaging(ctx, session, turn, oai.BetaAgentSessionTurnItemListParams{
+// assistant messages that are not commentary, in order. Each goes to the
+// thread's observer whole (the runner drops those it had).
+func (b *Backend) turnText(ctx context.Context, st *thread, turn string) (string, error) {
+	it := b.client.Beta.Agents.Sessions.Turns.Items.ListAutoPaging(ctx, st.id, turn, oai.BetaAgentSessionTurnItemListParams{
 		Order: oai.BetaAgentSessionTurnItemListParamsOrderAsc,
 		Limit: oai.Int(100),
 	})
 	var parts []string
 	for it.Next() {
 		item := it.Current()
-		if item.Type == "message" && item.Role == "assistant" && item.Status == "completed" && item.Phase != "commentary" &&
-			(item.TurnID == "" || item.TurnID == turn) {
-			parts = append(parts, item.AsMessage().OutputText())
+		if answers(item.Type, string(item.Role), string(item.Phase)) && item.Status == "completed" && (item.TurnID == "" || item.TurnID == turn) {
+			text := item.AsMessage().OutputText()
+			parts = append(parts, text)
+			if err := st.emit(driver.TextDone, item.ID, text); err != nil {
+				return "", err
+			}
 		}
 	}
 	if err := it.Err(); err != nil {

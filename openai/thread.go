@@ -51,13 +51,30 @@ type thread struct {
 	gap       bool             // events of the turn may have been missed
 	sent      map[callKey]bool // results delivered, or maybe delivered
 
+	// obs, when the run is streamed, receives the text of the turn's
+	// messages; live holds the messages whose every delta this stream
+	// carried (those added since it was opened), whose deltas go to obs.
+	obs  driver.Observer
+	live map[string]bool
+
 	// active is set while a turn this backend started or follows may run;
 	// Close reads it to cancel such turns before deleting their session.
 	active atomic.Bool
 }
 
 func newThread(id string) *thread {
-	return &thread{id: id, msgs: map[int64]string{}, sent: map[callKey]bool{}}
+	return &thread{id: id, msgs: map[int64]string{}, sent: map[callKey]bool{}, live: map[string]bool{}}
+}
+
+// observe sets the observer of a Start, Submit or Resume.
+func (st *thread) observe(ctx context.Context) { st.obs = driver.ObserverFrom(ctx) }
+
+// emit hands a delta to the observer, if any.
+func (st *thread) emit(kind driver.DeltaKind, item, text string) error {
+	if st.obs == nil {
+		return nil
+	}
+	return st.obs(driver.Delta{Kind: kind, Item: item, Text: text})
 }
 
 // accept reports whether an event is new, remembering its id. Events
@@ -88,6 +105,7 @@ func (st *thread) beginTurn(id string) {
 	st.terminal = false
 	st.usage = driver.Usage{}
 	clear(st.msgs)
+	clear(st.live)
 }
 
 // resetFollow prepares the thread to follow a turn afresh (a new input, or
@@ -103,6 +121,7 @@ func (st *thread) resetFollow() {
 	st.gap = false
 	st.usage = driver.Usage{}
 	clear(st.msgs)
+	clear(st.live)
 }
 
 // endTurn forgets the turn once it is over.
@@ -118,6 +137,7 @@ func (st *thread) endTurn() {
 	st.gap = false
 	st.usage = driver.Usage{}
 	clear(st.msgs)
+	clear(st.live)
 	clear(st.sent)
 	// The ids of the turn's events are not needed once it is over (the
 	// events of a past turn are told apart by its turn id): let a thread
@@ -189,12 +209,23 @@ func (b *Backend) openStream(ctx context.Context, method, path string, params an
 }
 
 // wanted reports whether handle acts on an event of type typ, whose item
-// (for a turn.item.done) is of type item.
-func wanted(typ, item string) bool {
-	if typ == "agent.session.turn.item.done" {
+// (for a turn.item.added or .done) is of type item; deltas says whether the
+// run is streamed.
+func wanted(typ, item string, deltas bool) bool {
+	switch typ {
+	case "agent.session.turn.item.done":
 		return item == "message"
+	case "agent.session.turn.item.added":
+		return deltas && item == "message"
 	}
 	return handled[typ]
+}
+
+// deltaTypes are the events of a streamed run that read decodes itself:
+// there is one for every few words of text, and they have few fields.
+var deltaTypes = map[string]bool{
+	"agent.session.turn.output_text.delta":            true,
+	"agent.session.turn.reasoning_summary_text.delta": true,
 }
 
 // handled lists the event types Backend.handle acts on; the stream skips
@@ -224,13 +255,13 @@ func release(ev *oai.AgentSessionEventUnion) { eventPool.Put(ev) }
 // next returns the next event (of a type in handled). When the stream has
 // ended it returns an error wrapping the reason (io.EOF for a clean end);
 // when ctx ends, ctx's error, and the stream is over.
-func (es *eventStream) next(ctx context.Context) (*oai.AgentSessionEventUnion, error) {
+func (es *eventStream) next(ctx context.Context, deltas bool) (*oai.AgentSessionEventUnion, error) {
 	if es.err != nil {
 		return nil, &streamEnd{err: es.err}
 	}
 	stop := context.AfterFunc(ctx, es.cancel)
 	defer stop()
-	ev, err := es.read()
+	ev, err := es.read(deltas)
 	if err == nil {
 		return ev, nil
 	}
@@ -241,7 +272,8 @@ func (es *eventStream) next(ctx context.Context) (*oai.AgentSessionEventUnion, e
 	return nil, &streamEnd{err: es.err}
 }
 
-// read returns the next event handle acts on, ending the stream as
+// read returns the next event handle acts on (with deltas, the text deltas
+// too, of which it decodes only the fields handle reads), ending the stream as
 // openai-go's ssestream.Stream does: cleanly (io.EOF) on [DONE]; with an
 // *ssestream.StreamError on an event with a top-level "error" field, even
 // null (looked for first, with gjson, as the stream does); with the
@@ -255,7 +287,7 @@ func (es *eventStream) next(ctx context.Context) (*oai.AgentSessionEventUnion, e
 // ssestream.Stream, also keeps the event's 8 KB off the goroutine's stack,
 // which the collector would otherwise shrink and the next event grow
 // again.
-func (es *eventStream) read() (*oai.AgentSessionEventUnion, error) {
+func (es *eventStream) read(deltas bool) (*oai.AgentSessionEventUnion, error) {
 	for es.dec.Next() {
 		e := es.dec.Event()
 		if bytes.HasPrefix(e.Data, []byte("[DONE]")) {
@@ -265,12 +297,19 @@ func (es *eventStream) read() (*oai.AgentSessionEventUnion, error) {
 		if head[1].Exists() {
 			return nil, &ssestream.StreamError{Message: fmt.Sprintf("received error while streaming: %s", head[1].String()), Event: e}
 		}
-		if head[0].Type == gjson.String && !wanted(head[0].Str, head[2].String()) {
+		light := deltas && deltaTypes[head[0].Str]
+		if head[0].Type == gjson.String && (light || !wanted(head[0].Str, head[2].String(), deltas)) {
 			if !gjson.ValidBytes(e.Data) {
 				var v struct{}
 				return nil, json.Unmarshal(e.Data, &v) // the syntax error
 			}
-			continue
+			if !light {
+				continue
+			}
+			f := gjson.GetManyBytes(e.Data, "event_id", "turn_id", "item_id", "delta")
+			ev := eventPool.Get().(*oai.AgentSessionEventUnion)
+			*ev = oai.AgentSessionEventUnion{Type: head[0].Str, EventID: f[0].String(), TurnID: f[1].String(), ItemID: f[2].String(), Delta: f[3].String()}
+			return ev, nil
 		}
 		ev := eventPool.Get().(*oai.AgentSessionEventUnion)
 		*ev = oai.AgentSessionEventUnion{}

@@ -63,7 +63,7 @@ func TestEventStream(t *testing.T) {
 			var err error
 			for {
 				var ev *oai.AgentSessionEventUnion
-				if ev, err = es.next(t.Context()); err != nil {
+				if ev, err = es.next(t.Context(), false); err != nil {
 					break
 				}
 				got = append(got, ev.EventID)

@@ -1,6 +1,7 @@
 package coretest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -121,7 +122,7 @@ func (b *Backend) observed(ctx context.Context, step *driver.Step, err error) (*
 		return step, err
 	}
 	item := step.Thread + "/" + step.Turn
-	for _, piece := range fakeapi.Chunks(step.Text, b.opts.DeltaSize) {
+	for _, piece := range fakeapi.Chunks(step.Text, cmp.Or(b.opts.DeltaSize, b.script.DeltaSize)) {
 		if err := o(driver.Delta{Kind: driver.TextDelta, Item: item, Text: piece}); err != nil {
 			return &driver.Step{Thread: step.Thread}, err
 		}

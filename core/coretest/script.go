@@ -33,6 +33,10 @@ import (
 type Script struct {
 	// Turns are played one per user input, in order.
 	Turns []Turn `json:"turns"`
+	// DeltaSize asks a fake that streams to send each text in pieces of at
+	// most that many runes, unless its own options say otherwise; zero
+	// leaves it to the fake.
+	DeltaSize int `json:"delta_size,omitempty"`
 }
 
 // A Turn is the model's side of one user input.

@@ -30,7 +30,8 @@ const (
 )
 
 // A Fault is what the fake does instead of (or after) serving one request.
-// Exactly one of Status, Drop, Failed and ErrorEvent should be set.
+// Exactly one of Status, Drop, Failed, ErrorEvent and CutText should be
+// set.
 type Fault struct {
 	// Status, if set, answers the request with this HTTP status and an
 	// error body (Code and Message, or defaults for the status), without
@@ -57,6 +58,12 @@ type Fault struct {
 	// event after response.created, without playing the model; a
 	// non-streaming request gets a 500 instead.
 	ErrorEvent bool
+	// CutText serves a streaming responses.create (or a stream resumed
+	// with GET responses/{id}), then drops the connection after that many
+	// text deltas (response.output_text.delta): the stream ends mid-text
+	// although the response is complete. Requests that do not stream
+	// are served as if there were no fault.
+	CutText int
 }
 
 // apiError returns the error answer of a Status fault.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
@@ -399,12 +400,32 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 	}
 }
 
-func (s *Server) getResponse(_ *exchange, args []string, _ *Fault) (any, error) {
+// getResponse answers GET responses/{id}: the response, or, with
+// stream=true, its events again, those after the sequence number
+// starting_after only, as the service replays a stream to resume it.
+func (s *Server) getResponse(ex *exchange, args []string, _ *Fault) (any, error) {
 	r := s.responses[args[0]]
 	if r == nil || r.deleted {
 		return nil, notFound("Response with id '%s' not found.", args[0])
 	}
-	return r.wire(), nil
+	q := ex.r.URL.Query()
+	var body struct {
+		Stream bool `json:"stream"`
+	}
+	_ = json.Unmarshal(ex.body, &body) // openai-go's GetStreaming sends {"stream": true}
+	if q.Get("stream") != "true" && !body.Stream {
+		return r.wire(), nil
+	}
+	a := s.events(r)
+	if v := q.Get("starting_after"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, badRequest("invalid_value", "starting_after", "Invalid 'starting_after': %q.", v)
+		}
+		a.first = min(n+1, len(a.events))
+		a.events = a.events[a.first:]
+	}
+	return a, nil
 }
 
 func (s *Server) deleteResponse(_ *exchange, args []string, _ *Fault) (any, error) {

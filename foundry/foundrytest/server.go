@@ -121,6 +121,9 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 	if opts != nil {
 		s.opts = *opts
 	}
+	if s.opts.DeltaSize == 0 && script != nil {
+		s.opts.DeltaSize = script.DeltaSize
+	}
 	if s.opts.Usage == (Usage{}) {
 		s.opts.Usage = DefaultUsage
 	}
@@ -300,6 +303,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	case v != nil:
 		if a, ok := v.(*sseAnswer); ok {
+			if f != nil {
+				a.cut = f.CutText
+			}
 			s.writeSSE(ex, a)
 			return
 		}

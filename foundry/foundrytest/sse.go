@@ -13,6 +13,8 @@ import (
 // server's lock is released.
 type sseAnswer struct {
 	events []sseEvent
+	first  int // the sequence number of the first event
+	cut    int // from a Fault: drop the connection after that many text deltas
 }
 
 type sseEvent struct {
@@ -74,24 +76,38 @@ func (s *Server) events(r *response) *sseAnswer {
 
 // writeSSE writes a streamed answer. No event carries a top-level "error"
 // key (the error event carries code and message), as the service does.
+// The frames are encoded before the first is written, so that what the
+// fake holds does not change while a slow client reads them.
 func (s *Server) writeSSE(ex *exchange, a *sseAnswer) {
+	frames := make([][]byte, len(a.events))
+	for i, ev := range a.events {
+		data := maps.Clone(ev.data)
+		data["type"] = ev.typ
+		data["sequence_number"] = a.first + i
+		var buf bytes.Buffer
+		buf.WriteString("event: " + ev.typ + "\ndata: ")
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.Encode(data)
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		buf.WriteString("\n\n")
+		frames[i] = buf.Bytes()
+	}
 	s.setStatus(ex, http.StatusOK, "")
 	h := ex.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	ex.w.WriteHeader(http.StatusOK)
 	fl, _ := ex.w.(http.Flusher)
-	for i, ev := range a.events {
-		data := maps.Clone(ev.data)
-		data["type"] = ev.typ
-		data["sequence_number"] = i
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		enc.Encode(data)
-		ex.w.Write([]byte("event: " + ev.typ + "\ndata: "))
-		ex.w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-		ex.w.Write([]byte("\n\n"))
+	deltas := 0
+	for i, f := range frames {
+		if a.events[i].typ == "response.output_text.delta" {
+			if deltas++; a.cut > 0 && deltas > a.cut {
+				s.setStatus(ex, 0, "")
+				panic(http.ErrAbortHandler) // the stream drops mid-text
+			}
+		}
+		ex.w.Write(f)
 		if fl != nil {
 			fl.Flush()
 		}

@@ -220,9 +220,11 @@ var sides = []side{{
 		srv := foundrytest.NewServer(script(), nil)
 		t.Cleanup(srv.Close)
 		spoil := func(r *http.Request) bool {
-			return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/openai/v1/responses")
+			// The responses made, and the streams that resume them.
+			return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/openai/v1/responses") ||
+				r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/openai/v1/responses/") && r.URL.Query().Get("stream") == "true"
 		}
-		p := newProxy(t, srv.URL, srv.Client().Transport, true, spoil, "response.created")
+		p := newProxy(t, srv.URL, srv.Client().Transport, true, spoil, `"type":"response.`) // after the first event
 		transport := foundry.Blocking
 		if kind == "stream" {
 			transport = foundry.Streaming

@@ -7,6 +7,8 @@ import (
 
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // reply is the part of a response the loop reads. openai-go decodes its
@@ -43,6 +45,7 @@ type replyUsage struct {
 // item's: a function call's is a string of JSON, a tool search call's an
 // object.
 type replyItem struct {
+	ID        string          `json:"id"`
 	Type      string          `json:"type"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
@@ -81,6 +84,28 @@ func (r *reply) text() string {
 	return b.String()
 }
 
+// observe hands the text of each message of the reply to obs, whole.
+func (r *reply) observe(obs driver.Observer) error {
+	if obs == nil {
+		return nil
+	}
+	for _, it := range r.Output {
+		if it.Type != "message" {
+			continue
+		}
+		var b strings.Builder
+		for _, c := range it.Content {
+			if c.Type == "output_text" {
+				b.WriteString(c.Text)
+			}
+		}
+		if err := obs(driver.Delta{Kind: driver.TextDone, Item: it.ID, Text: b.String()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // replyOf returns the reply of a response openai-go decoded (a streamed
 // one).
 func replyOf(r *responses.Response) *reply {
@@ -93,7 +118,7 @@ func replyOf(r *responses.Response) *reply {
 	}
 	for i, o := range r.Output {
 		it := &rep.Output[i]
-		it.Type, it.CallID, it.Name = o.Type, o.CallID, o.Name
+		it.ID, it.Type, it.CallID, it.Name = o.ID, o.Type, o.CallID, o.Name
 		if o.JSON.Arguments.Valid() {
 			it.Arguments = json.RawMessage(o.JSON.Arguments.Raw())
 		}

@@ -30,9 +30,9 @@ func TestReply(t *testing.T) {
 				"usage":{"input_tokens":12,"output_tokens":7,"total_tokens":19,"input_tokens_details":{"cached_tokens":0}},
 				"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"},"strict":true}]}`,
 			want: reply{ID: "resp_1", Status: "completed", Usage: replyUsage{InputTokens: 12, OutputTokens: 7, TotalTokens: 19}, Output: []replyItem{
-				{Type: "reasoning"},
-				{Type: "function_call", CallID: "call_1", Name: "get_weather", Arguments: raw(`"{\"city\":\"Roma\"}"`)},
-				{Type: "function_call", CallID: "call_2", Name: "get_time", Arguments: raw(`"{}"`)},
+				{ID: "rs_1", Type: "reasoning"},
+				{ID: "fc_1", Type: "function_call", CallID: "call_1", Name: "get_weather", Arguments: raw(`"{\"city\":\"Roma\"}"`)},
+				{ID: "fc_2", Type: "function_call", CallID: "call_2", Name: "get_time", Arguments: raw(`"{}"`)},
 			}},
 			calls: []core.Call{
 				{ID: "call_1", Name: "get_weather", Arguments: raw(`{"city":"Roma"}`)},
@@ -45,8 +45,8 @@ func TestReply(t *testing.T) {
 				{"type":"tool_search_call","id":"ts_1","call_id":"ts_1","arguments":{"query":"weather"},"status":"completed"},
 				{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":{"city":"Roma"}}]}`,
 			want: reply{ID: "resp_5", Status: "completed", Output: []replyItem{
-				{Type: "tool_search_call", CallID: "ts_1", Arguments: raw(`{"query":"weather"}`)},
-				{Type: "function_call", CallID: "call_1", Name: "get_weather", Arguments: raw(`{"city":"Roma"}`)},
+				{ID: "ts_1", Type: "tool_search_call", CallID: "ts_1", Arguments: raw(`{"query":"weather"}`)},
+				{ID: "fc_1", Type: "function_call", CallID: "call_1", Name: "get_weather", Arguments: raw(`{"city":"Roma"}`)},
 			}},
 			calls: []core.Call{{ID: "call_1", Name: "get_weather", Arguments: raw(`{"city":"Roma"}`)}},
 		},
@@ -54,7 +54,7 @@ func TestReply(t *testing.T) {
 			name: "an answer in two parts and a refusal",
 			body: `{"id":"resp_2","status":"completed","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed",
 				"content":[{"type":"output_text","text":"Sole ","annotations":[]},{"type":"refusal","refusal":"no"},{"type":"output_text","text":"a Roma","annotations":[]}]}]}`,
-			want: reply{ID: "resp_2", Status: "completed", Output: []replyItem{{Type: "message", Content: []replyContent{
+			want: reply{ID: "resp_2", Status: "completed", Output: []replyItem{{ID: "msg_1", Type: "message", Content: []replyContent{
 				{Type: "output_text", Text: "Sole "}, {Type: "refusal"}, {Type: "output_text", Text: "a Roma"},
 			}}}},
 		},

@@ -196,7 +196,8 @@ func (g *guard) Read(p []byte) (int, error) {
 			return 0, lerr
 		}
 	}
-	if err != nil && err != io.EOF {
+	if err != nil {
+		// A body cut by a limit may end in io.EOF: the limit is why.
 		err = g.cause(err)
 	}
 	return n, err

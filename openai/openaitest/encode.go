@@ -254,6 +254,14 @@ func (e *eventJSON) appendJSON(b []byte) []byte {
 		b = appendKey(b, "delta")
 		b = appendString(b, e.Delta)
 	}
+	if e.Text != nil {
+		b = appendKey(b, "text")
+		b = appendString(b, *e.Text)
+	}
+	if e.Part != nil {
+		b = appendKey(b, "part")
+		b = e.Part.appendJSON(b)
+	}
 	if len(e.Item) > 0 {
 		b = appendKey(b, "item")
 		b = appendRaw(b, e.Item)
@@ -308,17 +316,21 @@ func (it *itemJSON) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"type":`...)
-			b = appendString(b, c.Type)
-			b = append(b, `,"text":`...)
-			b = appendString(b, c.Text)
-			if c.Annotations != nil {
-				b = append(b, `,"annotations":`...)
-				b = appendStrings(b, *c.Annotations)
-			}
-			b = append(b, '}')
+			b = c.appendJSON(b)
 		}
 		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func (c *contentJSON) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = appendString(b, c.Type)
+	b = append(b, `,"text":`...)
+	b = appendString(b, c.Text)
+	if c.Annotations != nil {
+		b = append(b, `,"annotations":`...)
+		b = appendStrings(b, *c.Annotations)
 	}
 	return append(b, '}')
 }

@@ -108,6 +108,10 @@ type Fault struct {
 	// stream once that many events were written (a negative value closes
 	// it before the first event). Zero leaves the stream open.
 	CloseAfter int
+	// CutText, for a request that opens an event stream, closes the stream
+	// once that many text deltas (agent.session.turn.output_text.delta)
+	// were written: the stream drops in the middle of a message.
+	CutText int
 }
 
 // Request is a request the server received, as recorded.
@@ -175,6 +179,9 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 	}
 	if opts != nil {
 		s.opts = *opts
+	}
+	if s.opts.DeltaSize == 0 && script != nil {
+		s.opts.DeltaSize = script.DeltaSize
 	}
 	if s.opts.Usage == (Usage{}) {
 		s.opts.Usage = DefaultUsage

@@ -177,7 +177,8 @@ func TestStreamShape(t *testing.T) {
 		"agent.session.created", "agent.session.in_progress", "agent.session.turn.created",
 		"agent.session.turn.item.added", "agent.session.turn.item.done", "agent.session.requires_action",
 		"agent.session.in_progress", "agent.session.turn.item.added",
-		"agent.session.turn.item.added", "agent.session.turn.output_text.delta", "agent.session.turn.item.done",
+		"agent.session.turn.item.added", "agent.session.turn.content_part.added", "agent.session.turn.output_text.delta",
+		"agent.session.turn.output_text.done", "agent.session.turn.content_part.done", "agent.session.turn.item.done",
 		"agent.session.turn.completed", "agent.session.idle",
 	}
 	if diff := cmp.Diff(want, types); diff != "" {
@@ -335,8 +336,11 @@ func TestFaults(t *testing.T) {
 			}
 			return nil
 		}}, 3},
-		{"no fault", openaitest.Options{}, 8},
-		{"duplicates", openaitest.Options{DuplicateEvents: true}, 16},
+		{"no fault", openaitest.Options{}, 11},
+		{"duplicates", openaitest.Options{DuplicateEvents: true}, 22},
+		{"cut text", openaitest.Options{DeltaSize: 2, Fault: func(r *openaitest.Request) *openaitest.Fault {
+			return &openaitest.Fault{CutText: 2}
+		}}, 7}, // created, in_progress, turn created, item added, part added, 2 deltas
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _ := newServer(t, coretest.Answer("Hello."), &tt.opts)

@@ -1,6 +1,7 @@
 package openaitest
 
 import (
+	"bytes"
 	"net/http"
 	"sync"
 )
@@ -10,6 +11,7 @@ import (
 // the stream's handler.
 type subscriber struct {
 	closeAfter int  // from the request's Fault: close after this many events (<0: before any)
+	cutText    int  // from the request's Fault: close after this many text deltas
 	creation   bool // a creation stream: it ends after its turn's final idle
 
 	mu     sync.Mutex
@@ -22,7 +24,7 @@ func (s *Server) newSubscriber(f *Fault) *subscriber {
 	s.nstream++
 	sub := &subscriber{notify: make(chan struct{}, 1)}
 	if f != nil {
-		sub.closeAfter = f.CloseAfter
+		sub.closeAfter, sub.cutText = f.CloseAfter, f.CutText
 	}
 	return sub
 }
@@ -79,6 +81,9 @@ func (s *Server) send(sess *session, ev eventJSON, turnEnd bool) {
 		sub.push(b, turnEnd && sub.creation)
 	}
 }
+
+// textDeltaFrame begins the frame of a text delta.
+var textDeltaFrame = []byte(`data: {"type":"agent.session.turn.output_text.delta"`)
 
 // frame returns the SSE frame of ev: "data: <JSON>\n\n".
 func (ev *eventJSON) frame() []byte {
@@ -139,7 +144,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, sess *sessi
 	if s.opts.DuplicateEvents {
 		n = 2
 	}
-	written := 0
+	written, deltas := 0, 0
 	for {
 		// The frames queued together (the events of one request) are
 		// flushed together, in one chunk.
@@ -151,7 +156,10 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, sess *sessi
 				}
 			}
 			written++
-			if sub.closeAfter > 0 && written >= sub.closeAfter {
+			if bytes.HasPrefix(f, textDeltaFrame) {
+				deltas++
+			}
+			if sub.closeAfter > 0 && written >= sub.closeAfter || sub.cutText > 0 && deltas >= sub.cutText {
 				if flusher != nil {
 					flusher.Flush()
 				}

@@ -72,10 +72,17 @@ func (s *Server) message(sess *session, t *turn, phase, text string) {
 	t.index++
 	s.itemEvent(sess, t, "agent.session.turn.item.added", index,
 		(&itemJSON{ID: id, Type: "message", TurnID: t.id, Role: "assistant", Phase: phase, Status: "in_progress", Content: []contentJSON{}}).json())
+	part := func(typ string, p contentJSON) eventJSON {
+		return eventJSON{Type: typ, SessionID: sess.id, TurnID: t.id, ItemID: id, OutputIndex: intp(index), ContentIndex: intp(0), Part: &p}
+	}
+	s.emit(sess, part("agent.session.turn.content_part.added", contentJSON{Type: "output_text", Annotations: &[]string{}}))
 	for _, d := range fakeapi.Chunks(text, s.opts.DeltaSize) {
 		s.emit(sess, eventJSON{Type: "agent.session.turn.output_text.delta", SessionID: sess.id, TurnID: t.id, ItemID: id,
 			OutputIndex: intp(index), ContentIndex: intp(0), Delta: d})
 	}
+	s.emit(sess, eventJSON{Type: "agent.session.turn.output_text.done", SessionID: sess.id, TurnID: t.id, ItemID: id,
+		OutputIndex: intp(index), ContentIndex: intp(0), Text: &text})
+	s.emit(sess, part("agent.session.turn.content_part.done", contentJSON{Type: "output_text", Text: text, Annotations: &[]string{}}))
 	done := (&itemJSON{ID: id, Type: "message", TurnID: t.id, Role: "assistant", Phase: phase, Status: "completed",
 		Content: []contentJSON{{Type: "output_text", Text: text, Annotations: &[]string{}}}}).json()
 	s.itemEvent(sess, t, "agent.session.turn.item.done", index, done)

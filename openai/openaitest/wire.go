@@ -95,6 +95,8 @@ type eventJSON struct {
 	ItemID       string          `json:"item_id,omitempty"`
 	ContentIndex *int            `json:"content_index,omitempty"`
 	Delta        string          `json:"delta,omitempty"`
+	Text         *string         `json:"text,omitempty"`
+	Part         *contentJSON    `json:"part,omitempty"`
 	Item         json.RawMessage `json:"item,omitempty"`
 	Usage        *usageJSON      `json:"usage,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"text/template"
+	"time"
 )
 
 // A Script says what a fake model does, turn by turn. Each user input
@@ -37,6 +38,19 @@ type Script struct {
 	// most that many runes, unless its own options say otherwise; zero
 	// leaves it to the fake.
 	DeltaSize int `json:"delta_size,omitempty"`
+	// DeltaPauseMS asks a fake that streams to pause that many
+	// milliseconds before each piece of text, as a model writing slowly
+	// does (for demonstrations of streaming).
+	DeltaPauseMS int `json:"delta_pause_ms,omitempty"`
+}
+
+// DeltaPause returns the pause DeltaPauseMS asks for (zero for a nil
+// script).
+func (s *Script) DeltaPause() time.Duration {
+	if s == nil {
+		return 0
+	}
+	return time.Duration(s.DeltaPauseMS) * time.Millisecond
 }
 
 // A Turn is the model's side of one user input.

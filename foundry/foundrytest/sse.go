@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"time"
 
 	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
@@ -106,6 +107,7 @@ func (s *Server) writeSSE(ex *exchange, a *sseAnswer) {
 				s.setStatus(ex, 0, "")
 				panic(http.ErrAbortHandler) // the stream drops mid-text
 			}
+			time.Sleep(s.script.DeltaPause())
 		}
 		ex.w.Write(f)
 		if fl != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // A subscriber is one open event stream: a GET .../events subscription or
@@ -158,6 +159,12 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, sess *sessi
 			written++
 			if bytes.HasPrefix(f, textDeltaFrame) {
 				deltas++
+				if pause := s.script.DeltaPause(); pause > 0 {
+					if flusher != nil {
+						flusher.Flush()
+					}
+					time.Sleep(pause)
+				}
 			}
 			if sub.closeAfter > 0 && written >= sub.closeAfter || sub.cutText > 0 && deltas >= sub.cutText {
 				if flusher != nil {

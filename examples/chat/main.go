@@ -1,0 +1,189 @@
+// Command chat is an interactive terminal chat with an agent that has the
+// weather bot's three functions: it reads a line, streams the answer as the
+// agent writes it, and shows each call as it runs and ends. The thread
+// carries on from line to line; Ctrl-D (end of input) ends the chat, and
+// Ctrl-C ends it at once.
+//
+// With no configuration it runs on the embedded fake Agents API
+// (fake-openai), whose scripted model answers the first question (try
+// "What's the weather like in my favorite city?") by calling the three
+// functions, and the second with thanks, a few runes at a time:
+//
+//	go run ./examples/chat
+//
+// Any backend is chosen by configuration alone, with the streaming
+// transport unless one is configured:
+//
+//	TOOLRELAY_BACKEND=fake-foundry go run ./examples/chat
+//	TOOLRELAY_BACKEND=fake-responses go run ./examples/chat
+//	TOOLRELAY_BACKEND=openai OPENAI_API_KEY=… go run ./examples/chat
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
+	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/foundry"
+	"github.com/toolrelay/toolrelay/responses"
+)
+
+// script is what the fake model does: chain the three calls to answer the
+// first question, thank for the second, and write a few runes at a time.
+var script = &coretest.Script{DeltaSize: 4, DeltaPauseMS: 15, Turns: []coretest.Turn{
+	{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "getUserFavoriteCity"}}},
+		{Calls: []coretest.Call{
+			{Name: "getCityNickname", Arguments: json.RawMessage(`{"location": "{{output \"getUserFavoriteCity\"}}"}`)},
+			{Name: "getCurrentWeatherAtLocation", Arguments: json.RawMessage(`{"location": "{{output \"getUserFavoriteCity\"}}"}`)},
+		}},
+		{Text: `Your favorite city, {{output "getUserFavoriteCity"}}, is also known as {{output "getCityNickname"}}. The current weather there is {{output "getCurrentWeatherAtLocation"}}.`},
+	}},
+	{Steps: []coretest.Step{{Text: "You're welcome! Ask me about the weather anytime."}}},
+}}
+
+const instructions = "You are a weather bot. Use the provided functions to answer questions, " +
+	"and friendly nicknames for cities whenever possible."
+
+func getUserFavoriteCity(context.Context, struct{}) (string, error) { return "Seattle, WA", nil }
+
+type locationArgs struct {
+	Location string `json:"location" jsonschema:"The city and state, e.g. San Francisco, CA"`
+}
+
+func getCityNickname(_ context.Context, in locationArgs) (string, error) {
+	if in.Location == "Seattle, WA" {
+		return "The Emerald City", nil
+	}
+	return "", core.ModelErrorf("no nickname is known for %s", in.Location)
+}
+
+func getCurrentWeatherAtLocation(_ context.Context, in locationArgs) (string, error) {
+	if in.Location == "Seattle, WA" {
+		return "70f and sunny", nil
+	}
+	return "", core.ModelErrorf("no weather is known for %s", in.Location)
+}
+
+func newTools() (*core.Toolbox, error) {
+	city, err := core.NewTool("getUserFavoriteCity", "Gets the user's favorite city.", getUserFavoriteCity, nil)
+	if err != nil {
+		return nil, err
+	}
+	nickname, err := core.NewTool("getCityNickname", "Gets the nickname of a city, e.g. 'LA' for 'Los Angeles, CA'.", getCityNickname, nil)
+	if err != nil {
+		return nil, err
+	}
+	weather, err := core.NewTool("getCurrentWeatherAtLocation", "Gets the current weather at a provided location.", getCurrentWeatherAtLocation, nil)
+	if err != nil {
+		return nil, err
+	}
+	return core.NewToolbox(city, nickname, weather)
+}
+
+// settings asks the backends that can stream either way to stream, unless
+// the environment chooses.
+func settings() []any {
+	s := []any{coretest.FakeSettings{Script: script}}
+	if os.Getenv("TOOLRELAY_FOUNDRY_TRANSPORT") == "" {
+		s = append(s, foundry.Settings{Transport: string(foundry.Streaming)})
+	}
+	if os.Getenv("TOOLRELAY_RESPONSES_TRANSPORT") == "" {
+		s = append(s, responses.Settings{Transport: string(responses.Streaming)})
+	}
+	return s
+}
+
+// run chats: a line from in, the answer to out, until in ends.
+func run(ctx context.Context, in io.Reader, out io.Writer) error {
+	tools, err := newTools()
+	if err != nil {
+		return err
+	}
+	runner, err := config.Open(ctx, tools, &config.Options{
+		DefaultBackend: "fake-openai",
+		Settings:       settings(),
+		Config:         config.Config{Instructions: instructions},
+		// The chat shows each run's error itself.
+		Runner: core.Options{Logger: slog.New(slog.DiscardHandler)},
+	})
+	if err != nil {
+		return err
+	}
+	defer runner.Close()
+	fmt.Fprintf(out, "Chatting on %s. Ctrl-D ends.\n> ", runner.Backend().Name())
+	lines := bufio.NewScanner(in)
+	thread := ""
+	for lines.Scan() {
+		if line := strings.TrimSpace(lines.Text()); line != "" {
+			thread = turn(ctx, runner, thread, line, out)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprint(out, "> ")
+	}
+	fmt.Fprintln(out)
+	if err := lines.Err(); err != nil {
+		return err
+	}
+	return runner.Close()
+}
+
+// turn streams the answer to line on thread and returns the thread.
+func turn(ctx context.Context, r *core.Runner, thread, line string, out io.Writer) string {
+	st := r.Stream(ctx, line, &core.RunOptions{Thread: thread})
+	for ev := range st.Events() {
+		switch ev.Kind {
+		case core.EventTextDelta:
+			fmt.Fprint(out, ev.Text)
+		case core.EventTextDone:
+			fmt.Fprintln(out)
+		case core.EventCallStarted:
+			fmt.Fprintf(out, "  ⚙ %s %s\n", ev.Call.Name, compact(ev.Call.Arguments))
+		case core.EventCallFinished:
+			fmt.Fprintf(out, "  ✓ %s: %s in %v\n", ev.Call.Name, ev.Outcome, ev.Duration.Round(time.Microsecond))
+		}
+	}
+	res, err := st.Result()
+	if err != nil {
+		fmt.Fprintf(out, "error: %v\n", err)
+	}
+	if res != nil && res.Thread != "" {
+		return res.Thread
+	}
+	return thread
+}
+
+// compact returns arguments on one line.
+func compact(args json.RawMessage) string {
+	var v any
+	if json.Unmarshal(args, &v) != nil {
+		return string(args)
+	}
+	if s, ok := v.(string); ok { // arguments sent as a JSON string
+		return compact(json.RawMessage(s))
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdin, os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -20,6 +20,8 @@
 //	                      another process: steps/s and heap per in-flight run
 //	P4 BenchmarkJournal   journal cost per call: memory, SQLite, PostgreSQL
 //	P5 BenchmarkConformance  the conformance suite's wall time per backend
+//	P6 BenchmarkStream    per delta of a streamed answer: Runner.Stream
+//	                      against openai-go's own stream read alone
 //
 // `go run ./internal/bench/compare` runs them all briefly and prints one ratio line
 // per measure.

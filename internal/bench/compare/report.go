@@ -94,6 +94,23 @@ func reportConformance(w io.Writer, rs results) {
 	fmt.Fprintln(w, line)
 }
 
+// reportStream prints P6: per delta of a streamed answer, toolrelay's
+// stream against openai-go's read alone.
+func reportStream(w io.Writer, rs results) {
+	for _, be := range backends {
+		tr, raw := "Stream/"+be+"/toolrelay", "Stream/"+be+"/raw"
+		t, ok := rs.ratio(tr, raw, "ns/op")
+		if !ok {
+			fmt.Fprintf(w, "P6 %-8s not measured\n", be)
+			continue
+		}
+		a, _ := rs.ratio(tr, raw, "allocs/op")
+		ns, _ := rs.median(tr, "ns/op")
+		rawNS, _ := rs.median(raw, "ns/op")
+		fmt.Fprintf(w, "P6 %-8s stream toolrelay/raw time=%.2fx allocs=%.2fx  (%s vs %s per delta)\n", be, t, a, dur(ns), dur(rawNS))
+	}
+}
+
 // dur formats nanoseconds as a rounded duration.
 func dur(ns float64) string {
 	d := time.Duration(ns)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,7 @@ var scenarios = []scenario{
 	{"ServerErrorBurst", "a burst of 500s followed by success completes the run", serverErrorBurst},
 	{"AuthenticationFailure", "a refused credential gives PermissionDenied", authenticationFailure},
 	{"TurnFailure", "a service-side failure of the turn ends the run with an error carrying the service's message", turnFailure},
+	{"RichInput", "images and files go with the input as the backend's wire carries them; a kind it cannot carry is refused before anything is sent", richInput},
 	{"StreamAnswer", "a streamed answer arrives in pieces that make exactly its text, once, then the run ends", streamAnswer},
 	{"StreamOrder", "a streamed run reports each step's calls, their runs and their results in order, then the answer's text", streamOrder},
 	{"StreamCutMidText", "after the stream drops in the middle of a message, the reader gets the rest of it: no repeat, no gap", streamCut},
@@ -594,4 +596,41 @@ func turnFailure(e *env) {
 		e.t.Fatalf("Run error = %v, want the service's message", err)
 	}
 	e.wantCode(err, errcode.Internal)
+}
+
+func richInput(e *env) {
+	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{answer("A cat, and your notes.")}}, {Steps: []coretest.Step{answer("Again.")}}}}
+	r := e.runner(s, nil)
+	images := []core.Part{core.ImagePart("https://example.com/cat.png"), core.ImageData("image/png", []byte("\x89PNG\r\n\x1a\nfake"))}
+	files := []core.Part{core.FilePart("file-abc123"), core.FileURL("https://example.com/notes.pdf"), core.FileData("notes.pdf", []byte("%PDF-1.4 fake"))}
+	var carried, refused []core.Part
+	for _, group := range []struct {
+		ok    bool
+		parts []core.Part
+	}{{e.caps.InputImages, images}, {e.caps.InputFiles, files}} {
+		if group.ok {
+			carried = append(carried, group.parts...)
+		} else {
+			refused = append(refused, group.parts...)
+		}
+	}
+	if len(refused) > 0 {
+		_, err := r.Run(e.t.Context(), "What is this?", &core.RunOptions{Parts: append(slices.Clone(carried), refused[0])})
+		e.wantCode(err, errcode.InvalidArgument)
+		if k := e.kinds(); len(k) != 0 {
+			e.t.Errorf("the fake received %v for a refused input, want nothing", k)
+		}
+	}
+	if len(carried) == 0 {
+		e.t.Skip("the backend carries neither images nor files")
+	}
+	res := e.run(r, "What is this?", &core.RunOptions{Parts: carried})
+	e.wantText(res, "A cat, and your notes.")
+	want := []coretest.Received{{Kind: "input", Thread: res.Thread, Input: "What is this?", Parts: carried}}
+	if diff := cmp.Diff(want, e.h.Received()); diff != "" {
+		e.t.Errorf("received (-want +got):\n%s", diff)
+	}
+	if _, err := r.Run(e.t.Context(), "x", &core.RunOptions{Parts: []core.Part{{Type: core.PartImage}}}); errcode.Of(err) != errcode.InvalidArgument {
+		e.t.Errorf("an image without a URL: %v, want InvalidArgument", err)
+	}
 }

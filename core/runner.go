@@ -194,6 +194,13 @@ type RunOptions struct {
 	// Timeout overrides the runner's time limit (Options.RunTimeout) for
 	// this run.
 	Timeout time.Duration
+	// Parts are images and files sent with the input, after its text, in
+	// the same user message (see [ImagePart], [ImageData], [FilePart],
+	// [FileData], [FileURL]). A backend that cannot carry a kind of part
+	// refuses the run with an InvalidArgument error, sending nothing;
+	// driver.Capabilities tells which kinds it carries. A resume ignores
+	// them.
+	Parts []Part
 }
 
 // Result is the outcome of a run.
@@ -267,8 +274,11 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 	if b.thread != "" {
 		thread, op = b.thread, "resume"
 		step, err = r.b.Resume(ctx, thread)
+	} else if err = checkParts(ro.Parts); err != nil {
+		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		return nil, err
 	} else {
-		step, err = r.b.Start(ctx, &driver.StartRequest{Thread: ro.Thread, Input: b.input})
+		step, err = r.b.Start(ctx, &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts})
 	}
 	if err != nil {
 		err = r.backendError(ctx, op, err)
@@ -381,6 +391,16 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		}
 		step = next
 	}
+}
+
+// checkParts checks the parts of a run's input.
+func checkParts(parts []Part) error {
+	for i, p := range parts {
+		if err := p.Check(); err != nil {
+			return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: run", Err: fmt.Errorf("input part %d: %w", i, err)}
+		}
+	}
+	return nil
 }
 
 // forget deletes the entries of a run's calls from the runner's own

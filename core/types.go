@@ -52,3 +52,13 @@ func ImagePart(url string) Part { return driver.ImagePart(url) }
 
 // FilePart returns a file part for a file the service holds.
 func FilePart(fileID string) Part { return driver.FilePart(fileID) }
+
+// ImageData returns an image part holding the image itself, of media type
+// mediaType (such as "image/png").
+func ImageData(mediaType string, data []byte) Part { return driver.ImageData(mediaType, data) }
+
+// FileData returns a file part holding the file itself.
+func FileData(filename string, data []byte) Part { return driver.FileData(filename, data) }
+
+// FileURL returns a file part for a file at a URL.
+func FileURL(url string) Part { return driver.FileURL(url) }

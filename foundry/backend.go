@@ -177,8 +177,9 @@ func (b *Backend) checkTools(v *versionInfo, tools *core.Toolbox) {
 // Name implements [driver.Backend]: "foundry".
 func (b *Backend) Name() string { return b.loop.Name() }
 
-// Capabilities implements [driver.CapabilityReporter]: outputs may be
-// content arrays; there is no failure flag and no deferred loading.
+// Capabilities implements [driver.CapabilityReporter]: inputs may carry
+// images and files, outputs may be content arrays; there is no failure
+// flag and no deferred loading.
 func (b *Backend) Capabilities() driver.Capabilities { return b.loop.Capabilities() }
 
 // Mode returns how the backend links the responses of a thread.

@@ -32,14 +32,15 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	if id == "" {
 		id = b.opts.SessionID
 	}
-	var (
-		st  *thread
-		err error
-	)
+	content, err := inputContent(req.Input, req.Parts)
+	if err != nil {
+		return nil, err
+	}
+	var st *thread
 	if id == "" {
-		st, err = b.newSession(ctx, req.Input)
+		st, err = b.newSession(ctx, content)
 	} else {
-		st, err = b.sendInput(ctx, id, req.Input)
+		st, err = b.sendInput(ctx, id, content)
 	}
 	if err != nil {
 		return nil, err
@@ -145,8 +146,33 @@ func (b *Backend) finish(ctx context.Context, st *thread, step *driver.Step, err
 	return step, err
 }
 
+// inputContent returns the content of the user's message: its text, then
+// its images. The sessions API carries no files, nor images by file id.
+func inputContent(text string, parts []driver.Part) ([]oai.InputContentParamUnion, error) {
+	content := []oai.InputContentParamUnion{oai.InputContentParamOfParamInputText(text)}
+	for i, p := range parts {
+		switch {
+		case p.Type == driver.PartText:
+			content = append(content, oai.InputContentParamOfParamInputText(p.Text))
+		case p.Type == driver.PartImage && p.URL != "":
+			content = append(content, oai.InputContentParamUnion{OfParamInputImage: &oai.InputContentParamInputImage{ImageURL: p.URL}})
+		default:
+			return nil, errcode.Errorf(errcode.InvalidArgument, "openai: input part %d: the sessions API carries text and images by URL (or data: URL) only, not %s", i, describePart(p))
+		}
+	}
+	return content, nil
+}
+
+// describePart names a kind of part the sessions API cannot carry.
+func describePart(p driver.Part) string {
+	if p.Type == driver.PartImage {
+		return "an image by file id"
+	}
+	return "a " + string(p.Type) + " part"
+}
+
 // newSession creates a session with the user's input.
-func (b *Backend) newSession(ctx context.Context, input string) (*thread, error) {
+func (b *Backend) newSession(ctx context.Context, content []oai.InputContentParamUnion) (*thread, error) {
 	agentID, err := b.agent(ctx)
 	if err != nil {
 		return nil, err
@@ -154,7 +180,7 @@ func (b *Backend) newSession(ctx context.Context, input string) (*thread, error)
 	params := oai.BetaAgentSessionNewParams{
 		Environment: oai.EnvironmentParamUnion{OfParamNone: &oai.EnvironmentParamNone{}},
 		AgentID:     oai.String(agentID),
-		Input:       oai.BetaAgentSessionNewParamsInputUnion{OfString: oai.String(input)},
+		Input:       sessionInput(content),
 	}
 	key := option.WithHeader("Idempotency-Key", newKey())
 	st := newThread("")
@@ -177,9 +203,18 @@ func (b *Backend) newSession(ctx context.Context, input string) (*thread, error)
 	return st, nil
 }
 
+// sessionInput returns the input of a new session: the text alone as a
+// string, as the service's examples send it, or a message.
+func sessionInput(content []oai.InputContentParamUnion) oai.BetaAgentSessionNewParamsInputUnion {
+	if len(content) == 1 {
+		return oai.BetaAgentSessionNewParamsInputUnion{OfString: oai.String(content[0].OfParamInputText.Text)}
+	}
+	return oai.BetaAgentSessionNewParamsInputUnion{OfArrayOfInputMessages: []oai.AgentSessionInputMessageParam{{Content: content}}}
+}
+
 // sendInput starts a turn on an existing session: subscribe (unless
 // polling), then post the input message.
-func (b *Backend) sendInput(ctx context.Context, id, input string) (*thread, error) {
+func (b *Backend) sendInput(ctx context.Context, id string, content []oai.InputContentParamUnion) (*thread, error) {
 	st, err := b.thread(id)
 	if err != nil {
 		return nil, err
@@ -200,9 +235,7 @@ func (b *Backend) sendInput(ctx context.Context, id, input string) (*thread, err
 			return nil, err
 		}
 	}
-	msg := oai.AgentSessionInputParamOfParamAgentSessionInputMessage([]oai.AgentSessionInputMessageParam{{
-		Content: []oai.InputContentParamUnion{oai.InputContentParamOfParamInputText(input)},
-	}})
+	msg := oai.AgentSessionInputParamOfParamAgentSessionInputMessage([]oai.AgentSessionInputMessageParam{{Content: content}})
 	err = b.client.Beta.Agents.Sessions.Events.New(ctx, id, oai.BetaAgentSessionEventNewParams{
 		Events:         []oai.AgentSessionInputParamUnion{msg},
 		IdempotencyKey: oai.String(newKey()),

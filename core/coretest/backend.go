@@ -69,6 +69,8 @@ type Received struct {
 	Thread string `json:"thread,omitempty"`
 	// Input is the user's input (Kind "input").
 	Input string `json:"input,omitempty"`
+	// Parts are the image and file parts sent with the input, in order.
+	Parts []driver.Part `json:"parts,omitempty"`
 	// Results are the results, in the order received (Kind "results").
 	Results []Delivered `json:"results,omitempty"`
 }
@@ -99,7 +101,7 @@ func (b *Backend) Name() string { return b.opts.Name }
 
 // Capabilities implements [driver.CapabilityReporter].
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true}
+	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, InputFiles: true}
 }
 
 // Start implements [driver.Backend].
@@ -152,7 +154,7 @@ func (b *Backend) start(ctx context.Context, req *driver.StartRequest) (*driver.
 	if th == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownThread, req.Thread)
 	}
-	b.received = append(b.received, Received{Kind: "input", Thread: id, Input: req.Input})
+	b.received = append(b.received, Received{Kind: "input", Thread: id, Input: req.Input, Parts: req.Parts})
 	if err := th.model.Begin(req.Input); err != nil {
 		return nil, err
 	}

@@ -8,8 +8,12 @@ package driver
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"mime"
+	"path"
 	"strconv"
 	"strings"
 
@@ -89,6 +93,11 @@ type Capabilities struct {
 	FailureFlag bool
 	// ContentArrays: outputs may be sent as content arrays.
 	ContentArrays bool
+	// InputImages: a run's input may carry images (PartImage), by URL
+	// or as data.
+	InputImages bool
+	// InputFiles: a run's input may carry files (PartFile).
+	InputFiles bool
 }
 
 // StartRequest is the input of [Backend.Start].
@@ -97,6 +106,11 @@ type StartRequest struct {
 	Thread string
 	// Input is the user's message.
 	Input string
+	// Parts are images and files sent with Input, after it, in the same
+	// message. A backend refuses, with an InvalidArgument error and before
+	// sending anything, a kind of part its service cannot carry (see
+	// [Capabilities]).
+	Parts []Part
 }
 
 // SubmitRequest is the input of [Backend.Submit].
@@ -342,7 +356,8 @@ type Part struct {
 	FileID string
 	// Filename names a file part.
 	Filename string
-	// Data holds a file's content, base64-encoded.
+	// Data holds a file's content as the wire's file_data carries it: a
+	// data: URL holding its bytes in base64 (see [FileData]).
 	Data string
 }
 
@@ -354,6 +369,52 @@ func ImagePart(url string) Part { return Part{Type: PartImage, URL: url} }
 
 // FilePart returns a file part naming a file uploaded to the service.
 func FilePart(fileID string) Part { return Part{Type: PartFile, FileID: fileID} }
+
+// ImageData returns an image part holding the image itself, of media type
+// mediaType (such as "image/png"), as a data: URL.
+func ImageData(mediaType string, data []byte) Part {
+	return ImagePart("data:" + mediaType + ";base64," + base64.StdEncoding.EncodeToString(data))
+}
+
+// FileData returns a file part holding the file itself, its media type
+// guessed from the file name's extension (application/octet-stream when
+// it tells none).
+func FileData(filename string, data []byte) Part {
+	mt := mime.TypeByExtension(path.Ext(filename))
+	if mt == "" {
+		mt = "application/octet-stream"
+	}
+	return Part{Type: PartFile, Filename: filename, Data: "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(data)}
+}
+
+// Check reports what makes p unusable as input: an unknown kind, an image
+// with neither a URL nor a file id, a file with none of a file id, a URL
+// or data (or data without a file name), a text part without text.
+func (p Part) Check() error {
+	switch p.Type {
+	case PartText:
+		if p.Text == "" {
+			return errors.New("a text part without text")
+		}
+	case PartImage:
+		if p.URL == "" && p.FileID == "" {
+			return errors.New("an image part needs a URL (https: or data:) or a file id")
+		}
+	case PartFile:
+		switch {
+		case p.FileID == "" && p.URL == "" && p.Data == "":
+			return errors.New("a file part needs a file id, a URL or the file's data")
+		case p.Data != "" && p.Filename == "":
+			return errors.New("a file part with data needs a file name")
+		}
+	default:
+		return fmt.Errorf("unknown kind of part %q", p.Type)
+	}
+	return nil
+}
+
+// FileURL returns a file part for a file at a URL.
+func FileURL(url string) Part { return Part{Type: PartFile, URL: url} }
 
 // Content is a content array. A handler returns one to send its output as
 // an array of parts, where the backend accepts arrays; elsewhere it is sent

@@ -83,7 +83,7 @@ func (s *Server) takeInput(waiting []*item, known func(callID string) bool, in [
 		case "message":
 			text, _ := messageText(it.Content)
 			role := it.Role
-			items = append(items, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: role, Text: text})
+			items = append(items, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: role, Text: text, Parts: fakeapi.InputParts(it.Content)})
 			if role == "user" {
 				texts = append(texts, text)
 			}
@@ -116,7 +116,7 @@ func (s *Server) record(thread string, items []*item) {
 	for _, it := range items {
 		switch {
 		case it.Type == "message" && it.Role == "user":
-			s.received = append(s.received, coretest.Received{Kind: "input", Thread: thread, Input: it.Text})
+			s.received = append(s.received, coretest.Received{Kind: "input", Thread: thread, Input: it.Text, Parts: it.Parts})
 		case it.Type == "function_call_output":
 			results = append(results, coretest.Delivered{CallID: it.CallID, Name: it.Name, Output: it.outputText()})
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // item is a conversation or response item as the fake stores it. It
@@ -14,8 +16,9 @@ type item struct {
 	ID     string
 	Status string
 	// message
-	Role string
-	Text string // the text of a message (input_text or output_text)
+	Role  string
+	Text  string        // the text of a message (input_text or output_text)
+	Parts []driver.Part // the images and files of a message
 	// function_call and function_call_output
 	CallID    string
 	Name      string

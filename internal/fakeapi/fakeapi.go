@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // PageError is a refused list parameter.
@@ -109,4 +111,34 @@ func Chunks(text string, size int) []string {
 		text = text[i:]
 	}
 	return out
+}
+
+// InputParts returns the image and file parts of an input, in order: of a
+// content array, or of the content arrays of an array of messages; none
+// for a string.
+func InputParts(raw json.RawMessage) []driver.Part {
+	var elems []json.RawMessage
+	if json.Unmarshal(raw, &elems) != nil {
+		return nil
+	}
+	var parts []driver.Part
+	for _, e := range elems {
+		var head struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(e, &head) != nil {
+			continue
+		}
+		switch head.Type {
+		case "input_image", "input_file":
+			var p driver.Part
+			if json.Unmarshal(e, &p) == nil {
+				parts = append(parts, p)
+			}
+		default:
+			parts = append(parts, InputParts(head.Content)...)
+		}
+	}
+	return parts
 }

@@ -151,7 +151,7 @@ func (b *Backend) Name() string { return b.name }
 // Capabilities implements [driver.CapabilityReporter]: outputs may be
 // content arrays; there is no failure flag and no deferred loading.
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{ContentArrays: true}
+	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true}
 }
 
 // Mode returns how the backend links the responses of a thread.

@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 
@@ -26,7 +27,7 @@ import (
 // message as the response's input. In Chain mode the message is the input
 // of a response linked to the thread's latest response.
 func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
-	msg := responses.ResponseInputItemParamOfMessage(req.Input, responses.EasyInputMessageRoleUser)
+	msg := inputMessage(req.Input, req.Parts)
 	if b.mode == Chain {
 		input := append(b.takeCanceled(req.Thread), msg)
 		return b.respond(ctx, req.Thread, input)
@@ -55,6 +56,38 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 		return &driver.Step{Thread: thread}, err
 	}
 	return step, nil
+}
+
+// inputMessage returns the user's message: its text alone, or a content
+// list of its text, then its parts.
+func inputMessage(text string, parts []driver.Part) responses.ResponseInputItemUnionParam {
+	if len(parts) == 0 {
+		return responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser)
+	}
+	content := responses.ResponseInputMessageContentListParam{{OfInputText: &responses.ResponseInputTextParam{Text: text}}}
+	for _, p := range parts {
+		var c responses.ResponseInputContentUnionParam
+		switch p.Type {
+		case driver.PartText:
+			c.OfInputText = &responses.ResponseInputTextParam{Text: p.Text}
+		case driver.PartImage:
+			c.OfInputImage = &responses.ResponseInputImageParam{Detail: responses.ResponseInputImageDetailAuto,
+				ImageURL: optional(p.URL), FileID: optional(p.FileID)}
+		case driver.PartFile:
+			c.OfInputFile = &responses.ResponseInputFileParam{FileID: optional(p.FileID), FileURL: optional(p.URL),
+				FileData: optional(p.Data), Filename: optional(p.Filename)}
+		}
+		content = append(content, c)
+	}
+	return responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)
+}
+
+// optional returns s as an optional parameter, absent when empty.
+func optional(s string) param.Opt[string] {
+	if s == "" {
+		return param.Opt[string]{}
+	}
+	return openai.String(s)
 }
 
 // Submit implements [driver.Backend]: it sends one function_call_output

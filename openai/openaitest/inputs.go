@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 type inputEvent struct {
@@ -80,7 +81,7 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 				if err := sess.model.Begin(text); err != nil {
 					return bad("invalid_value", err.Error())
 				}
-				s.startTurn(sess, text)
+				s.startTurn(sess, text, fakeapi.InputParts(ev.Input))
 			case "agent.session.input.tool_result":
 				p := sess.pendingCall(*ev.TurnID, *ev.CallID)
 				d := coretest.Delivered{CallID: p.callID, Name: p.name, Output: outputText(ev.Output), Failed: !*ev.Success}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // session is a session and the model playing the script for it.
@@ -143,7 +145,7 @@ func (s *Server) createSession(req *Request) reply {
 		return errorReply(http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error())
 	}
 	s.sessions[sess.id] = sess
-	s.startTurn(sess, input)
+	s.startTurn(sess, input, inputParts(req.Body))
 	return reply{status: http.StatusOK, body: sess.json()}
 }
 
@@ -170,7 +172,7 @@ func (s *Server) createSessionStream(w http.ResponseWriter, r *http.Request, req
 	sess.subs[sub] = true
 	sess.status = "in_progress"
 	s.emit(sess, eventJSON{Type: "agent.session.created", Session: sess.json()})
-	s.startTurn(sess, input)
+	s.startTurn(sess, input, inputParts(req.Body))
 	s.mu.Unlock()
 	s.serveStream(w, r, sess, sub)
 }
@@ -343,4 +345,16 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request, id, turnID st
 		data[i] = e.v
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "has_more": more, "last_id": last})
+}
+
+// inputParts returns the image and file parts of a session's creation
+// input.
+func inputParts(body []byte) []driver.Part {
+	var b struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return nil
+	}
+	return fakeapi.InputParts(b.Input)
 }

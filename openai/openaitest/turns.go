@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
@@ -12,14 +13,14 @@ import (
 
 // startTurn starts a turn with input (model.Begin already succeeded) and
 // plays its first step.
-func (s *Server) startTurn(sess *session, input string) {
+func (s *Server) startTurn(sess *session, input string, parts []driver.Part) {
 	now := s.now()
 	t := &turn{id: s.newID("turn"), status: "in_progress", created: now}
 	sess.turns = append(sess.turns, t)
 	sess.cur = t
 	sess.status = "in_progress"
 	sess.active = now
-	s.received = append(s.received, coretest.Received{Kind: "input", Thread: sess.id, Input: input})
+	s.received = append(s.received, coretest.Received{Kind: "input", Thread: sess.id, Input: input, Parts: parts})
 	user := (&itemJSON{ID: s.newID("msg"), Type: "message", TurnID: t.id, Role: "user", Status: "completed",
 		Content: []contentJSON{{Type: "input_text", Text: input}}}).json()
 	s.addItem(sess, t, user)

@@ -62,6 +62,7 @@ var scenarios = []scenario{
 	{"AuthenticationFailure", "a refused credential gives PermissionDenied", authenticationFailure},
 	{"TurnFailure", "a service-side failure of the turn ends the run with an error carrying the service's message", turnFailure},
 	{"RichInput", "images and files go with the input as the backend's wire carries them; a kind it cannot carry is refused before anything is sent", richInput},
+	{"StructuredOutput", "a run can ask for an answer of a Go type's schema, sent on every request of the run, and decode it; backends that cannot set it refuse before sending", structuredOutput},
 	{"StreamAnswer", "a streamed answer arrives in pieces that make exactly its text, once, then the run ends", streamAnswer},
 	{"StreamOrder", "a streamed run reports each step's calls, their runs and their results in order, then the answer's text", streamOrder},
 	{"StreamCutMidText", "after the stream drops in the middle of a message, the reader gets the rest of it: no repeat, no gap", streamCut},
@@ -632,5 +633,54 @@ func richInput(e *env) {
 	}
 	if _, err := r.Run(e.t.Context(), "x", &core.RunOptions{Parts: []core.Part{{Type: core.PartImage}}}); errcode.Of(err) != errcode.InvalidArgument {
 		e.t.Errorf("an image without a URL: %v, want InvalidArgument", err)
+	}
+}
+
+// forecast is the answer of the StructuredOutput scenario.
+type forecast struct {
+	City  string   `json:"city"`
+	TempF int      `json:"temp_f"`
+	Sky   []string `json:"sky"`
+}
+
+func structuredOutput(e *env) {
+	s := script(
+		calls("getCurrentWeatherAtLocation", `{"location":"Seattle, WA"}`),
+		answer(`{"city":"Seattle, WA","temp_f":70,"sky":["sunny","breezy"]}`),
+	)
+	s.Turns = append(s.Turns, coretest.Turn{Steps: []coretest.Step{answer(`{"city":"Seattle, WA"}`)}})
+	r := e.runner(s, nil, weatherTools(e)...)
+	format, err := core.NewFormat[forecast]("forecast", &core.ToolOptions{Strict: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !e.caps.ResponseFormat {
+		_, err := r.Run(e.t.Context(), "Forecast?", &core.RunOptions{Format: format})
+		e.wantCode(err, errcode.InvalidArgument)
+		if k := e.kinds(); len(k) != 0 {
+			e.t.Errorf("the fake received %v for a refused format, want nothing", k)
+		}
+		return
+	}
+	res := e.run(r, "Forecast?", &core.RunOptions{Format: format})
+	got, err := core.Decode[forecast](format, res)
+	if err != nil {
+		e.t.Fatalf("Decode: %v", err)
+	}
+	if diff := cmp.Diff(forecast{City: "Seattle, WA", TempF: 70, Sky: []string{"sunny", "breezy"}}, got); diff != "" {
+		e.t.Errorf("decoded (-want +got):\n%s", diff)
+	}
+	for _, rec := range e.h.Received() {
+		if rec.Format != "forecast" {
+			e.t.Errorf("the fake received a %s request with format %q, want every request of the run to ask for %q", rec.Kind, rec.Format, "forecast")
+		}
+	}
+	// An answer that is not of the schema is refused by Decode.
+	res, err = r.Run(e.t.Context(), "Again?", &core.RunOptions{Format: format, Thread: res.Thread})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := core.Decode[forecast](format, res); errcode.Of(err) != errcode.Internal || !strings.Contains(err.Error(), "does not match") {
+		e.t.Errorf("Decode of an answer missing fields: %v, want an Internal error saying it does not match", err)
 	}
 }

@@ -201,6 +201,10 @@ type RunOptions struct {
 	// driver.Capabilities tells which kinds it carries. A resume ignores
 	// them.
 	Parts []Part
+	// Format, if set, asks the model for an answer of a JSON schema
+	// (see [NewFormat]); [Decode] reads it. A backend that cannot set a
+	// run's format refuses the run with an InvalidArgument error.
+	Format *Format
 }
 
 // Result is the outcome of a run.
@@ -278,7 +282,7 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return nil, err
 	} else {
-		step, err = r.b.Start(ctx, &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts})
+		step, err = r.b.Start(ctx, &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts, Format: ro.Format.driverFormat()})
 	}
 	if err != nil {
 		err = r.backendError(ctx, op, err)
@@ -371,7 +375,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			// reader learns first that the results went.
 			sk.pending = submitted
 		}
-		next, err := r.b.Submit(ctx, &driver.SubmitRequest{Step: step, Results: results})
+		next, err := r.b.Submit(ctx, &driver.SubmitRequest{Step: step, Results: results, Format: ro.Format.driverFormat()})
 		if sk != nil && sk.pending != nil && err != nil {
 			sk.pending = nil
 		}

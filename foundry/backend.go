@@ -179,7 +179,8 @@ func (b *Backend) Name() string { return b.loop.Name() }
 
 // Capabilities implements [driver.CapabilityReporter]: inputs may carry
 // images and files, outputs may be content arrays; there is no failure
-// flag and no deferred loading.
+// flag, no deferred loading, and no response format per run (the agent's
+// definition sets it).
 func (b *Backend) Capabilities() driver.Capabilities { return b.loop.Capabilities() }
 
 // Mode returns how the backend links the responses of a thread.

@@ -32,6 +32,9 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	if id == "" {
 		id = b.opts.SessionID
 	}
+	if err := refuseFormat(req.Format); err != nil {
+		return nil, err
+	}
 	content, err := inputContent(req.Input, req.Parts)
 	if err != nil {
 		return nil, err
@@ -76,6 +79,9 @@ func (b *Backend) Resume(ctx context.Context, id string) (*driver.Step, error) {
 // request (see the package documentation, Delivery) and returns the next
 // step.
 func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
+	if err := refuseFormat(req.Format); err != nil {
+		return nil, err
+	}
 	st, err := b.thread(req.Step.Thread)
 	if err != nil {
 		return nil, err
@@ -144,6 +150,15 @@ func (b *Backend) finish(ctx context.Context, st *thread, step *driver.Step, err
 		st.endTurn()
 	}
 	return step, err
+}
+
+// refuseFormat refuses a run's response format: a session answers in its
+// agent's (the agent's text.format), which a run cannot change.
+func refuseFormat(f *driver.Format) error {
+	if f == nil {
+		return nil
+	}
+	return errcode.Errorf(errcode.InvalidArgument, "openai: a session answers in its agent's format (text.format, set when the agent is made); a run cannot ask for format %q", f.Name)
 }
 
 // inputContent returns the content of the user's message: its text, then

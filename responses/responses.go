@@ -155,8 +155,8 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 func (b *Backend) Name() string { return b.loop.Name() }
 
 // Capabilities implements [driver.CapabilityReporter]: inputs may carry
-// images and files, outputs may be content arrays; there is no failure
-// flag and no deferred loading.
+// images and files, outputs may be content arrays, a run may ask for a
+// response format; there is no failure flag and no deferred loading.
 func (b *Backend) Capabilities() driver.Capabilities { return b.loop.Capabilities() }
 
 // Mode returns how the backend links the responses of a thread.

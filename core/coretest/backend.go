@@ -71,6 +71,8 @@ type Received struct {
 	Input string `json:"input,omitempty"`
 	// Parts are the image and file parts sent with the input, in order.
 	Parts []driver.Part `json:"parts,omitempty"`
+	// Format names the response format the request asked for, if any.
+	Format string `json:"format,omitempty"`
 	// Results are the results, in the order received (Kind "results").
 	Results []Delivered `json:"results,omitempty"`
 }
@@ -101,7 +103,7 @@ func (b *Backend) Name() string { return b.opts.Name }
 
 // Capabilities implements [driver.CapabilityReporter].
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, InputFiles: true}
+	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: true}
 }
 
 // Start implements [driver.Backend].
@@ -154,7 +156,7 @@ func (b *Backend) start(ctx context.Context, req *driver.StartRequest) (*driver.
 	if th == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownThread, req.Thread)
 	}
-	b.received = append(b.received, Received{Kind: "input", Thread: id, Input: req.Input, Parts: req.Parts})
+	b.received = append(b.received, Received{Kind: "input", Thread: id, Input: req.Input, Parts: req.Parts, Format: formatName(req.Format)})
 	if err := th.model.Begin(req.Input); err != nil {
 		return nil, err
 	}
@@ -178,7 +180,7 @@ func (b *Backend) submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	for i, r := range req.Results {
 		got[i] = Delivered{CallID: r.Call.ID, Name: r.Call.Name, Output: r.Output.String(), Failed: r.Failed, Error: r.Error}
 	}
-	b.received = append(b.received, Received{Kind: "results", Thread: req.Step.Thread, Results: got})
+	b.received = append(b.received, Received{Kind: "results", Thread: req.Step.Thread, Results: got, Format: formatName(req.Format)})
 	if len(got) != len(th.pending) {
 		return nil, fmt.Errorf("coretest: %d results for %d pending calls", len(got), len(th.pending))
 	}
@@ -242,6 +244,13 @@ func (b *Backend) Received() []Received {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.received)
+}
+
+func formatName(f *driver.Format) string {
+	if f == nil {
+		return ""
+	}
+	return f.Name
 }
 
 // lose applies the Lose hook to the outcome of op.

@@ -98,6 +98,20 @@ type Capabilities struct {
 	InputImages bool
 	// InputFiles: a run's input may carry files (PartFile).
 	InputFiles bool
+	// ResponseFormat: a run may ask for an answer of a JSON schema
+	// (StartRequest.Format).
+	ResponseFormat bool
+}
+
+// Format asks the model for an answer that is a JSON document of Schema
+// (on the Responses API, text.format of type json_schema).
+type Format struct {
+	// Name names the format.
+	Name string
+	// Schema is the answer's JSON Schema.
+	Schema json.RawMessage
+	// Strict asks the service to keep to the schema exactly.
+	Strict bool
 }
 
 // StartRequest is the input of [Backend.Start].
@@ -111,6 +125,10 @@ type StartRequest struct {
 	// sending anything, a kind of part its service cannot carry (see
 	// [Capabilities]).
 	Parts []Part
+	// Format, if set, asks for an answer of a JSON schema. A backend that
+	// cannot set one refuses, with an InvalidArgument error and before
+	// sending anything.
+	Format *Format
 }
 
 // SubmitRequest is the input of [Backend.Submit].
@@ -119,6 +137,8 @@ type SubmitRequest struct {
 	Step *Step
 	// Results holds one result per call of Step, in call order.
 	Results []ToolResult
+	// Format is the run's format, as in [StartRequest].
+	Format *Format
 }
 
 // A Step is what the model did in one round of a turn: either it asked for

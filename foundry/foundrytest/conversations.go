@@ -110,19 +110,20 @@ func (s *Server) takeInput(waiting []*item, known func(callID string) bool, in [
 	return items, texts, nil
 }
 
-// record notes what a thread received, in neutral terms.
-func (s *Server) record(thread string, items []*item) {
+// record notes what a thread received, in neutral terms, with the name of
+// the response format asked for, if any.
+func (s *Server) record(thread string, items []*item, format string) {
 	var results []coretest.Delivered
 	for _, it := range items {
 		switch {
 		case it.Type == "message" && it.Role == "user":
-			s.received = append(s.received, coretest.Received{Kind: "input", Thread: thread, Input: it.Text, Parts: it.Parts})
+			s.received = append(s.received, coretest.Received{Kind: "input", Thread: thread, Input: it.Text, Parts: it.Parts, Format: format})
 		case it.Type == "function_call_output":
 			results = append(results, coretest.Delivered{CallID: it.CallID, Name: it.Name, Output: it.outputText()})
 		}
 	}
 	if len(results) > 0 {
-		s.received = append(s.received, coretest.Received{Kind: "results", Thread: thread, Results: results})
+		s.received = append(s.received, coretest.Received{Kind: "results", Thread: thread, Results: results, Format: format})
 	}
 }
 
@@ -130,7 +131,7 @@ func (s *Server) record(thread string, items []*item) {
 // the model its results once all its calls are answered.
 func (s *Server) add(c *conversation, items []*item, texts []string) {
 	c.append(items...)
-	s.record(c.id, items)
+	s.record(c.id, items, "")
 	c.unbegun = append(c.unbegun, texts...)
 	if len(c.modelCalls) == 0 {
 		return

@@ -88,6 +88,7 @@ type request struct {
 	previous     string
 	input        []inputItem
 	stream       bool
+	format       string // the name of the json_schema text.format asked for
 }
 
 // present reports whether key is in m with a value other than null.
@@ -171,6 +172,29 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 		return nil, e
 	}
 	req.input = in
+	if present(m, "text") {
+		var text struct {
+			Format struct {
+				Type   string          `json:"type"`
+				Name   string          `json:"name"`
+				Schema json.RawMessage `json:"schema"`
+			} `json:"format"`
+		}
+		if json.Unmarshal(m["text"], &text) != nil {
+			return nil, schemaError("text")
+		}
+		switch f := text.Format; f.Type {
+		case "", "text", "json_object":
+		case "json_schema":
+			var schema map[string]any
+			if f.Name == "" || json.Unmarshal(f.Schema, &schema) != nil || schema == nil {
+				return nil, schemaError("text.format")
+			}
+			req.format = f.Name
+		default:
+			return nil, badRequest("invalid_value", "text.format.type", "Invalid value: '%s'.", f.Type)
+		}
+	}
 	if present(m, "stream") {
 		json.Unmarshal(m["stream"], &req.stream)
 	}
@@ -313,7 +337,7 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 	if prev != nil {
 		thread = prev.id
 	}
-	s.record(thread, items)
+	s.record(thread, items, req.format)
 	if len(waiting) > 0 {
 		outputs := map[string]*item{}
 		for _, it := range items {

@@ -148,10 +148,12 @@ func New(c Config) *Backend {
 // Name implements [driver.Backend].
 func (b *Backend) Name() string { return b.name }
 
-// Capabilities implements [driver.CapabilityReporter]: outputs may be
-// content arrays; there is no failure flag and no deferred loading.
+// Capabilities implements [driver.CapabilityReporter]: inputs may carry
+// images and files, outputs may be content arrays, a run may set a
+// response format unless the requests name an agent; there is no failure
+// flag and no deferred loading.
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true}
+	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: b.agentRef == nil}
 }
 
 // Mode returns how the backend links the responses of a thread.

@@ -100,7 +100,7 @@ func (b *Backend) continueConversation(ctx context.Context, conv string, h *hist
 	case h.last.Type == "message" && h.last.Role == "assistant":
 		return &driver.Step{Thread: conv, Text: messageText(*h.last)}, nil
 	}
-	return b.respond(ctx, conv, nil)
+	return b.respond(ctx, conv, nil, nil)
 }
 
 // recoverStart is called when a Start on conv was refused: if the

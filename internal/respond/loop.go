@@ -27,10 +27,13 @@ import (
 // message as the response's input. In Chain mode the message is the input
 // of a response linked to the thread's latest response.
 func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
+	if err := b.checkFormat(req.Format); err != nil {
+		return nil, err
+	}
 	msg := inputMessage(req.Input, req.Parts)
 	if b.mode == Chain {
 		input := append(b.takeCanceled(req.Thread), msg)
-		return b.respond(ctx, req.Thread, input)
+		return b.respond(ctx, req.Thread, input, req.Format)
 	}
 	thread, input := req.Thread, []responses.ResponseInputItemUnionParam{msg}
 	if thread == "" {
@@ -43,7 +46,7 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 		b.mu.Unlock()
 		thread, input = conv.ID, nil
 	}
-	step, err := b.respond(ctx, thread, input)
+	step, err := b.respond(ctx, thread, input, req.Format)
 	if err != nil && isBadRequest(err) {
 		// The answer to an earlier attempt may have been lost after the
 		// service acted on it: the conversation then holds the calls.
@@ -96,11 +99,14 @@ func optional(s string) param.Opt[string] {
 // as an array of input parts; any other output as [driver.Output.String]
 // renders it.
 func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
+	if err := b.checkFormat(req.Format); err != nil {
+		return nil, err
+	}
 	input := make([]responses.ResponseInputItemUnionParam, len(req.Results))
 	for i := range req.Results {
 		input[i] = outputItem(&req.Results[i])
 	}
-	step, err := b.respond(ctx, req.Step.Thread, input)
+	step, err := b.respond(ctx, req.Step.Thread, input, req.Format)
 	if err != nil && b.mode == Conversation && isBadRequest(err) {
 		// The outputs may have been delivered by an attempt whose answer
 		// was lost: then the conversation holds them, and the next step.
@@ -177,8 +183,18 @@ func (b *Backend) takeCanceled(thread string) []responses.ResponseInputItemUnion
 	return items
 }
 
-// respond creates a response on thread with input and returns its step.
-func (b *Backend) respond(ctx context.Context, thread string, input []responses.ResponseInputItemUnionParam) (*driver.Step, error) {
+// checkFormat refuses a run's response format on a request that names an
+// agent: the service takes the format from the agent's definition only.
+func (b *Backend) checkFormat(f *driver.Format) error {
+	if f != nil && b.agentRef != nil {
+		return errcode.Errorf(errcode.InvalidArgument, "%s: a request that names an agent answers in the agent's format (its definition's text.format); a run cannot ask for format %q", b.name, f.Name)
+	}
+	return nil
+}
+
+// respond creates a response on thread with input (and, if set, the
+// response format) and returns its step.
+func (b *Backend) respond(ctx context.Context, thread string, input []responses.ResponseInputItemUnionParam, format *driver.Format) (*driver.Step, error) {
 	p := responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfInputItemList: append(responses.ResponseInputParam{}, input...)}}
 	switch {
 	case b.mode == Conversation:
@@ -194,6 +210,15 @@ func (b *Backend) respond(ctx context.Context, thread string, input []responses.
 			p.Instructions = openai.String(b.instructions)
 		}
 		p.Tools = b.tools
+		if format != nil {
+			var schema map[string]any
+			if err := json.Unmarshal(format.Schema, &schema); err != nil {
+				return nil, errcode.Errorf(errcode.InvalidArgument, "%s: format %q: the schema is not a JSON object: %v", b.name, format.Name, err)
+			}
+			p.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
+				OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{Name: format.Name, Schema: schema, Strict: openai.Bool(format.Strict)},
+			}}
+		}
 	}
 	r, err := b.create(ctx, thread, &p)
 	if err != nil {

@@ -24,6 +24,32 @@
 // [Runner.Resume] sends kept results again, with the same ids and
 // idempotency key, instead of running the functions twice.
 //
+// # Streaming
+//
+// [Runner.Stream] (and [Runner.ResumeStream]) is the same run as an
+// iterator of [Event]s, read with a range loop: the model's text as it is
+// written (EventTextDelta, then EventTextDone with each message whole),
+// its reasoning (EventReasoningDelta), its calls as they arrive
+// (EventToolCall), each step's calls started and finished, its results
+// submitted, its usage, and the run's end; [Stream.Result] then returns
+// what [Runner.Run] would have. The run takes place in the goroutine that
+// ranges, the backend handing each piece over as it reads it from the
+// service (see driver.Observer): nothing is buffered, so a slow reader
+// slows the read of the stream, and breaking out of the loop cancels the
+// run as a canceled context would, the service's turn with it. The pieces
+// of each message make its text exactly once: after a dropped stream the
+// backend resumes it (from the service's sequence numbers where it has
+// them), and what a gap left out arrives with the message's end. Backends
+// that do not stream, or poll, give each message whole.
+//
+// # Input and output
+//
+// A run's input may carry images and files ([RunOptions.Parts]), and a
+// run may ask for an answer of a JSON schema inferred from a Go type
+// ([NewFormat], [RunOptions.Format], [Decode]). A backend refuses, with an
+// InvalidArgument error and before it sends anything, what its service
+// cannot carry; driver.Capabilities says what each carries.
+//
 // # Limits
 //
 // Every call and every run is bounded. A handler runs for at most

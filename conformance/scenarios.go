@@ -65,6 +65,7 @@ var scenarios = []scenario{
 	{"StructuredOutput", "a run can ask for an answer of a Go type's schema, sent on every request of the run, and decode it; backends that cannot set it refuse before sending", structuredOutput},
 	{"StreamAnswer", "a streamed answer arrives in pieces that make exactly its text, once, then the run ends", streamAnswer},
 	{"StreamOrder", "a streamed run reports each step's calls, their runs and their results in order, then the answer's text", streamOrder},
+	{"StreamReasoning", "a streaming backend hands over the model's reasoning summaries as they are written, each before what it led to", streamReasoning},
 	{"StreamCutMidText", "after the stream drops in the middle of a message, the reader gets the rest of it: no repeat, no gap", streamCut},
 	{"StreamBreak", "a reader that stops ends the run as Canceled, sends nothing, leaves no goroutine behind and the thread usable", streamBreak},
 	{"StreamSlowReader", "a slow reader slows the read of the service's stream: nothing is read ahead into memory", streamSlowReader},

@@ -35,8 +35,8 @@ func (e *env) stream(r *core.Runner, input string, opts *core.RunOptions) stream
 
 // wantMessages checks the text events: the pieces of each message make
 // its text exactly, none comes after its message is done, and the
-// messages' texts are want.
-func (e *env) wantMessages(events []core.Event, want ...string) {
+// messages' texts are want. It returns the number of pieces.
+func (e *env) wantMessages(events []core.Event, want ...string) int {
 	e.t.Helper()
 	pieces := map[string]*strings.Builder{}
 	done := map[string]bool{}
@@ -71,7 +71,7 @@ func (e *env) wantMessages(events []core.Event, want ...string) {
 	if strings.Join(texts, "\x00") != strings.Join(want, "\x00") {
 		e.t.Errorf("messages %q, want %q", texts, want)
 	}
-	e.t.Logf("%d pieces of text", n)
+	return n
 }
 
 // streamText is a long answer, in pieces of a few runes.
@@ -86,7 +86,10 @@ func streamAnswer(e *env) {
 		e.t.Fatalf("stream: %v", got.err)
 	}
 	e.wantText(got.res, streamText)
-	e.wantMessages(got.events, streamText)
+	n := e.wantMessages(got.events, streamText)
+	if e.caps.Streams && n < 2 {
+		e.t.Errorf("the answer came in %d piece(s) from a backend that streams, want it in the fake's pieces", n)
+	}
 	if last := got.events[len(got.events)-1]; last.Kind != core.EventRunFinished || last.Err != nil {
 		e.t.Errorf("last event %v (%v), want run_finished without error", last.Kind, last.Err)
 	}
@@ -300,4 +303,42 @@ func liveHeap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+func streamReasoning(e *env) {
+	think := calls("getUserFavoriteCity", `{}`)
+	think.Reasoning = "The user asks about the weather; first, their city."
+	s := script(think, coretest.Step{Reasoning: " Now I can answer.", Text: "Sunny in {{output \"getUserFavoriteCity\"}}."})
+	s.DeltaSize = 6
+	r := e.runner(s, nil, weatherTools(e)...)
+	got := e.stream(r, "Weather?", nil)
+	if got.err != nil {
+		e.t.Fatalf("stream: %v", got.err)
+	}
+	e.wantText(got.res, "Sunny in Seattle, WA.")
+	var reasoning strings.Builder
+	var order []string
+	for _, ev := range got.events {
+		switch ev.Kind {
+		case core.EventReasoningDelta:
+			reasoning.WriteString(ev.Text)
+			if len(order) == 0 || order[len(order)-1] != "reasoning" {
+				order = append(order, "reasoning")
+			}
+		case core.EventToolCall, core.EventTextDone:
+			order = append(order, ev.Kind.String())
+		}
+	}
+	want, wantOrder := think.Reasoning+" Now I can answer.", []string{"reasoning", "tool_call", "reasoning", "text_done"}
+	if !e.caps.Streams {
+		// Reasoning is streamed only; a backend that does not stream
+		// gives none.
+		want, wantOrder = "", []string{"tool_call", "text_done"}
+	}
+	if reasoning.String() != want {
+		e.t.Errorf("reasoning %q, want %q", reasoning.String(), want)
+	}
+	if strings.Join(order, " ") != strings.Join(wantOrder, " ") {
+		e.t.Errorf("order %v, want %v", order, wantOrder)
+	}
 }

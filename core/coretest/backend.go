@@ -35,8 +35,9 @@ type thread struct {
 	model   *Model
 	turn    string
 	nturn   int
-	pending []core.Call
-	text    string // last answer
+	pending   []core.Call
+	text      string // last answer
+	reasoning string // the reasoning of the last step played
 }
 
 // BackendOptions configure a Backend. nil is usable.
@@ -103,7 +104,7 @@ func (b *Backend) Name() string { return b.opts.Name }
 
 // Capabilities implements [driver.CapabilityReporter].
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: true}
+	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: true, Streams: true}
 }
 
 // Start implements [driver.Backend].
@@ -118,15 +119,32 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	return b.observed(ctx, step, err)
 }
 
-// observed streams the answer of step to ctx's observer, if any, outside
-// the backend's lock.
+// observed streams the reasoning and the answer of step to ctx's
+// observer, if any, outside the backend's lock.
 func (b *Backend) observed(ctx context.Context, step *driver.Step, err error) (*driver.Step, error) {
 	o := driver.ObserverFrom(ctx)
-	if err != nil || o == nil || len(step.Calls) > 0 || step.Text == "" {
+	if err != nil || o == nil {
 		return step, err
 	}
+	size := cmp.Or(b.opts.DeltaSize, b.script.DeltaSize)
+	b.mu.Lock()
+	var reasoning string
+	if th := b.threads[step.Thread]; th != nil {
+		reasoning, th.reasoning = th.reasoning, ""
+	}
+	b.mu.Unlock()
+	if reasoning != "" {
+		for _, piece := range fakeapi.Chunks(reasoning, size) {
+			if err := o(driver.Delta{Kind: driver.ReasoningDelta, Item: step.Thread + "/r", Text: piece}); err != nil {
+				return &driver.Step{Thread: step.Thread}, err
+			}
+		}
+	}
+	if len(step.Calls) > 0 || step.Text == "" {
+		return step, nil
+	}
 	item := step.Thread + "/" + step.Turn
-	for _, piece := range fakeapi.Chunks(step.Text, cmp.Or(b.opts.DeltaSize, b.script.DeltaSize)) {
+	for _, piece := range fakeapi.Chunks(step.Text, size) {
 		if err := o(driver.Delta{Kind: driver.TextDelta, Item: item, Text: piece}); err != nil {
 			return &driver.Step{Thread: step.Thread}, err
 		}
@@ -299,6 +317,7 @@ func (b *Backend) next(id string, th *thread) (*driver.Step, error) {
 	if len(step.Calls) == 0 {
 		th.text = a.Text
 	}
+	th.reasoning = a.Reasoning
 	return step, nil
 }
 

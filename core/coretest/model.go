@@ -53,6 +53,8 @@ type Action struct {
 	Loaded []string
 	// Fail, when set, is a service-side failure of the turn.
 	Fail *Failure
+	// Reasoning is the summary of the model's reasoning, if any.
+	Reasoning string
 }
 
 // Delivered is the result of a call, as the fake service received it,
@@ -146,7 +148,7 @@ func (m *Model) Next() (*Action, error) {
 	}
 	st := steps[m.step]
 	m.step++
-	a := &Action{Search: st.Search, Fail: st.Fail}
+	a := &Action{Search: st.Search, Fail: st.Fail, Reasoning: st.Reasoning}
 	if st.Fail != nil {
 		return a, nil
 	}

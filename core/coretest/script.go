@@ -77,6 +77,9 @@ type Step struct {
 	Text string `json:"text,omitempty"`
 	// Fail, if set, fails the turn on the service side.
 	Fail *Failure `json:"fail,omitempty"`
+	// Reasoning, if set, is a summary of the model's reasoning, which a
+	// fake that streams sends before the step's calls or answer.
+	Reasoning string `json:"reasoning,omitempty"`
 }
 
 // A Call is one function call in a Step.

@@ -101,6 +101,10 @@ type Capabilities struct {
 	// ResponseFormat: a run may ask for an answer of a JSON schema
 	// (StartRequest.Format).
 	ResponseFormat bool
+	// Streams: the backend reads the service's stream and hands the
+	// model's text and reasoning over as they arrive (see [Observer]);
+	// otherwise it gives each message whole, and no reasoning.
+	Streams bool
 }
 
 // Format asks the model for an answer that is a JSON document of Schema

@@ -106,7 +106,7 @@ type itemWire struct {
 	ResponseID string           `json:"response_id,omitempty"`
 	Role       *string          `json:"role,omitempty"`
 	Status     string           `json:"status,omitempty"`
-	Summary    *[]struct{}      `json:"summary,omitempty"`
+	Summary    *[]contentWire   `json:"summary,omitempty"`
 	Type       string           `json:"type"`
 }
 
@@ -134,7 +134,10 @@ func (it *item) MarshalJSON() ([]byte, error) {
 	case "function_call_output":
 		w.CallID, w.Output = &it.CallID, &it.Output
 	case "reasoning":
-		w.Summary = &[]struct{}{}
+		w.Summary = &[]contentWire{}
+		if it.Summary != "" {
+			w.Summary = &[]contentWire{{Type: "summary_text", Text: it.Summary}}
+		}
 	}
 	return json.Marshal(w)
 }

@@ -402,8 +402,8 @@ func (s *Server) chainModel(prev *response) *coretest.Model {
 
 // answer fills r's output from the model's action.
 func (s *Server) answer(r *response, a *coretest.Action) {
-	if s.opts.Reasoning && a.Fail == nil {
-		r.output = append(r.output, &item{Type: "reasoning", ID: s.newID("rs_")})
+	if (s.opts.Reasoning || a.Reasoning != "") && a.Fail == nil {
+		r.output = append(r.output, &item{Type: "reasoning", ID: s.newID("rs_"), Summary: a.Reasoning})
 	}
 	switch {
 	case a.Fail != nil:

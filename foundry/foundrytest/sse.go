@@ -62,6 +62,20 @@ func (s *Server) events(r *response) *sseAnswer {
 			done["logprobs"] = []any{}
 			add("response.output_text.done", done)
 			add("response.content_part.done", with("part", part(it.Text)))
+		case "reasoning":
+			begin := *it
+			begin.Summary = ""
+			add("response.output_item.added", map[string]any{"output_index": i, "item": &begin})
+			if it.Summary != "" {
+				at := map[string]any{"item_id": it.ID, "output_index": i, "summary_index": 0}
+				with := func(k string, v any) map[string]any { m := maps.Clone(at); m[k] = v; return m }
+				add("response.reasoning_summary_part.added", with("part", map[string]any{"type": "summary_text", "text": ""}))
+				for _, d := range fakeapi.Chunks(it.Summary, s.opts.DeltaSize) {
+					add("response.reasoning_summary_text.delta", with("delta", d))
+				}
+				add("response.reasoning_summary_text.done", with("text", it.Summary))
+				add("response.reasoning_summary_part.done", with("part", map[string]any{"type": "summary_text", "text": it.Summary}))
+			}
 		default:
 			add("response.output_item.added", map[string]any{"output_index": i, "item": it})
 		}

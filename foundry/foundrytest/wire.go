@@ -19,6 +19,8 @@ type item struct {
 	Role  string
 	Text  string        // the text of a message (input_text or output_text)
 	Parts []driver.Part // the images and files of a message
+	// Summary is the summary text of a reasoning item.
+	Summary string
 	// function_call and function_call_output
 	CallID    string
 	Name      string

@@ -250,6 +250,10 @@ func (e *eventJSON) appendJSON(b []byte) []byte {
 		b = appendKey(b, "content_index")
 		b = strconv.AppendInt(b, int64(*e.ContentIndex), 10)
 	}
+	if e.SummaryIndex != nil {
+		b = appendKey(b, "summary_index")
+		b = strconv.AppendInt(b, int64(*e.SummaryIndex), 10)
+	}
 	if e.Delta != "" {
 		b = appendKey(b, "delta")
 		b = appendString(b, e.Delta)
@@ -313,6 +317,16 @@ func (it *itemJSON) appendJSON(b []byte) []byte {
 	if len(it.Content) > 0 {
 		b = append(b, `,"content":[`...)
 		for i, c := range it.Content {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = c.appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	if it.Summary != nil {
+		b = append(b, `,"summary":[`...)
+		for i, c := range it.Summary {
 			if i > 0 {
 				b = append(b, ',')
 			}

@@ -55,7 +55,11 @@ func (s *Server) play(sess *session) {
 	case a.Fail != nil:
 		s.endTurn(sess, "failed", &turnErrorJSON{Code: a.Fail.Code, Message: a.Fail.Message})
 		return
-	case len(a.Calls) > 0:
+	}
+	if a.Reasoning != "" {
+		s.reasoning(sess, t, a.Reasoning)
+	}
+	if len(a.Calls) > 0 {
 		s.askCalls(sess, t, a.Calls)
 		return
 	}
@@ -64,6 +68,35 @@ func (s *Server) play(sess *session) {
 	}
 	s.message(sess, t, "final_answer", a.Text)
 	s.endTurn(sess, "completed", nil)
+}
+
+// reasoning emits a reasoning item whose summary is text, in deltas.
+func (s *Server) reasoning(sess *session, t *turn, text string) {
+	id := s.newID("rs")
+	index := t.index
+	t.index++
+	s.itemEvent(sess, t, "agent.session.turn.item.added", index,
+		(&itemJSON{ID: id, Type: "reasoning", TurnID: t.id, Status: "in_progress", Summary: []contentJSON{}}).json())
+	at := func(typ string) eventJSON {
+		return eventJSON{Type: typ, SessionID: sess.id, TurnID: t.id, ItemID: id, OutputIndex: intp(index), SummaryIndex: intp(0)}
+	}
+	added := at("agent.session.turn.reasoning_summary_part.added")
+	added.Part = &contentJSON{Type: "summary_text"}
+	s.emit(sess, added)
+	for _, d := range fakeapi.Chunks(text, s.opts.DeltaSize) {
+		ev := at("agent.session.turn.reasoning_summary_text.delta")
+		ev.Delta = d
+		s.emit(sess, ev)
+	}
+	textDone := at("agent.session.turn.reasoning_summary_text.done")
+	textDone.Text = &text
+	s.emit(sess, textDone)
+	partDone := at("agent.session.turn.reasoning_summary_part.done")
+	partDone.Part = &contentJSON{Type: "summary_text", Text: text}
+	s.emit(sess, partDone)
+	done := (&itemJSON{ID: id, Type: "reasoning", TurnID: t.id, Status: "completed", Summary: []contentJSON{{Type: "summary_text", Text: text}}}).json()
+	s.itemEvent(sess, t, "agent.session.turn.item.done", index, done)
+	s.addItem(sess, t, done)
 }
 
 // message emits an assistant message of the given phase.

@@ -94,6 +94,7 @@ type eventJSON struct {
 	OutputIndex  *int            `json:"output_index,omitempty"`
 	ItemID       string          `json:"item_id,omitempty"`
 	ContentIndex *int            `json:"content_index,omitempty"`
+	SummaryIndex *int            `json:"summary_index,omitempty"`
 	Delta        string          `json:"delta,omitempty"`
 	Text         *string         `json:"text,omitempty"`
 	Part         *contentJSON    `json:"part,omitempty"`
@@ -120,6 +121,7 @@ type itemJSON struct {
 	Error     *string         `json:"error,omitempty"`
 	Status    string          `json:"status"`
 	Content   []contentJSON   `json:"content,omitempty"`
+	Summary   []contentJSON   `json:"summary,omitempty"`
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -32,9 +32,9 @@ type Backend struct {
 }
 
 type thread struct {
-	model   *Model
-	turn    string
-	nturn   int
+	model     *Model
+	turn      string
+	nturn     int
 	pending   []core.Call
 	text      string // last answer
 	reasoning string // the reasoning of the last step played

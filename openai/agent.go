@@ -23,6 +23,9 @@ func (b *Backend) checkAgent(ctx context.Context) error {
 	}
 	var missing []string
 	for _, t := range agent.Tools {
+		if t.Type == "function" && t.Async {
+			return errcode.Errorf(errcode.FailedPrecondition, "openai: agent %s declares function %q async: toolrelay answers every function call within its turn, so it runs synchronous functions only; declare it without async", b.opts.Agent, t.Name)
+		}
 		if t.Type == "function" && b.tools.Lookup(t.Name) == nil {
 			missing = append(missing, t.Name)
 		}

@@ -51,7 +51,9 @@
 //     RequestOptions too, whatever its CheckRedirect).
 //   - The agent: Agent names an existing agent (its tools are defined on
 //     the service; the toolbox supplies only the implementations, and Open
-//     reports the functions it lacks). Otherwise an agent is made from the
+//     reports the functions it lacks; it refuses, FailedPrecondition, an
+//     agent that declares a function async, since the backend answers
+//     every call within its turn). Otherwise an agent is made from the
 //     toolbox on first use, with Model (default [DefaultModel]) and
 //     Instructions: one function tool per tool, its JSON Schema sent as it
 //     is (the sessions API has no strict flag), defer_loading for deferred
@@ -72,6 +74,7 @@
 //
 // # Delivery
 //
+// Event streams are read as openai-go (v3.102) reads them, in events mode.
 // Events are de-duplicated by event_id. A stream that ends mid-turn is
 // resumed: the backend subscribes again first, then reads the session
 // (Sessions.Get) and continues from what it shows: calls still pending, or
@@ -103,6 +106,12 @@
 // mapped by its code (rate and spend limits, context length: ResourceExhausted;
 // authentication_error: PermissionDenied; invalid_request: InvalidArgument;
 // server and internal errors: Internal; a cancelled turn: Canceled). A
+// session paused on its spending limit (agent.session.budget_reached, or
+// status budget_reached) gives a TurnError with status and code
+// budget_reached (ResourceExhausted). The "error" event the service sends
+// before a turn or the session fails ends nothing: the lifecycle event
+// after it does, and the error's code and message complete a failed turn
+// that carries none. A
 // failed session gives a *[SessionError] (Internal); a required action that
 // is not a function call gives an *[UnsupportedActionError]
 // (Unimplemented); a stream that keeps dropping gives Unknown. Context

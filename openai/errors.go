@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
@@ -60,7 +59,6 @@ func (b *Backend) ErrorCode(err error) errcode.Code {
 		te  *driver.TurnError
 		se  *SessionError
 		ue  *UnsupportedActionError
-		sse *ssestream.StreamError
 	)
 	switch {
 	case errors.As(err, &te):
@@ -71,10 +69,8 @@ func (b *Backend) ErrorCode(err error) errcode.Code {
 		return errcode.Internal
 	case errors.As(err, &api):
 		return errcode.FromHTTPStatus(api.StatusCode)
-	case errors.As(err, &sse):
-		return errcode.Internal
 	}
-	return errcode.Unknown
+	return errcode.Of(err) // this package's coded errors; else Unknown
 }
 
 func turnCode(e *driver.TurnError) errcode.Code {
@@ -90,6 +86,8 @@ func turnCode(e *driver.TurnError) errcode.Code {
 		return errcode.InvalidArgument
 	case "resource_not_found":
 		return errcode.NotFound
+	case "budget_reached":
+		return errcode.ResourceExhausted
 	case "billing_not_active", "active_turn_not_steerable", "executor_version_incompatible":
 		return errcode.FailedPrecondition
 	case "request_timeout":

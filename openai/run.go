@@ -295,9 +295,9 @@ func (b *Backend) await(ctx context.Context, st *thread) (*driver.Step, error) {
 				return nil, ctx.Err()
 			case b.life.Err() != nil:
 				return nil, errClosed
-			case protocolError(err), errors.Is(err, wirelimit.ErrTooLarge):
-				// The service's error frame, or an event past
-				// MaxEventBytes: resubscribing would read it again.
+			case errors.Is(err, wirelimit.ErrTooLarge):
+				// An event past MaxEventBytes: resubscribing would read
+				// it again.
 				st.closeStream()
 				return nil, fmt.Errorf("openai: session %s: %w", st.id, err)
 			case st.id == "":
@@ -393,6 +393,9 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		}
 		if ev.Type != "agent.session.turn.completed" {
 			err := turnError(st.id, ev.Turn, strings.TrimPrefix(ev.Type, "agent.session.turn."))
+			if err.Code == "" && err.Message == "" {
+				err.Code, err.Message = st.lastErr.Code, st.lastErr.Message
+			}
 			st.endTurn()
 			return nil, err
 		}
@@ -419,8 +422,24 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		err := &SessionError{Session: st.id, Message: ev.Session.Error}
 		st.endTurn()
 		return nil, err
+	case "agent.session.budget_reached":
+		err := budgetError(st)
+		st.endTurn()
+		return nil, err
+	case "error":
+		// The failure of a turn or of the session: the lifecycle event
+		// that ends it follows, and may say less.
+		st.lastErr = ev.Error
+		b.log.InfoContext(ctx, "openai: error event", "session", st.id, "code", ev.Error.Code, "message", ev.Error.Message)
 	}
 	return nil, nil
+}
+
+// budgetError reports a session paused because its spending limit was
+// reached (status budget_reached); its code maps to ResourceExhausted.
+func budgetError(st *thread) error {
+	return &driver.TurnError{Backend: "openai", Thread: st.id, Turn: st.turn, Status: "budget_reached", Code: "budget_reached",
+		Message: "the session paused: its spending limit was reached"}
 }
 
 // answers reports whether an item is part of a turn's answer: an
@@ -497,6 +516,10 @@ func (b *Backend) reconcile(ctx context.Context, st *thread, subscribe, resume b
 	switch sess.Status {
 	case "failed":
 		err := &SessionError{Session: st.id, Message: sess.Error}
+		st.endTurn()
+		return nil, sess, err
+	case "budget_reached":
+		err := budgetError(st)
 		st.endTurn()
 		return nil, sess, err
 	case "requires_action":

@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -50,6 +48,9 @@ type thread struct {
 	msgs      map[int64]string // final messages of the turn, by output_index
 	gap       bool             // events of the turn may have been missed
 	sent      map[callKey]bool // results delivered, or maybe delivered
+
+	// lastErr is the error of the latest "error" event of the turn.
+	lastErr oai.SessionError
 
 	// obs, when the run is streamed, receives the text of the turn's
 	// messages; live holds the messages whose every delta this stream
@@ -136,6 +137,7 @@ func (st *thread) endTurn() {
 	st.terminal = false
 	st.gap = false
 	st.usage = driver.Usage{}
+	st.lastErr = oai.SessionError{}
 	clear(st.msgs)
 	clear(st.live)
 	clear(st.sent)
@@ -241,6 +243,8 @@ var handled = map[string]bool{
 	"agent.session.turn.cancelled":   true,
 	"agent.session.idle":             true,
 	"agent.session.failed":           true,
+	"agent.session.budget_reached":   true,
+	"error":                          true,
 }
 
 // eventPool recycles events. An event is a large value (about 8 KB): next
@@ -274,11 +278,12 @@ func (es *eventStream) next(ctx context.Context, deltas bool) (*oai.AgentSession
 
 // read returns the next event handle acts on (with deltas, the text deltas
 // too, of which it decodes only the fields handle reads), ending the stream as
-// openai-go's ssestream.Stream does: cleanly (io.EOF) on [DONE]; with an
-// *ssestream.StreamError on an event with a top-level "error" field, even
-// null (looked for first, with gjson, as the stream does); with the
-// decoding error on a frame that is not JSON. Every other event is looked
-// at for its type, also with gjson, and decoded whole, into an event from
+// openai-go's session streams do (ssestream.Stream in events mode):
+// cleanly (io.EOF) on [DONE]; with the decoding error on a frame that is
+// not JSON. An "error" event is an event like the others (the service
+// sends one when a turn or the session fails, before the lifecycle event
+// that says so). Every event is looked
+// at for its type, with gjson, and decoded whole, into an event from
 // the pool, only when handle needs it or its type is not a string; an
 // event skipped is only checked to be JSON (decoding checks the others).
 // Decoding the event union costs far more than the look, and most events
@@ -293,12 +298,9 @@ func (es *eventStream) read(deltas bool) (*oai.AgentSessionEventUnion, error) {
 		if bytes.HasPrefix(e.Data, []byte("[DONE]")) {
 			return nil, io.EOF
 		}
-		head := gjson.GetManyBytes(e.Data, "type", "error", "item.type")
-		if head[1].Exists() {
-			return nil, &ssestream.StreamError{Message: fmt.Sprintf("received error while streaming: %s", head[1].String()), Event: e}
-		}
+		head := gjson.GetManyBytes(e.Data, "type", "item.type")
 		light := deltas && deltaTypes[head[0].Str]
-		if head[0].Type == gjson.String && (light || !wanted(head[0].Str, head[2].String(), deltas)) {
+		if head[0].Type == gjson.String && (light || !wanted(head[0].Str, head[1].String(), deltas)) {
 			if !gjson.ValidBytes(e.Data) {
 				var v struct{}
 				return nil, json.Unmarshal(e.Data, &v) // the syntax error
@@ -339,13 +341,6 @@ type streamEnd struct{ err error }
 
 func (e *streamEnd) Error() string { return "the event stream ended: " + e.err.Error() }
 func (e *streamEnd) Unwrap() error { return e.err }
-
-// protocolError reports whether a stream ended on an error frame of the
-// service (rather than a dropped connection).
-func protocolError(err error) bool {
-	var se *ssestream.StreamError
-	return errors.As(err, &se)
-}
 
 // newKey returns a random idempotency key.
 func newKey() string {

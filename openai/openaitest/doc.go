@@ -40,7 +40,10 @@
 // applied). A POST carrying an Idempotency-Key already seen with the same
 // body is answered from the first response and not applied again. Every
 // event has a unique event_id; turn lifecycle events carry the turn object;
-// normal events never have a top-level "error" key. environment must be
+// only "error" events (sent before a failed turn's turn.failed) have a
+// top-level "error" key. A step scripted to fail with code
+// "budget_reached" pauses the session as a spending limit does (status
+// budget_reached, an agent.session.budget_reached event). environment must be
 // {"type":"none"}, and input is required.
 //
 // # Faults

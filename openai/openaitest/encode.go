@@ -274,6 +274,10 @@ func (e *eventJSON) appendJSON(b []byte) []byte {
 		b = appendKey(b, "usage")
 		b = e.Usage.appendJSON(b)
 	}
+	if e.Error != nil {
+		b = appendKey(b, "error")
+		b = append(b, mustJSON(e.Error)...)
+	}
 	return append(b, '}')
 }
 

@@ -68,6 +68,8 @@ func TestAppendJSON(t *testing.T) {
 			eventJSON{Type: s, EventID: "evt_1", SessionID: s, TurnID: s, Turn: turn, Usage: usage},
 			eventJSON{Type: "agent.session.turn.output_text.delta", EventID: "evt_2", SessionID: "x", TurnID: "t", ItemID: s, OutputIndex: &zero, ContentIndex: &zero, Delta: s},
 			eventJSON{Type: "agent.session.turn.item.done", EventID: "evt_3", OutputIndex: &i, Item: r},
+			eventJSON{Type: "error", EventID: "evt_4", SessionID: s, Error: &errorJSON{Code: s, Message: s, Type: "server_error"}},
+			eventJSON{Type: "agent.session.turn.reasoning_summary_text.delta", EventID: "evt_5", ItemID: s, SummaryIndex: &zero, Delta: s, Text: &s, Part: &contentJSON{Type: "summary_text", Text: s}},
 		)
 	}
 	for _, it := range items {

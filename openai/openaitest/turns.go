@@ -52,6 +52,9 @@ func (s *Server) play(sess *session) {
 	case err != nil:
 		s.endTurn(sess, "failed", &turnErrorJSON{Code: "internal_error", Message: err.Error()})
 		return
+	case a.Fail != nil && a.Fail.Code == "budget_reached":
+		s.pauseOnBudget(sess)
+		return
 	case a.Fail != nil:
 		s.endTurn(sess, "failed", &turnErrorJSON{Code: a.Fail.Code, Message: a.Fail.Message})
 		return
@@ -191,6 +194,10 @@ func (s *Server) deliver(sess *session) {
 // "cancelled") and returns the session to idle.
 func (s *Server) endTurn(sess *session, status string, terr *turnErrorJSON) {
 	t := sess.cur
+	if terr != nil {
+		// The service says what failed in an error event first.
+		s.emit(sess, eventJSON{Type: "error", SessionID: sess.id, Error: &errorJSON{Code: terr.Code, Message: terr.Message, Type: "server_error"}})
+	}
 	t.status = status
 	t.err = terr
 	t.completed = s.now()
@@ -205,6 +212,16 @@ func (s *Server) endTurn(sess *session, status string, terr *turnErrorJSON) {
 	sess.status = "idle"
 	sess.active = s.now()
 	s.emitEnd(sess, eventJSON{Type: "agent.session.idle", Session: sess.json()})
+}
+
+// pauseOnBudget pauses the session as the service does when its spending
+// limit is reached: status budget_reached, an agent.session.budget_reached
+// event, and the turn left as it was (a script fails a step with code
+// "budget_reached" to get it).
+func (s *Server) pauseOnBudget(sess *session) {
+	sess.status = "budget_reached"
+	sess.active = s.now()
+	s.emitEnd(sess, eventJSON{Type: "agent.session.budget_reached", Session: sess.json()})
 }
 
 // cancel cancels the active turn, if any: the model is told its pending

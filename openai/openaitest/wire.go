@@ -82,8 +82,9 @@ type environmentJSON struct {
 	Type string `json:"type"`
 }
 
-// eventJSON is a session event. It never has a top-level "error" key: the
-// SDK reads any such key as a stream error.
+// eventJSON is a session event. Only "error" events have a top-level
+// "error" key: openai-go reads session streams in events mode (v3.102 and
+// later) and hands them over; earlier versions ended the stream on one.
 type eventJSON struct {
 	Type         string          `json:"type"`
 	EventID      string          `json:"event_id"`
@@ -100,6 +101,15 @@ type eventJSON struct {
 	Part         *contentJSON    `json:"part,omitempty"`
 	Item         json.RawMessage `json:"item,omitempty"`
 	Usage        *usageJSON      `json:"usage,omitempty"`
+	Error        *errorJSON      `json:"error,omitempty"`
+}
+
+// errorJSON is the error of an "error" event.
+type errorJSON struct {
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	Param   *string `json:"param"`
+	Type    string  `json:"type"`
 }
 
 type contentJSON struct {

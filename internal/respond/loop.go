@@ -5,20 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
 // Start implements [driver.Backend]. In Conversation mode a new thread is a
@@ -240,107 +235,7 @@ func (b *Backend) create(ctx context.Context, thread string, p *responses.Respon
 		return r, err
 	}
 	rs := &responseStream{b: b, thread: thread, obs: obs, seq: -1}
-	return rs.read(ctx, b.client.Responses.NewStreaming(ctx, *p))
-}
-
-// maxResumes bounds how many times one response's stream is resumed.
-const maxResumes = 3
-
-// responseStream reads the events of one response, resuming its stream
-// after a drop from the last sequence number read, so that no event is
-// read twice or missed.
-type responseStream struct {
-	b      *Backend
-	thread string
-	obs    driver.Observer
-	id     string // the response's id, once response.created was read
-	seq    int64  // the last sequence number read; -1 before the first
-	final  *responses.Response
-	done   []responses.ResponseOutputItemUnion
-}
-
-// read reads stream, and the streams that resume it, to the response's end.
-func (rs *responseStream) read(ctx context.Context, stream *ssestream.Stream[responses.ResponseStreamEventUnion]) (*reply, error) {
-	for resumes := 0; ; resumes++ {
-		err := rs.readStream(stream)
-		switch {
-		case err == nil && rs.final != nil:
-			if len(rs.final.Output) == 0 && len(rs.done) > 0 {
-				rs.final.Output = rs.done
-			}
-			return replyOf(rs.final), nil
-		case err == nil:
-			err = fmt.Errorf("the response stream ended before the response finished: %w", io.ErrUnexpectedEOF)
-		case isTurnError(err), errors.Is(err, wirelimit.ErrTooLarge), ctx.Err() != nil || rs.id == "":
-			return nil, err
-		}
-		if rs.seq < 0 || ctx.Err() != nil {
-			return nil, err
-		}
-		if resumes == maxResumes {
-			return nil, fmt.Errorf("%s: the stream of response %s dropped %d times: %w", rs.b.name, rs.id, resumes+1, err)
-		}
-		rs.b.logger.InfoContext(ctx, rs.b.name+": response stream dropped; resuming", "response", rs.id, "after", rs.seq, "error", err)
-		stream = rs.b.client.Responses.GetStreaming(ctx, rs.id, responses.ResponseGetParams{StartingAfter: openai.Int(rs.seq)},
-			option.WithQuery("stream", "true"))
-	}
-}
-
-// readStream reads one stream to its end, skipping the events it replays.
-func (rs *responseStream) readStream(stream *ssestream.Stream[responses.ResponseStreamEventUnion]) error {
-	defer stream.Close()
-	for stream.Next() {
-		ev := stream.Current()
-		if ev.SequenceNumber <= rs.seq && rs.seq >= 0 {
-			continue // replayed
-		}
-		rs.seq = ev.SequenceNumber
-		if err := rs.handle(&ev); err != nil {
-			return err
-		}
-	}
-	return stream.Err()
-}
-
-// handle applies one event of a response's stream.
-func (rs *responseStream) handle(ev *responses.ResponseStreamEventUnion) error {
-	switch ev.Type {
-	case "response.created":
-		rs.id = ev.Response.ID
-	case "response.output_text.delta":
-		return rs.emit(driver.TextDelta, ev.ItemID, ev.Delta)
-	case "response.reasoning_summary_text.delta":
-		return rs.emit(driver.ReasoningDelta, ev.ItemID, ev.Delta)
-	case "response.output_item.done":
-		rs.done = append(rs.done, ev.Item)
-		if ev.Item.Type == "message" {
-			return rs.emit(driver.TextDone, ev.Item.ID, outputText(ev.Item.Content))
-		}
-	case "response.completed", "response.failed", "response.incomplete", "response.cancelled":
-		r := ev.Response
-		rs.final = &r
-	case "error":
-		return &driver.TurnError{Backend: rs.b.name, Thread: rs.thread, Turn: rs.id, Status: "error", Code: ev.Code, Message: ev.Message}
-	}
-	return nil
-}
-
-func (rs *responseStream) emit(kind driver.DeltaKind, item, text string) error {
-	if rs.obs == nil {
-		return nil
-	}
-	return rs.obs(driver.Delta{Kind: kind, Item: item, Text: text})
-}
-
-// outputText returns the output text of a message's content.
-func outputText(content []responses.ResponseOutputMessageContentUnion) string {
-	var b strings.Builder
-	for _, c := range content {
-		if c.Type == "output_text" {
-			b.WriteString(c.Text)
-		}
-	}
-	return b.String()
+	return rs.read(ctx, p)
 }
 
 func isTurnError(err error) bool {

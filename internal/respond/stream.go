@@ -1,0 +1,189 @@
+package respond
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/tidwall/gjson"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/internal/wirelimit"
+)
+
+// maxResumes bounds how many times one response's stream is resumed.
+const maxResumes = 3
+
+// responseStream reads the events of one response, resuming its stream
+// after a drop from the last sequence number read, so that no event is
+// read twice or missed.
+type responseStream struct {
+	b      *Backend
+	thread string
+	obs    driver.Observer
+	id     string // the response's id, once response.created was read
+	seq    int64  // the last sequence number read; -1 before the first
+	final  *responses.Response
+	done   []responses.ResponseOutputItemUnion
+}
+
+// read creates the response p describes and reads its stream, and the
+// streams that resume it, to the response's end.
+func (rs *responseStream) read(ctx context.Context, p *responses.ResponseNewParams) (*reply, error) {
+	dec, err := rs.b.openStream(ctx, http.MethodPost, "responses", p, option.WithJSONSet("stream", true))
+	for resumes := 0; ; resumes++ {
+		if err == nil {
+			err = rs.readStream(dec)
+		}
+		switch {
+		case err == nil && rs.final != nil:
+			if len(rs.final.Output) == 0 && len(rs.done) > 0 {
+				rs.final.Output = rs.done
+			}
+			return replyOf(rs.final), nil
+		case err == nil:
+			err = fmt.Errorf("the response stream ended before the response finished: %w", io.ErrUnexpectedEOF)
+		case isTurnError(err), errors.Is(err, wirelimit.ErrTooLarge), ctx.Err() != nil || rs.id == "":
+			return nil, err
+		}
+		if rs.seq < 0 || ctx.Err() != nil {
+			return nil, err
+		}
+		if resumes == maxResumes {
+			return nil, fmt.Errorf("%s: the stream of response %s dropped %d times: %w", rs.b.name, rs.id, resumes+1, err)
+		}
+		rs.b.logger.InfoContext(ctx, rs.b.name+": response stream dropped; resuming", "response", rs.id, "after", rs.seq, "error", err)
+		dec, err = rs.b.openStream(ctx, http.MethodGet, "responses/"+url.PathEscape(rs.id), nil,
+			option.WithQuery("stream", "true"), option.WithQuery("starting_after", strconv.FormatInt(rs.seq, 10)))
+	}
+}
+
+// openStream sends a request whose answer is a response's event stream,
+// as openai-go's NewStreaming and GetStreaming do, and returns the stream's
+// decoder (openai-go's).
+func (b *Backend) openStream(ctx context.Context, method, path string, params any, opts ...option.RequestOption) (ssestream.Decoder, error) {
+	var res *http.Response
+	opts = append([]option.RequestOption{option.WithHeader("Accept", "text/event-stream")}, opts...)
+	if err := b.client.Execute(ctx, method, path, params, &res, opts...); err != nil {
+		return nil, err
+	}
+	return ssestream.NewDecoder(res), nil
+}
+
+// readStream reads one stream to its end, as openai-go's ssestream.Stream
+// does (a clean end on [DONE]; an *ssestream.StreamError on an event with a
+// top-level "error" key; the decoding error on a frame that is not JSON),
+// skipping the events it replays. Each event is looked at with gjson: a
+// text or reasoning delta is handled from the two fields it needs, the
+// events the loop has no use for are skipped, and only the others
+// (response.created, output items done, the response's end, errors) are
+// decoded whole, into openai-go's event type. That decoding costs far more
+// than the look, and deltas are most of a stream.
+func (rs *responseStream) readStream(dec ssestream.Decoder) error {
+	defer dec.Close()
+	for dec.Next() {
+		e := dec.Event()
+		if bytes.HasPrefix(e.Data, []byte("[DONE]")) {
+			return nil
+		}
+		head := gjson.GetManyBytes(e.Data, "type", "sequence_number", "error")
+		if head[2].Exists() {
+			return &ssestream.StreamError{Message: fmt.Sprintf("received error while streaming: %s", head[2].String()), Event: e}
+		}
+		if !gjson.ValidBytes(e.Data) {
+			var v struct{}
+			return json.Unmarshal(e.Data, &v) // the syntax error
+		}
+		if seq := head[1].Int(); head[1].Exists() {
+			if rs.seq >= 0 && seq <= rs.seq {
+				continue // replayed
+			}
+			rs.seq = seq
+		}
+		typ := head[0].Str
+		switch {
+		case typ == "response.output_text.delta", typ == "response.reasoning_summary_text.delta":
+			kind := driver.TextDelta
+			if typ != "response.output_text.delta" {
+				kind = driver.ReasoningDelta
+			}
+			f := gjson.GetManyBytes(e.Data, "item_id", "delta")
+			if err := rs.emit(kind, f[0].String(), f[1].String()); err != nil {
+				return err
+			}
+			continue
+		case head[0].Type == gjson.String && !decoded[typ]:
+			continue
+		}
+		var ev responses.ResponseStreamEventUnion
+		if err := json.Unmarshal(e.Data, &ev); err != nil {
+			return err
+		}
+		if err := rs.handle(&ev); err != nil {
+			return err
+		}
+	}
+	return dec.Err()
+}
+
+// decoded lists the event types readStream decodes whole for handle.
+var decoded = map[string]bool{
+	"response.created":          true,
+	"response.output_item.done": true,
+	"response.completed":        true,
+	"response.failed":           true,
+	"response.incomplete":       true,
+	"response.cancelled":        true,
+	"error":                     true,
+}
+
+// handle applies one event of a response's stream.
+func (rs *responseStream) handle(ev *responses.ResponseStreamEventUnion) error {
+	switch ev.Type {
+	case "response.created":
+		rs.id = ev.Response.ID
+	case "response.output_text.delta":
+		return rs.emit(driver.TextDelta, ev.ItemID, ev.Delta)
+	case "response.reasoning_summary_text.delta":
+		return rs.emit(driver.ReasoningDelta, ev.ItemID, ev.Delta)
+	case "response.output_item.done":
+		rs.done = append(rs.done, ev.Item)
+		if ev.Item.Type == "message" {
+			return rs.emit(driver.TextDone, ev.Item.ID, outputText(ev.Item.Content))
+		}
+	case "response.completed", "response.failed", "response.incomplete", "response.cancelled":
+		r := ev.Response
+		rs.final = &r
+	case "error":
+		return &driver.TurnError{Backend: rs.b.name, Thread: rs.thread, Turn: rs.id, Status: "error", Code: ev.Code, Message: ev.Message}
+	}
+	return nil
+}
+
+func (rs *responseStream) emit(kind driver.DeltaKind, item, text string) error {
+	if rs.obs == nil {
+		return nil
+	}
+	return rs.obs(driver.Delta{Kind: kind, Item: item, Text: text})
+}
+
+// outputText returns the output text of a message's content.
+func outputText(content []responses.ResponseOutputMessageContentUnion) string {
+	var b strings.Builder
+	for _, c := range content {
+		if c.Type == "output_text" {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}

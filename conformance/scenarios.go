@@ -61,6 +61,7 @@ var scenarios = []scenario{
 	{"ServerErrorBurst", "a burst of 500s followed by success completes the run", serverErrorBurst},
 	{"AuthenticationFailure", "a refused credential gives PermissionDenied", authenticationFailure},
 	{"TurnFailure", "a service-side failure of the turn ends the run with an error carrying the service's message", turnFailure},
+	{"ApprovalMixedStep", "a step whose calls need approval pauses after the others ran; approved calls run once, denied ones tell the model, and the results go together in call order", approvalMixedStep},
 	{"RichInput", "images and files go with the input as the backend's wire carries them; a kind it cannot carry is refused before anything is sent", richInput},
 	{"StructuredOutput", "a run can ask for an answer of a Go type's schema, sent on every request of the run, and decode it; backends that cannot set it refuse before sending", structuredOutput},
 	{"StreamAnswer", "a streamed answer arrives in pieces that make exactly its text, once, then the run ends", streamAnswer},
@@ -683,5 +684,68 @@ func structuredOutput(e *env) {
 	}
 	if _, err := core.Decode[forecast](format, res); errcode.Of(err) != errcode.Internal || !strings.Contains(err.Error(), "does not match") {
 		e.t.Errorf("Decode of an answer missing fields: %v, want an Internal error saying it does not match", err)
+	}
+}
+
+type refundArgs struct {
+	Order  string `json:"order"`
+	Amount int    `json:"amount"`
+}
+
+func approvalMixedStep(e *env) {
+	var refunds, lookups atomic.Int32
+	refund := tool(e, "refund", "Refund an order.", counted(&refunds, func(_ context.Context, in refundArgs) (string, error) {
+		return fmt.Sprintf("refunded %d", in.Amount), nil
+	}), &core.ToolOptions{Approval: core.ApprovalIf(func(_ context.Context, in refundArgs) (bool, string) {
+		return in.Amount > 100, "refunds over 100 need approval"
+	})})
+	lookup := tool(e, "lookup", "Look up an order.", counted(&lookups, func(context.Context, struct{}) (string, error) { return "found", nil }), nil)
+	s := script(
+		calls("refund", `{"order":"1","amount":150}`, "refund", `{"order":"2","amount":200}`, "lookup", `{}`),
+		answer(`{{result 0}} | {{result 1}} | {{result 2}}`),
+	)
+	r := e.runner(s, nil, refund, lookup)
+	res, err := r.Run(e.t.Context(), "refund both", nil)
+	if !errors.Is(err, core.ErrAwaitingApproval) {
+		e.t.Fatalf("Run = %v, want ErrAwaitingApproval", err)
+	}
+	if len(res.Pending) != 2 || refunds.Load() != 0 || lookups.Load() != 1 || len(e.results()) != 0 {
+		e.t.Fatalf("pending %d, refunds %d, lookups %d, results sent %d; want 2, 0, 1, 0", len(res.Pending), refunds.Load(), lookups.Load(), len(e.results()))
+	}
+	if _, err := r.Resume(e.t.Context(), res.Thread, nil); !errors.Is(err, core.ErrAwaitingApproval) || len(e.results()) != 0 {
+		e.t.Fatalf("Resume before the decisions = %v, want ErrAwaitingApproval and nothing sent", err)
+	}
+	byOrder := map[string]string{}
+	for _, a := range res.Pending {
+		var in refundArgs
+		json.Unmarshal(a.Arguments, &in)
+		byOrder[in.Order] = a.Key.Call
+	}
+	if err := r.Decide(e.t.Context(), res.Thread, byOrder["1"], core.Decision{Approved: true, Actor: "ada"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := r.Decide(e.t.Context(), res.Thread, byOrder["2"], core.Decision{Reason: "too much", Actor: "ada"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := r.Decide(e.t.Context(), res.Thread, byOrder["2"], core.Decision{Approved: true}); errcode.Of(err) != errcode.FailedPrecondition {
+		e.t.Errorf("a second decision = %v, want FailedPrecondition", err)
+	}
+	res, err = r.Resume(e.t.Context(), res.Thread, nil)
+	if err != nil {
+		e.t.Fatalf("Resume: %v", err)
+	}
+	got := e.results()
+	if len(got) != 3 || got[0].Name != "refund" || got[1].Name != "refund" || got[2].Name != "lookup" {
+		e.t.Fatalf("results %+v, want the step's three, in call order, sent together", got)
+	}
+	if got[0].Failed || !strings.Contains(got[0].Text(), "refunded 150") {
+		e.t.Errorf("approved call's result %+v, want its output", got[0])
+	}
+	e.wantFailure(got[1], "a person denied this call: too much")
+	if refunds.Load() != 1 || lookups.Load() != 1 {
+		e.t.Errorf("refunds %d, lookups %d; want each run once", refunds.Load(), lookups.Load())
+	}
+	if !strings.HasPrefix(res.Text, "refunded 150 | ") {
+		e.t.Errorf("answer %q, want the approved refund's output first", res.Text)
 	}
 }

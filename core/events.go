@@ -27,6 +27,10 @@ const (
 	EventResultsSubmitted
 	// EventRunFinished: the run ended; Err is set when it failed.
 	EventRunFinished
+	// EventApprovalRequested: Call needs a person's decision before it
+	// runs (Text says why); the run pauses once the step's other calls
+	// have run.
+	EventApprovalRequested
 
 	// The events below reach only the reader of a streamed run
 	// ([Runner.Stream]), not the logger or OnEvent.
@@ -48,18 +52,19 @@ const (
 )
 
 var eventNames = [...]string{
-	EventStepStarted:      "step_started",
-	EventCallStarted:      "call_started",
-	EventCallFinished:     "call_finished",
-	EventCallReused:       "call_reused",
-	EventCallInDoubt:      "call_in_doubt",
-	EventResultsSubmitted: "results_submitted",
-	EventRunFinished:      "run_finished",
-	EventTextDelta:        "text_delta",
-	EventTextDone:         "text_done",
-	EventReasoningDelta:   "reasoning_delta",
-	EventToolCall:         "tool_call",
-	EventUsage:            "usage",
+	EventStepStarted:       "step_started",
+	EventCallStarted:       "call_started",
+	EventCallFinished:      "call_finished",
+	EventCallReused:        "call_reused",
+	EventCallInDoubt:       "call_in_doubt",
+	EventResultsSubmitted:  "results_submitted",
+	EventRunFinished:       "run_finished",
+	EventApprovalRequested: "approval_requested",
+	EventTextDelta:         "text_delta",
+	EventTextDone:          "text_done",
+	EventReasoningDelta:    "reasoning_delta",
+	EventToolCall:          "tool_call",
+	EventUsage:             "usage",
 }
 
 // String returns the kind's name, such as "call_started".
@@ -107,7 +112,7 @@ func (e *Event) level() slog.Level {
 		return slog.LevelError
 	case e.Outcome == InDoubt || e.Outcome == Conflict || (e.Kind == EventRunFinished && e.Err != nil):
 		return slog.LevelWarn
-	case e.Kind == EventCallFinished && e.Outcome != OK:
+	case e.Kind == EventCallFinished && e.Outcome != OK, e.Kind == EventApprovalRequested:
 		return slog.LevelInfo
 	}
 	return slog.LevelDebug

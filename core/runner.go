@@ -97,6 +97,11 @@ type Options struct {
 	// OnEvent, if set, is called with every event, one at a time (never
 	// concurrently), in the goroutine that produced it.
 	OnEvent func(Event)
+	// ApprovalTimeout is how long a call awaits a person's decision (see
+	// [ToolOptions.Approval]); a call still undecided when a resume finds
+	// it past that time is denied ("no decision in time"). Zero means
+	// DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 }
 
 // A Runner runs the tool loop over a [driver.Backend]: it sends the user's input,
@@ -157,6 +162,9 @@ func NewRunner(b driver.Backend, tools *Toolbox, opts *Options) *Runner {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.ApprovalTimeout <= 0 {
+		o.ApprovalTimeout = DefaultApprovalTimeout
 	}
 	return r
 }
@@ -221,6 +229,9 @@ type Result struct {
 	Calls []driver.ToolResult
 	// Usage adds up the tokens the service reported.
 	Usage Usage
+	// Pending lists the calls awaiting a person's decision when the run
+	// paused for them (its error matches ErrAwaitingApproval).
+	Pending []Approval
 }
 
 // Run sends input on a new thread (or on opts.Thread) and runs the loop
@@ -355,10 +366,25 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			r.cancelTurn(ctx, step.Thread)
 			return finish(&errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: err})
 		}
+		if pending, err := r.awaiting(ctx, step); err != nil || len(pending) > 0 {
+			if err == nil {
+				res.Pending = pending
+				err = awaitingError(step.Thread, len(pending), "resume")
+			}
+			return finish(err)
+		}
 		res.Steps++
 		r.send(ctx, sk, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls)})
 
 		results, err := r.runCalls(ctx, step, res.Steps, sk)
+		if err == errPaused {
+			// The calls that needed no decision ran, their results
+			// journaled; the step's results go when every call is decided.
+			if res.Pending, err = r.awaiting(ctx, step); err == nil {
+				err = awaitingError(step.Thread, len(res.Pending), "pause")
+			}
+			return finish(err)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				r.cancelTurn(ctx, step.Thread)
@@ -470,10 +496,10 @@ func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sin
 		// which a canceled context or the call's timeout leaves behind
 		// (see invoke).
 		var err error
-		if results[0], err = r.runCall(ctx, &step.Calls[0], n, sk); err != nil {
+		if results[0], err = r.runCall(ctx, &step.Calls[0], n, sk); err != nil && err != errPaused {
 			return nil, err
 		}
-		return results, nil
+		return results, err
 	}
 	errs := make([]error, len(step.Calls))
 	// Otherwise calls run in goroutines, even one at a time (when the
@@ -523,12 +549,16 @@ launch:
 	if err := ctx.Err(); err != nil {
 		return nil, r.ctxError(ctx)
 	}
+	var paused error
 	for _, err := range errs {
-		if err != nil {
+		switch {
+		case err == errPaused:
+			paused = err
+		case err != nil:
 			return nil, err
 		}
 	}
-	return results, nil
+	return results, paused
 }
 
 // ctxError returns the error of a run whose context ended: its cause (the
@@ -554,7 +584,8 @@ type callRun struct {
 	digest string
 	idem   string
 	step   int
-	out    *sink // the stream the call's events go to, if any
+	out    *sink  // the stream the call's events go to, if any
+	denial string // set when a person denied the call: the model is told it
 }
 
 // event reports an event about the call.
@@ -577,6 +608,11 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (
 	}
 	c.digest = digestOf(call.Arguments, c.args)
 	c.idem = jdriver.IdempotencyKey(c.key, c.digest)
+	if tool := r.tools.Lookup(call.Name); tool != nil && tool.opts.Approval != nil && c.argErr == nil {
+		if err := r.approve(ctx, c, tool); err != nil {
+			return driver.ToolResult{}, err
+		}
+	}
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		entry, claimed, err := j.Claim(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
 		if err != nil {
@@ -619,6 +655,14 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (
 // its result.
 func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult, error) {
 	j := r.opts.Journal
+	if c.denial != "" {
+		jr := failed(Denied, c.denial)
+		if err := j.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
+			return driver.ToolResult{}, r.journalError(ctx, err)
+		}
+		r.event(ctx, c, EventCallFinished, Denied, 0, nil)
+		return toResult(c.call, &jr, c.idem), nil
+	}
 	r.holdLease(c.key)
 	r.event(ctx, c, EventCallStarted, OK, 0, nil)
 	t0 := time.Now()

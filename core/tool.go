@@ -66,6 +66,14 @@ type ToolOptions struct {
 	// handler does: a hook that panics or runs past it cannot tell either.
 	// If the run ends while it runs, the call stays in doubt.
 	Verify func(ctx context.Context, call Call) (result any, found bool, err error)
+	// Approval, if set, says which calls need a person's approval before
+	// they run ([Always], [ApprovalIf]). A step with such calls runs the
+	// others, then the run pauses: it returns an error matching
+	// ErrAwaitingApproval with the calls in [Result.Pending], the
+	// approvals kept in the journal. [Runner.Decide] records a decision;
+	// [Runner.Resume] then goes on: approved calls run (once, as every
+	// call), denied ones tell the model they were denied.
+	Approval ApprovalRule
 	// Fields refines the inferred schema of a typed tool, property by
 	// property. Keys are JSON property names; a nested property is named by
 	// its path, as in "address.city". Raw tools refuse Fields.

@@ -42,6 +42,7 @@ const (
 	InDoubt          = driver.InDoubt
 	Conflict         = driver.Conflict
 	TooLarge         = driver.TooLarge
+	Denied           = driver.Denied
 )
 
 // TextPart returns a text part.

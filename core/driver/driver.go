@@ -284,6 +284,8 @@ const (
 	// TooLarge: the call's arguments or its output passed the runner's
 	// size limit (see [Options.MaxArgumentBytes], [Options.MaxOutputBytes]).
 	TooLarge
+	// Denied: a person denied the call (or gave no decision in time).
+	Denied
 )
 
 var outcomeNames = [...]string{
@@ -297,6 +299,7 @@ var outcomeNames = [...]string{
 	InDoubt:          "in_doubt",
 	Conflict:         "conflict",
 	TooLarge:         "too_large",
+	Denied:           "denied",
 }
 
 // String returns the outcome's name, such as "timed_out".

@@ -150,9 +150,10 @@ func NewMemory() *Memory {
 // Memory is a [Journal] held in memory. Its zero value is not usable;
 // call [NewMemory].
 type Memory struct {
-	mu      sync.Mutex
-	entries map[Key]*Entry
-	now     func() time.Time
+	mu        sync.Mutex
+	entries   map[Key]*Entry
+	approvals map[Key]*Approval
+	now       func() time.Time
 }
 
 var _ Journal = (*Memory)(nil)
@@ -258,6 +259,11 @@ func (j *Memory) Prune(_ context.Context, before time.Time) (int, error) {
 			n++
 		}
 	}
+	for k, a := range j.approvals {
+		if a.Decision != nil && a.Decision.At.Before(before) {
+			delete(j.approvals, k)
+		}
+	}
 	return n, nil
 }
 
@@ -268,6 +274,7 @@ func (j *Memory) Forget(keys []Key) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, k := range keys {
+		delete(j.approvals, k)
 		if e := j.entries[k]; e != nil && e.State == Submitted {
 			delete(j.entries, k)
 		}

@@ -1,0 +1,210 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// DefaultApprovalTimeout is how long a call awaits a decision unless
+// Options.ApprovalTimeout says otherwise.
+const DefaultApprovalTimeout = 24 * time.Hour
+
+type (
+	// An Approval is a call that needs a person's decision before it runs
+	// (see [ToolOptions.Approval]).
+	Approval = jdriver.Approval
+	// A Decision is what a person decided about a call (see
+	// [Runner.Decide]).
+	Decision = jdriver.Decision
+)
+
+// ErrAwaitingApproval is matched by the error of a run that paused because
+// calls of its step await a decision ([Result.Pending] lists them), and of a
+// resume made before every one was decided. Its code is FailedPrecondition.
+var ErrAwaitingApproval = errors.New("calls await a decision")
+
+// An ApprovalRule says whether a call needs a person's approval before it
+// runs, and why. It gets the call and its arguments (canonical, valid
+// against the schema). A rule that fails is taken to mean that the call
+// needs approval.
+type ApprovalRule func(ctx context.Context, call Call, args json.RawMessage) (need bool, why string, err error)
+
+// Always returns a rule by which every call needs approval, for why.
+func Always(why string) ApprovalRule {
+	return func(context.Context, Call, json.RawMessage) (bool, string, error) { return true, why, nil }
+}
+
+// ApprovalIf returns a rule that decodes a call's arguments into an In (the
+// tool's input type) and asks f, as in "refunds over 100 need approval".
+func ApprovalIf[In any](f func(ctx context.Context, in In) (need bool, why string)) ApprovalRule {
+	return func(ctx context.Context, _ Call, args json.RawMessage) (bool, string, error) {
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return false, "", err
+		}
+		need, why := f(ctx, in)
+		return need, why, nil
+	}
+}
+
+// awaitingError is the error of a run that pauses (or a resume refused)
+// while n calls of thread await a decision.
+func awaitingError(thread string, n int, what string) error {
+	msg := "the run paused: %d call(s) of thread %s await a decision (Runner.Decide, then Runner.Resume): %w"
+	if what == "resume" {
+		msg = "cannot resume: %d call(s) of thread %s still await a decision (Runner.Decide): %w"
+	}
+	return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf(msg, n, thread, ErrAwaitingApproval)}
+}
+
+// approvals returns the journal's approvals, or an error saying it keeps
+// none.
+func (r *Runner) approvals() (jdriver.Approvals, error) {
+	if a, ok := r.opts.Journal.(jdriver.Approvals); ok {
+		return a, nil
+	}
+	return nil, errcode.Errorf(errcode.FailedPrecondition, "core: a tool needs approval, but the journal (%T) keeps no approvals: use the memory journal", r.opts.Journal)
+}
+
+// errPaused is a call's "error" when it awaits a decision.
+var errPaused = errors.New("core: the call awaits a decision")
+
+// approve decides whether a call that its tool's rule covers may run: it
+// may (nil), it is denied (c.denial set; it runs no handler), or it awaits
+// a decision (errPaused, after the approval was requested). A call whose
+// result the journal holds goes the usual way.
+func (r *Runner) approve(ctx context.Context, c *callRun, tool *Tool) error {
+	ap, err := r.approvals()
+	if err != nil {
+		return err
+	}
+	a, ok, err := ap.GetApproval(ctx, c.key)
+	if err != nil {
+		return r.journalError(ctx, err)
+	}
+	now := time.Now()
+	if !ok {
+		if _, ran, err := r.opts.Journal.Get(ctx, c.key); err != nil || ran {
+			return err
+		}
+		need, why, err := tool.opts.Approval(ctx, *c.call, c.args)
+		if err != nil {
+			need, why = true, "the approval rule failed: "+err.Error()
+		}
+		if !need {
+			return nil
+		}
+		a = Approval{Key: c.key, Tool: c.call.Name, Arguments: c.args, Why: why, Requested: now, Expires: now.Add(r.opts.ApprovalTimeout)}
+		if _, _, err := ap.RequestApproval(ctx, a); err != nil {
+			return r.journalError(ctx, err)
+		}
+		r.send(ctx, c.out, &Event{Kind: EventApprovalRequested, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Text: why})
+		return errPaused
+	}
+	if a.Decision == nil && !a.Pending(now) {
+		d := Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
+		if a, err = ap.DecideApproval(ctx, c.key, d); err != nil && !errors.Is(err, jdriver.ErrDecided) {
+			return r.journalError(ctx, err)
+		}
+	}
+	switch d := a.Decision; {
+	case d == nil:
+		return errPaused
+	case !d.Approved:
+		c.denial = "a person denied this call"
+		if d.Reason != "" {
+			c.denial += ": " + d.Reason
+		}
+	case len(d.Arguments) > 0:
+		// Approved with edits: the handler gets the edited arguments (the
+		// journal keys the call by those the model sent).
+		c.args, c.obj, c.argErr = parseArgs(d.Arguments)
+	}
+	return nil
+}
+
+// awaiting returns the approvals of step's calls still awaiting a decision.
+func (r *Runner) awaiting(ctx context.Context, step *driver.Step) ([]Approval, error) {
+	ap, ok := r.opts.Journal.(jdriver.Approvals)
+	if !ok {
+		return nil, nil
+	}
+	var out []Approval
+	now := time.Now()
+	for i := range step.Calls {
+		c := &step.Calls[i]
+		if t := r.tools.Lookup(c.Name); t == nil || t.opts.Approval == nil {
+			continue
+		}
+		a, ok, err := ap.GetApproval(ctx, r.key(c))
+		if err != nil {
+			return nil, r.journalError(ctx, err)
+		}
+		if ok && a.Pending(now) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// Approvals returns the approvals of the runner's backend on thread, oldest
+// first: those awaiting a decision and those decided.
+func (r *Runner) Approvals(ctx context.Context, thread string) ([]Approval, error) {
+	ap, err := r.approvals()
+	if err != nil {
+		return nil, err
+	}
+	return ap.ListApprovals(ctx, r.b.Name(), thread)
+}
+
+// Decide records d about the call callID of thread, which awaits a decision;
+// the run then goes on with [Runner.Resume] (once every call of the step is
+// decided), in this process or another sharing the journal. An approved
+// call runs (with d.Arguments, if set, in place of the model's); a denied
+// one gets a failed result telling the model it was denied, and why. An
+// unknown call gives an error whose code is NotFound; a call decided
+// before, or whose time to decide passed, FailedPrecondition; neither
+// changes anything.
+func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) error {
+	list, err := r.Approvals(ctx, thread)
+	if err != nil {
+		return err
+	}
+	for _, a := range list {
+		if a.Key.Call != callID {
+			continue
+		}
+		if a.Decision == nil && !a.Pending(time.Now()) {
+			return errcode.Errorf(errcode.FailedPrecondition, "core: call %s of thread %s: the time to decide passed at %v", callID, thread, a.Expires.Format(time.RFC3339))
+		}
+		if d.At.IsZero() {
+			d.At = time.Now()
+		}
+		if len(d.Arguments) > 0 {
+			if _, _, err := parseArgs(d.Arguments); err != nil {
+				return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: decide", Err: fmt.Errorf("the edited arguments: %w", err)}
+			}
+		}
+		_, err := r.approvalsOrNil().DecideApproval(ctx, a.Key, d)
+		if errors.Is(err, jdriver.ErrDecided) {
+			return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, err)}
+		}
+		if err != nil {
+			return &errcode.Error{Code: errcode.Of(err), Op: "core: decide", Err: err}
+		}
+		return nil
+	}
+	return &errcode.Error{Code: errcode.NotFound, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, jdriver.ErrNoApproval)}
+}
+
+func (r *Runner) approvalsOrNil() jdriver.Approvals {
+	ap, _ := r.opts.Journal.(jdriver.Approvals)
+	return ap
+}

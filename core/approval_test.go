@@ -1,0 +1,222 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/errcode"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+type refundArgs struct {
+	Order  string `json:"order"`
+	Amount int    `json:"amount"`
+}
+
+// approvalEnv is a runner whose refund tool needs approval over 100, and
+// whose lookup tool needs none, with counts of their runs.
+type approvalEnv struct {
+	runner  *core.Runner
+	backend *coretest.Backend
+	journal *jdriver.Memory
+	refunds atomic.Int32
+	amounts chan int
+	lookups atomic.Int32
+}
+
+func newApprovalEnv(t *testing.T, script *coretest.Script, opts *core.Options) *approvalEnv {
+	t.Helper()
+	e := &approvalEnv{journal: jdriver.NewMemory(), amounts: make(chan int, 10)}
+	refund := mustTool(t)(core.NewTool("refund", "Refund an order.", func(_ context.Context, in refundArgs) (string, error) {
+		e.refunds.Add(1)
+		e.amounts <- in.Amount
+		return "refunded", nil
+	}, &core.ToolOptions{Approval: core.ApprovalIf(func(_ context.Context, in refundArgs) (bool, string) {
+		return in.Amount > 100, "refunds over 100 need a person's approval"
+	})}))
+	lookup := mustTool(t)(core.NewTool("lookup", "Look up an order.", func(context.Context, struct{}) (string, error) {
+		e.lookups.Add(1)
+		return "order 7: 150", nil
+	}, nil))
+	tools, err := core.NewToolbox(refund, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.backend = coretest.NewBackend(script, &coretest.BackendOptions{Tools: tools})
+	o := core.Options{Logger: quiet, Journal: e.journal}
+	if opts != nil {
+		o.ApprovalTimeout = opts.ApprovalTimeout
+	}
+	e.runner = core.NewRunner(e.backend, tools, &o)
+	t.Cleanup(func() { e.runner.Close() })
+	return e
+}
+
+// refundScript: the model refunds order 7 (amount 150) and looks it up in
+// one step, then answers with both outputs.
+func refundScript(amount string) *coretest.Script {
+	return &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "refund", Arguments: []byte(`{"order":"7","amount":` + amount + `}`)}, {Name: "lookup", Arguments: []byte(`{}`)}}},
+		{Text: `{{output "refund"}} / {{output "lookup"}}`},
+	}}}}
+}
+
+// TestApprove: the run pauses on the call that needs approval after
+// running the other, a resume before the decision changes nothing, and
+// after the approval the call runs once and the step's results go
+// together, in call order.
+func TestApprove(t *testing.T) {
+	e := newApprovalEnv(t, refundScript("150"), nil)
+	res, err := e.runner.Run(t.Context(), "refund order 7", nil)
+	if !errors.Is(err, core.ErrAwaitingApproval) || errcode.Of(err) != errcode.FailedPrecondition {
+		t.Fatalf("Run = %v, want ErrAwaitingApproval (FailedPrecondition)", err)
+	}
+	if len(res.Pending) != 1 || res.Pending[0].Tool != "refund" || res.Pending[0].Why != "refunds over 100 need a person's approval" ||
+		string(res.Pending[0].Arguments) != `{"amount":150,"order":"7"}` || res.Pending[0].Decision != nil {
+		t.Fatalf("Pending = %+v, want the refund call, undecided, with its reason", res.Pending)
+	}
+	if e.refunds.Load() != 0 || e.lookups.Load() != 1 || len(results(e.backend.Received())) != 0 {
+		t.Fatalf("refunds %d, lookups %d, results sent %d; want 0, 1, 0", e.refunds.Load(), e.lookups.Load(), len(results(e.backend.Received())))
+	}
+	// A resume before the decision is refused and changes nothing.
+	if _, err := e.runner.Resume(t.Context(), res.Thread, nil); !errors.Is(err, core.ErrAwaitingApproval) {
+		t.Fatalf("Resume before the decision = %v, want ErrAwaitingApproval", err)
+	}
+	if e.refunds.Load() != 0 || e.lookups.Load() != 1 || len(results(e.backend.Received())) != 0 {
+		t.Fatalf("after the refused resume: refunds %d, lookups %d, results %d", e.refunds.Load(), e.lookups.Load(), len(results(e.backend.Received())))
+	}
+	call := res.Pending[0].Key.Call
+	if err := e.runner.Decide(t.Context(), res.Thread, "call_unknown", core.Decision{Approved: true}); errcode.Of(err) != errcode.NotFound {
+		t.Errorf("Decide of an unknown call = %v, want NotFound", err)
+	}
+	if err := e.runner.Decide(t.Context(), res.Thread, call, core.Decision{Approved: true, Actor: "ada", Reason: "customer is right"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.runner.Decide(t.Context(), res.Thread, call, core.Decision{Approved: false}); errcode.Of(err) != errcode.FailedPrecondition {
+		t.Errorf("a second decision = %v, want FailedPrecondition", err)
+	}
+	res, err = e.runner.Resume(t.Context(), res.Thread, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "refunded / order 7: 150" || e.refunds.Load() != 1 || e.lookups.Load() != 1 {
+		t.Errorf("answer %q, refunds %d, lookups %d; want both outputs, each tool run once", res.Text, e.refunds.Load(), e.lookups.Load())
+	}
+	var got []string
+	for _, d := range results(e.backend.Received()) {
+		got = append(got, d.Name)
+	}
+	if diff := cmp.Diff([]string{"refund", "lookup"}, got); diff != "" {
+		t.Errorf("results sent (-want +got):\n%s", diff)
+	}
+	list, err := e.runner.Approvals(t.Context(), res.Thread)
+	if err != nil || len(list) != 1 || list[0].Decision == nil || list[0].Decision.Actor != "ada" || !list[0].Decision.Approved || list[0].Decision.At.IsZero() {
+		t.Errorf("Approvals = %+v, %v; want the decision with its actor and time", list, err)
+	}
+}
+
+// TestDeny: a denied call runs nothing; the model reads the denial and its
+// reason, flagged failed.
+func TestDeny(t *testing.T) {
+	e := newApprovalEnv(t, refundScript("150"), nil)
+	res, _ := e.runner.Run(t.Context(), "refund order 7", nil)
+	if err := e.runner.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Reason: "over the limit", Actor: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.runner.Resume(t.Context(), res.Thread, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := results(e.backend.Received())[0]
+	if !d.Failed || !strings.Contains(d.Error, "a person denied this call: over the limit") || e.refunds.Load() != 0 {
+		t.Errorf("result %+v (refunds %d), want a failed result stating the denial and its reason, and no refund", d, e.refunds.Load())
+	}
+	if res.Calls[0].Outcome != core.Denied {
+		t.Errorf("outcome %v, want denied", res.Calls[0].Outcome)
+	}
+}
+
+// TestApproveEdited: an approval may edit the arguments the handler gets;
+// a call under the threshold needs none.
+func TestApproveEdited(t *testing.T) {
+	e := newApprovalEnv(t, refundScript("150"), nil)
+	res, _ := e.runner.Run(t.Context(), "refund", nil)
+	if err := e.runner.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true, Arguments: []byte(`{"order":"7","amount":{`)}); errcode.Of(err) != errcode.InvalidArgument {
+		t.Errorf("Decide with edited arguments that are not JSON = %v, want InvalidArgument", err)
+	}
+	if err := e.runner.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true, Arguments: []byte(`{"order":"7","amount":90}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.runner.Resume(t.Context(), res.Thread, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-e.amounts; got != 90 {
+		t.Errorf("the handler got amount %d, want the edited 90", got)
+	}
+
+	small := newApprovalEnv(t, refundScript("20"), nil)
+	if _, err := small.runner.Run(t.Context(), "refund", nil); err != nil || small.refunds.Load() != 1 {
+		t.Errorf("a refund of 20: %v, refunds %d; want it run without approval", err, small.refunds.Load())
+	}
+}
+
+// TestApprovalExpires: a call undecided past its time is denied ("no
+// decision in time") at the next resume, and can no longer be decided.
+func TestApprovalExpires(t *testing.T) {
+	e := newApprovalEnv(t, refundScript("150"), &core.Options{ApprovalTimeout: time.Millisecond})
+	res, _ := e.runner.Run(t.Context(), "refund", nil)
+	time.Sleep(5 * time.Millisecond)
+	if err := e.runner.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true}); errcode.Of(err) != errcode.FailedPrecondition {
+		t.Errorf("Decide after the time = %v, want FailedPrecondition", err)
+	}
+	if _, err := e.runner.Resume(t.Context(), res.Thread, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := results(e.backend.Received())[0]; !d.Failed || !strings.Contains(d.Error, "no decision in time") || e.refunds.Load() != 0 {
+		t.Errorf("result %+v, want the call denied for want of a decision", d)
+	}
+}
+
+// TestApprovalOtherRunner: a second runner sharing the journal (as another
+// process would) decides and resumes the paused run.
+func TestApprovalOtherRunner(t *testing.T) {
+	e := newApprovalEnv(t, refundScript("150"), nil)
+	res, _ := e.runner.Run(t.Context(), "refund", nil)
+	other := core.NewRunner(e.backend, e.runner.Toolbox(), &core.Options{Logger: quiet, Journal: e.journal})
+	list, err := other.Approvals(t.Context(), res.Thread)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("Approvals from the other runner = %+v, %v", list, err)
+	}
+	if err := other.Decide(t.Context(), res.Thread, list[0].Key.Call, core.Decision{Approved: true, Actor: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = other.Resume(t.Context(), res.Thread, nil); err != nil || res.Text != "refunded / order 7: 150" {
+		t.Fatalf("Resume on the other runner = %+v, %v", res, err)
+	}
+	if e.refunds.Load() != 1 || e.lookups.Load() != 1 {
+		t.Errorf("refunds %d, lookups %d; want each once", e.refunds.Load(), e.lookups.Load())
+	}
+}
+
+// noApprovals is a journal that keeps no approvals.
+type noApprovals struct{ jdriver.Journal }
+
+// TestApprovalNeedsJournal: a tool that needs approval on a journal that
+// keeps none fails the run with FailedPrecondition, without running it.
+func TestApprovalNeedsJournal(t *testing.T) {
+	e := newApprovalEnv(t, refundScript("150"), nil)
+	r := core.NewRunner(e.backend, e.runner.Toolbox(), &core.Options{Logger: quiet, Journal: noApprovals{jdriver.NewMemory()}})
+	defer r.Close()
+	_, err := r.Run(t.Context(), "refund", nil)
+	if errcode.Of(err) != errcode.FailedPrecondition || !strings.Contains(err.Error(), "keeps no approvals") || e.refunds.Load() != 0 {
+		t.Errorf("Run = %v (refunds %d), want FailedPrecondition saying the journal keeps no approvals", err, e.refunds.Load())
+	}
+}

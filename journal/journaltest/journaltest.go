@@ -63,6 +63,7 @@ func Run(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
 			c.f(t, newJournal(t))
 		})
 	}
+	runApprovals(t, newJournal)
 }
 
 // key returns a key of the suite's thread.

@@ -1,0 +1,168 @@
+package journaltest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// approvalCases are the rules of [jdriver.Approvals], checked for journals
+// that implement it.
+var approvalCases = []struct {
+	name, explanation string
+	f                 func(t *testing.T, j jdriver.Approvals)
+}{
+	{
+		name:        "ApprovalRequest",
+		explanation: "RequestApproval stores a pending approval once: a second request for the key returns the first, unchanged; GetApproval and ListApprovals return it.",
+		f: func(t *testing.T, j jdriver.Approvals) {
+			a := approval("a", time.Now())
+			got, created, err := j.RequestApproval(t.Context(), a)
+			if err != nil || !created {
+				t.Fatalf("RequestApproval = %v, %v; want created", created, err)
+			}
+			checkApproval(t, "RequestApproval", a, got)
+			again := a
+			again.Why = "another reason"
+			got, created, err = j.RequestApproval(t.Context(), again)
+			if err != nil || created {
+				t.Fatalf("a second RequestApproval = %v, %v; want not created", created, err)
+			}
+			checkApproval(t, "the second RequestApproval", a, got)
+			got, ok, err := j.GetApproval(t.Context(), a.Key)
+			if err != nil || !ok {
+				t.Fatalf("GetApproval = %v, %v", ok, err)
+			}
+			checkApproval(t, "GetApproval", a, got)
+			if _, ok, err := j.GetApproval(t.Context(), key("none")); ok || err != nil {
+				t.Errorf("GetApproval of an unknown key = %v, %v; want none", ok, err)
+			}
+		},
+	},
+	{
+		name:        "ApprovalDecideOnce",
+		explanation: "DecideApproval records a decision (approval, reason, edited arguments, actor, time) once: a second decision is refused with ErrDecided and the first stays; an unknown key gives ErrNoApproval.",
+		f: func(t *testing.T, j jdriver.Approvals) {
+			a := approval("a", time.Now())
+			if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
+				t.Fatal(err)
+			}
+			d := jdriver.Decision{Approved: true, Reason: "fine", Arguments: []byte(`{"amount":90}`), Actor: "ada", At: time.Now()}
+			got, err := j.DecideApproval(t.Context(), a.Key, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Decision = &d
+			checkApproval(t, "DecideApproval", a, got)
+			if _, err := j.DecideApproval(t.Context(), a.Key, jdriver.Decision{Reason: "no", Actor: "bob", At: time.Now()}); !errors.Is(err, jdriver.ErrDecided) {
+				t.Errorf("a second decision: %v, want ErrDecided", err)
+			}
+			got, _, _ = j.GetApproval(t.Context(), a.Key)
+			checkApproval(t, "GetApproval after a refused decision", a, got)
+			if _, err := j.DecideApproval(t.Context(), key("none"), d); !errors.Is(err, jdriver.ErrNoApproval) {
+				t.Errorf("DecideApproval of an unknown key: %v, want ErrNoApproval", err)
+			}
+		},
+	},
+	{
+		name:        "ApprovalDecideRace",
+		explanation: "Of several deciders racing for one approval, exactly one decision is recorded; the others get ErrDecided.",
+		f: func(t *testing.T, j jdriver.Approvals) {
+			a := approval("a", time.Now())
+			if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
+				t.Fatal(err)
+			}
+			var (
+				wg   sync.WaitGroup
+				mu   sync.Mutex
+				wins []string
+			)
+			for _, actor := range []string{"a", "b", "c", "d"} {
+				wg.Go(func() {
+					_, err := j.DecideApproval(t.Context(), a.Key, jdriver.Decision{Approved: true, Actor: actor, At: time.Now()})
+					switch {
+					case err == nil:
+						mu.Lock()
+						wins = append(wins, actor)
+						mu.Unlock()
+					case !errors.Is(err, jdriver.ErrDecided):
+						t.Errorf("DecideApproval by %s: %v", actor, err)
+					}
+				})
+			}
+			wg.Wait()
+			got, _, _ := j.GetApproval(t.Context(), a.Key)
+			if len(wins) != 1 || got.Decision == nil || got.Decision.Actor != wins[0] {
+				t.Errorf("winners %v, stored decision %+v; want exactly one, stored", wins, got.Decision)
+			}
+		},
+	},
+	{
+		name:        "ApprovalList",
+		explanation: "ListApprovals returns the approvals of one thread of one backend, oldest first.",
+		f: func(t *testing.T, j jdriver.Approvals) {
+			t0 := time.Now().Add(-time.Hour)
+			second, first := approval("b", t0.Add(time.Minute)), approval("a", t0)
+			other := approval("c", t0)
+			other.Key.Thread = "thread-2"
+			for _, a := range []jdriver.Approval{second, first, other} {
+				if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := j.ListApprovals(t.Context(), "journaltest", "thread-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls []string
+			for _, a := range got {
+				calls = append(calls, a.Key.Call)
+			}
+			if diff := cmp.Diff([]string{"a", "b"}, calls); diff != "" {
+				t.Errorf("ListApprovals (-want +got):\n%s", diff)
+			}
+		},
+	},
+}
+
+// runApprovals runs approvalCases, when j implements jdriver.Approvals.
+func runApprovals(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
+	t.Helper()
+	for _, c := range approvalCases {
+		t.Run(c.name, func(t *testing.T) {
+			ap, ok := newJournal(t).(jdriver.Approvals)
+			if !ok {
+				t.Skip("the journal keeps no approvals (jdriver.Approvals)")
+			}
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("rule: %s", c.explanation)
+				}
+			})
+			c.f(t, ap)
+		})
+	}
+}
+
+// approval returns a pending approval of call requested at t, expiring a
+// day later.
+func approval(call string, t time.Time) jdriver.Approval {
+	return jdriver.Approval{Key: key(call), Tool: "refund", Arguments: []byte(`{"amount":150}`), Why: "over 100",
+		Requested: t, Expires: t.Add(24 * time.Hour)}
+}
+
+// checkApproval compares approvals, times within slack.
+func checkApproval(t *testing.T, what string, want, got jdriver.Approval) {
+	t.Helper()
+	if diff := cmp.Diff(want, got, nearTimes); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", what, diff)
+	}
+}
+
+// nearTimes equates times within slack (a store may round them).
+var nearTimes = cmp.Comparer(func(a, b time.Time) bool { d := a.Sub(b); return d < slack && d > -slack })

@@ -13,9 +13,14 @@
 //
 // # Storage
 //
-// The file holds two tables: toolrelay_journal (one row per call, keyed by
-// backend, thread, turn and call id) and toolrelay_journal_version (the
-// schema version, [SchemaVersion]). The file is in WAL mode. Every write is
+// The file holds three tables: toolrelay_journal (one row per call, keyed
+// by backend, thread, turn and call id), toolrelay_journal_approvals (the
+// calls awaiting a person's decision, and the decisions, same key; the
+// journal implements journal/driver.Approvals) and
+// toolrelay_journal_version (the schema version, [SchemaVersion]; a file
+// of version 1, which had no approvals table, gets one at open). A
+// decision is one conditional UPDATE (the approval still undecided), so
+// of several deciders exactly one wins. The file is in WAL mode. Every write is
 // made in a write transaction (BEGIN IMMEDIATE), so that of several
 // connections racing for a call, in this process or in others, exactly one
 // creates its entry (Claim is one INSERT … ON CONFLICT DO NOTHING) or takes

@@ -11,14 +11,35 @@ import (
 
 // SchemaVersion is the version of the tables this package reads and writes.
 // A file whose version table holds another version is refused at open.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // The tables. The version table holds one row: the schema version of the
-// file. Times are Unix nanoseconds; result is JSON text.
+// file. Times are Unix nanoseconds; result is JSON text. Version 2 added
+// the approvals table (a file of version 1 is migrated at open).
 const (
-	entriesTable = "toolrelay_journal"
-	versionTable = "toolrelay_journal_version"
+	entriesTable   = "toolrelay_journal"
+	versionTable   = "toolrelay_journal_version"
+	approvalsTable = "toolrelay_journal_approvals"
 )
+
+// approvalsSchema creates the approvals table (schema version 2).
+const approvalsSchema = `CREATE TABLE ` + approvalsTable + ` (
+		backend   TEXT NOT NULL,
+		thread    TEXT NOT NULL,
+		turn      TEXT NOT NULL,
+		call      TEXT NOT NULL,
+		tool      TEXT NOT NULL,
+		arguments TEXT NOT NULL,
+		why       TEXT NOT NULL,
+		requested INTEGER NOT NULL,
+		expires   INTEGER NOT NULL,
+		decided   INTEGER,
+		approved  INTEGER NOT NULL,
+		reason    TEXT NOT NULL,
+		edited    TEXT,
+		actor     TEXT NOT NULL,
+		PRIMARY KEY (backend, thread, turn, call)
+	) WITHOUT ROWID`
 
 var schema = []string{
 	`CREATE TABLE ` + entriesTable + ` (
@@ -36,6 +57,7 @@ var schema = []string{
 		updated         INTEGER NOT NULL,
 		PRIMARY KEY (backend, thread, turn, call)
 	) WITHOUT ROWID`,
+	approvalsSchema,
 	`CREATE TABLE ` + versionTable + ` (version INTEGER NOT NULL)`,
 	fmt.Sprintf(`INSERT INTO %s (version) VALUES (%d)`, versionTable, SchemaVersion),
 }
@@ -74,6 +96,16 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 		}
 		if err != nil {
 			return err
+		}
+		if v == 1 {
+			// Version 2 only adds the approvals table.
+			if _, err := tx.ExecContext(ctx, approvalsSchema); err != nil {
+				return fmt.Errorf("migrate the journal to schema version 2: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE `+versionTable+` SET version = 2`); err != nil {
+				return fmt.Errorf("migrate the journal to schema version 2: %w", err)
+			}
+			return tx.Commit()
 		}
 		return checkVersion(v)
 	case tables[entriesTable]:

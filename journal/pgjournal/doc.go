@@ -12,14 +12,19 @@
 //
 // # Storage
 //
-// A journal is two tables, by default toolrelay_journal (one row per call,
-// keyed by backend, thread, turn and call id) and toolrelay_journal_version
-// (the schema version, [SchemaVersion]), in the schema [Options.Schema]
-// names (default: the connection's search_path). [Options.Table] renames
-// them, so that several journals share a database. Open creates the schema
-// and the tables on first use, in a transaction that holds an advisory lock
-// (so that workers starting at once create them once), and refuses tables
-// of another version.
+// A journal is three tables, by default toolrelay_journal (one row per
+// call, keyed by backend, thread, turn and call id),
+// toolrelay_journal_approvals (the calls awaiting a person's decision, and
+// the decisions, same key; the journal implements journal/driver.Approvals)
+// and toolrelay_journal_version (the schema version, [SchemaVersion]), in
+// the schema [Options.Schema] names (default: the connection's
+// search_path). [Options.Table] renames them, so that several journals
+// share a database. Open creates the schema and the tables on first use,
+// in a transaction that holds an advisory lock (so that workers starting
+// at once create them once), migrates a journal of version 1 (it adds the
+// approvals table, under the same lock), and refuses tables of another
+// version. A decision is one conditional UPDATE (the approval still
+// undecided), so of several deciders, in any process, exactly one wins.
 //
 // Claim is one atomic statement (INSERT … ON CONFLICT DO NOTHING, which
 // returns the entry found instead): of any number of workers claiming a

@@ -14,12 +14,12 @@ import (
 // SchemaVersion is the version of the tables this package reads and
 // writes. A journal whose version table holds another version is refused
 // at open.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // tables names the tables of one journal, quoted for SQL.
 type tables struct {
-	schema           string // unquoted; "" for the search path's
-	entries, version string
+	schema                      string // unquoted; "" for the search path's
+	entries, version, approvals string
 	// name is the journal's qualified, unquoted name, for messages and
 	// the advisory lock.
 	name string
@@ -36,7 +36,7 @@ func newTables(schema, table string) tables {
 	if schema != "" {
 		name = schema + "." + table
 	}
-	return tables{schema: schema, entries: ident(table), version: ident(table + "_version"), name: name}
+	return tables{schema: schema, entries: ident(table), version: ident(table + "_version"), approvals: ident(table + "_approvals"), name: name}
 }
 
 func (t tables) create() []string {
@@ -56,9 +56,59 @@ func (t tables) create() []string {
 			updated         timestamptz NOT NULL,
 			PRIMARY KEY (backend, thread, turn, call_id)
 		) WITH (fillfactor = 70)`,
+		t.createApprovals(),
 		`CREATE TABLE ` + t.version + ` (version integer NOT NULL)`,
 		fmt.Sprintf(`INSERT INTO %s (version) VALUES (%d)`, t.version, SchemaVersion),
 	}
+}
+
+// createApprovals creates the approvals table (schema version 2).
+func (t tables) createApprovals() string {
+	return `CREATE TABLE ` + t.approvals + ` (
+			backend   text NOT NULL,
+			thread    text NOT NULL,
+			turn      text NOT NULL,
+			call_id   text NOT NULL,
+			tool      text NOT NULL,
+			arguments text NOT NULL,
+			why       text NOT NULL,
+			requested timestamptz NOT NULL,
+			expires   timestamptz,
+			decided   timestamptz,
+			approved  boolean NOT NULL,
+			reason    text NOT NULL,
+			edited    text,
+			actor     text NOT NULL,
+			PRIMARY KEY (backend, thread, turn, call_id)
+		)`
+}
+
+// migrate moves a journal of schema version 1 to version 2 (it adds the
+// approvals table), under the advisory lock, once whoever comes first.
+func migrate(ctx context.Context, conn *pgx.Conn, t tables) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, t.lockKey()); err != nil {
+		return err
+	}
+	var v int
+	if err := tx.QueryRow(ctx, `SELECT version FROM `+t.version).Scan(&v); err != nil {
+		return err
+	}
+	if v == 1 {
+		if _, err := tx.Exec(ctx, t.createApprovals()); err != nil {
+			return fmt.Errorf("migrate the journal to schema version 2: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE `+t.version+` SET version = 2`); err != nil {
+			return fmt.Errorf("migrate the journal to schema version 2: %w", err)
+		}
+	} else if err := checkVersion(v); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // lockKey is the key of the advisory lock that guards the creation of the
@@ -76,6 +126,9 @@ func (t tables) lockKey() int64 {
 func ensureSchema(ctx context.Context, conn *pgx.Conn, t tables) error {
 	var v int
 	err := conn.QueryRow(ctx, `SELECT version FROM `+t.version).Scan(&v)
+	if err == nil && v == 1 {
+		return migrate(ctx, conn, t)
+	}
 	if err == nil {
 		return checkVersion(v)
 	}
@@ -113,6 +166,12 @@ func ensureSchema(ctx context.Context, conn *pgx.Conn, t tables) error {
 		}
 		if err != nil {
 			return err
+		}
+		if v == 1 {
+			if err := tx.Commit(ctx); err != nil {
+				return err
+			}
+			return migrate(ctx, conn, t)
 		}
 		return checkVersion(v)
 	case hasEntries:

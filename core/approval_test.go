@@ -2,7 +2,10 @@ package core_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,7 +16,10 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/journal"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres: journals
+	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite: journals
 )
 
 type refundArgs struct {
@@ -218,5 +224,57 @@ func TestApprovalNeedsJournal(t *testing.T) {
 	_, err := r.Run(t.Context(), "refund", nil)
 	if errcode.Of(err) != errcode.FailedPrecondition || !strings.Contains(err.Error(), "keeps no approvals") || e.refunds.Load() != 0 {
 		t.Errorf("Run = %v (refunds %d), want FailedPrecondition saying the journal keeps no approvals", err, e.refunds.Load())
+	}
+}
+
+// TestApprovalDurable: a run paused for approval in one process is decided
+// and resumed in another, sharing a durable journal: here a second runner
+// over a journal opened anew on the same SQLite file, or PostgreSQL table,
+// after the first was closed.
+func TestApprovalDurable(t *testing.T) {
+	urls := map[string]string{"sqlite": "sqlite://" + filepath.Join(t.TempDir(), "journal.db")}
+	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
+		sep := "?"
+		if strings.Contains(u, "?") {
+			sep = "&"
+		}
+		urls["postgres"] = u + sep + "toolrelay_table=approvals_" + strings.ToLower(rand.Text()[:10])
+	} else {
+		t.Log("TOOLRELAY_TEST_POSTGRES is not set: PostgreSQL is not tried")
+	}
+	for name, u := range urls {
+		t.Run(name, func(t *testing.T) {
+			e := newApprovalEnv(t, refundScript("150"), nil)
+			first, err := journal.Open(t.Context(), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r1 := core.NewRunner(e.backend, e.runner.Toolbox(), &core.Options{Logger: quiet, Journal: first})
+			res, err := r1.Run(t.Context(), "refund", nil)
+			if !errors.Is(err, core.ErrAwaitingApproval) {
+				t.Fatalf("Run = %v, want ErrAwaitingApproval", err)
+			}
+			first.Close()
+
+			second, err := journal.Open(t.Context(), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer second.Close()
+			r2 := core.NewRunner(e.backend, e.runner.Toolbox(), &core.Options{Logger: quiet, Journal: second})
+			list, err := r2.Approvals(t.Context(), res.Thread)
+			if err != nil || len(list) != 1 || list[0].Decision != nil {
+				t.Fatalf("Approvals in the second process = %+v, %v; want the pending refund", list, err)
+			}
+			if err := r2.Decide(t.Context(), res.Thread, list[0].Key.Call, core.Decision{Approved: true, Actor: "ops"}); err != nil {
+				t.Fatal(err)
+			}
+			if res, err = r2.Resume(t.Context(), res.Thread, nil); err != nil || res.Text != "refunded / order 7: 150" {
+				t.Fatalf("Resume in the second process = %+v, %v", res, err)
+			}
+			if e.refunds.Load() != 1 || e.lookups.Load() != 1 {
+				t.Errorf("refunds %d, lookups %d; want each once (the lookup's result kept in the journal)", e.refunds.Load(), e.lookups.Load())
+			}
+		})
 	}
 }

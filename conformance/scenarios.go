@@ -62,6 +62,7 @@ var scenarios = []scenario{
 	{"AuthenticationFailure", "a refused credential gives PermissionDenied", authenticationFailure},
 	{"TurnFailure", "a service-side failure of the turn ends the run with an error carrying the service's message", turnFailure},
 	{"ApprovalMixedStep", "a step whose calls need approval pauses after the others ran; approved calls run once, denied ones tell the model, and the results go together in call order", approvalMixedStep},
+	{"ApprovalExpires", "a call left undecided past its time is answered to the model as denied, never left parked", approvalExpires},
 	{"RichInput", "images and files go with the input as the backend's wire carries them; a kind it cannot carry is refused before anything is sent", richInput},
 	{"StructuredOutput", "a run can ask for an answer of a Go type's schema, sent on every request of the run, and decode it; backends that cannot set it refuse before sending", structuredOutput},
 	{"StreamAnswer", "a streamed answer arrives in pieces that make exactly its text, once, then the run ends", streamAnswer},
@@ -747,5 +748,30 @@ func approvalMixedStep(e *env) {
 	}
 	if !strings.HasPrefix(res.Text, "refunded 150 | ") {
 		e.t.Errorf("answer %q, want the approved refund's output first", res.Text)
+	}
+}
+
+func approvalExpires(e *env) {
+	var refunds atomic.Int32
+	refund := tool(e, "refund", "Refund an order.", counted(&refunds, func(_ context.Context, in refundArgs) (string, error) {
+		return "refunded", nil
+	}), &core.ToolOptions{Approval: core.Always("every refund needs approval")})
+	r := e.runner(script(calls("refund", `{"order":"1","amount":5}`), answer(`{{result 0}}`)), &core.Options{ApprovalTimeout: time.Millisecond}, refund)
+	res, err := r.Run(e.t.Context(), "refund", nil)
+	if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
+		e.t.Fatalf("Run = %v (%d pending), want a pause on the refund", err, len(res.Pending))
+	}
+	time.Sleep(5 * time.Millisecond)
+	if err := r.Decide(e.t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true}); errcode.Of(err) != errcode.FailedPrecondition {
+		e.t.Errorf("a decision after the time = %v, want FailedPrecondition", err)
+	}
+	res, err = r.Resume(e.t.Context(), res.Thread, nil)
+	if err != nil {
+		e.t.Fatalf("Resume: %v", err)
+	}
+	if got := e.results(); len(got) != 1 || refunds.Load() != 0 {
+		e.t.Fatalf("results %+v, refunds %d; want the call answered without running", got, refunds.Load())
+	} else {
+		e.wantFailure(got[0], "no decision in time")
 	}
 }

@@ -32,7 +32,7 @@ func FuzzResultRoundTrip(f *testing.F) {
 			r.Output = driver.Output{Parts: driver.Content{}}
 		}
 		s, err := record.EncodeResult(r)
-		if outcome < int(driver.OK) || outcome > int(driver.TooLarge) {
+		if outcome < int(driver.OK) || outcome > int(driver.Denied) {
 			if err == nil {
 				t.Fatalf("EncodeResult wrote a result of unknown outcome %d: %s", outcome, s)
 			}
@@ -73,7 +73,7 @@ func FuzzDecodeResult(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if r.Outcome < driver.OK || r.Outcome > driver.TooLarge {
+		if r.Outcome < driver.OK || r.Outcome > driver.Denied {
 			t.Fatalf("DecodeResult(%s) gave unknown outcome %d", s, int(r.Outcome))
 		}
 		s2, err := record.EncodeResult(r)

@@ -28,7 +28,7 @@ type (
 // ErrAwaitingApproval is matched by the error of a run that paused because
 // calls of its step await a decision ([Result.Pending] lists them), and of a
 // resume made before every one was decided. Its code is FailedPrecondition.
-var ErrAwaitingApproval = errors.New("calls await a decision")
+var ErrAwaitingApproval = errors.New("awaiting approval")
 
 // An ApprovalRule says whether a call needs a person's approval before it
 // runs, and why. It gets the call and its arguments (canonical, valid

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -110,6 +111,8 @@ func (e *Event) level() slog.Level {
 	switch {
 	case e.Kind == EventCallFinished && e.Outcome == Panicked:
 		return slog.LevelError
+	case e.Kind == EventRunFinished && errors.Is(e.Err, ErrAwaitingApproval):
+		return slog.LevelInfo // a pause, as the program asked
 	case e.Outcome == InDoubt || e.Outcome == Conflict || (e.Kind == EventRunFinished && e.Err != nil):
 		return slog.LevelWarn
 	case e.Kind == EventCallFinished && e.Outcome != OK, e.Kind == EventApprovalRequested:

@@ -130,6 +130,56 @@ func TestCrash(t *testing.T) {
 	}
 }
 
+// The points of TestCrashApproval at which a worker is killed.
+const (
+	whilePaused   = "while-paused"   // the run paused for approval
+	afterDecision = "after-decision" // the approval was recorded; not resumed
+)
+
+// TestCrashApproval kills the worker whose run paused for the approval of
+// the side-effecting call, and then the worker that approved it right
+// after the decision (or lets it exit); a third worker resumes the thread
+// from the SQLite journal. The approved call's effect happens exactly once.
+func TestCrashApproval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns worker processes")
+	}
+	for _, backend := range []string{"openai", "foundry"} {
+		for _, point := range []string{whilePaused, afterDecision} {
+			t.Run(backend+"/"+point, func(t *testing.T) {
+				t.Parallel()
+				env := serve(t, backend)
+				env["CRASH_APPROVAL"], env["CRASH_POINT"], env["CRASH_DECL"] = "1", point, sideEffects
+				killed := func(phase string, err error) {
+					t.Helper()
+					var exit *exec.ExitError
+					if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+						t.Fatalf("the %s worker was not killed: %v", phase, err)
+					}
+				}
+				killed("run", spawn(t, "run", env, nil))
+				err := spawn(t, "decide", env, nil)
+				if point == afterDecision {
+					killed("decide", err)
+				} else if err != nil {
+					t.Fatalf("the deciding worker failed: %v", err)
+				}
+				var out bytes.Buffer
+				if err := spawn(t, "resume", env, &out); err != nil {
+					t.Fatalf("the resuming worker failed: %v", err)
+				}
+				if text := strings.TrimSpace(out.String()); text != answer {
+					t.Errorf("answer %q, want %q", text, answer)
+				}
+				effects, _ := os.ReadFile(env["CRASH_EFFECTS"])
+				if n := strings.Count(string(effects), "\n"); n != 1 {
+					t.Errorf("the approved call took effect %d times, want once", n)
+				}
+			})
+		}
+	}
+}
+
 // serve starts a fake of backend for one test and returns the workers'
 // environment: where the fake and the files are.
 func serve(t *testing.T, backend string) map[string]string {
@@ -209,9 +259,33 @@ func worker() error {
 		},
 	})
 	var res *core.Result
-	if phase == "run" {
+	switch phase {
+	case "run":
 		res, err = r.Run(ctx, question, nil)
-	} else {
+		if errors.Is(err, core.ErrAwaitingApproval) {
+			os.WriteFile(threadFile, []byte(res.Thread), 0o600)
+			die() // paused for approval: the process goes away
+		}
+	case "decide":
+		thread, rerr := os.ReadFile(threadFile)
+		if rerr != nil {
+			return rerr
+		}
+		list, err := r.Approvals(ctx, string(thread))
+		if err != nil {
+			return err
+		}
+		if len(list) != 1 {
+			return fmt.Errorf("%d approvals, want 1", len(list))
+		}
+		if err := r.Decide(ctx, string(thread), list[0].Key.Call, core.Decision{Approved: true, Actor: "crash test"}); err != nil {
+			return err
+		}
+		if os.Getenv("CRASH_POINT") == afterDecision {
+			die()
+		}
+		return nil
+	default:
 		thread, rerr := os.ReadFile(threadFile)
 		if rerr != nil {
 			return rerr
@@ -304,6 +378,9 @@ func weatherTools(point, decl, effects string) (*core.Toolbox, error) {
 		return nil, err
 	}
 	opts := &core.ToolOptions{Idempotent: decl == idempotent}
+	if os.Getenv("CRASH_APPROVAL") != "" {
+		opts.Approval = core.Always("the weather costs money")
+	}
 	if decl == verifies {
 		opts.Verify = func(ctx context.Context, call core.Call) (any, bool, error) {
 			b, err := os.ReadFile(effects)

@@ -42,6 +42,19 @@
 // them), and what a gap left out arrives with the message's end. Backends
 // that do not stream, or poll, give each message whole.
 //
+// # Approval
+//
+// A tool may declare that some of its calls need a person's yes first
+// ([ToolOptions.Approval], [Always], [ApprovalIf]). A step with such calls
+// runs the others, then the run pauses: its error matches
+// [ErrAwaitingApproval], and [Result.Pending] lists the calls, which the
+// journal keeps (the memory, SQLite and PostgreSQL journals keep
+// approvals), so that the process may exit. [Runner.Decide] records a
+// decision, with who made it, in this process or another sharing the
+// journal; [Runner.Resume] then goes on: approved calls run (exactly once,
+// as every call), denied calls tell the model so, and a call left
+// undecided past [Options.ApprovalTimeout] is denied.
+//
 // # Input and output
 //
 // A run's input may carry images and files ([RunOptions.Parts]), and a

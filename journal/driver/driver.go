@@ -55,7 +55,9 @@ type Journal interface {
 	MarkSubmitted(ctx context.Context, keys []Key) error
 	// Get returns the entry for key, and whether there is one.
 	Get(ctx context.Context, key Key) (Entry, bool, error)
-	// Prune deletes finished and submitted entries last updated before t and
+	// Prune deletes finished and submitted entries last updated before t
+	// (and, in a journal that keeps approvals, the approvals decided
+	// before t) and
 	// returns how many it deleted.
 	Prune(ctx context.Context, before time.Time) (int, error)
 }

@@ -103,6 +103,32 @@ var approvalCases = []struct {
 		},
 	},
 	{
+		name:        "ApprovalPrune",
+		explanation: "Prune deletes the approvals decided before its time, and keeps the pending ones and those decided later.",
+		f: func(t *testing.T, j jdriver.Approvals) {
+			now := time.Now()
+			old, recent, pending := approval("old", now), approval("recent", now), approval("pending", now)
+			for _, a := range []jdriver.Approval{old, recent, pending} {
+				if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for k, at := range map[jdriver.Key]time.Time{old.Key: now.Add(-2 * time.Hour), recent.Key: now} {
+				if _, err := j.DecideApproval(t.Context(), k, jdriver.Decision{Approved: true, At: at}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := j.(jdriver.Journal).Prune(t.Context(), now.Add(-time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			for k, want := range map[jdriver.Key]bool{old.Key: false, recent.Key: true, pending.Key: true} {
+				if _, ok, err := j.GetApproval(t.Context(), k); ok != want || err != nil {
+					t.Errorf("approval %s after Prune: present %v (%v), want %v", k.Call, ok, err, want)
+				}
+			}
+		},
+	},
+	{
 		name:        "ApprovalList",
 		explanation: "ListApprovals returns the approvals of one thread of one backend, oldest first.",
 		f: func(t *testing.T, j jdriver.Approvals) {

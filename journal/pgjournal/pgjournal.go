@@ -302,11 +302,15 @@ func (j *Journal) Get(ctx context.Context, key driver.Key) (driver.Entry, bool, 
 }
 
 // Prune implements [driver.Journal]. It is one DELETE: other writers wait
-// only for the rows it deletes. Times are compared with the server's.
+// only for the rows it deletes. Times are compared with the server's. A
+// second DELETE removes the approvals decided before.
 func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 	tag, err := j.pool.Exec(ctx, j.prune, before)
 	if err != nil {
 		return 0, j.opError("prune", err)
+	}
+	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.approvals+` WHERE decided < $1`, before); err != nil {
+		return int(tag.RowsAffected()), j.opError("prune approvals", err)
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -63,6 +63,7 @@ var scenarios = []scenario{
 	{"TurnFailure", "a service-side failure of the turn ends the run with an error carrying the service's message", turnFailure},
 	{"ApprovalMixedStep", "a step whose calls need approval pauses after the others ran; approved calls run once, denied ones tell the model, and the results go together in call order", approvalMixedStep},
 	{"ApprovalExpires", "a call left undecided past its time is answered to the model as denied, never left parked", approvalExpires},
+	{"ServiceApproval", "the service's own approval requests are decided through the same API and answered on its wire", serviceApproval},
 	{"RichInput", "images and files go with the input as the backend's wire carries them; a kind it cannot carry is refused before anything is sent", richInput},
 	{"StructuredOutput", "a run can ask for an answer of a Go type's schema, sent on every request of the run, and decode it; backends that cannot set it refuse before sending", structuredOutput},
 	{"StreamAnswer", "a streamed answer arrives in pieces that make exactly its text, once, then the run ends", streamAnswer},
@@ -773,5 +774,51 @@ func approvalExpires(e *env) {
 		e.t.Fatalf("results %+v, refunds %d; want the call answered without running", got, refunds.Load())
 	} else {
 		e.wantFailure(got[0], "no decision in time")
+	}
+}
+
+func serviceApproval(e *env) {
+	s := script(
+		coretest.Step{Calls: []coretest.Call{
+			{Name: "delete_repo", Arguments: json.RawMessage(`{"repo":"old"}`), Approval: true},
+			{Name: "delete_repo", Arguments: json.RawMessage(`{"repo":"main"}`), Approval: true},
+		}},
+		answer(`{{result 0}} | {{result 1}}`),
+	)
+	r := e.runner(s, nil)
+	if !e.caps.ServiceApprovals {
+		e.t.Skip("the backend does not hand over the service's own approval requests")
+	}
+	res, err := r.Run(e.t.Context(), "clean up the repositories", nil)
+	if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 2 {
+		e.t.Fatalf("Run = %v (%d pending), want a pause on both approval requests", err, len(res.Pending))
+	}
+	for i, a := range res.Pending {
+		if !strings.HasSuffix(a.Tool, "delete_repo") || !strings.Contains(a.Why, "the service asks") {
+			e.t.Errorf("pending %d = %+v, want the service's request for delete_repo", i, a)
+		}
+	}
+	byRepo := map[string]string{}
+	for _, a := range res.Pending {
+		var in struct{ Repo string }
+		json.Unmarshal(a.Arguments, &in)
+		byRepo[in.Repo] = a.Key.Call
+	}
+	if err := r.Decide(e.t.Context(), res.Thread, byRepo["old"], core.Decision{Approved: true, Actor: "ada"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := r.Decide(e.t.Context(), res.Thread, byRepo["main"], core.Decision{Reason: "not main", Actor: "ada"}); err != nil {
+		e.t.Fatal(err)
+	}
+	res, err = r.Resume(e.t.Context(), res.Thread, nil)
+	if err != nil {
+		e.t.Fatalf("Resume: %v", err)
+	}
+	got := e.results()
+	if len(got) != 2 || got[0].Failed || got[0].Output != "approved" || !got[1].Failed || !strings.Contains(got[1].Error, "not main") {
+		e.t.Fatalf("decisions the service received = %+v, want the first approved and the second denied with its reason", got)
+	}
+	if !strings.HasPrefix(res.Text, "approved | ") {
+		e.t.Errorf("answer %q, want the model told of both decisions", res.Text)
 	}
 }

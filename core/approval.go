@@ -80,7 +80,7 @@ var errPaused = errors.New("core: the call awaits a decision")
 // may (nil), it is denied (c.denial set; it runs no handler), or it awaits
 // a decision (errPaused, after the approval was requested). A call whose
 // result the journal holds goes the usual way.
-func (r *Runner) approve(ctx context.Context, c *callRun, tool *Tool) error {
+func (r *Runner) approve(ctx context.Context, c *callRun, rule ApprovalRule) error {
 	ap, err := r.approvals()
 	if err != nil {
 		return err
@@ -94,7 +94,7 @@ func (r *Runner) approve(ctx context.Context, c *callRun, tool *Tool) error {
 		if _, ran, err := r.opts.Journal.Get(ctx, c.key); err != nil || ran {
 			return err
 		}
-		need, why, err := tool.opts.Approval(ctx, *c.call, c.args)
+		need, why, err := rule(ctx, *c.call, c.args)
 		if err != nil {
 			need, why = true, "the approval rule failed: "+err.Error()
 		}
@@ -122,10 +122,25 @@ func (r *Runner) approve(ctx context.Context, c *callRun, tool *Tool) error {
 		if d.Reason != "" {
 			c.denial += ": " + d.Reason
 		}
+	case c.call.Kind == ServiceApproval:
+		c.approved = true
 	case len(d.Arguments) > 0:
 		// Approved with edits: the handler gets the edited arguments (the
 		// journal keys the call by those the model sent).
 		c.args, c.obj, c.argErr = parseArgs(d.Arguments)
+	}
+	return nil
+}
+
+// approvalRule returns the rule that says whether call needs approval:
+// its tool's, or, for the service's own approval request, one that always
+// does; nil when none applies.
+func (r *Runner) approvalRule(call *Call) ApprovalRule {
+	if call.Kind == ServiceApproval {
+		return Always("the service asks a person to approve " + call.Name)
+	}
+	if t := r.tools.Lookup(call.Name); t != nil {
+		return t.opts.Approval
 	}
 	return nil
 }
@@ -140,7 +155,7 @@ func (r *Runner) awaiting(ctx context.Context, step *driver.Step) ([]Approval, e
 	now := time.Now()
 	for i := range step.Calls {
 		c := &step.Calls[i]
-		if t := r.tools.Lookup(c.Name); t == nil || t.opts.Approval == nil {
+		if r.approvalRule(c) == nil {
 			continue
 		}
 		a, ok, err := ap.GetApproval(ctx, r.key(c))

@@ -576,16 +576,17 @@ func (r *Runner) key(c *Call) jdriver.Key {
 // canonical form (parsed once, for the digest and for the handler), and
 // the step it belongs to.
 type callRun struct {
-	call   *Call
-	key    jdriver.Key
-	args   []byte         // canonical arguments; nil when argErr is set
-	obj    map[string]any // the arguments parsed (numbers as json.Number)
-	argErr error          // why the arguments are not valid
-	digest string
-	idem   string
-	step   int
-	out    *sink  // the stream the call's events go to, if any
-	denial string // set when a person denied the call: the model is told it
+	call     *Call
+	key      jdriver.Key
+	args     []byte         // canonical arguments; nil when argErr is set
+	obj      map[string]any // the arguments parsed (numbers as json.Number)
+	argErr   error          // why the arguments are not valid
+	digest   string
+	idem     string
+	step     int
+	out      *sink  // the stream the call's events go to, if any
+	denial   string // set when a person denied the call: the model is told it
+	approved bool   // a service's approval request a person approved
 }
 
 // event reports an event about the call.
@@ -608,8 +609,8 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (
 	}
 	c.digest = digestOf(call.Arguments, c.args)
 	c.idem = jdriver.IdempotencyKey(c.key, c.digest)
-	if tool := r.tools.Lookup(call.Name); tool != nil && tool.opts.Approval != nil && c.argErr == nil {
-		if err := r.approve(ctx, c, tool); err != nil {
+	if rule := r.approvalRule(call); rule != nil && (c.argErr == nil || call.Kind == ServiceApproval) {
+		if err := r.approve(ctx, c, rule); err != nil {
 			return driver.ToolResult{}, err
 		}
 	}
@@ -655,12 +656,15 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (
 // its result.
 func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult, error) {
 	j := r.opts.Journal
-	if c.denial != "" {
+	if c.denial != "" || c.approved {
 		jr := failed(Denied, c.denial)
+		if c.approved {
+			jr = jdriver.Result{Output: Output{Text: "approved"}, Outcome: OK}
+		}
 		if err := j.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
 			return driver.ToolResult{}, r.journalError(ctx, err)
 		}
-		r.event(ctx, c, EventCallFinished, Denied, 0, nil)
+		r.event(ctx, c, EventCallFinished, jr.Outcome, 0, nil)
 		return toResult(c.call, &jr, c.idem), nil
 	}
 	r.holdLease(c.key)

@@ -21,6 +21,15 @@ type (
 	Usage = driver.Usage
 	// Outcome says how a call's result came about.
 	Outcome = driver.Outcome
+	// CallKind says what a [Call] asks for: a function call, or the
+	// service's own approval request.
+	CallKind = driver.CallKind
+)
+
+// The kinds of call.
+const (
+	FunctionCall    = driver.FunctionCall
+	ServiceApproval = driver.ServiceApproval
 )
 
 // The kinds of [Part].

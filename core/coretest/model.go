@@ -39,6 +39,9 @@ type ActionCall struct {
 	AsString bool
 	// ID is the call id the script fixed, or "".
 	ID string
+	// Approval: the service asks a person to approve this call of a tool
+	// it runs itself (see [Call].Approval).
+	Approval bool
 }
 
 // An Action is what the model does in one step.
@@ -169,7 +172,7 @@ func (m *Model) Next() (*Action, error) {
 		if err != nil {
 			return nil, fmt.Errorf("coretest: call %q: %w", c.Name, err)
 		}
-		a.Calls = append(a.Calls, ActionCall{Name: c.Name, Arguments: args, AsString: c.AsString, ID: c.ID})
+		a.Calls = append(a.Calls, ActionCall{Name: c.Name, Arguments: args, AsString: c.AsString, ID: c.ID, Approval: c.Approval})
 	}
 	if len(a.Calls) > 0 {
 		m.pending = a.Calls

@@ -96,6 +96,12 @@ type Call struct {
 	// ID, if set, is the call id to use instead of a generated one (to
 	// script a misbehaving service that repeats call ids).
 	ID string `json:"id,omitempty"`
+	// Approval makes the call one of a tool the service runs itself (an
+	// MCP server's), for which it asks a person's approval first: a fake
+	// that can sends an approval request (Foundry and the Responses API:
+	// an mcp_approval_request item), and the model receives the decision
+	// as the call's result: "approved", or failed with the reason.
+	Approval bool `json:"approval,omitempty"`
 }
 
 // A Failure is a service-side failure of a turn.

@@ -98,6 +98,10 @@ type Capabilities struct {
 	InputImages bool
 	// InputFiles: a run's input may carry files (PartFile).
 	InputFiles bool
+	// ServiceApprovals: the backend hands the service's own approval
+	// requests over as calls of kind ServiceApproval, and sends the
+	// decisions back.
+	ServiceApprovals bool
 	// ResponseFormat: a run may ask for an answer of a JSON schema
 	// (StartRequest.Format).
 	ResponseFormat bool
@@ -177,7 +181,23 @@ type Call struct {
 	// Arguments holds the arguments as received: a JSON object, a JSON
 	// string holding one, or empty.
 	Arguments json.RawMessage
+	// Kind is FunctionCall (the zero value) for a call of a tool of the
+	// toolbox, or ServiceApproval for the service asking a person to
+	// approve something it runs itself (such as a call of an MCP server's
+	// tool), which no handler answers: a person decides it, and the
+	// backend sends the decision as its service expects. Name and
+	// Arguments then describe what is to be approved.
+	Kind CallKind
 }
+
+// CallKind says what a [Call] asks for.
+type CallKind string
+
+// The kinds of call.
+const (
+	FunctionCall    CallKind = ""
+	ServiceApproval CallKind = "service_approval"
+)
 
 // ToolResult is the result of one call, as it is submitted.
 type ToolResult struct {

@@ -38,13 +38,13 @@ func (c *conversation) append(items ...*item) {
 	}
 	c.items = append(c.items, items...)
 	for _, it := range items {
-		switch it.Type {
-		case "function_call":
+		switch {
+		case it.isCall():
 			c.calls[it.CallID] = true
 			if !c.answered[it.CallID] {
 				c.open = append(c.open, it)
 			}
-		case "function_call_output":
+		case it.isAnswer():
 			c.outputs[it.CallID] = it
 			if !c.answered[it.CallID] {
 				c.answered[it.CallID] = true
@@ -94,6 +94,17 @@ func (s *Server) takeInput(waiting []*item, known func(callID string) bool, in [
 			}
 			delete(open, it.CallID)
 			items = append(items, &item{Type: "function_call_output", ID: s.newID("fco_"), Status: "completed", CallID: it.CallID, Name: call.Name, Output: it.Output})
+		case "mcp_approval_response":
+			call := open[it.ApprovalRequestID]
+			if call == nil || call.Type != "mcp_approval_request" {
+				return nil, nil, badRequest("invalid_request", "input", "No approval request found with id %s.", it.ApprovalRequestID)
+			}
+			delete(open, it.ApprovalRequestID)
+			reason := ""
+			if it.Reason != nil {
+				reason = *it.Reason
+			}
+			items = append(items, &item{Type: "mcp_approval_response", ID: s.newID("mcpr_"), CallID: it.ApprovalRequestID, Name: call.Name, Approve: *it.Approve, Reason: reason})
 		case "function_call":
 			if known == nil || !known(it.CallID) {
 				return nil, nil, noToolCall(it.CallID)
@@ -118,8 +129,8 @@ func (s *Server) record(thread string, items []*item, format string) {
 		switch {
 		case it.Type == "message" && it.Role == "user":
 			s.received = append(s.received, coretest.Received{Kind: "input", Thread: thread, Input: it.Text, Parts: it.Parts, Format: format})
-		case it.Type == "function_call_output":
-			results = append(results, coretest.Delivered{CallID: it.CallID, Name: it.Name, Output: it.outputText()})
+		case it.isAnswer():
+			results = append(results, it.delivered(it.Name))
 		}
 	}
 	if len(results) > 0 {
@@ -142,7 +153,7 @@ func (s *Server) add(c *conversation, items []*item, texts []string) {
 		if o == nil {
 			return
 		}
-		results = append(results, coretest.Delivered{CallID: id, Name: o.Name, Output: o.outputText()})
+		results = append(results, o.delivered(o.Name))
 	}
 	c.model.Deliver(results)
 	c.modelCalls = nil

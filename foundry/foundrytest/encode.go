@@ -108,6 +108,11 @@ type itemWire struct {
 	Status     string           `json:"status,omitempty"`
 	Summary    *[]contentWire   `json:"summary,omitempty"`
 	Type       string           `json:"type"`
+	// MCP approvals.
+	ServerLabel       *string `json:"server_label,omitempty"`
+	ApprovalRequestID *string `json:"approval_request_id,omitempty"`
+	Approve           *bool   `json:"approve,omitempty"`
+	Reason            *string `json:"reason,omitempty"`
 }
 
 type contentWire struct {
@@ -133,6 +138,13 @@ func (it *item) MarshalJSON() ([]byte, error) {
 		w.CallID, w.Name, w.Arguments = &it.CallID, &it.Name, &it.Arguments
 	case "function_call_output":
 		w.CallID, w.Output = &it.CallID, &it.Output
+	case "mcp_approval_request":
+		w.Name, w.Arguments, w.ServerLabel = &it.Name, &it.Arguments, &it.ServerLabel
+	case "mcp_approval_response":
+		w.ApprovalRequestID, w.Approve = &it.CallID, &it.Approve
+		if it.Reason != "" {
+			w.Reason = &it.Reason
+		}
 	case "reasoning":
 		w.Summary = &[]contentWire{}
 		if it.Summary != "" {

@@ -345,8 +345,7 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 		}
 		results := make([]coretest.Delivered, len(waiting))
 		for i, c := range waiting {
-			o := outputs[c.CallID]
-			results[i] = coretest.Delivered{CallID: c.CallID, Name: c.Name, Output: o.outputText()}
+			results[i] = outputs[c.CallID].delivered(c.Name)
 		}
 		if err := model.Deliver(slices.Clone(results)); err != nil {
 			return nil, scriptError(err)
@@ -415,6 +414,12 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 				id = s.newCallID()
 			}
 			it := &item{Type: "function_call", ID: s.newID("fc_"), Status: "completed", CallID: id, Name: c.Name, Arguments: c.Arguments}
+			if c.Approval {
+				// The service runs this tool itself, once a person
+				// approves: it asks for the approval.
+				id = s.newID("mcpr_")
+				it = &item{Type: "mcp_approval_request", ID: id, CallID: id, ServerLabel: "fake-mcp", Name: c.Name, Arguments: c.Arguments}
+			}
 			r.output = append(r.output, it)
 			r.calls = append(r.calls, it)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 )
 
@@ -29,6 +30,34 @@ type item struct {
 	// ResponseID names the response that produced or received the item
 	// (a Foundry extension of the item shape).
 	ResponseID string
+	// mcp_approval_request (CallID is its id) and mcp_approval_response
+	// (CallID is the request's id).
+	ServerLabel string
+	Approve     bool
+	Reason      string
+}
+
+// isCall reports whether the item waits for the client's answer: a
+// function call, or an MCP approval request.
+func (it *item) isCall() bool { return it.Type == "function_call" || it.Type == "mcp_approval_request" }
+
+// isAnswer reports whether the item answers a call: a function output, or
+// an MCP approval response.
+func (it *item) isAnswer() bool {
+	return it.Type == "function_call_output" || it.Type == "mcp_approval_response"
+}
+
+// delivered returns an answer in the model's neutral terms: an approval
+// is the output "approved", a denial a failure with its reason.
+func (it *item) delivered(name string) coretest.Delivered {
+	d := coretest.Delivered{CallID: it.CallID, Name: name, Output: it.outputText()}
+	if it.Type == "mcp_approval_response" {
+		d.Output, d.Failed, d.Error = "approved", !it.Approve, it.Reason
+		if !it.Approve {
+			d.Output = ""
+		}
+	}
+	return d
 }
 
 // outputText returns the output of a function_call_output as text: the
@@ -51,6 +80,10 @@ type inputItem struct {
 	Output  json.RawMessage `json:"output"`
 	Name    string          `json:"name"`
 	Args    *string         `json:"arguments"`
+	// mcp_approval_response
+	ApprovalRequestID string  `json:"approval_request_id"`
+	Approve           *bool   `json:"approve"`
+	Reason            *string `json:"reason"`
 }
 
 // parseInput decodes a request's input: a string (one user message) or an
@@ -88,6 +121,10 @@ func parseInput(raw json.RawMessage) ([]inputItem, *apiError) {
 			}
 		case "function_call":
 			if it.CallID == "" || it.Args == nil {
+				return nil, schemaError(fmt.Sprintf("input[%d]", i))
+			}
+		case "mcp_approval_response":
+			if it.ApprovalRequestID == "" || it.Approve == nil {
 				return nil, schemaError(fmt.Sprintf("input[%d]", i))
 			}
 		default:

@@ -153,7 +153,7 @@ func (b *Backend) Name() string { return b.name }
 // response format unless the requests name an agent; there is no failure
 // flag and no deferred loading.
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: b.agentRef == nil, Streams: b.stream}
+	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: b.agentRef == nil, Streams: b.stream, ServiceApprovals: true}
 }
 
 // Mode returns how the backend links the responses of a thread.

@@ -38,8 +38,14 @@ func (b *Backend) readConversation(ctx context.Context, conv string) (*history, 
 		switch it.Type {
 		case "function_call":
 			calls = append(calls, it)
+		case "mcp_approval_request":
+			it.CallID = it.ID // answered by its id
+			calls = append(calls, it)
 		case "function_call_output":
 			h.answered[it.CallID] = true
+			h.last = &it
+		case "mcp_approval_response":
+			h.answered[it.ApprovalRequestID] = true
 			h.last = &it
 		case "message":
 			h.last = &it
@@ -74,6 +80,10 @@ func messageText(it conversations.ConversationItemUnion) string {
 func (b *Backend) pendingStep(conv string, h *history) *driver.Step {
 	s := &driver.Step{Thread: conv}
 	for _, c := range h.pending {
+		if c.Type == "mcp_approval_request" {
+			s.Calls = append(s.Calls, approvalCall(conv, c.ID, c.ServerLabel, c.Name, c.Arguments.OfString))
+			continue
+		}
 		s.Calls = append(s.Calls, newCall(conv, c.CallID, c.Name, c.Arguments.OfString))
 	}
 	return s

@@ -256,8 +256,11 @@ func (b *Backend) step(thread string, r *reply) (*driver.Step, error) {
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.TotalTokens,
 	}}
 	for i := range r.Output {
-		if o := &r.Output[i]; o.Type == "function_call" {
+		switch o := &r.Output[i]; o.Type {
+		case "function_call":
 			s.Calls = append(s.Calls, newCall(thread, o.CallID, o.Name, o.arguments()))
+		case "mcp_approval_request":
+			s.Calls = append(s.Calls, approvalCall(thread, o.ID, o.ServerLabel, o.Name, o.arguments()))
 		}
 	}
 	if len(s.Calls) == 0 {
@@ -273,6 +276,15 @@ func (b *Backend) step(thread string, r *reply) (*driver.Step, error) {
 // Chain mode it is the response that made the call.
 func newCall(thread, id, name, args string) driver.Call {
 	return driver.Call{Thread: thread, ID: id, Name: name, Arguments: json.RawMessage(args)}
+}
+
+// approvalCall returns the call that stands for the service's request
+// that a person approve a call of tool name of MCP server server (keyed by
+// the request's id), which Submit answers with an mcp_approval_response.
+func approvalCall(thread, id, server, name, args string) driver.Call {
+	c := newCall(thread, id, server+"/"+name, args)
+	c.Kind = driver.ServiceApproval
+	return c
 }
 
 // turnError returns a *driver.TurnError for a response of thread that did

@@ -29,6 +29,13 @@ func FailureOutput(message string) string {
 
 // outputItem returns the function_call_output item of a result.
 func outputItem(r *driver.ToolResult) responses.ResponseInputItemUnionParam {
+	if r.Call.Kind == driver.ServiceApproval {
+		it := responses.ResponseInputItemParamOfMcpApprovalResponse(r.Call.ID, !r.Failed)
+		if r.Failed && r.Error != "" {
+			it.OfMcpApprovalResponse.Reason = openai.String(r.Error)
+		}
+		return it
+	}
 	if r.Failed {
 		return functionOutput(r.Call.ID, FailureOutput(r.Error))
 	}

@@ -45,12 +45,13 @@ type replyUsage struct {
 // item's: a function call's is a string of JSON, a tool search call's an
 // object.
 type replyItem struct {
-	ID        string          `json:"id"`
-	Type      string          `json:"type"`
-	CallID    string          `json:"call_id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Content   []replyContent  `json:"content"`
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	CallID      string          `json:"call_id"`
+	Name        string          `json:"name"`
+	ServerLabel string          `json:"server_label"`
+	Arguments   json.RawMessage `json:"arguments"`
+	Content     []replyContent  `json:"content"`
 }
 
 // arguments returns the arguments of a function call: the JSON its
@@ -118,7 +119,7 @@ func replyOf(r *responses.Response) *reply {
 	}
 	for i, o := range r.Output {
 		it := &rep.Output[i]
-		it.ID, it.Type, it.CallID, it.Name = o.ID, o.Type, o.CallID, o.Name
+		it.ID, it.Type, it.CallID, it.Name, it.ServerLabel = o.ID, o.Type, o.CallID, o.Name, o.ServerLabel
 		if o.JSON.Arguments.Valid() {
 			it.Arguments = json.RawMessage(o.JSON.Arguments.Raw())
 		}

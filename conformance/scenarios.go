@@ -815,8 +815,10 @@ func serviceApproval(e *env) {
 		e.t.Fatalf("Resume: %v", err)
 	}
 	got := e.results()
-	if len(got) != 2 || got[0].Failed || got[0].Output != "approved" || !got[1].Failed || !strings.Contains(got[1].Error, "not main") {
-		e.t.Fatalf("decisions the service received = %+v, want the first approved and the second denied with its reason", got)
+	// The sessions API's answer carries no reason: a fake records the
+	// denial as "denied" there.
+	if len(got) != 2 || got[0].Failed || got[0].Output != "approved" || !got[1].Failed || !strings.Contains(got[1].Error, "not main") && got[1].Error != "denied" {
+		e.t.Fatalf("decisions the service received = %+v, want the first approved and the second denied (with its reason where the wire has room)", got)
 	}
 	if !strings.HasPrefix(res.Text, "approved | ") {
 		e.t.Errorf("answer %q, want the model told of both decisions", res.Text)

@@ -218,7 +218,7 @@ func (b *Backend) Name() string { return "openai" }
 // tool_search), a success flag on results, and content arrays (text and
 // image parts).
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, Streams: b.opts.Transport != Polling}
+	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, Streams: b.opts.Transport != Polling, ServiceApprovals: true}
 }
 
 // Client returns the SDK client the backend uses, for what toolrelay does

@@ -112,8 +112,13 @@
 // before a turn or the session fails ends nothing: the lifecycle event
 // after it does, and the error's code and message complete a failed turn
 // that carries none. A
-// failed session gives a *[SessionError] (Internal); a required action that
-// is not a function call gives an *[UnsupportedActionError]
+// failed session gives a *[SessionError] (Internal). An MCP approval
+// request (required action mcp_approval_request) is a call of kind
+// driver.ServiceApproval, decided with core.Runner.Decide and answered with
+// agent.session.input.mcp_approval_request_result (approve or deny; the
+// event has no room for a reason). Any other required action, such as a
+// computer-use approval request (which asks for browser credentials or
+// origin access, not a yes or no), gives an *[UnsupportedActionError]
 // (Unimplemented); a stream that keeps dropping gives Unknown. Context
 // errors are returned as they are.
 //

@@ -150,6 +150,16 @@ func batchKey(results []driver.ToolResult) string {
 // success with the output (a string, a content array of text and image
 // parts, or null), or success false with the error message.
 func toolResult(r driver.ToolResult) oai.AgentSessionInputParamUnion {
+	if r.Call.Kind == driver.ServiceApproval {
+		// The answer to an MCP approval request: approve or deny (the
+		// event has no room for a reason).
+		decision := "approve"
+		if r.Failed {
+			decision = "deny"
+		}
+		return oai.AgentSessionInputParamOfParamAgentSessionInputMcpApprovalRequestResult(r.Call.ID,
+			oai.AgentSessionInputParamAgentSessionInputMcpApprovalRequestResultResponse{Decision: decision})
+	}
 	tr := &oai.AgentSessionInputParamAgentSessionInputToolResult{TurnID: r.Call.Turn, CallID: r.Call.ID, Success: !r.Failed}
 	if r.Failed {
 		msg := r.Error

@@ -12,6 +12,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
@@ -458,7 +459,7 @@ func (b *Backend) newRootTurn(st *thread, ev *oai.AgentSessionEventUnion) bool {
 // action that is not a function call.
 func unsupported(st *thread, list []oai.AgentSessionRequiredActionUnion) error {
 	for _, a := range list {
-		if a.Type != "function_call" {
+		if a.Type != "function_call" && a.Type != "mcp_approval_request" {
 			return &UnsupportedActionError{Session: st.id, Turn: a.TurnID, Type: a.Type}
 		}
 	}
@@ -473,6 +474,12 @@ func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion
 	}
 	var calls []driver.Call
 	for _, a := range list {
+		if a.Type == "mcp_approval_request" {
+			if !st.sent[callKey{a.TurnID, a.RequestID}] {
+				calls = append(calls, mcpApproval(st, &a))
+			}
+			continue
+		}
 		if st.sent[callKey{a.TurnID, a.CallID}] {
 			continue
 		}
@@ -489,6 +496,19 @@ func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion
 		st.beginTurn(calls[0].Turn)
 	}
 	return &driver.Step{Thread: st.id, Turn: st.turn, Calls: calls}, nil
+}
+
+// mcpApproval returns the call that stands for an MCP approval request:
+// of kind ServiceApproval, keyed by the request's id, named after the
+// server and the tool, with the tool's arguments.
+func mcpApproval(st *thread, a *oai.AgentSessionRequiredActionUnion) driver.Call {
+	req := gjson.Parse(a.RawJSON()).Get("request")
+	var args json.RawMessage
+	if raw := req.Get("arguments").Raw; raw != "" && raw != "null" {
+		args = json.RawMessage(raw)
+	}
+	return driver.Call{Thread: st.id, Turn: a.TurnID, ID: a.RequestID, Name: req.Get("server_label").Str + "/" + req.Get("name").Str,
+		Arguments: args, Kind: driver.ServiceApproval}
 }
 
 // reconcile reads the session (after re-subscribing, when subscribe is

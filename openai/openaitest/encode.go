@@ -168,6 +168,14 @@ func (s *sessionJSON) appendJSON(b []byte) []byte {
 			b = appendString(b, a.Type)
 			b = append(b, `,"turn_id":`...)
 			b = appendString(b, a.TurnID)
+			if a.RequestID != "" {
+				b = append(b, `,"request_id":`...)
+				b = appendString(b, a.RequestID)
+				b = append(b, `,"request":`...)
+				b = appendRaw(b, a.Request)
+				b = append(b, '}')
+				continue
+			}
 			b = append(b, `,"call_id":`...)
 			b = appendString(b, a.CallID)
 			b = append(b, `,"name":`...)

@@ -18,6 +18,11 @@ type inputEvent struct {
 	Success *bool           `json:"success"`
 	Output  json.RawMessage `json:"output"`
 	Error   *string         `json:"error"`
+	// mcp_approval_request_result
+	RequestID *string `json:"request_id"`
+	Response  *struct {
+		Decision string `json:"decision"`
+	} `json:"response"`
 }
 
 // postEvents handles POST agents/sessions/{id}/events. The events of one
@@ -65,6 +70,20 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 					return bad("invalid_request_error", "Unknown pending tool call: "+*ev.CallID)
 				}
 				answered[p] = true
+			case "agent.session.input.mcp_approval_request_result":
+				if ev.RequestID == nil || ev.Response == nil {
+					return bad("missing_required_parameter", "Missing required parameters: 'request_id' and 'response' are required for an approval result.")
+				}
+				switch ev.Response.Decision {
+				case "approve", "deny", "cancel":
+				default:
+					return bad("invalid_value", "Invalid value for 'response.decision': '"+ev.Response.Decision+"'.")
+				}
+				p := sess.pendingApproval(*ev.RequestID)
+				if p == nil || answered[p] {
+					return bad("invalid_request_error", "Unknown pending approval request: "+*ev.RequestID)
+				}
+				answered[p] = true
 			case "agent.session.input.cancel":
 			case "agent.session.input.computer_use_approval_request_result":
 				return bad("invalid_request_error", "Unknown pending approval request.")
@@ -96,6 +115,15 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 					p.output = json.RawMessage(`null`)
 				}
 				results = append(results, d)
+			case "agent.session.input.mcp_approval_request_result":
+				p := sess.pendingApproval(*ev.RequestID)
+				d := coretest.Delivered{CallID: p.callID, Name: p.name, Output: "approved"}
+				if ev.Response.Decision != "approve" {
+					// The event carries no reason.
+					d.Output, d.Failed, d.Error = "", true, map[string]string{"deny": "denied", "cancel": "cancelled"}[ev.Response.Decision]
+				}
+				p.result, p.output = &d, mustJSON(d.Output)
+				results = append(results, d)
 			case "agent.session.input.cancel":
 				s.cancel(sess)
 			}
@@ -115,6 +143,17 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 func (sess *session) pendingCall(turnID, callID string) *pendingCall {
 	for _, p := range sess.pending {
 		if p.turnID == turnID && p.callID == callID && p.result == nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// pendingApproval returns the pending MCP approval request requestID that
+// has no answer yet, or nil.
+func (sess *session) pendingApproval(requestID string) *pendingCall {
+	for _, p := range sess.pending {
+		if p.approval && p.callID == requestID && p.result == nil {
 			return p
 		}
 	}

@@ -46,6 +46,7 @@ type turn struct {
 type pendingCall struct {
 	turnID, callID, name string
 	args                 json.RawMessage
+	approval             bool                // an MCP approval request (callID is its request_id)
 	result               *coretest.Delivered // set once its result arrived
 	output               json.RawMessage     // the result's output, as sent
 }
@@ -228,6 +229,12 @@ func (sess *session) json() *sessionJSON {
 	}
 	for _, p := range sess.pending {
 		if p.result == nil {
+			if p.approval {
+				req := mustJSON(map[string]any{"type": "mcp_tool_call", "server_label": "fake-mcp", "name": p.name,
+					"arguments": json.RawMessage(p.args), "message": "The agent wants to call " + p.name + "."})
+				j.RequiredActions = append(j.RequiredActions, requiredActionJSON{Type: "mcp_approval_request", TurnID: p.turnID, RequestID: p.callID, Request: req})
+				continue
+			}
 			j.RequiredActions = append(j.RequiredActions, requiredActionJSON{Type: "function_call", TurnID: p.turnID, CallID: p.callID, Name: p.name, Arguments: p.args})
 		}
 	}

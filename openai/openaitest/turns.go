@@ -146,6 +146,13 @@ func (s *Server) askCalls(sess *session, t *turn, calls []coretest.ActionCall) {
 			callID = s.newID("call")
 		}
 		p := &pendingCall{turnID: t.id, callID: callID, name: c.Name, args: argsJSON(c.Arguments, c.AsString)}
+		if c.Approval {
+			// A tool the service runs itself (an MCP server's): it asks
+			// a person's approval first.
+			p.callID, p.approval, p.args = s.newID("mcpreq"), true, json.RawMessage(c.Arguments)
+			sess.pending = append(sess.pending, p)
+			continue
+		}
 		sess.pending = append(sess.pending, p)
 		announce(p.callID, p.name, p.args)
 	}
@@ -174,6 +181,9 @@ func (s *Server) deliver(sess *session) {
 	sess.status = "in_progress"
 	s.emit(sess, eventJSON{Type: "agent.session.in_progress", Session: sess.json()})
 	for _, p := range pending {
+		if p.approval {
+			continue // answered by a decision, not an output item
+		}
 		it := itemJSON{ID: s.newID("fco"), Type: "function_call_output", TurnID: t.id, CallID: p.callID, Status: "completed"}
 		if p.result.Failed {
 			msg := p.result.Error

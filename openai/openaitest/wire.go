@@ -57,9 +57,12 @@ type turnJSON struct {
 type requiredActionJSON struct {
 	Type      string          `json:"type"`
 	TurnID    string          `json:"turn_id"`
-	CallID    string          `json:"call_id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
+	CallID    string          `json:"call_id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// mcp_approval_request
+	RequestID string          `json:"request_id,omitempty"`
+	Request   json.RawMessage `json:"request,omitempty"`
 }
 
 type sessionJSON struct {

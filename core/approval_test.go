@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -276,5 +277,37 @@ func TestApprovalDurable(t *testing.T) {
 				t.Errorf("refunds %d, lookups %d; want each once (the lookup's result kept in the journal)", e.refunds.Load(), e.lookups.Load())
 			}
 		})
+	}
+}
+
+// TestApprovalStream: a streamed run that pauses reports the approval
+// requested, then ends with ErrAwaitingApproval; the resume, streamed too,
+// reports the approved call run and the answer.
+func TestApprovalStream(t *testing.T) {
+	e := newApprovalEnv(t, refundScript("150"), nil)
+	var kinds []string
+	st := e.runner.Stream(t.Context(), "refund", nil)
+	var last error
+	for ev, err := range st.Events() {
+		kinds = append(kinds, ev.Kind.String())
+		last = err
+	}
+	res, err := st.Result()
+	if !errors.Is(err, core.ErrAwaitingApproval) || !errors.Is(last, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
+		t.Fatalf("stream ended with %v (last event's error %v), %d pending; want ErrAwaitingApproval and the refund", err, last, len(res.Pending))
+	}
+	if !slices.Contains(kinds, "approval_requested") || kinds[len(kinds)-1] != "run_finished" {
+		t.Errorf("events %v: want approval_requested, and run_finished last", kinds)
+	}
+	if err := e.runner.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true}); err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	st = e.runner.ResumeStream(t.Context(), res.Thread, nil)
+	for piece := range st.Text() {
+		text.WriteString(piece)
+	}
+	if _, err := st.Result(); err != nil || text.String() != "refunded / order 7: 150" || e.refunds.Load() != 1 {
+		t.Errorf("resumed stream: %q, %v, refunds %d; want the answer and one refund", text.String(), err, e.refunds.Load())
 	}
 }

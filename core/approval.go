@@ -188,7 +188,11 @@ func (r *Runner) Approvals(ctx context.Context, thread string) ([]Approval, erro
 // before, or whose time to decide passed, FailedPrecondition; neither
 // changes anything.
 func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) error {
-	list, err := r.Approvals(ctx, thread)
+	ap, err := r.approvals()
+	if err != nil {
+		return err
+	}
+	list, err := ap.ListApprovals(ctx, r.b.Name(), thread)
 	if err != nil {
 		return err
 	}
@@ -207,7 +211,7 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) 
 				return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: decide", Err: fmt.Errorf("the edited arguments: %w", err)}
 			}
 		}
-		_, err := r.approvalsOrNil().DecideApproval(ctx, a.Key, d)
+		_, err := ap.DecideApproval(ctx, a.Key, d)
 		if errors.Is(err, jdriver.ErrDecided) {
 			return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, err)}
 		}
@@ -217,9 +221,4 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) 
 		return nil
 	}
 	return &errcode.Error{Code: errcode.NotFound, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, jdriver.ErrNoApproval)}
-}
-
-func (r *Runner) approvalsOrNil() jdriver.Approvals {
-	ap, _ := r.opts.Journal.(jdriver.Approvals)
-	return ap
 }

@@ -402,8 +402,8 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			sk.pending = submitted
 		}
 		next, err := r.b.Submit(ctx, &driver.SubmitRequest{Step: step, Results: results, Format: ro.Format.driverFormat()})
-		if sk != nil && sk.pending != nil && err != nil {
-			sk.pending = nil
+		if sk != nil && err != nil {
+			sk.pending = nil // the results may not have gone
 		}
 		if err != nil {
 			if ctx.Err() != nil {

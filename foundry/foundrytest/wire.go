@@ -50,14 +50,13 @@ func (it *item) isAnswer() bool {
 // delivered returns an answer in the model's neutral terms: an approval
 // is the output "approved", a denial a failure with its reason.
 func (it *item) delivered(name string) coretest.Delivered {
-	d := coretest.Delivered{CallID: it.CallID, Name: name, Output: it.outputText()}
-	if it.Type == "mcp_approval_response" {
-		d.Output, d.Failed, d.Error = "approved", !it.Approve, it.Reason
-		if !it.Approve {
-			d.Output = ""
-		}
+	switch {
+	case it.Type != "mcp_approval_response":
+		return coretest.Delivered{CallID: it.CallID, Name: name, Output: it.outputText()}
+	case it.Approve:
+		return coretest.Delivered{CallID: it.CallID, Name: name, Output: "approved"}
 	}
-	return d
+	return coretest.Delivered{CallID: it.CallID, Name: name, Failed: true, Error: it.Reason}
 }
 
 // outputText returns the output of a function_call_output as text: the

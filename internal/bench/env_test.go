@@ -257,9 +257,9 @@ func (f *fake) helper(agent string, fns map[string]Func) *flow {
 	}
 }
 
-// toolrelay returns toolrelay's flow on f, with the runner options opts
-// (nil: the defaults).
-func (f *fake) toolrelay(tb testing.TB, agent string, tools *core.Toolbox, opts *core.Options) *flow {
+// backendOf opens toolrelay's backend on f for agent, with the Foundry
+// transport transport.
+func (f *fake) backendOf(tb testing.TB, agent string, tools *core.Toolbox, transport foundry.Transport) driver.Backend {
 	tb.Helper()
 	ctx := context.Background()
 	var b driver.Backend
@@ -271,13 +271,20 @@ func (f *fake) toolrelay(tb testing.TB, agent string, tools *core.Toolbox, opts 
 		})
 	case "foundry":
 		b, err = foundry.Open(ctx, tools, &foundry.Options{
-			Endpoint: f.url, Token: token, Agent: agent, HTTPClient: f.client, Keep: true, Logger: quiet,
+			Endpoint: f.url, Token: token, Agent: agent, HTTPClient: f.client, Keep: true, Logger: quiet, Transport: transport,
 		})
 	}
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := core.NewRunner(b, tools, opts)
+	return b
+}
+
+// toolrelay returns toolrelay's flow on f, with the runner options opts
+// (nil: the defaults).
+func (f *fake) toolrelay(tb testing.TB, agent string, tools *core.Toolbox, opts *core.Options) *flow {
+	tb.Helper()
+	r := core.NewRunner(f.backendOf(tb, agent, tools, foundry.Blocking), tools, opts)
 	return &flow{
 		turn: func(ctx context.Context, thread, input string) (string, string, error) {
 			res, err := r.Run(ctx, input, &core.RunOptions{Thread: thread})

@@ -10,9 +10,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
-	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
-	"github.com/toolrelay/toolrelay/openai"
 )
 
 // streamPiece is one delta of BenchmarkStream's answer.
@@ -116,23 +114,7 @@ func (f *fake) rawStream(agent string) streamReader {
 // streaming transport of each backend.
 func (f *fake) toolrelayStream(tb testing.TB, agent string, tools *core.Toolbox) streamReader {
 	tb.Helper()
-	ctx := context.Background()
-	var b driver.Backend
-	var err error
-	switch f.backend {
-	case "openai":
-		b, err = openai.Open(ctx, tools, &openai.Options{
-			BaseURL: f.url, APIKey: token, Agent: agent, HTTPClient: f.client, Keep: true, Logger: quiet,
-		})
-	case "foundry":
-		b, err = foundry.Open(ctx, tools, &foundry.Options{
-			Endpoint: f.url, Token: token, Agent: agent, HTTPClient: f.client, Keep: true, Logger: quiet, Transport: foundry.Streaming,
-		})
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r := core.NewRunner(b, tools, &core.Options{Logger: quiet})
+	r := core.NewRunner(f.backendOf(tb, agent, tools, foundry.Streaming), tools, &core.Options{Logger: quiet})
 	tb.Cleanup(func() { r.Close() })
 	return func(ctx context.Context, thread, input string) (string, error) {
 		var text strings.Builder

@@ -42,6 +42,14 @@ type Harness interface {
 	Close()
 }
 
+// A Reopener is a Harness that can open a second backend on the fake of its
+// last MakeBackend, as another process of the same program would (with no
+// state shared with the first backend but the service). Scenarios of work
+// picked up in a second process need it; without it they are skipped.
+type Reopener interface {
+	Reopen(ctx context.Context, tools *core.Toolbox) (driver.Backend, error)
+}
+
 // HarnessMaker makes a fresh Harness for one scenario.
 type HarnessMaker func(ctx context.Context, t *testing.T) (Harness, error)
 

@@ -2,9 +2,13 @@ package conformance
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +21,9 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/journal"
+	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres:// for ApprovalSecondProcess
+	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite:// for ApprovalSecondProcess
 )
 
 type scenario struct {
@@ -62,7 +69,8 @@ var scenarios = []scenario{
 	{"AuthenticationFailure", "a refused credential gives PermissionDenied", authenticationFailure},
 	{"TurnFailure", "a service-side failure of the turn ends the run with an error carrying the service's message", turnFailure},
 	{"ApprovalMixedStep", "a step whose calls need approval pauses after the others ran; approved calls run once, denied ones tell the model, and the results go together in call order", approvalMixedStep},
-	{"ApprovalExpires", "a call left undecided past its time is answered to the model as denied, never left parked", approvalExpires},
+	{"ApprovalSecondProcess", "a run paused for approval with a durable journal (SQLite; PostgreSQL when TOOLRELAY_TEST_POSTGRES names one) is decided and resumed by a second backend and journal opened anew; the approved call runs once", approvalSecondProcess},
+	{"ApprovalExpires", "a call left undecided past its time is answered to the model as denied, never left parked: Runner.ResumeExpired finds and resumes its run", approvalExpires},
 	{"ServiceApproval", "the service's own approval requests are decided through the same API and answered on its wire", serviceApproval},
 	{"RichInput", "images and files go with the input as the backend's wire carries them; a kind it cannot carry is refused before anything is sent", richInput},
 	{"StructuredOutput", "a run can ask for an answer of a Go type's schema, sent on every request of the run, and decode it; backends that cannot set it refuse before sending", structuredOutput},
@@ -752,6 +760,69 @@ func approvalMixedStep(e *env) {
 	}
 }
 
+func approvalSecondProcess(e *env) {
+	re, ok := e.h.(Reopener)
+	if !ok {
+		e.t.Skip("the harness cannot open a second backend on its fake (conformance.Reopener)")
+	}
+	urls := map[string]string{"sqlite": "sqlite://" + filepath.Join(e.t.TempDir(), "journal.db")}
+	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
+		sep := "?"
+		if strings.Contains(u, "?") {
+			sep = "&"
+		}
+		urls["postgres"] = u + sep + "toolrelay_table=conformance_" + strings.ToLower(rand.Text()[:10])
+	}
+	for _, name := range slices.Sorted(maps.Keys(urls)) {
+		var refunds atomic.Int32
+		refund := tool(e, "refund", "Refund an order.", counted(&refunds, func(_ context.Context, in refundArgs) (string, error) {
+			return fmt.Sprintf("refunded %d", in.Amount), nil
+		}), &core.ToolOptions{Approval: core.Always("every refund needs approval")})
+		first, err := journal.Open(e.t.Context(), urls[name])
+		if err != nil {
+			e.t.Fatalf("%s: %v", name, err)
+		}
+		r1 := e.runner(script(calls("refund", `{"order":"1","amount":150}`), answer(`{{result 0}}`)), &core.Options{Journal: first}, refund)
+		res, err := r1.Run(e.t.Context(), "refund", nil)
+		if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
+			e.t.Fatalf("%s: Run = %v, want a pause on the refund", name, err)
+		}
+		thread, tools := res.Thread, r1.Toolbox()
+		r1.Close()
+		first.Close()
+
+		b2, err := re.Reopen(e.t.Context(), tools)
+		if err != nil {
+			e.t.Fatalf("%s: Reopen: %v", name, err)
+		}
+		second, err := journal.Open(e.t.Context(), urls[name])
+		if err != nil {
+			e.t.Fatalf("%s: %v", name, err)
+		}
+		r2 := core.NewRunner(b2, tools, &core.Options{Journal: second, Logger: quiet})
+		list, err := r2.Approvals(e.t.Context(), thread)
+		if err != nil || len(list) != 1 || list[0].Decision != nil || list[0].Tool != "refund" {
+			e.t.Fatalf("%s: Approvals in the second process = %+v, %v; want the pending refund", name, list, err)
+		}
+		if err := r2.Decide(e.t.Context(), thread, list[0].Key.Call, core.Decision{Approved: true, Actor: "ops"}); err != nil {
+			e.t.Fatalf("%s: %v", name, err)
+		}
+		if err := r2.Decide(e.t.Context(), thread, list[0].Key.Call, core.Decision{Actor: "ops"}); errcode.Of(err) != errcode.FailedPrecondition {
+			e.t.Errorf("%s: a second decision = %v, want FailedPrecondition", name, err)
+		}
+		res, err = r2.Resume(e.t.Context(), thread, nil)
+		if err != nil || res.Text != "refunded 150" || refunds.Load() != 1 {
+			e.t.Fatalf("%s: Resume in the second process = %+v, %v (refunds %d); want the refund run once", name, res, err, refunds.Load())
+		}
+		list, _ = r2.Approvals(e.t.Context(), thread)
+		if len(list) != 1 || list[0].Decision == nil || list[0].Decision.Actor != "ops" || !list[0].Decision.Approved {
+			e.t.Errorf("%s: audit trail %+v, want the approval by ops", name, list)
+		}
+		r2.Close()
+		second.Close()
+	}
+}
+
 func approvalExpires(e *env) {
 	var refunds atomic.Int32
 	refund := tool(e, "refund", "Refund an order.", counted(&refunds, func(_ context.Context, in refundArgs) (string, error) {
@@ -766,14 +837,22 @@ func approvalExpires(e *env) {
 	if err := r.Decide(e.t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true}); errcode.Of(err) != errcode.FailedPrecondition {
 		e.t.Errorf("a decision after the time = %v, want FailedPrecondition", err)
 	}
-	res, err = r.Resume(e.t.Context(), res.Thread, nil)
-	if err != nil {
-		e.t.Fatalf("Resume: %v", err)
+	// Nobody resumes the thread by name: the sweep finds it. (A chained
+	// thread's name moves on with the chain.)
+	done, err := r.ResumeExpired(e.t.Context(), nil)
+	if err != nil || len(done) != 1 {
+		e.t.Fatalf("ResumeExpired = %d results, %v; want the paused run resumed", len(done), err)
 	}
 	if got := e.results(); len(got) != 1 || refunds.Load() != 0 {
 		e.t.Fatalf("results %+v, refunds %d; want the call answered without running", got, refunds.Load())
 	} else {
 		e.wantFailure(got[0], "no decision in time")
+	}
+	if !strings.Contains(done[0].Text, "no decision in time") {
+		e.t.Errorf("answer %q, want the model told no decision came in time", done[0].Text)
+	}
+	if again, err := r.ResumeExpired(e.t.Context(), nil); err != nil || len(again) != 0 {
+		e.t.Errorf("a second ResumeExpired = %d results, %v; want nothing left to resume", len(again), err)
 	}
 }
 

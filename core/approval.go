@@ -179,6 +179,51 @@ func (r *Runner) Approvals(ctx context.Context, thread string) ([]Approval, erro
 	return ap.ListApprovals(ctx, r.b.Name(), thread)
 }
 
+// maxExpired bounds the approvals one ResumeExpired reads.
+const maxExpired = 100
+
+// ResumeExpired resumes the runs of the runner's backend that wait on a
+// call whose time to decide passed (Options.ApprovalTimeout), so that no
+// run stays parked when nobody decides: each expired call is answered to
+// the model as denied ("no decision in time") and the run goes on as
+// [Runner.Resume]'s does, here. A program calls it from time to time (a
+// ticker, a cron job); it reads at most 100 expired approvals per call,
+// oldest first. It returns the results of the runs it resumed, in the
+// order of their expired calls; a run that pauses again, on calls still
+// awaiting a decision, is among them with its Pending list. The errors of
+// the runs that failed are joined.
+func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result, error) {
+	ap, err := r.approvals()
+	if err != nil {
+		return nil, err
+	}
+	due, err := ap.ExpiredApprovals(ctx, r.b.Name(), time.Now(), maxExpired)
+	if err != nil {
+		return nil, r.journalError(ctx, err)
+	}
+	var (
+		out  []*Result
+		errs []error
+		done = map[string]bool{}
+	)
+	for _, a := range due {
+		if done[a.Key.Thread] {
+			continue
+		}
+		done[a.Key.Thread] = true
+		res, err := r.Resume(ctx, a.Key.Thread, opts)
+		switch {
+		case err == nil, errors.Is(err, ErrAwaitingApproval):
+			out = append(out, res)
+		case ctx.Err() != nil:
+			return out, err
+		default:
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
 // Decide records d about the call callID of thread, which awaits a decision;
 // the run then goes on with [Runner.Resume] (once every call of the step is
 // decided), in this process or another sharing the journal. An approved

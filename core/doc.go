@@ -53,7 +53,10 @@
 // decision, with who made it, in this process or another sharing the
 // journal; [Runner.Resume] then goes on: approved calls run (exactly once,
 // as every call), denied calls tell the model so, and a call left
-// undecided past [Options.ApprovalTimeout] is denied.
+// undecided past [Options.ApprovalTimeout] is denied; [Runner.ResumeExpired]
+// finds the runs parked on such calls and resumes them. The service's own
+// approval requests (an MCP server's tool, a browser's access to an
+// origin) are calls of kind [ServiceApproval], decided the same way.
 //
 // # Input and output
 //

@@ -382,6 +382,10 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			// journaled; the step's results go when every call is decided.
 			if res.Pending, err = r.awaiting(ctx, step); err == nil {
 				err = awaitingError(step.Thread, len(res.Pending), "pause")
+				if k, ok := r.b.(driver.Keeper); ok {
+					// Another process may decide and resume.
+					k.KeepThread(step.Thread)
+				}
 			}
 			return finish(err)
 		}

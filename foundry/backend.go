@@ -37,6 +37,7 @@ var (
 	_ driver.Backend            = (*Backend)(nil)
 	_ driver.Canceler           = (*Backend)(nil)
 	_ driver.CapabilityReporter = (*Backend)(nil)
+	_ driver.Keeper             = (*Backend)(nil)
 )
 
 // Open returns a backend that runs the agent of a Foundry project with the
@@ -245,3 +246,7 @@ func errorCode(err error) errcode.Code {
 // conversations it created and the agent version it created. It returns
 // the errors of those deletions, joined.
 func (b *Backend) Close() error { return b.loop.Close() }
+
+// KeepThread implements [driver.Keeper]: Close leaves thread, and the agent
+// version it uses, on the service.
+func (b *Backend) KeepThread(thread string) { b.loop.KeepThread(thread) }

@@ -54,6 +54,11 @@ func (h *harness) MakeBackend(ctx context.Context, script *coretest.Script, tool
 	for _, f := range h.faults {
 		h.apply(f)
 	}
+	return h.Reopen(ctx, tools)
+}
+
+// Reopen implements conformance.Reopener: another backend on the same fake.
+func (h *harness) Reopen(ctx context.Context, tools *core.Toolbox) (driver.Backend, error) {
 	token, key := "the-right-token", "the-right-key"
 	if h.unauthorized {
 		token, key = "a-wrong-token", "a-wrong-key"

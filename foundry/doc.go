@@ -45,7 +45,9 @@
 // existing agent, or a definition (model deployment, instructions) from
 // which Open creates an agent version whose function tools are the
 // toolbox's tools, with their strict flags. Close deletes what the backend
-// created (the agent version, its conversations) unless Keep is set.
+// created (the agent version, its conversations) unless Keep is set; a
+// conversation whose run paused for a person's decision, and the agent
+// version, stay for the process that decides.
 //
 // Authentication is an azcore.TokenCredential (by default
 // azidentity.NewDefaultAzureCredential) asked for tokens of scope

@@ -130,7 +130,8 @@ type Backend struct {
 
 	mu      sync.Mutex
 	threads map[string]*thread
-	created []string // sessions this backend created
+	created []string        // sessions this backend created
+	kept    map[string]bool // sessions Close leaves (KeepThread)
 	closed  bool
 }
 
@@ -138,6 +139,7 @@ var (
 	_ driver.Backend            = (*Backend)(nil)
 	_ driver.Canceler           = (*Backend)(nil)
 	_ driver.CapabilityReporter = (*Backend)(nil)
+	_ driver.Keeper             = (*Backend)(nil)
 )
 
 // Open returns a backend whose runs call the tools of tools (which may be
@@ -257,7 +259,8 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
-	created := slices.Clone(b.created)
+	created := slices.DeleteFunc(slices.Clone(b.created), func(id string) bool { return b.kept[id] })
+	kept := len(b.kept)
 	active := map[string]bool{}
 	for id, st := range b.threads {
 		if st.active.Load() {
@@ -283,12 +286,25 @@ func (b *Backend) Close() error {
 	b.agentMu.Lock()
 	agent, made := b.agentID, b.agentCreated
 	b.agentMu.Unlock()
-	if made {
+	if made && kept > 0 {
+		b.log.Info("openai: the agent stays: sessions paused for a decision use it", "agent", agent, "sessions", kept)
+	} else if made {
 		if _, err := b.client.Beta.Agents.Delete(ctx, agent); err != nil && !isNotFound(err) {
 			errs = append(errs, apiError("delete agent "+agent, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// KeepThread implements [driver.Keeper]: Close leaves session id, and the
+// agent it uses, on the service.
+func (b *Backend) KeepThread(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.kept == nil {
+		b.kept = map[string]bool{}
+	}
+	b.kept[id] = true
 }
 
 var errClosed = errcode.Errorf(errcode.FailedPrecondition, "openai: the backend is closed")

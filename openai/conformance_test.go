@@ -50,6 +50,11 @@ type pending struct {
 
 func (s *suite) MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (driver.Backend, error) {
 	s.srv = openaitest.NewServer(script, &openaitest.Options{APIKey: "the-right-key", Fault: s.fault, DuplicateEvents: s.duplicate})
+	return s.Reopen(ctx, tools)
+}
+
+// Reopen implements conformance.Reopener: another backend on the same fake.
+func (s *suite) Reopen(ctx context.Context, tools *core.Toolbox) (driver.Backend, error) {
 	key := "the-right-key"
 	if s.unauthorized {
 		key = "a-wrong-key"

@@ -60,7 +60,9 @@
 //     tools, and a {"type":"tool_search"} tool whenever one is deferred.
 //   - SessionID runs threadless runs on an existing session.
 //   - Keep keeps, on Close, the agent and sessions the backend created
-//     (they are deleted by default).
+//     (they are deleted by default; a session whose run paused for a
+//     person's decision, and the agent, are always kept, for the process
+//     that decides).
 //   - Transport Polling reads required_actions with GET requests every PollInterval
 //     instead of following the event stream.
 //   - MaxReconnects bounds how often a dropped stream is resumed within one
@@ -116,16 +118,20 @@
 // request (required action mcp_approval_request) is a call of kind
 // driver.ServiceApproval, decided with core.Runner.Decide and answered with
 // agent.session.input.mcp_approval_request_result (approve or deny; the
-// event has no room for a reason). Any other required action, such as a
-// computer-use approval request (which asks for browser credentials or
-// origin access, not a yes or no), gives an *[UnsupportedActionError]
-// (Unimplemented); a stream that keeps dropping gives Unknown. Context
-// errors are returned as they are.
+// event has no room for a reason). A computer-use request for the browser's
+// access to an origin (computer_use_approval_request, browser_origin_access)
+// is a ServiceApproval call named [OriginAccess] with arguments
+// {"origin", "reason"}, answered with
+// agent.session.input.computer_use_approval_request_result (approve or
+// deny). Any other required action, such as a computer-use request to sign
+// in (browser_authentication, which asks for credentials toolrelay never
+// holds), gives an *[UnsupportedActionError] (Unimplemented); a stream that
+// keeps dropping gives Unknown. Context errors are returned as they are.
 //
 // # SDK access
 //
 // [Backend.Client] returns the *openai.Client (of
 // github.com/openai/openai-go/v3) the backend uses, for anything toolrelay
-// does not do: answering a computer-use approval, listing a session's
+// does not do: answering a browser sign-in request, listing a session's
 // items, updating the agent. [Backend.Agent] names the agent in use.
 package openai

@@ -30,20 +30,29 @@ func (e *SessionError) Error() string {
 }
 
 // UnsupportedActionError reports a required action toolrelay cannot
-// perform: only function calls run in this process; a computer-use approval
-// request or an environment connection needs the program's own handling.
-// The turn is left waiting; the program may answer it with the SDK (see
+// perform: function calls, MCP approval requests and requests for a
+// browser's access to an origin are answered; a computer-use request to
+// sign in (which asks for credentials, never kept by toolrelay) or an
+// environment connection needs the program's own handling. The turn is
+// left waiting; the program may answer it with the SDK (see
 // [Backend.Client]) or cancel it.
 type UnsupportedActionError struct {
 	// Session and Turn locate the action.
 	Session, Turn string
 	// Type is the action's type, such as "computer_use_approval_request".
 	Type string
+	// Request is the type of a computer-use request, such as
+	// "browser_authentication", or "".
+	Request string
 }
 
 // Error describes the action.
 func (e *UnsupportedActionError) Error() string {
-	return fmt.Sprintf("openai: unsupported action %q in session %s: only function calls are run; answer it with the SDK or cancel the turn", e.Type, e.Session)
+	what := e.Type
+	if e.Request != "" {
+		what += " (" + e.Request + ")"
+	}
+	return fmt.Sprintf("openai: unsupported action %s in session %s: toolrelay answers function calls and approvals; answer it with the SDK or cancel the turn", what, e.Session)
 }
 
 // errStreamDropped is wrapped by the error a run returns when the event

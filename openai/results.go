@@ -93,7 +93,7 @@ func (b *Backend) deliver(ctx context.Context, st *thread, results []driver.Tool
 		pending := map[callKey]bool{}
 		if sess.Status == "requires_action" {
 			for _, a := range sess.RequiredActions {
-				pending[callKey{a.TurnID, a.CallID}] = true
+				pending[callKey{a.TurnID, actionID(&a)}] = true
 			}
 		}
 		todo = slices.DeleteFunc(todo, func(r driver.ToolResult) bool { return !pending[key(r.Call)] })
@@ -151,11 +151,18 @@ func batchKey(results []driver.ToolResult) string {
 // parts, or null), or success false with the error message.
 func toolResult(r driver.ToolResult) oai.AgentSessionInputParamUnion {
 	if r.Call.Kind == driver.ServiceApproval {
-		// The answer to an MCP approval request: approve or deny (the
-		// event has no room for a reason).
+		// The answer to an approval request: approve or deny (the events
+		// have no room for a reason).
 		decision := "approve"
 		if r.Failed {
 			decision = "deny"
+		}
+		if r.Call.Name == OriginAccess {
+			return oai.AgentSessionInputParamUnion{OfParamAgentSessionInputComputerUseApprovalRequestResult: &oai.AgentSessionInputParamAgentSessionInputComputerUseApprovalRequestResult{
+				RequestID: r.Call.ID,
+				Response: oai.AgentSessionInputParamAgentSessionInputComputerUseApprovalRequestResultResponseUnion{
+					OfBrowserOriginAccess: &oai.AgentBrowserOriginAccessParam{Decision: oai.AgentBrowserOriginAccessParamDecision(decision)}},
+			}}
 		}
 		return oai.AgentSessionInputParamOfParamAgentSessionInputMcpApprovalRequestResult(r.Call.ID,
 			oai.AgentSessionInputParamAgentSessionInputMcpApprovalRequestResultResponse{Decision: decision})

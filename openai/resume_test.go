@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -425,7 +426,7 @@ func TestUnsupportedAction(t *testing.T) {
 		server: &openaitest.Options{Fault: func(r *openaitest.Request) *openaitest.Fault {
 			if r.Method == "GET" && r.Path == "agents/sessions/sess_1" && approval.Load() {
 				return &openaitest.Fault{Status: 200, Body: `{"id":"sess_1","object":"agent.session","status":"requires_action",` +
-					`"required_actions":[{"type":"computer_use_approval_request","request_id":"req_1","turn_id":"turn_2","request":{"type":"browser_origin_access","origin":"https://example.com","reason":"login"}}]}`}
+					`"required_actions":[{"type":"computer_use_approval_request","request_id":"req_1","turn_id":"turn_2","request":{"type":"browser_authentication","credential_origin":"https://example.com","reason":"login","fields":[],"options":[]}}]}`}
 			}
 			return nil
 		}},
@@ -437,11 +438,63 @@ func TestUnsupportedAction(t *testing.T) {
 	approval.Store(true)
 	_, err = h.runner.Resume(t.Context(), first.Thread, nil)
 	var ue *openai.UnsupportedActionError
-	if !errors.As(err, &ue) || ue.Type != "computer_use_approval_request" || errcode.Of(err) != errcode.Unimplemented {
-		t.Fatalf("err = %v, want an Unimplemented *UnsupportedActionError", err)
+	if !errors.As(err, &ue) || ue.Type != "computer_use_approval_request" || ue.Request != "browser_authentication" || errcode.Of(err) != errcode.Unimplemented {
+		t.Fatalf("err = %v, want an Unimplemented *UnsupportedActionError for browser_authentication", err)
 	}
-	if !strings.Contains(err.Error(), "unsupported action") {
-		t.Errorf("err = %q, want it to say unsupported action", err)
+	if !strings.Contains(err.Error(), "unsupported action") || !strings.Contains(err.Error(), "browser_authentication") {
+		t.Errorf("err = %q, want it to say unsupported action and name the request", err)
+	}
+}
+
+// TestOriginAccess: a session's computer-use request for a browser's access
+// to an origin is a call of kind ServiceApproval named browser_origin_access;
+// the decision goes back as agent.session.input.computer_use_approval_request_result
+// (browser_origin_access, approve or deny), the model carries on with it,
+// and an MCP approval request in the same step is answered on its own wire.
+func TestOriginAccess(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		approved bool
+		want     []coretest.Delivered
+	}{
+		{"approve", true, []coretest.Delivered{{Name: "open_site", Output: "approved"}, {Name: "delete_repo", Failed: true, Error: "denied"}}},
+		{"deny", false, []coretest.Delivered{{Name: "open_site", Failed: true, Error: "denied"}, {Name: "delete_repo", Failed: true, Error: "denied"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, setup{script: oneTurn(
+				calls(coretest.Call{Name: "open_site", Approval: true, Origin: "https://shop.example"},
+					coretest.Call{Name: "delete_repo", Arguments: json.RawMessage(`{"repo":"old"}`), Approval: true}),
+				text(`{{result 0}} / {{result 1}}`))})
+			res, err := h.runner.Run(t.Context(), "buy it", nil)
+			if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 2 {
+				t.Fatalf("Run = %v (%d pending), want a pause on both requests", err, len(res.Pending))
+			}
+			site := res.Pending[0]
+			var args struct{ Origin, Reason string }
+			if err := json.Unmarshal(site.Arguments, &args); err != nil || site.Tool != openai.OriginAccess || args.Origin != "https://shop.example" || args.Reason == "" {
+				t.Fatalf("pending = %+v (%s), want the origin access request with its origin and reason", site, site.Arguments)
+			}
+			if err := h.runner.Decide(t.Context(), res.Thread, site.Key.Call, core.Decision{Approved: tc.approved, Reason: "policy", Actor: "ada"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.runner.Decide(t.Context(), res.Thread, res.Pending[1].Key.Call, core.Decision{Actor: "ada"}); err != nil {
+				t.Fatal(err)
+			}
+			res, err = h.runner.Resume(t.Context(), res.Thread, nil)
+			if err != nil {
+				t.Fatalf("Resume: %v", err)
+			}
+			got := h.results()
+			for i := range got {
+				got[i].CallID = ""
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("answers the service received (-want +got):\n%s", diff)
+			}
+			if want := map[bool]string{true: "approved", false: "denied"}[tc.approved]; !strings.HasPrefix(res.Text, want) {
+				t.Errorf("answer = %q, want the model told %s", res.Text, want)
+			}
+		})
 	}
 }
 

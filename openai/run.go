@@ -456,14 +456,32 @@ func (b *Backend) newRootTurn(st *thread, ev *oai.AgentSessionEventUnion) bool {
 }
 
 // unsupported returns an *UnsupportedActionError for the first required
-// action that is not a function call.
+// action toolrelay cannot answer: anything but a function call, an MCP
+// approval request and a computer-use request for access to an origin
+// (a browser sign-in asks for credentials, not a decision).
 func unsupported(st *thread, list []oai.AgentSessionRequiredActionUnion) error {
 	for _, a := range list {
-		if a.Type != "function_call" && a.Type != "mcp_approval_request" {
-			return &UnsupportedActionError{Session: st.id, Turn: a.TurnID, Type: a.Type}
+		switch {
+		case a.Type == "function_call", a.Type == "mcp_approval_request":
+		case a.Type == "computer_use_approval_request" && a.Request.Type == OriginAccess:
+		default:
+			ue := &UnsupportedActionError{Session: st.id, Turn: a.TurnID, Type: a.Type}
+			if a.Type == "computer_use_approval_request" {
+				ue.Request = a.Request.Type
+			}
+			return ue
 		}
 	}
 	return nil
+}
+
+// actionID is the id a required action is answered by: a function call's
+// call id, an approval request's request id.
+func actionID(a *oai.AgentSessionRequiredActionUnion) string {
+	if a.Type == "function_call" {
+		return a.CallID
+	}
+	return a.RequestID
 }
 
 // actions turns required actions into a step: the function calls whose
@@ -474,13 +492,15 @@ func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion
 	}
 	var calls []driver.Call
 	for _, a := range list {
-		if a.Type == "mcp_approval_request" {
-			if !st.sent[callKey{a.TurnID, a.RequestID}] {
-				calls = append(calls, mcpApproval(st, &a))
-			}
+		if st.sent[callKey{a.TurnID, actionID(&a)}] {
 			continue
 		}
-		if st.sent[callKey{a.TurnID, a.CallID}] {
+		switch a.Type {
+		case "mcp_approval_request":
+			calls = append(calls, mcpApproval(st, &a))
+			continue
+		case "computer_use_approval_request":
+			calls = append(calls, originAccess(st, &a))
 			continue
 		}
 		var args json.RawMessage
@@ -509,6 +529,23 @@ func mcpApproval(st *thread, a *oai.AgentSessionRequiredActionUnion) driver.Call
 	}
 	return driver.Call{Thread: st.id, Turn: a.TurnID, ID: a.RequestID, Name: req.Get("server_label").Str + "/" + req.Get("name").Str,
 		Arguments: args, Kind: driver.ServiceApproval}
+}
+
+// OriginAccess is the name of the call that stands for a computer-use
+// request for the browser's access to an origin (required action
+// computer_use_approval_request, request type browser_origin_access). Its
+// arguments are {"origin": ..., "reason": ...}; its call id is the
+// request's id.
+const OriginAccess = "browser_origin_access"
+
+// originAccess returns the call that stands for a computer-use request for
+// access to an origin: of kind ServiceApproval, named [OriginAccess].
+func originAccess(st *thread, a *oai.AgentSessionRequiredActionUnion) driver.Call {
+	args, _ := json.Marshal(struct {
+		Origin string `json:"origin"`
+		Reason string `json:"reason,omitempty"`
+	}{a.Request.Origin, a.Request.Reason})
+	return driver.Call{Thread: st.id, Turn: a.TurnID, ID: a.RequestID, Name: OriginAccess, Arguments: args, Kind: driver.ServiceApproval}
 }
 
 // reconcile reads the session (after re-subscribing, when subscribe is

@@ -97,6 +97,7 @@ var (
 	_ driver.Backend            = (*Backend)(nil)
 	_ driver.Canceler           = (*Backend)(nil)
 	_ driver.CapabilityReporter = (*Backend)(nil)
+	_ driver.Keeper             = (*Backend)(nil)
 )
 
 // Open returns a backend that runs the tool loop with the functions of
@@ -193,6 +194,9 @@ func (b *Backend) ErrorCode(err error) errcode.Code { return respond.ErrorCode(e
 // Close deletes, unless the backend keeps them (Options.Keep), the
 // conversations it created.
 func (b *Backend) Close() error { return b.loop.Close() }
+
+// KeepThread implements [driver.Keeper]: Close leaves thread on the service.
+func (b *Backend) KeepThread(thread string) { b.loop.KeepThread(thread) }
 
 // Settings are the configuration settings of the responses backend:
 // section "responses" of the configuration file, and the environment

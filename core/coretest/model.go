@@ -42,6 +42,8 @@ type ActionCall struct {
 	// Approval: the service asks a person to approve this call of a tool
 	// it runs itself (see [Call].Approval).
 	Approval bool
+	// Origin is the origin a browser asks access to (see [Call].Origin).
+	Origin string
 }
 
 // An Action is what the model does in one step.
@@ -172,7 +174,7 @@ func (m *Model) Next() (*Action, error) {
 		if err != nil {
 			return nil, fmt.Errorf("coretest: call %q: %w", c.Name, err)
 		}
-		a.Calls = append(a.Calls, ActionCall{Name: c.Name, Arguments: args, AsString: c.AsString, ID: c.ID, Approval: c.Approval})
+		a.Calls = append(a.Calls, ActionCall{Name: c.Name, Arguments: args, AsString: c.AsString, ID: c.ID, Approval: c.Approval, Origin: c.Origin})
 	}
 	if len(a.Calls) > 0 {
 		m.pending = a.Calls

@@ -102,6 +102,11 @@ type Call struct {
 	// an mcp_approval_request item), and the model receives the decision
 	// as the call's result: "approved", or failed with the reason.
 	Approval bool `json:"approval,omitempty"`
+	// Origin, with Approval, makes the request one for a browser's access
+	// to this origin (an OpenAI session's computer-use approval request,
+	// browser_origin_access) rather than an MCP tool's; fakes of other
+	// services send an MCP approval request.
+	Origin string `json:"origin,omitempty"`
 }
 
 // A Failure is a service-side failure of a turn.

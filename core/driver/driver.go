@@ -77,6 +77,15 @@ type Canceler interface {
 	Cancel(ctx context.Context, thread string) error
 }
 
+// A Keeper is a backend that deletes, on Close, what it created on the
+// service (sessions, conversations, an agent), but can keep one thread, and
+// what the thread needs to go on, past Close. The runner calls KeepThread
+// when a run pauses awaiting a person's decision, which a later process may
+// take up.
+type Keeper interface {
+	KeepThread(thread string)
+}
+
 // CapabilityReporter is implemented by backends that describe what their
 // service supports, so that callers (and the conformance suite) can tell.
 type CapabilityReporter interface {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -129,6 +130,7 @@ type Backend struct {
 
 	mu            sync.Mutex
 	conversations []string            // conversations this backend created
+	kept          map[string]bool     // threads Close leaves (KeepThread)
 	canceled      map[string][]string // chain mode: calls canceled, by response id
 	closed        bool
 }
@@ -163,6 +165,18 @@ func (b *Backend) Mode() Mode { return b.mode }
 // requests.
 func (b *Backend) Client() *openai.Client { return &b.client }
 
+// KeepThread implements [driver.Keeper]: Close leaves thread (a
+// conversation, or a chain's response) on the service, and skips
+// Config.OnClose, which would delete what it uses.
+func (b *Backend) KeepThread(thread string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.kept == nil {
+		b.kept = map[string]bool{}
+	}
+	b.kept[thread] = true
+}
+
 // Close deletes, unless the backend keeps them, the conversations it
 // created, then runs Config.OnClose. It returns their errors, joined.
 func (b *Backend) Close() error {
@@ -172,7 +186,8 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
-	convs := b.conversations
+	convs := slices.DeleteFunc(b.conversations, func(id string) bool { return b.kept[id] })
+	kept := len(b.kept)
 	b.conversations = nil
 	b.mu.Unlock()
 	if b.keep {
@@ -186,7 +201,10 @@ func (b *Backend) Close() error {
 			errs = append(errs, fmt.Errorf("%s: delete conversation %s: %w", b.name, id, err))
 		}
 	}
-	if b.onClose != nil {
+	if kept > 0 {
+		// What the kept threads need (a Foundry agent version) stays.
+		b.logger.Info(b.name+": the agent stays: threads paused for a decision use it", "threads", kept)
+	} else if b.onClose != nil {
 		if err := b.onClose(ctx); err != nil {
 			errs = append(errs, err)
 		}

@@ -25,6 +25,10 @@ type Approvals interface {
 	// ListApprovals returns the approvals of a thread of backend, oldest
 	// first.
 	ListApprovals(ctx context.Context, backend, thread string) ([]Approval, error)
+	// ExpiredApprovals returns at most limit approvals of backend, on any
+	// thread, that are undecided and expired at t (Expires not zero and
+	// not after t), those that expired first first.
+	ExpiredApprovals(ctx context.Context, backend string, t time.Time, limit int) ([]Approval, error)
 }
 
 // ErrNoApproval is matched by errors about a call that awaits no approval.
@@ -132,6 +136,28 @@ func (j *Memory) ListApprovals(_ context.Context, backend, thread string) ([]App
 		}
 		return cmpKey(a.Key, b.Key)
 	})
+	return out, nil
+}
+
+// ExpiredApprovals implements [Approvals].
+func (j *Memory) ExpiredApprovals(_ context.Context, backend string, t time.Time, limit int) ([]Approval, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []Approval
+	for k, a := range j.approvals {
+		if k.Backend == backend && a.Decision == nil && !a.Expires.IsZero() && !a.Expires.After(t) {
+			out = append(out, copyApproval(a))
+		}
+	}
+	slices.SortFunc(out, func(a, b Approval) int {
+		if c := a.Expires.Compare(b.Expires); c != 0 {
+			return c
+		}
+		return cmpKey(a.Key, b.Key)
+	})
+	if len(out) > limit {
+		out = out[:max(limit, 0)]
+	}
 	return out, nil
 }
 

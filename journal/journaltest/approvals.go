@@ -154,6 +154,49 @@ var approvalCases = []struct {
 			}
 		},
 	},
+	{
+		name:        "ApprovalExpired",
+		explanation: "ExpiredApprovals returns the undecided approvals of one backend, on every thread, whose expiry is at or before its time, earliest expiry first, at most limit; decided ones, unexpired ones, ones that never expire and other backends' are left out.",
+		f: func(t *testing.T, j jdriver.Approvals) {
+			now := time.Now()
+			mk := func(call, thread string, expires time.Time) jdriver.Approval {
+				a := approval(call, now.Add(-48*time.Hour))
+				a.Key.Thread, a.Expires = thread, expires
+				return a
+			}
+			late := mk("late", "thread-1", now.Add(-time.Minute))
+			early := mk("early", "thread-2", now.Add(-time.Hour))
+			decided := mk("decided", "thread-1", now.Add(-time.Hour))
+			future := mk("future", "thread-1", now.Add(time.Hour))
+			never := mk("never", "thread-1", time.Time{})
+			other := mk("other", "thread-1", now.Add(-time.Hour))
+			other.Key.Backend = "another"
+			for _, a := range []jdriver.Approval{late, early, decided, future, never, other} {
+				if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := j.DecideApproval(t.Context(), decided.Key, jdriver.Decision{Actor: "ada", At: now}); err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				limit int
+				want  []string
+			}{{10, []string{"early", "late"}}, {1, []string{"early"}}, {0, nil}} {
+				got, err := j.ExpiredApprovals(t.Context(), "journaltest", now, tc.limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var calls []string
+				for _, a := range got {
+					calls = append(calls, a.Key.Call)
+				}
+				if diff := cmp.Diff(tc.want, calls); diff != "" {
+					t.Errorf("ExpiredApprovals(limit %d) (-want +got):\n%s", tc.limit, diff)
+				}
+			}
+		},
+	},
 }
 
 // runApprovals runs approvalCases, when j implements jdriver.Approvals.

@@ -98,22 +98,33 @@ func (j *Journal) GetApproval(ctx context.Context, key driver.Key) (driver.Appro
 
 // ListApprovals implements [driver.Approvals].
 func (j *Journal) ListApprovals(ctx context.Context, backend, thread string) ([]driver.Approval, error) {
-	rows, err := j.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM `+approvalsTable+`
-		WHERE backend = ? AND thread = ? ORDER BY requested, turn, call`, backend, thread)
+	return j.listApprovals(ctx, "list approvals", `WHERE backend = ? AND thread = ? ORDER BY requested, turn, call`, backend, thread)
+}
+
+// ExpiredApprovals implements [driver.Approvals].
+func (j *Journal) ExpiredApprovals(ctx context.Context, backend string, t time.Time, limit int) ([]driver.Approval, error) {
+	return j.listApprovals(ctx, "expired approvals", `WHERE backend = ? AND decided IS NULL AND expires <> 0 AND expires <= ?
+		ORDER BY expires, thread, turn, call LIMIT ?`, backend, t.UnixNano(), max(limit, 0))
+}
+
+// listApprovals returns the approvals a query selects (where is its
+// clause from WHERE on); op names it in errors.
+func (j *Journal) listApprovals(ctx context.Context, op, where string, args ...any) ([]driver.Approval, error) {
+	rows, err := j.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM `+approvalsTable+` `+where, args...)
 	if err != nil {
-		return nil, j.opError("list approvals", err)
+		return nil, j.opError(op, err)
 	}
 	defer rows.Close()
 	var out []driver.Approval
 	for rows.Next() {
 		a, err := scanApproval(rows)
 		if err != nil {
-			return nil, j.opError("list approvals", err)
+			return nil, j.opError(op, err)
 		}
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, j.opError("list approvals", err)
+		return nil, j.opError(op, err)
 	}
 	return out, nil
 }

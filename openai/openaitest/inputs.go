@@ -18,9 +18,10 @@ type inputEvent struct {
 	Success *bool           `json:"success"`
 	Output  json.RawMessage `json:"output"`
 	Error   *string         `json:"error"`
-	// mcp_approval_request_result
+	// mcp_approval_request_result, computer_use_approval_request_result
 	RequestID *string `json:"request_id"`
 	Response  *struct {
+		Type     string `json:"type"`
 		Decision string `json:"decision"`
 	} `json:"response"`
 }
@@ -70,23 +71,25 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 					return bad("invalid_request_error", "Unknown pending tool call: "+*ev.CallID)
 				}
 				answered[p] = true
-			case "agent.session.input.mcp_approval_request_result":
+			case "agent.session.input.mcp_approval_request_result", "agent.session.input.computer_use_approval_request_result":
 				if ev.RequestID == nil || ev.Response == nil {
 					return bad("missing_required_parameter", "Missing required parameters: 'request_id' and 'response' are required for an approval result.")
+				}
+				computer := ev.Type == "agent.session.input.computer_use_approval_request_result"
+				if computer && ev.Response.Type != "browser_origin_access" {
+					return bad("invalid_value", "Invalid value for 'response.type': '"+ev.Response.Type+"'; the request is for browser_origin_access.")
 				}
 				switch ev.Response.Decision {
 				case "approve", "deny", "cancel":
 				default:
 					return bad("invalid_value", "Invalid value for 'response.decision': '"+ev.Response.Decision+"'.")
 				}
-				p := sess.pendingApproval(*ev.RequestID)
+				p := sess.pendingApproval(*ev.RequestID, computer)
 				if p == nil || answered[p] {
 					return bad("invalid_request_error", "Unknown pending approval request: "+*ev.RequestID)
 				}
 				answered[p] = true
 			case "agent.session.input.cancel":
-			case "agent.session.input.computer_use_approval_request_result":
-				return bad("invalid_request_error", "Unknown pending approval request.")
 			default:
 				return bad("invalid_value", "Invalid value for 'events["+strconv.Itoa(i)+"].type': '"+ev.Type+"'.")
 			}
@@ -115,8 +118,8 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 					p.output = json.RawMessage(`null`)
 				}
 				results = append(results, d)
-			case "agent.session.input.mcp_approval_request_result":
-				p := sess.pendingApproval(*ev.RequestID)
+			case "agent.session.input.mcp_approval_request_result", "agent.session.input.computer_use_approval_request_result":
+				p := sess.pendingApproval(*ev.RequestID, ev.Type == "agent.session.input.computer_use_approval_request_result")
 				d := coretest.Delivered{CallID: p.callID, Name: p.name, Output: "approved"}
 				if ev.Response.Decision != "approve" {
 					// The event carries no reason.
@@ -149,11 +152,12 @@ func (sess *session) pendingCall(turnID, callID string) *pendingCall {
 	return nil
 }
 
-// pendingApproval returns the pending MCP approval request requestID that
-// has no answer yet, or nil.
-func (sess *session) pendingApproval(requestID string) *pendingCall {
+// pendingApproval returns the pending approval request requestID that has
+// no answer yet, or nil: a computer-use request when computer is set, an
+// MCP one otherwise.
+func (sess *session) pendingApproval(requestID string, computer bool) *pendingCall {
 	for _, p := range sess.pending {
-		if p.approval && p.callID == requestID && p.result == nil {
+		if p.approval && p.callID == requestID && p.result == nil && (p.origin != "") == computer {
 			return p
 		}
 	}

@@ -46,7 +46,8 @@ type turn struct {
 type pendingCall struct {
 	turnID, callID, name string
 	args                 json.RawMessage
-	approval             bool                // an MCP approval request (callID is its request_id)
+	approval             bool                // an approval request (callID is its request_id)
+	origin               string              // for a computer-use request for access to an origin
 	result               *coretest.Delivered // set once its result arrived
 	output               json.RawMessage     // the result's output, as sent
 }
@@ -229,6 +230,11 @@ func (sess *session) json() *sessionJSON {
 	}
 	for _, p := range sess.pending {
 		if p.result == nil {
+			if p.origin != "" {
+				req := mustJSON(map[string]any{"type": "browser_origin_access", "origin": p.origin, "reason": "The agent needs to open " + p.origin + "."})
+				j.RequiredActions = append(j.RequiredActions, requiredActionJSON{Type: "computer_use_approval_request", TurnID: p.turnID, RequestID: p.callID, Request: req})
+				continue
+			}
 			if p.approval {
 				req := mustJSON(map[string]any{"type": "mcp_tool_call", "server_label": "fake-mcp", "name": p.name,
 					"arguments": json.RawMessage(p.args), "message": "The agent wants to call " + p.name + "."})

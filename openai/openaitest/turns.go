@@ -150,6 +150,11 @@ func (s *Server) askCalls(sess *session, t *turn, calls []coretest.ActionCall) {
 			// A tool the service runs itself (an MCP server's): it asks
 			// a person's approval first.
 			p.callID, p.approval, p.args = s.newID("mcpreq"), true, json.RawMessage(c.Arguments)
+			if c.Origin != "" {
+				// A computer-use request for a browser's access to an
+				// origin.
+				p.callID, p.origin = s.newID("cureq"), c.Origin
+			}
 			sess.pending = append(sess.pending, p)
 			continue
 		}

@@ -828,12 +828,15 @@ func approvalExpires(e *env) {
 	refund := tool(e, "refund", "Refund an order.", counted(&refunds, func(_ context.Context, in refundArgs) (string, error) {
 		return "refunded", nil
 	}), &core.ToolOptions{Approval: core.Always("every refund needs approval")})
-	r := e.runner(script(calls("refund", `{"order":"1","amount":5}`), answer(`{{result 0}}`)), &core.Options{ApprovalTimeout: time.Millisecond}, refund)
+	// Long enough for a slow run (under -race) to pause before the time
+	// passes.
+	const timeout = 300 * time.Millisecond
+	r := e.runner(script(calls("refund", `{"order":"1","amount":5}`), answer(`{{result 0}}`)), &core.Options{ApprovalTimeout: timeout}, refund)
 	res, err := r.Run(e.t.Context(), "refund", nil)
 	if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
 		e.t.Fatalf("Run = %v (%d pending), want a pause on the refund", err, len(res.Pending))
 	}
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(time.Until(res.Pending[0].Expires) + time.Millisecond)
 	if err := r.Decide(e.t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true}); errcode.Of(err) != errcode.FailedPrecondition {
 		e.t.Errorf("a decision after the time = %v, want FailedPrecondition", err)
 	}

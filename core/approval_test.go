@@ -60,7 +60,7 @@ func newApprovalEnv(t *testing.T, script *coretest.Script, opts *core.Options) *
 	e.backend = coretest.NewBackend(script, &coretest.BackendOptions{Tools: tools})
 	o := core.Options{Logger: quiet, Journal: e.journal}
 	if opts != nil {
-		o.ApprovalTimeout = opts.ApprovalTimeout
+		o.ApprovalTimeout, o.Hooks = opts.ApprovalTimeout, opts.Hooks
 	}
 	e.runner = core.NewRunner(e.backend, tools, &o)
 	t.Cleanup(func() { e.runner.Close() })
@@ -178,9 +178,13 @@ func TestApproveEdited(t *testing.T) {
 // TestApprovalExpires: a call undecided past its time is denied ("no
 // decision in time") at the next resume, and can no longer be decided.
 func TestApprovalExpires(t *testing.T) {
-	e := newApprovalEnv(t, refundScript("150"), &core.Options{ApprovalTimeout: time.Millisecond})
-	res, _ := e.runner.Run(t.Context(), "refund", nil)
-	time.Sleep(5 * time.Millisecond)
+	const timeout = 300 * time.Millisecond // a run under -race takes far less
+	e := newApprovalEnv(t, refundScript("150"), &core.Options{ApprovalTimeout: timeout})
+	res, err := e.runner.Run(t.Context(), "refund", nil)
+	if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
+		t.Fatalf("Run = %v (%d pending), want a pause on the refund", err, len(res.Pending))
+	}
+	time.Sleep(time.Until(res.Pending[0].Expires) + time.Millisecond)
 	if err := e.runner.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true}); errcode.Of(err) != errcode.FailedPrecondition {
 		t.Errorf("Decide after the time = %v, want FailedPrecondition", err)
 	}

@@ -97,6 +97,12 @@ type Options struct {
 	// OnEvent, if set, is called with every event, one at a time (never
 	// concurrently), in the goroutine that produced it.
 	OnEvent func(Event)
+	// Middleware wraps the running of every call, the first outermost,
+	// around the tool's own (see [Middleware]).
+	Middleware []Middleware
+	// Hooks, if set, follow the runner's runs, steps and calls with their
+	// contexts (tracing, metrics; see [Hooks] and package telemetry).
+	Hooks *Hooks
 	// ApprovalTimeout is how long a call awaits a person's decision (see
 	// [ToolOptions.Approval]); a call still undecided when a resume finds
 	// it past that time is denied ("no decision in time"). Zero means
@@ -281,6 +287,20 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 		ctx = driver.WithObserver(ctx, nil)
 	}
 	thread := ro.Thread
+	if b.thread != "" {
+		thread = b.thread
+	}
+	ctx, info, end := r.hookRun(ctx, thread, b.thread != "")
+	res, err := r.begin(ctx, ro, b, sk, info)
+	if end != nil {
+		end(res, err)
+	}
+	return res, err
+}
+
+// begin gets a run's first step, from its beginning, and runs the loop.
+func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink, info *RunInfo) (*Result, error) {
+	thread := ro.Thread
 	var (
 		step *driver.Step
 		err  error
@@ -288,12 +308,24 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 	)
 	if b.thread != "" {
 		thread, op = b.thread, "resume"
-		step, err = r.b.Resume(ctx, thread)
+		sctx, end := r.hookStep(ctx, StepInfo{Thread: thread, Op: op})
+		step, err = r.b.Resume(sctx, thread)
+		if end != nil {
+			end(step, err)
+		}
 	} else if err = checkParts(ro.Parts); err != nil {
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return nil, err
 	} else {
-		step, err = r.b.Start(ctx, &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts, Format: ro.Format.driverFormat()})
+		r.saveOrigin(ctx, info, thread)
+		sctx, end := r.hookStep(ctx, StepInfo{Thread: thread, Op: op})
+		step, err = r.b.Start(sctx, &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts, Format: ro.Format.driverFormat()})
+		if end != nil {
+			end(step, err)
+		}
+		if err == nil && step != nil && thread == "" {
+			r.saveOrigin(ctx, info, step.Thread)
+		}
 	}
 	if err != nil {
 		err = r.backendError(ctx, op, err)
@@ -380,7 +412,13 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		if err == errPaused {
 			// The calls that needed no decision ran, their results
 			// journaled; the step's results go when every call is decided.
-			if res.Pending, err = r.awaiting(ctx, step); err == nil {
+			if res.Pending, err = r.awaiting(ctx, step); err == nil && len(res.Pending) == 0 {
+				// Every call awaiting a decision expired meanwhile: the
+				// step goes again, and they are denied.
+				res.Steps--
+				continue
+			}
+			if err == nil {
 				err = awaitingError(step.Thread, len(res.Pending), "pause")
 				if k, ok := r.b.(driver.Keeper); ok {
 					// Another process may decide and resume.
@@ -405,7 +443,11 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			// reader learns first that the results went.
 			sk.pending = submitted
 		}
-		next, err := r.b.Submit(ctx, &driver.SubmitRequest{Step: step, Results: results, Format: ro.Format.driverFormat()})
+		sctx, end := r.hookStep(ctx, StepInfo{Thread: step.Thread, Turn: step.Turn, Op: "submit", Step: res.Steps, Results: len(results)})
+		next, err := r.b.Submit(sctx, &driver.SubmitRequest{Step: step, Results: results, Format: ro.Format.driverFormat()})
+		if end != nil {
+			end(next, err)
+		}
 		if sk != nil && err != nil {
 			sk.pending = nil // the results may not have gone
 		}
@@ -416,7 +458,10 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			return finish(r.backendError(ctx, "submit", err))
 		}
 		res.Calls = append(res.Calls, results...)
-		if err := r.opts.Journal.MarkSubmitted(ctx, r.keys(results)); err != nil {
+		t0 := r.journalClock()
+		err = r.opts.Journal.MarkSubmitted(ctx, r.keys(results))
+		r.journalWrote(ctx, "submitted", t0, err)
+		if err != nil {
 			return finish(&errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err})
 		}
 		r.emit(ctx, submitted)
@@ -591,6 +636,8 @@ type callRun struct {
 	out      *sink  // the stream the call's events go to, if any
 	denial   string // set when a person denied the call: the model is told it
 	approved bool   // a service's approval request a person approved
+	reused   bool   // the journal held the result
+	cause    error  // the internal cause of a failed result
 }
 
 // event reports an event about the call.
@@ -602,8 +649,29 @@ func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcom
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
 func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (driver.ToolResult, error) {
-	j := r.opts.Journal
 	c := &callRun{call: call, key: r.key(call), step: step, out: out}
+	h := r.opts.Hooks
+	if h == nil || h.Call == nil {
+		return r.answer(ctx, c)
+	}
+	ctx, end := h.Call(ctx, &CallInfo{Backend: r.b.Name(), Call: call, Step: step})
+	tr, err := r.answer(ctx, c)
+	e := &CallEnd{Reused: c.reused, Cause: c.cause}
+	switch {
+	case err == errPaused:
+		e.Paused = true
+	case err != nil:
+		e.Err = err
+	default:
+		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
+	}
+	end(e)
+	return tr, err
+}
+
+// answer is runCall without its hook.
+func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+	j, call := r.opts.Journal, c.call
 	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
 		// Too large to parse: the handler will not run, and the digest is
 		// of the bytes as received.
@@ -619,7 +687,9 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (
 		}
 	}
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		t0 := r.journalClock()
 		entry, claimed, err := j.Claim(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
+		r.journalWrote(ctx, "claim", t0, err)
 		if err != nil {
 			return driver.ToolResult{}, r.journalError(ctx, err)
 		}
@@ -634,12 +704,15 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (
 		if entry.State.Finished() {
 			tr := toResult(call, entry.Result, entry.IdempotencyKey)
 			tr.Resend = entry.State == jdriver.Submitted
+			c.reused = true
 			r.event(ctx, c, EventCallReused, tr.Outcome, 0, nil)
 			return tr, nil
 		}
 		// Started: wait for its owner to finish, unless its lease expired.
 		if !time.Now().Before(entry.LeaseUntil) {
+			t0 := r.journalClock()
 			took, err := j.TakeOver(ctx, c.key, r.opts.Owner, r.opts.Lease)
+			r.journalWrote(ctx, "takeover", t0, err)
 			if err != nil {
 				return driver.ToolResult{}, r.journalError(ctx, err)
 			}
@@ -659,14 +732,13 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (
 // runClaimed runs the handler of a call this runner claimed and records
 // its result.
 func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult, error) {
-	j := r.opts.Journal
 	if c.denial != "" || c.approved {
 		jr := failed(Denied, c.denial)
 		if c.approved {
 			jr = jdriver.Result{Output: Output{Text: "approved"}, Outcome: OK}
 		}
-		if err := j.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
-			return driver.ToolResult{}, r.journalError(ctx, err)
+		if err := r.finish(ctx, c, jr); err != nil {
+			return driver.ToolResult{}, err
 		}
 		r.event(ctx, c, EventCallFinished, jr.Outcome, 0, nil)
 		return toResult(c.call, &jr, c.idem), nil
@@ -674,17 +746,20 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 	r.holdLease(c.key)
 	r.event(ctx, c, EventCallStarted, OK, 0, nil)
 	t0 := time.Now()
-	jr, cause := r.execute(ctx, c)
+	jr, cause := r.handle(ctx, c)
 	d := time.Since(t0)
 	r.dropLease(c.key)
+	c.cause = cause
 	if jr.Outcome == Interrupted {
 		// The run was canceled and the handler gave up: let it run again.
 		r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
-		j.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
+		t0 := r.journalClock()
+		err := r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
+		r.journalWrote(ctx, "release", t0, err)
 		return driver.ToolResult{}, r.ctxError(ctx)
 	}
-	if err := j.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
-		return driver.ToolResult{}, r.journalError(ctx, err)
+	if err := r.finish(ctx, c, jr); err != nil {
+		return driver.ToolResult{}, err
 	}
 	r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
 	return toResult(c.call, &jr, c.idem), nil
@@ -716,8 +791,8 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 			} else if err != nil {
 				break
 			}
-			if err := r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
-				return driver.ToolResult{}, r.journalError(ctx, err)
+			if err := r.finish(ctx, c, jr); err != nil {
+				return driver.ToolResult{}, err
 			}
 			r.event(ctx, c, EventCallInDoubt, jr.Outcome, 0, nil)
 			return toResult(call, &jr, c.idem), nil
@@ -733,11 +808,23 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 		return r.runClaimed(ctx, c)
 	}
 	jr := failed(InDoubt, fmt.Sprintf("the outcome of this call of %q is unknown: it may or may not have taken effect, and it was not run again", call.Name))
-	if err := r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr); err != nil {
-		return driver.ToolResult{}, r.journalError(ctx, err)
+	if err := r.finish(ctx, c, jr); err != nil {
+		return driver.ToolResult{}, err
 	}
-	r.event(ctx, c, EventCallInDoubt, InDoubt, 0, errors.New("call started but not finished; not verified and not idempotent"))
+	c.cause = errors.New("call started but not finished; not verified and not idempotent")
+	r.event(ctx, c, EventCallInDoubt, InDoubt, 0, c.cause)
 	return toResult(call, &jr, c.idem), nil
+}
+
+// finish records the result of call c in the journal.
+func (r *Runner) finish(ctx context.Context, c *callRun, jr jdriver.Result) error {
+	t0 := r.journalClock()
+	err := r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr)
+	r.journalWrote(ctx, "finish", t0, err)
+	if err != nil {
+		return r.journalError(ctx, err)
+	}
+	return nil
 }
 
 func (r *Runner) journalError(ctx context.Context, err error) error {

@@ -74,6 +74,10 @@ type ToolOptions struct {
 	// [Runner.Resume] then goes on: approved calls run (once, as every
 	// call), denied ones tell the model they were denied.
 	Approval ApprovalRule
+	// Middleware wraps the running of this tool's calls, inside the
+	// runner's (Options.Middleware), the first outermost (see
+	// [Middleware]).
+	Middleware []Middleware
 	// Fields refines the inferred schema of a typed tool, property by
 	// property. Keys are JSON property names; a nested property is named by
 	// its path, as in "address.city". Raw tools refuse Fields.

@@ -57,7 +57,7 @@ type Journal interface {
 	Get(ctx context.Context, key Key) (Entry, bool, error)
 	// Prune deletes finished and submitted entries last updated before t
 	// (and, in a journal that keeps approvals, the approvals decided
-	// before t) and
+	// before t; in one that keeps notes, the notes set before t) and
 	// returns how many it deleted.
 	Prune(ctx context.Context, before time.Time) (int, error)
 }
@@ -155,6 +155,7 @@ type Memory struct {
 	mu        sync.Mutex
 	entries   map[Key]*Entry
 	approvals map[Key]*Approval
+	notes     map[noteKey]note
 	now       func() time.Time
 }
 
@@ -264,6 +265,11 @@ func (j *Memory) Prune(_ context.Context, before time.Time) (int, error) {
 	for k, a := range j.approvals {
 		if a.Decision != nil && a.Decision.At.Before(before) {
 			delete(j.approvals, k)
+		}
+	}
+	for k, nt := range j.notes {
+		if nt.updated.Before(before) {
+			delete(j.notes, k)
 		}
 	}
 	return n, nil

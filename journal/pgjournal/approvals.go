@@ -146,3 +146,28 @@ func nullTime(t time.Time) any {
 	}
 	return t
 }
+
+var _ driver.Notes = (*Journal)(nil)
+
+// SetNote implements [driver.Notes]: one upsert.
+func (j *Journal) SetNote(ctx context.Context, backend, thread, name, value string) error {
+	_, err := j.pool.Exec(ctx, `INSERT INTO `+j.t.notes+` (backend, thread, name, value, updated) VALUES ($1, $2, $3, $4, now())
+		ON CONFLICT (backend, thread, name) DO UPDATE SET value = excluded.value, updated = excluded.updated`, backend, thread, name, value)
+	if err != nil {
+		return j.opError("set note", err)
+	}
+	return nil
+}
+
+// Note implements [driver.Notes].
+func (j *Journal) Note(ctx context.Context, backend, thread, name string) (string, bool, error) {
+	var v string
+	err := j.pool.QueryRow(ctx, `SELECT value FROM `+j.t.notes+` WHERE backend = $1 AND thread = $2 AND name = $3`, backend, thread, name).Scan(&v)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, j.opError("read note", err)
+	}
+	return v, true, nil
+}

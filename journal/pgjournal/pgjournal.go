@@ -312,6 +312,9 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.approvals+` WHERE decided < $1`, before); err != nil {
 		return int(tag.RowsAffected()), j.opError("prune approvals", err)
 	}
+	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.notes+` WHERE updated < $1`, before); err != nil {
+		return int(tag.RowsAffected()), j.opError("prune notes", err)
+	}
 	return int(tag.RowsAffected()), nil
 }
 

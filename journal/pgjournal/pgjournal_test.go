@@ -272,8 +272,8 @@ func TestOpenSchemaVersions(t *testing.T) {
 		setup string // run on the version table (%s)
 		want  string // SCHEMA stands for the schema
 	}{
-		{"older", `UPDATE %s SET version = 0`, "schema version 0, older than version 2"},
-		{"newer", `UPDATE %s SET version = 3`, "schema version 3, written by a newer toolrelay"},
+		{"older", `UPDATE %s SET version = 0`, "schema version 0, older than version 3"},
+		{"newer", `UPDATE %s SET version = 4`, "schema version 4, written by a newer toolrelay"},
 		{"unversioned", `DROP TABLE %s`, "there is a table SCHEMA.toolrelay_journal but no table SCHEMA.toolrelay_journal_version"},
 		{"empty version table", `DELETE FROM %s`, "the table SCHEMA.toolrelay_journal_version is empty"},
 	} {
@@ -346,35 +346,50 @@ func TestOpenRefused(t *testing.T) {
 	}
 }
 
-// TestMigrateVersion1: a journal of schema version 1 (no approvals table)
-// is migrated at open: its entries stay, it gets the approvals table, and
-// its version becomes 2.
-func TestMigrateVersion1(t *testing.T) {
-	ctx := t.Context()
-	schema := newSchema(t)
-	first := open(t, schema, nil)
-	k := driver.Key{Backend: "b", Thread: "t", Call: "kept"}
-	if _, _, err := first.Claim(ctx, k, "d", "i", "o", time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	first.Close()
-	admin(t, `DROP TABLE `+pgx.Identifier{schema, "toolrelay_journal_approvals"}.Sanitize())
-	admin(t, `UPDATE `+pgx.Identifier{schema, "toolrelay_journal_version"}.Sanitize()+` SET version = 1`)
-	j, err := pgjournal.Open(ctx, testURL(t), &pgjournal.Options{Schema: schema})
-	if err != nil {
-		t.Fatalf("Open of a version 1 journal: %v", err)
-	}
-	defer j.Close()
-	if _, ok, err := j.Get(ctx, k); !ok || err != nil {
-		t.Fatalf("the entry of version 1: %v, %v; want it kept", ok, err)
-	}
-	if _, created, err := j.RequestApproval(ctx, driver.Approval{Key: k, Tool: "refund", Arguments: []byte(`{}`), Requested: time.Now()}); !created || err != nil {
-		t.Fatalf("RequestApproval after the migration: %v, %v", created, err)
-	}
-	var v int
-	conn := connect(t)
-	defer conn.Close(ctx)
-	if err := conn.QueryRow(ctx, `SELECT version FROM `+pgx.Identifier{schema, "toolrelay_journal_version"}.Sanitize()).Scan(&v); err != nil || v != 2 {
-		t.Errorf("version %d (%v), want 2", v, err)
+// TestMigrate: a journal of an older schema version (1: no approvals and
+// no notes table; 2: no notes table) is migrated at open: its entries stay,
+// it gets the tables it lacks, and its version becomes the current one.
+func TestMigrate(t *testing.T) {
+	for _, tc := range []struct {
+		version int
+		drop    []string
+	}{
+		{1, []string{"toolrelay_journal_approvals", "toolrelay_journal_notes"}},
+		{2, []string{"toolrelay_journal_notes"}},
+	} {
+		t.Run(fmt.Sprint("version", tc.version), func(t *testing.T) {
+			ctx := t.Context()
+			schema := newSchema(t)
+			first := open(t, schema, nil)
+			k := driver.Key{Backend: "b", Thread: "t", Call: "kept"}
+			if _, _, err := first.Claim(ctx, k, "d", "i", "o", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			first.Close()
+			for _, table := range tc.drop {
+				admin(t, `DROP TABLE `+pgx.Identifier{schema, table}.Sanitize())
+			}
+			admin(t, `UPDATE `+pgx.Identifier{schema, "toolrelay_journal_version"}.Sanitize()+fmt.Sprintf(` SET version = %d`, tc.version))
+			j, err := pgjournal.Open(ctx, testURL(t), &pgjournal.Options{Schema: schema})
+			if err != nil {
+				t.Fatalf("Open of a version %d journal: %v", tc.version, err)
+			}
+			defer j.Close()
+			if _, ok, err := j.Get(ctx, k); !ok || err != nil {
+				t.Fatalf("the entry of version %d: %v, %v; want it kept", tc.version, ok, err)
+			}
+			if _, created, err := j.RequestApproval(ctx, driver.Approval{Key: k, Tool: "refund", Arguments: []byte(`{}`), Requested: time.Now()}); !created || err != nil {
+				t.Fatalf("RequestApproval after the migration: %v, %v", created, err)
+			}
+			if err := j.SetNote(ctx, "b", "t", "n", "v"); err != nil {
+				t.Fatalf("SetNote after the migration: %v", err)
+			}
+			var v int
+			conn := connect(t)
+			defer conn.Close(ctx)
+			if err := conn.QueryRow(ctx, `SELECT version FROM `+pgx.Identifier{schema, "toolrelay_journal_version"}.Sanitize()).Scan(&v); err != nil || v != pgjournal.SchemaVersion {
+				t.Errorf("version %d (%v), want %d", v, err, pgjournal.SchemaVersion)
+			}
+		})
 	}
 }

@@ -14,12 +14,12 @@ import (
 // SchemaVersion is the version of the tables this package reads and
 // writes. A journal whose version table holds another version is refused
 // at open.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // tables names the tables of one journal, quoted for SQL.
 type tables struct {
-	schema                      string // unquoted; "" for the search path's
-	entries, version, approvals string
+	schema                             string // unquoted; "" for the search path's
+	entries, version, approvals, notes string
 	// name is the journal's qualified, unquoted name, for messages and
 	// the advisory lock.
 	name string
@@ -36,7 +36,7 @@ func newTables(schema, table string) tables {
 	if schema != "" {
 		name = schema + "." + table
 	}
-	return tables{schema: schema, entries: ident(table), version: ident(table + "_version"), approvals: ident(table + "_approvals"), name: name}
+	return tables{schema: schema, entries: ident(table), version: ident(table + "_version"), approvals: ident(table + "_approvals"), notes: ident(table + "_notes"), name: name}
 }
 
 func (t tables) create() []string {
@@ -57,6 +57,7 @@ func (t tables) create() []string {
 			PRIMARY KEY (backend, thread, turn, call_id)
 		) WITH (fillfactor = 70)`,
 		t.createApprovals(),
+		t.createNotes(),
 		`CREATE TABLE ` + t.version + ` (version integer NOT NULL)`,
 		fmt.Sprintf(`INSERT INTO %s (version) VALUES (%d)`, t.version, SchemaVersion),
 	}
@@ -83,8 +84,27 @@ func (t tables) createApprovals() string {
 		)`
 }
 
-// migrate moves a journal of schema version 1 to version 2 (it adds the
-// approvals table), under the advisory lock, once whoever comes first.
+// createNotes creates the notes table (schema version 3).
+func (t tables) createNotes() string {
+	return `CREATE TABLE ` + t.notes + ` (
+			backend text NOT NULL,
+			thread  text NOT NULL,
+			name    text NOT NULL,
+			value   text NOT NULL,
+			updated timestamptz NOT NULL,
+			PRIMARY KEY (backend, thread, name)
+		)`
+}
+
+// migrations returns, for each older schema version v, the statement that
+// moves a journal to version v+1: each only adds a table.
+func (t tables) migrations() map[int]string {
+	return map[int]string{1: t.createApprovals(), 2: t.createNotes()}
+}
+
+// migrate moves a journal of an older schema version to the current one
+// (adding the tables it lacks), under the advisory lock, once whoever
+// comes first.
 func migrate(ctx context.Context, conn *pgx.Conn, t tables) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -98,15 +118,20 @@ func migrate(ctx context.Context, conn *pgx.Conn, t tables) error {
 	if err := tx.QueryRow(ctx, `SELECT version FROM `+t.version).Scan(&v); err != nil {
 		return err
 	}
-	if v == 1 {
-		if _, err := tx.Exec(ctx, t.createApprovals()); err != nil {
-			return fmt.Errorf("migrate the journal to schema version 2: %w", err)
+	steps := t.migrations()
+	if _, ok := steps[v]; !ok {
+		if err := checkVersion(v); err != nil {
+			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE `+t.version+` SET version = 2`); err != nil {
-			return fmt.Errorf("migrate the journal to schema version 2: %w", err)
+		return tx.Commit(ctx)
+	}
+	for ; v < SchemaVersion; v++ {
+		if _, err := tx.Exec(ctx, steps[v]); err != nil {
+			return fmt.Errorf("migrate the journal to schema version %d: %w", v+1, err)
 		}
-	} else if err := checkVersion(v); err != nil {
-		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE `+t.version+` SET version = $1`, SchemaVersion); err != nil {
+		return fmt.Errorf("migrate the journal to schema version %d: %w", SchemaVersion, err)
 	}
 	return tx.Commit(ctx)
 }
@@ -126,7 +151,7 @@ func (t tables) lockKey() int64 {
 func ensureSchema(ctx context.Context, conn *pgx.Conn, t tables) error {
 	var v int
 	err := conn.QueryRow(ctx, `SELECT version FROM `+t.version).Scan(&v)
-	if err == nil && v == 1 {
+	if _, old := t.migrations()[v]; err == nil && old {
 		return migrate(ctx, conn, t)
 	}
 	if err == nil {
@@ -167,7 +192,7 @@ func ensureSchema(ctx context.Context, conn *pgx.Conn, t tables) error {
 		if err != nil {
 			return err
 		}
-		if v == 1 {
+		if _, old := t.migrations()[v]; old {
 			if err := tx.Commit(ctx); err != nil {
 				return err
 			}

@@ -164,3 +164,34 @@ func unixOrZero(t time.Time) int64 {
 	}
 	return t.UnixNano()
 }
+
+var _ driver.Notes = (*Journal)(nil)
+
+// SetNote implements [driver.Notes]: an upsert, synced only under
+// Synchronous Full (a note lost to a power cut costs a trace link, not a
+// result).
+func (j *Journal) SetNote(ctx context.Context, backend, thread, name, value string) error {
+	err := j.w.do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) error {
+		_, err := j.conn.ExecContext(ctx, `INSERT INTO `+notesTable+` (backend, thread, name, value, updated) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (backend, thread, name) DO UPDATE SET value = excluded.value, updated = excluded.updated`,
+			backend, thread, name, value, time.Now().UnixNano())
+		return err
+	}})
+	if err != nil {
+		return j.opError("set note", err)
+	}
+	return nil
+}
+
+// Note implements [driver.Notes].
+func (j *Journal) Note(ctx context.Context, backend, thread, name string) (string, bool, error) {
+	var v string
+	err := j.db.QueryRowContext(ctx, `SELECT value FROM `+notesTable+` WHERE backend = ? AND thread = ? AND name = ?`, backend, thread, name).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, j.opError("read note", err)
+	}
+	return v, true, nil
+}

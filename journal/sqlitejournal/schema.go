@@ -11,16 +11,32 @@ import (
 
 // SchemaVersion is the version of the tables this package reads and writes.
 // A file whose version table holds another version is refused at open.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // The tables. The version table holds one row: the schema version of the
 // file. Times are Unix nanoseconds; result is JSON text. Version 2 added
-// the approvals table (a file of version 1 is migrated at open).
+// the approvals table, version 3 the notes table (a file of an older
+// version is migrated at open).
 const (
 	entriesTable   = "toolrelay_journal"
 	versionTable   = "toolrelay_journal_version"
 	approvalsTable = "toolrelay_journal_approvals"
+	notesTable     = "toolrelay_journal_notes"
 )
+
+// notesSchema creates the notes table (schema version 3).
+const notesSchema = `CREATE TABLE ` + notesTable + ` (
+		backend TEXT NOT NULL,
+		thread  TEXT NOT NULL,
+		name    TEXT NOT NULL,
+		value   TEXT NOT NULL,
+		updated INTEGER NOT NULL,
+		PRIMARY KEY (backend, thread, name)
+	) WITHOUT ROWID`
+
+// migrations[v] moves a file of schema version v to version v+1: each
+// only adds a table.
+var migrations = map[int]string{1: approvalsSchema, 2: notesSchema}
 
 // approvalsSchema creates the approvals table (schema version 2).
 const approvalsSchema = `CREATE TABLE ` + approvalsTable + ` (
@@ -58,6 +74,7 @@ var schema = []string{
 		PRIMARY KEY (backend, thread, turn, call)
 	) WITHOUT ROWID`,
 	approvalsSchema,
+	notesSchema,
 	`CREATE TABLE ` + versionTable + ` (version INTEGER NOT NULL)`,
 	fmt.Sprintf(`INSERT INTO %s (version) VALUES (%d)`, versionTable, SchemaVersion),
 }
@@ -97,17 +114,18 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 		if err != nil {
 			return err
 		}
-		if v == 1 {
-			// Version 2 only adds the approvals table.
-			if _, err := tx.ExecContext(ctx, approvalsSchema); err != nil {
-				return fmt.Errorf("migrate the journal to schema version 2: %w", err)
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE `+versionTable+` SET version = 2`); err != nil {
-				return fmt.Errorf("migrate the journal to schema version 2: %w", err)
-			}
-			return tx.Commit()
+		if _, ok := migrations[v]; !ok {
+			return checkVersion(v)
 		}
-		return checkVersion(v)
+		for ; v < SchemaVersion; v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate the journal to schema version %d: %w", v+1, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE `+versionTable+` SET version = ?`, SchemaVersion); err != nil {
+			return fmt.Errorf("migrate the journal to schema version %d: %w", SchemaVersion, err)
+		}
+		return tx.Commit()
 	case tables[entriesTable]:
 		return errcode.Errorf(errcode.FailedPrecondition, "the file has a %s table but no %s table: it was written by an unversioned (older) toolrelay, or by another program; this version reads schema version %d only", entriesTable, versionTable, SchemaVersion)
 	}

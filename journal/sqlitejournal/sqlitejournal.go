@@ -439,11 +439,14 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 		total, last = total+n, lastHere
 		if n < pruneBatch {
 			err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
-				_, err := j.conn.ExecContext(ctx, `DELETE FROM `+approvalsTable+` WHERE decided < ?`, before.UnixNano())
+				if _, err := j.conn.ExecContext(ctx, `DELETE FROM `+approvalsTable+` WHERE decided < ?`, before.UnixNano()); err != nil {
+					return err
+				}
+				_, err := j.conn.ExecContext(ctx, `DELETE FROM `+notesTable+` WHERE updated < ?`, before.UnixNano())
 				return err
 			}})
 			if err != nil {
-				return total, j.opError("prune approvals", err)
+				return total, j.opError("prune approvals and notes", err)
 			}
 			return total, nil
 		}

@@ -203,13 +203,13 @@ func TestOpenBadFile(t *testing.T) {
 			name:    "older schema",
 			content: valid,
 			setup:   `UPDATE toolrelay_journal_version SET version = 0`,
-			want:    "schema version 0, older than version 2",
+			want:    "schema version 0, older than version 3",
 		},
 		{
 			name:    "newer schema",
 			content: valid,
-			setup:   `UPDATE toolrelay_journal_version SET version = 3`,
-			want:    "schema version 3, written by a newer toolrelay",
+			setup:   `UPDATE toolrelay_journal_version SET version = 4`,
+			want:    "schema version 4, written by a newer toolrelay",
 		},
 		{
 			name:    "unversioned",
@@ -421,41 +421,54 @@ func TestPruneMany(t *testing.T) {
 	}
 }
 
-// TestMigrateVersion1: a file of schema version 1 (no approvals table) is
-// migrated at open: its entries stay, it gets the approvals table, and its
-// version becomes 2.
-func TestMigrateVersion1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.db")
-	first, err := sqlitejournal.Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := driver.Key{Backend: "b", Thread: "t", Call: "c"}
-	if _, _, err := first.Claim(t.Context(), k, "d", "i", "o", time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	first.Close()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = db.Exec(`DROP TABLE toolrelay_journal_approvals; UPDATE toolrelay_journal_version SET version = 1`)
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := open(t, path, nil)
-	if _, ok, err := j.Get(t.Context(), k); !ok || err != nil {
-		t.Fatalf("the entry of version 1: %v, %v; want it kept", ok, err)
-	}
-	a := driver.Approval{Key: k, Tool: "refund", Arguments: []byte(`{}`), Requested: time.Now()}
-	if _, created, err := j.RequestApproval(t.Context(), a); !created || err != nil {
-		t.Fatalf("RequestApproval after the migration: %v, %v", created, err)
-	}
-	var v int
-	db, _ = sql.Open("sqlite", path)
-	defer db.Close()
-	if err := db.QueryRow(`SELECT version FROM toolrelay_journal_version`).Scan(&v); err != nil || v != 2 {
-		t.Errorf("version %d (%v), want 2", v, err)
+// TestMigrate: a file of an older schema version (1: no approvals and no
+// notes table; 2: no notes table) is migrated at open: its entries stay, it
+// gets the tables it lacks, and its version becomes the current one.
+func TestMigrate(t *testing.T) {
+	for _, tc := range []struct {
+		version int
+		drop    string
+	}{
+		{1, `DROP TABLE toolrelay_journal_approvals; DROP TABLE toolrelay_journal_notes`},
+		{2, `DROP TABLE toolrelay_journal_notes`},
+	} {
+		t.Run(fmt.Sprint("version", tc.version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db")
+			first, err := sqlitejournal.Open(t.Context(), path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := driver.Key{Backend: "b", Thread: "t", Call: "c"}
+			if _, _, err := first.Claim(t.Context(), k, "d", "i", "o", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			first.Close()
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = db.Exec(tc.drop + fmt.Sprintf(`; UPDATE toolrelay_journal_version SET version = %d`, tc.version))
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := open(t, path, nil)
+			if _, ok, err := j.Get(t.Context(), k); !ok || err != nil {
+				t.Fatalf("the entry of version %d: %v, %v; want it kept", tc.version, ok, err)
+			}
+			a := driver.Approval{Key: k, Tool: "refund", Arguments: []byte(`{}`), Requested: time.Now()}
+			if _, created, err := j.RequestApproval(t.Context(), a); !created || err != nil {
+				t.Fatalf("RequestApproval after the migration: %v, %v", created, err)
+			}
+			if err := j.SetNote(t.Context(), "b", "t", "n", "v"); err != nil {
+				t.Fatalf("SetNote after the migration: %v", err)
+			}
+			var v int
+			db, _ = sql.Open("sqlite", path)
+			defer db.Close()
+			if err := db.QueryRow(`SELECT version FROM toolrelay_journal_version`).Scan(&v); err != nil || v != sqlitejournal.SchemaVersion {
+				t.Errorf("version %d (%v), want %d", v, err, sqlitejournal.SchemaVersion)
+			}
+		})
 	}
 }

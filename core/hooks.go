@@ -1,0 +1,150 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// Hooks let a program follow a runner's work with the context of each
+// piece of it, so that what a piece causes (the service's HTTP requests, a
+// handler's own spans) happens inside it: package telemetry makes Hooks
+// for OpenTelemetry. Every hook is optional. Run, Step and Call are called
+// as their piece begins, and return the context the piece goes on with and
+// a function the runner calls once when it ends. Hooks are called from the
+// goroutines doing the work, concurrently for the calls of a step; they
+// must be quick and must not block.
+type Hooks struct {
+	// Run is called as a run begins (Run, Resume and their streamed
+	// forms); end gets its result and error.
+	Run func(ctx context.Context, info *RunInfo) (_ context.Context, end func(*Result, error))
+	// Step is called as the runner asks the backend for a step: it sends
+	// the user's input (start), a step's results (submit), or reads a
+	// thread (resume); end gets the next step, or the error.
+	Step func(ctx context.Context, info *StepInfo) (_ context.Context, end func(*driver.Step, error))
+	// Call is called as the runner takes up a call of a step, before it
+	// looks in the journal; the context it returns is the handler's
+	// parent. end says how the call ended.
+	Call func(ctx context.Context, info *CallInfo) (_ context.Context, end func(*CallEnd))
+	// JournalWrite is called after each write to the journal on a call's
+	// path (op: "claim", "finish", "takeover", "release", "submitted"),
+	// with how long it took.
+	JournalWrite func(ctx context.Context, op string, d time.Duration, err error)
+}
+
+// RunInfo describes a run to [Hooks].Run.
+type RunInfo struct {
+	// Backend is the backend's name.
+	Backend string
+	// Thread is the thread resumed or continued; "" for a new thread.
+	Thread string
+	// Resume says whether the run is a resume.
+	Resume bool
+	// Origin carries a short text from a run to the later resumes of its
+	// thread, in this process or another, such as a trace context to link
+	// to. On a resume it holds what the hook set for the thread's last
+	// started run, if the journal keeps notes ([jdriver.Notes]); for a
+	// run that starts a turn the hook may set it, and the runner records
+	// it as soon as the thread is known.
+	Origin string
+}
+
+// StepInfo describes a request for a step to [Hooks].Step.
+type StepInfo struct {
+	// Backend is the backend's name; Thread and Turn locate the step
+	// ("" before a new thread is known).
+	Backend, Thread, Turn string
+	// Op is "start", "submit" or "resume".
+	Op string
+	// Step counts the steps the run has run so far.
+	Step int
+	// Results counts the results submitted (Op "submit").
+	Results int
+}
+
+// CallInfo describes a call to [Hooks].Call.
+type CallInfo struct {
+	// Backend is the backend's name.
+	Backend string
+	// Call is the call; hooks must not change it.
+	Call *Call
+	// Step is the run's step the call belongs to, from 1.
+	Step int
+}
+
+// CallEnd says how a call ended, to the end function of [Hooks].Call.
+type CallEnd struct {
+	// Result is the result sent to the model; zero when Err ended the call
+	// without one, or when the call awaits a decision.
+	Result CallResult
+	// Reused: the journal held the result; the call did not run here.
+	Reused bool
+	// Paused: the call awaits a person's decision.
+	Paused bool
+	// Cause is the internal cause of a failed result; Err an error that
+	// ended the call without a result (the journal failed, the run was
+	// canceled).
+	Cause, Err error
+}
+
+// hookRun calls the Run hook, if any, reading the thread's origin note on a
+// resume. It returns the run's context, the info (whose Origin the hook
+// may have set) and the end function, nil when there is no hook.
+func (r *Runner) hookRun(ctx context.Context, thread string, resume bool) (context.Context, *RunInfo, func(*Result, error)) {
+	h := r.opts.Hooks
+	if h == nil || h.Run == nil {
+		return ctx, nil, nil
+	}
+	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume}
+	if n, ok := r.opts.Journal.(jdriver.Notes); ok && resume {
+		if v, found, err := n.Note(ctx, info.Backend, thread, originNote); err == nil && found {
+			info.Origin = v
+		}
+	}
+	ctx, end := h.Run(ctx, info)
+	return ctx, info, end
+}
+
+// originNote names the journal note that keeps a run's Origin.
+const originNote = "origin"
+
+// saveOrigin records the Origin a Run hook set for the run that started a
+// turn on thread. A failure costs only the link, so it is logged.
+func (r *Runner) saveOrigin(ctx context.Context, info *RunInfo, thread string) {
+	if info == nil || info.Resume || info.Origin == "" || thread == "" {
+		return
+	}
+	if n, ok := r.opts.Journal.(jdriver.Notes); ok {
+		if err := n.SetNote(ctx, info.Backend, thread, originNote, info.Origin); err != nil {
+			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's origin", "thread", thread, "error", err)
+		}
+	}
+}
+
+// hookStep calls the Step hook, if any; end is nil when there is none.
+func (r *Runner) hookStep(ctx context.Context, info StepInfo) (context.Context, func(*driver.Step, error)) {
+	h := r.opts.Hooks
+	if h == nil || h.Step == nil {
+		return ctx, nil
+	}
+	info.Backend = r.b.Name()
+	return h.Step(ctx, &info)
+}
+
+// journalClock returns the time a journal write starts, when a hook wants
+// to know how long it took; the zero time otherwise.
+func (r *Runner) journalClock() time.Time {
+	if h := r.opts.Hooks; h != nil && h.JournalWrite != nil {
+		return time.Now()
+	}
+	return time.Time{}
+}
+
+// journalWrote reports a journal write that began at t0 (see journalClock).
+func (r *Runner) journalWrote(ctx context.Context, op string, t0 time.Time, err error) {
+	if !t0.IsZero() {
+		r.opts.Hooks.JournalWrite(ctx, op, time.Since(t0), err)
+	}
+}

@@ -1,0 +1,90 @@
+package core
+
+import (
+	"context"
+	"runtime/debug"
+
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// A CallResult is a call's result as the model receives it: its Output, or,
+// when Failed, the message Error. Outcome says how it came about.
+type CallResult = jdriver.Result
+
+// A CallFunc produces the result of a call. The error is the internal
+// cause of a failed result, for the operator (events, logs, traces); the
+// model reads only the result.
+type CallFunc func(ctx context.Context, call *Call) (CallResult, error)
+
+// Middleware wraps the running of calls, as net/http middleware wraps a
+// handler: it gets the next CallFunc of the chain and returns one that
+// does its work around it (see [Options.Middleware] and
+// [ToolOptions.Middleware]). The context it passes to next is the one the
+// handler gets (with the call and the tool's timeout added). To refuse a
+// call, or answer it from elsewhere (a cache), it returns a result of its
+// own ([Failure], or an OK result) without calling next. It must not
+// change the call.
+//
+// Middleware runs for the calls the runner runs: not for a result the
+// journal already holds, nor for a call a person denied or left
+// undecided. A middleware that panics fails the call (outcome Panicked),
+// as a handler that panics does.
+type Middleware func(next CallFunc) CallFunc
+
+// Failure returns a failed result with outcome o that tells the model msg:
+// what a middleware returns to refuse a call (for instance
+// Failure(Denied, "not allowed for this user")).
+func Failure(o Outcome, msg string) CallResult { return failed(o, msg) }
+
+// Chain returns the middleware that applies mw in order, the first
+// outermost.
+func Chain(mw ...Middleware) Middleware {
+	return func(next CallFunc) CallFunc {
+		for i := len(mw) - 1; i >= 0; i-- {
+			next = mw[i](next)
+		}
+		return next
+	}
+}
+
+// handle runs call c through the runner's middleware and its tool's, then
+// execute.
+func (r *Runner) handle(ctx context.Context, c *callRun) (CallResult, error) {
+	var own []Middleware
+	if t := r.tools.Lookup(c.call.Name); t != nil {
+		own = t.opts.Middleware
+	}
+	if len(r.opts.Middleware) == 0 && len(own) == 0 {
+		return r.execute(ctx, c)
+	}
+	next := CallFunc(func(ctx context.Context, _ *Call) (CallResult, error) { return r.execute(ctx, c) })
+	for i := len(own) - 1; i >= 0; i-- {
+		next = own[i](next)
+	}
+	for i := len(r.opts.Middleware) - 1; i >= 0; i-- {
+		next = r.opts.Middleware[i](next)
+	}
+	return runGuarded(ctx, next, c.call)
+}
+
+// runGuarded calls f, turning a panic into a failed result.
+func runGuarded(ctx context.Context, f CallFunc, call *Call) (res CallResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = failed(Panicked, genericFailure(call.Name)), &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	res, err = f(ctx, call)
+	// A result must say what the model reads: failed results carry a
+	// message and an outcome other than OK.
+	if res.Outcome != OK {
+		res.Failed = true
+	}
+	if res.Failed && res.Outcome == OK {
+		res.Outcome = ToolError
+	}
+	if res.Failed && res.Error == "" {
+		res.Error = genericFailure(call.Name)
+	}
+	return res, err
+}

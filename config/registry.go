@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,6 +29,8 @@ type OpenRequest struct {
 	Tools *core.Toolbox
 	// Logger is the program's logger; never nil.
 	Logger *slog.Logger
+
+	wrap func(http.RoundTripper) http.RoundTripper // Options.WrapTransport
 
 	file *file // the configuration file's sections
 	code []any // Options.Settings
@@ -66,6 +69,27 @@ func (r *OpenRequest) Settings(section string, s any) error {
 		}
 	}
 	return checkRanges(v.Elem(), section+".")
+}
+
+// Client returns the HTTP client a backend should send its requests with,
+// given the one it would use (nil for the SDK's default): base, or, when
+// the program set Options.WrapTransport, a copy of base (of
+// http.DefaultClient when nil) whose transport is wrapped. It returns nil
+// when base is nil and nothing wraps.
+func (r *OpenRequest) Client(base *http.Client) *http.Client {
+	if r.wrap == nil {
+		return base
+	}
+	c := &http.Client{}
+	if base != nil {
+		*c = *base
+	}
+	t := c.Transport
+	if t == nil {
+		t = http.DefaultTransport
+	}
+	c.Transport = r.wrap(t)
+	return c
 }
 
 // An Opener opens a backend. req is never nil.
@@ -133,6 +157,10 @@ type Options struct {
 	// MaxOutputBytes, TruncateOutput and JournalLease override it when
 	// set. Its Journal, if set, wins over the configured journal.
 	Runner core.Options
+	// WrapTransport, if set, wraps the HTTP transport of the backend's
+	// requests (for tracing them: telemetry.Transport); every backend,
+	// the fakes' included, applies it (see [OpenRequest.Client]).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Open loads the configuration (see [Load]), opens the configured journal
@@ -257,5 +285,5 @@ func NewRequest(tools *core.Toolbox, opts *Options) (*OpenRequest, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &OpenRequest{Config: cfg, Tools: tools, Logger: logger, file: f, code: o.Settings}, nil
+	return &OpenRequest{Config: cfg, Tools: tools, Logger: logger, file: f, code: o.Settings, wrap: o.WrapTransport}, nil
 }

@@ -110,10 +110,12 @@ func (r *Runner) hookRun(ctx context.Context, thread string, resume bool) (conte
 // originNote names the journal note that keeps a run's Origin.
 const originNote = "origin"
 
-// saveOrigin records the Origin a Run hook set for the run that started a
-// turn on thread. A failure costs only the link, so it is logged.
+// saveOrigin records the Origin of a run for thread: the one a Run hook
+// set for the run that started a turn, or, for a chained thread that moves
+// on, the one the run carries. A failure costs only the link, so it is
+// logged.
 func (r *Runner) saveOrigin(ctx context.Context, info *RunInfo, thread string) {
-	if info == nil || info.Resume || info.Origin == "" || thread == "" {
+	if info == nil || info.Origin == "" || thread == "" {
 		return
 	}
 	if n, ok := r.opts.Journal.(jdriver.Notes); ok {

@@ -342,7 +342,7 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return res, err
 	}
-	return r.loop(ctx, step, ro, thread, sk)
+	return r.loop(ctx, step, ro, thread, sk, info)
 }
 
 func (r *Runner) runOptions(opts *RunOptions) RunOptions {
@@ -367,7 +367,7 @@ func runContext(ctx context.Context, d time.Duration) (context.Context, context.
 // loop runs the steps of a turn, from step, until the model answers. thread
 // is the thread the run was started or resumed on, if known, for a step
 // that does not name one.
-func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, sk *sink) (*Result, error) {
+func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, sk *sink, info *RunInfo) (*Result, error) {
 	t0 := time.Now()
 	res := &Result{Thread: thread}
 	finish := func(err error) (*Result, error) {
@@ -379,6 +379,10 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			// A step cannot be answered: the turn must not stay parked.
 			r.cancelTurn(ctx, res.Thread)
 			return finish(&errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: errors.New("the backend returned no step")})
+		}
+		if step.Thread != res.Thread && res.Thread != "" {
+			// A chained thread moves on: its resumes must find the origin.
+			r.saveOrigin(ctx, info, step.Thread)
 		}
 		res.Thread, res.Turn = step.Thread, step.Turn
 		res.Usage.Add(step.Usage)

@@ -69,13 +69,14 @@ func OptionsFor(req *config.OpenRequest) (*Options, error) {
 		s.Endpoint = os.Getenv("FOUNDRY_PROJECT_ENDPOINT")
 	}
 	o := &Options{
-		Endpoint:  s.Endpoint,
-		Token:     s.Token,
-		APIKey:    s.APIKey,
-		Mode:      Mode(s.Mode),
-		Transport: Transport(s.Transport),
-		Keep:      s.Keep,
-		Logger:    req.Logger,
+		Endpoint:   s.Endpoint,
+		Token:      s.Token,
+		APIKey:     s.APIKey,
+		Mode:       Mode(s.Mode),
+		Transport:  Transport(s.Transport),
+		Keep:       s.Keep,
+		Logger:     req.Logger,
+		HTTPClient: req.Client(nil),
 	}
 	if s.Agent == "" || s.Model != "" {
 		model := s.Model

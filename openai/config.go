@@ -66,6 +66,7 @@ func OptionsFor(req *config.OpenRequest) (*Options, error) {
 		PollInterval:  time.Duration(s.PollInterval),
 		MaxReconnects: s.MaxReconnects,
 		Logger:        req.Logger,
+		HTTPClient:    req.Client(nil),
 
 		MaxResponseBytes: req.Config.MaxResponseBytes,
 		MaxEventBytes:    req.Config.MaxEventBytes,

@@ -241,7 +241,7 @@ func OptionsFor(req *config.OpenRequest) (*Options, error) {
 	}
 	return &Options{
 		BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Instructions: req.Config.Instructions,
-		Mode: Mode(s.Mode), Transport: Transport(s.Transport), Keep: s.Keep, Logger: req.Logger,
+		Mode: Mode(s.Mode), Transport: Transport(s.Transport), Keep: s.Keep, Logger: req.Logger, HTTPClient: req.Client(nil),
 		MaxResponseBytes: req.Config.MaxResponseBytes, MaxEventBytes: req.Config.MaxEventBytes,
 		IdleTimeout: time.Duration(req.Config.IdleTimeout), MaxSilence: time.Duration(req.Config.MaxSilence),
 	}, nil

@@ -47,7 +47,7 @@ func openFake(ctx context.Context, req *config.OpenRequest) (driver.Backend, err
 		o.Definition = &foundry.AgentDefinition{Name: o.Agent, Model: foundry.DefaultModel, Instructions: req.Config.Instructions}
 	}
 	o.Endpoint, o.Token, o.APIKey, o.Credential, o.Agent, o.AgentVersion = srv.ProjectEndpoint(), fakeToken, "", nil, "", ""
-	o.HTTPClient = srv.Client()
+	o.HTTPClient = req.Client(srv.Client())
 	o.RequestOptions = append(o.RequestOptions, option.WithMaxRetryDelay(10*time.Millisecond))
 	b, err := foundry.Open(ctx, req.Tools, o)
 	if err != nil {
@@ -75,7 +75,7 @@ func openFakeResponses(ctx context.Context, req *config.OpenRequest) (driver.Bac
 		return nil, err
 	}
 	srv := NewServer(script, &Options{Token: fakeToken, Plain: true})
-	o.BaseURL, o.APIKey, o.HTTPClient = srv.OpenAIBaseURL(), fakeToken, srv.Client()
+	o.BaseURL, o.APIKey, o.HTTPClient = srv.OpenAIBaseURL(), fakeToken, req.Client(srv.Client())
 	o.RequestOptions = append(o.RequestOptions, option.WithMaxRetryDelay(10*time.Millisecond))
 	b, err := responses.Open(ctx, req.Tools, o)
 	if err != nil {

@@ -1,0 +1,317 @@
+// Package telemetry follows toolrelay's runs with OpenTelemetry: spans and
+// metrics named after the OpenTelemetry semantic conventions for
+// generative AI, the same on every backend. Programs that do not import it
+// do not link OpenTelemetry.
+//
+// [Hooks] returns the [core.Hooks] to set in core.Options.Hooks. A run is
+// an invoke_agent span; each request for a step (the user's input, a
+// step's results, a resume) a chat span inside it; each call an
+// execute_tool span inside the run, whose context is the handler's parent,
+// so that the handler's own spans nest in it. [Transport] wraps an HTTP
+// transport so that the requests to the service are spans inside the step
+// that made them (pass it to a backend's HTTPClient, or to
+// config.Options.Transport).
+//
+// Spans carry gen_ai.operation.name, gen_ai.provider.name,
+// gen_ai.agent.name (when set), gen_ai.conversation.id (the thread),
+// toolrelay.backend and toolrelay.turn; tool spans gen_ai.tool.name,
+// gen_ai.tool.call.id, gen_ai.tool.type and toolrelay.call.outcome; chat
+// and run spans the token counts gen_ai.usage.input_tokens and
+// gen_ai.usage.output_tokens. A failed piece has error.type (the call's
+// outcome, such as "panicked", "timed_out" or "in_doubt", or the run's
+// error code) and an error status. Arguments, outputs and error messages
+// are never recorded unless Options.RecordContent is set: they may hold
+// what the program must keep to itself.
+//
+// A resumed run links to the run that started its turn, in this process or
+// another: the run's trace context travels in the journal's notes (see
+// core.RunInfo.Origin).
+//
+// Metrics: gen_ai.client.operation.duration (seconds, by
+// gen_ai.operation.name, gen_ai.provider.name, error.type and, for tools,
+// gen_ai.tool.name), gen_ai.client.token.usage (by gen_ai.token.type),
+// toolrelay.tool.calls (by gen_ai.tool.name, toolrelay.call.outcome and
+// toolrelay.call.reused) and toolrelay.journal.write.duration (seconds, by
+// toolrelay.journal.op and error.type).
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+)
+
+// ScopeName is the instrumentation scope of the spans and metrics.
+const ScopeName = "github.com/toolrelay/toolrelay/telemetry"
+
+// Options configure [Hooks] and [Transport]. nil is usable.
+type Options struct {
+	// TracerProvider makes the tracer; nil means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the meter; nil means otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+	// AgentName, if set, is gen_ai.agent.name, and names the run spans
+	// ("invoke_agent <name>").
+	AgentName string
+	// RecordContent records what calls carry on their spans: the
+	// arguments (gen_ai.tool.call.arguments), the output or the message of
+	// a failed call (gen_ai.tool.call.result). Off by default.
+	RecordContent bool
+}
+
+// The attributes of toolrelay's own.
+const (
+	BackendKey     = attribute.Key("toolrelay.backend")
+	TurnKey        = attribute.Key("toolrelay.turn")
+	StepKey        = attribute.Key("toolrelay.step")
+	StepOpKey      = attribute.Key("toolrelay.step.op")
+	ResultsKey     = attribute.Key("toolrelay.step.results")
+	CallsKey       = attribute.Key("toolrelay.step.calls")
+	ResumeKey      = attribute.Key("toolrelay.resume")
+	OutcomeKey     = attribute.Key("toolrelay.call.outcome")
+	ReusedKey      = attribute.Key("toolrelay.call.reused")
+	RunOutcomeKey  = attribute.Key("toolrelay.run.outcome")
+	JournalOpKey   = attribute.Key("toolrelay.journal.op")
+	ToolArgsKey    = attribute.Key("gen_ai.tool.call.arguments")
+	ToolResultKey  = attribute.Key("gen_ai.tool.call.result")
+	tokenTypeInput = "input"
+)
+
+// providers maps backend names to gen_ai.provider.name.
+var providers = map[string]string{"openai": "openai", "responses": "openai", "foundry": "azure.ai.openai"}
+
+func provider(backend string) attribute.KeyValue {
+	if p, ok := providers[backend]; ok {
+		return semconv.GenAIProviderNameKey.String(p)
+	}
+	return semconv.GenAIProviderNameKey.String(backend)
+}
+
+type telemetry struct {
+	o        Options
+	tracer   trace.Tracer
+	duration metric.Float64Histogram
+	tokens   metric.Int64Histogram
+	calls    metric.Int64Counter
+	journal  metric.Float64Histogram
+	agent    []attribute.KeyValue // gen_ai.agent.name, when set
+	runName  string
+}
+
+// Hooks returns the hooks that trace and measure a runner's work (set them
+// in core.Options.Hooks). o may be nil.
+func Hooks(o *Options) (*core.Hooks, error) {
+	t := &telemetry{runName: "invoke_agent"}
+	if o != nil {
+		t.o = *o
+	}
+	tp, mp := t.o.TracerProvider, t.o.MeterProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	t.tracer = tp.Tracer(ScopeName)
+	m := mp.Meter(ScopeName)
+	var err error
+	if t.duration, err = m.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"),
+		metric.WithDescription("GenAI operation duration."),
+		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)); err != nil {
+		return nil, err
+	}
+	if t.tokens, err = m.Int64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
+		metric.WithDescription("Number of input and output tokens used."),
+		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)); err != nil {
+		return nil, err
+	}
+	if t.calls, err = m.Int64Counter("toolrelay.tool.calls", metric.WithUnit("{call}"),
+		metric.WithDescription("Tool calls answered, by tool and outcome.")); err != nil {
+		return nil, err
+	}
+	if t.journal, err = m.Float64Histogram("toolrelay.journal.write.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of the journal writes on a call's path."),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1)); err != nil {
+		return nil, err
+	}
+	if t.o.AgentName != "" {
+		t.agent = []attribute.KeyValue{semconv.GenAIAgentNameKey.String(t.o.AgentName)}
+		t.runName += " " + t.o.AgentName
+	}
+	return &core.Hooks{Run: t.run, Step: t.step, Call: t.call, JournalWrite: t.journalWrite}, nil
+}
+
+// Transport returns base (http.DefaultTransport when nil) wrapped so that
+// each request is a client span, a child of the step that sends it, with
+// the trace context propagated in its headers. o may be nil.
+func Transport(base http.RoundTripper, o *Options) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	var opts []otelhttp.Option
+	if o != nil && o.TracerProvider != nil {
+		opts = append(opts, otelhttp.WithTracerProvider(o.TracerProvider))
+	}
+	if o != nil && o.MeterProvider != nil {
+		opts = append(opts, otelhttp.WithMeterProvider(o.MeterProvider))
+	}
+	return otelhttp.NewTransport(base, opts...)
+}
+
+var traceContext = propagation.TraceContext{}
+
+// run starts an invoke_agent span. A new run's trace context becomes its
+// Origin; a resume links to its Origin's.
+func (t *telemetry) run(ctx context.Context, info *core.RunInfo) (context.Context, func(*core.Result, error)) {
+	attrs := make([]attribute.KeyValue, 0, 6+len(t.agent))
+	attrs = append(attrs, semconv.GenAIOperationNameInvokeAgent, provider(info.Backend), BackendKey.String(info.Backend), ResumeKey.Bool(info.Resume))
+	attrs = append(attrs, t.agent...)
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
+	if info.Resume && info.Origin != "" {
+		origin := trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.MapCarrier{"traceparent": info.Origin}))
+		if origin.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: origin}))
+		}
+	}
+	start := time.Now()
+	ctx, span := t.tracer.Start(ctx, t.runName, opts...)
+	if !info.Resume && span.SpanContext().IsValid() {
+		c := propagation.MapCarrier{}
+		traceContext.Inject(ctx, c)
+		info.Origin = c["traceparent"]
+	}
+	return ctx, func(res *core.Result, err error) {
+		if res != nil {
+			span.SetAttributes(semconv.GenAIConversationIDKey.String(res.Thread), TurnKey.String(res.Turn),
+				semconv.GenAIUsageInputTokensKey.Int64(res.Usage.InputTokens), semconv.GenAIUsageOutputTokensKey.Int64(res.Usage.OutputTokens))
+		}
+		errType := ""
+		switch {
+		case errors.Is(err, core.ErrAwaitingApproval):
+			span.SetAttributes(RunOutcomeKey.String("awaiting_approval"))
+		case err != nil:
+			errType = errcode.Of(err).String()
+			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+			span.SetStatus(codes.Error, errType)
+		}
+		span.End()
+		t.record(ctx, start, "invoke_agent", info.Backend, errType, "")
+	}
+}
+
+// step starts a chat span: one request of the backend for a step.
+func (t *telemetry) step(ctx context.Context, info *core.StepInfo) (context.Context, func(*driver.Step, error)) {
+	start := time.Now()
+	ctx, span := t.tracer.Start(ctx, "chat", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		semconv.GenAIOperationNameChat, provider(info.Backend), BackendKey.String(info.Backend),
+		StepOpKey.String(info.Op), StepKey.Int(info.Step), ResultsKey.Int(info.Results)))
+	backend := info.Backend
+	return ctx, func(next *driver.Step, err error) {
+		errType := ""
+		if err != nil {
+			errType = errcode.Of(err).String()
+			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+			span.SetStatus(codes.Error, errType)
+		}
+		if next != nil {
+			span.SetAttributes(semconv.GenAIConversationIDKey.String(next.Thread), TurnKey.String(next.Turn), CallsKey.Int(len(next.Calls)),
+				semconv.GenAIUsageInputTokensKey.Int64(next.Usage.InputTokens), semconv.GenAIUsageOutputTokensKey.Int64(next.Usage.OutputTokens))
+			if u := next.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
+				p := provider(backend)
+				t.tokens.Record(ctx, u.InputTokens, metric.WithAttributes(semconv.GenAIOperationNameChat, p, semconv.GenAITokenTypeKey.String(tokenTypeInput)))
+				t.tokens.Record(ctx, u.OutputTokens, metric.WithAttributes(semconv.GenAIOperationNameChat, p, semconv.GenAITokenTypeKey.String("output")))
+			}
+		}
+		span.End()
+		t.record(ctx, start, "chat", backend, errType, "")
+	}
+}
+
+// call starts an execute_tool span, the handler's parent.
+func (t *telemetry) call(ctx context.Context, info *core.CallInfo) (context.Context, func(*core.CallEnd)) {
+	c := info.Call
+	start := time.Now()
+	attrs := []attribute.KeyValue{
+		semconv.GenAIOperationNameExecuteTool, provider(info.Backend), BackendKey.String(info.Backend),
+		semconv.GenAIToolNameKey.String(c.Name), semconv.GenAIToolCallIDKey.String(c.ID), semconv.GenAIToolTypeKey.String("function"),
+		semconv.GenAIConversationIDKey.String(c.Thread), TurnKey.String(c.Turn), StepKey.Int(info.Step),
+	}
+	if t.o.RecordContent {
+		attrs = append(attrs, ToolArgsKey.String(string(c.Arguments)))
+	}
+	ctx, span := t.tracer.Start(ctx, "execute_tool "+c.Name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	backend := info.Backend
+	return ctx, func(e *core.CallEnd) {
+		var outcome, errType string
+		switch {
+		case e.Paused:
+			outcome = "awaiting_approval"
+		case e.Err != nil:
+			outcome, errType = "error", errcode.Of(e.Err).String()
+		default:
+			outcome = e.Result.Outcome.String()
+			if e.Result.Failed {
+				errType = outcome
+			}
+		}
+		span.SetAttributes(OutcomeKey.String(outcome), ReusedKey.Bool(e.Reused))
+		if t.o.RecordContent && e.Err == nil && !e.Paused {
+			span.SetAttributes(ToolResultKey.String(resultText(e.Result)))
+		}
+		if errType != "" {
+			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+			span.SetStatus(codes.Error, errType)
+		}
+		span.End()
+		t.record(ctx, start, "execute_tool", backend, errType, c.Name)
+		t.calls.Add(ctx, 1, metric.WithAttributes(semconv.GenAIToolNameKey.String(c.Name), OutcomeKey.String(outcome), ReusedKey.Bool(e.Reused)))
+	}
+}
+
+// resultText is what a result says to the model.
+func resultText(r core.CallResult) string {
+	switch {
+	case r.Failed:
+		return r.Error
+	case r.Output.Parts != nil:
+		b, _ := json.Marshal(r.Output.Parts)
+		return string(b)
+	}
+	return r.Output.Text
+}
+
+// record adds an operation's duration to gen_ai.client.operation.duration.
+func (t *telemetry) record(ctx context.Context, start time.Time, op, backend, errType, tool string) {
+	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs = append(attrs, semconv.GenAIOperationNameKey.String(op), provider(backend))
+	if errType != "" {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+	}
+	if tool != "" {
+		attrs = append(attrs, semconv.GenAIToolNameKey.String(tool))
+	}
+	t.duration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+}
+
+func (t *telemetry) journalWrite(ctx context.Context, op string, d time.Duration, err error) {
+	if err != nil {
+		t.journal.Record(ctx, d.Seconds(), metric.WithAttributes(JournalOpKey.String(op), semconv.ErrorTypeKey.String(errcode.Of(err).String())))
+		return
+	}
+	t.journal.Record(ctx, d.Seconds(), metric.WithAttributes(JournalOpKey.String(op)))
+}

@@ -40,6 +40,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -76,20 +78,19 @@ type Options struct {
 
 // The attributes of toolrelay's own.
 const (
-	BackendKey     = attribute.Key("toolrelay.backend")
-	TurnKey        = attribute.Key("toolrelay.turn")
-	StepKey        = attribute.Key("toolrelay.step")
-	StepOpKey      = attribute.Key("toolrelay.step.op")
-	ResultsKey     = attribute.Key("toolrelay.step.results")
-	CallsKey       = attribute.Key("toolrelay.step.calls")
-	ResumeKey      = attribute.Key("toolrelay.resume")
-	OutcomeKey     = attribute.Key("toolrelay.call.outcome")
-	ReusedKey      = attribute.Key("toolrelay.call.reused")
-	RunOutcomeKey  = attribute.Key("toolrelay.run.outcome")
-	JournalOpKey   = attribute.Key("toolrelay.journal.op")
-	ToolArgsKey    = attribute.Key("gen_ai.tool.call.arguments")
-	ToolResultKey  = attribute.Key("gen_ai.tool.call.result")
-	tokenTypeInput = "input"
+	BackendKey    = attribute.Key("toolrelay.backend")
+	TurnKey       = attribute.Key("toolrelay.turn")
+	StepKey       = attribute.Key("toolrelay.step")
+	StepOpKey     = attribute.Key("toolrelay.step.op")
+	ResultsKey    = attribute.Key("toolrelay.step.results")
+	CallsKey      = attribute.Key("toolrelay.step.calls")
+	ResumeKey     = attribute.Key("toolrelay.resume")
+	OutcomeKey    = attribute.Key("toolrelay.call.outcome")
+	ReusedKey     = attribute.Key("toolrelay.call.reused")
+	RunOutcomeKey = attribute.Key("toolrelay.run.outcome")
+	JournalOpKey  = attribute.Key("toolrelay.journal.op")
+	ToolArgsKey   = attribute.Key("gen_ai.tool.call.arguments")
+	ToolResultKey = attribute.Key("gen_ai.tool.call.result")
 )
 
 // providers maps backend names to gen_ai.provider.name.
@@ -111,6 +112,65 @@ type telemetry struct {
 	journal  metric.Float64Histogram
 	agent    []attribute.KeyValue // gen_ai.agent.name, when set
 	runName  string
+
+	// Measurement options and span names, made once per distinct set of
+	// attributes (attribute sets cost allocations to make).
+	durations cache[[4]string, []metric.RecordOption]
+	toolCalls cache[[3]string, []metric.AddOption]
+	usage     cache[[2]string, []metric.RecordOption]
+	writes    cache[[2]string, []metric.RecordOption]
+	names     cache[string, string]
+}
+
+// maxCached bounds each cache: past it, values are made each time.
+const maxCached = 4096
+
+// A cache holds values by key, made once, at most maxCached of them; safe
+// for concurrent use.
+type cache[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]V
+}
+
+// load returns the value of key, if it is cached.
+func (c *cache[K, V]) load(key K) (V, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := c.m[key]
+	return v, ok
+}
+
+// store caches v for key, unless the cache is full, and returns v.
+func (c *cache[K, V]) store(key K, v V) V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[K]V{}
+	}
+	if len(c.m) < maxCached {
+		c.m[key] = v
+	}
+	return v
+}
+
+// recordOpts and addOpts are the options of a measurement with attributes
+// attrs (kept in a slice, so that passing them allocates nothing).
+func recordOpts(attrs ...attribute.KeyValue) []metric.RecordOption {
+	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+}
+
+func addOpts(attrs ...attribute.KeyValue) []metric.AddOption {
+	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+}
+
+// metricTool is the tool name metrics use: the call's, unless the model
+// called a tool the program does not have (any name at all: a metric must
+// not have a series per name the model makes up).
+func metricTool(name string, o core.Outcome) string {
+	if o == core.UnknownTool {
+		return "_unknown"
+	}
+	return name
 }
 
 // Hooks returns the hooks that trace and measure a runner's work (set them
@@ -181,7 +241,7 @@ func (t *telemetry) run(ctx context.Context, info *core.RunInfo) (context.Contex
 	attrs := make([]attribute.KeyValue, 0, 6+len(t.agent))
 	attrs = append(attrs, semconv.GenAIOperationNameInvokeAgent, provider(info.Backend), BackendKey.String(info.Backend), ResumeKey.Bool(info.Resume))
 	attrs = append(attrs, t.agent...)
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
+	opts := []trace.SpanStartOption{client, trace.WithAttributes(attrs...)}
 	if info.Resume && info.Origin != "" {
 		origin := trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.MapCarrier{"traceparent": info.Origin}))
 		if origin.IsValid() {
@@ -217,7 +277,7 @@ func (t *telemetry) run(ctx context.Context, info *core.RunInfo) (context.Contex
 // step starts a chat span: one request of the backend for a step.
 func (t *telemetry) step(ctx context.Context, info *core.StepInfo) (context.Context, func(*driver.Step, error)) {
 	start := time.Now()
-	ctx, span := t.tracer.Start(ctx, "chat", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	ctx, span := t.tracer.Start(ctx, "chat", client, trace.WithAttributes(
 		semconv.GenAIOperationNameChat, provider(info.Backend), BackendKey.String(info.Backend),
 		StepOpKey.String(info.Op), StepKey.Int(info.Step), ResultsKey.Int(info.Results)))
 	backend := info.Backend
@@ -232,9 +292,17 @@ func (t *telemetry) step(ctx context.Context, info *core.StepInfo) (context.Cont
 			span.SetAttributes(semconv.GenAIConversationIDKey.String(next.Thread), TurnKey.String(next.Turn), CallsKey.Int(len(next.Calls)),
 				semconv.GenAIUsageInputTokensKey.Int64(next.Usage.InputTokens), semconv.GenAIUsageOutputTokensKey.Int64(next.Usage.OutputTokens))
 			if u := next.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
-				p := provider(backend)
-				t.tokens.Record(ctx, u.InputTokens, metric.WithAttributes(semconv.GenAIOperationNameChat, p, semconv.GenAITokenTypeKey.String(tokenTypeInput)))
-				t.tokens.Record(ctx, u.OutputTokens, metric.WithAttributes(semconv.GenAIOperationNameChat, p, semconv.GenAITokenTypeKey.String("output")))
+				for _, tt := range [...]struct {
+					typ string
+					n   int64
+				}{{"input", u.InputTokens}, {"output", u.OutputTokens}} {
+					key := [2]string{backend, tt.typ}
+					opt, ok := t.usage.load(key)
+					if !ok {
+						opt = t.usage.store(key, recordOpts(semconv.GenAIOperationNameChat, provider(backend), semconv.GenAITokenTypeKey.String(tt.typ)))
+					}
+					t.tokens.Record(ctx, tt.n, opt...)
+				}
 			}
 		}
 		span.End()
@@ -254,7 +322,11 @@ func (t *telemetry) call(ctx context.Context, info *core.CallInfo) (context.Cont
 	if t.o.RecordContent {
 		attrs = append(attrs, ToolArgsKey.String(string(c.Arguments)))
 	}
-	ctx, span := t.tracer.Start(ctx, "execute_tool "+c.Name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	name, ok := t.names.load(c.Name)
+	if !ok {
+		name = t.names.store(c.Name, "execute_tool "+c.Name)
+	}
+	ctx, span := t.tracer.Start(ctx, name, internal, trace.WithAttributes(attrs...))
 	backend := info.Backend
 	return ctx, func(e *core.CallEnd) {
 		var outcome, errType string
@@ -269,17 +341,27 @@ func (t *telemetry) call(ctx context.Context, info *core.CallInfo) (context.Cont
 				errType = outcome
 			}
 		}
-		span.SetAttributes(OutcomeKey.String(outcome), ReusedKey.Bool(e.Reused))
-		if t.o.RecordContent && e.Err == nil && !e.Paused {
-			span.SetAttributes(ToolResultKey.String(resultText(e.Result)))
-		}
+		end := [4]attribute.KeyValue{OutcomeKey.String(outcome), ReusedKey.Bool(e.Reused)}
+		n := 2
 		if errType != "" {
-			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+			end[n] = semconv.ErrorTypeKey.String(errType)
+			n++
 			span.SetStatus(codes.Error, errType)
 		}
+		if t.o.RecordContent && e.Err == nil && !e.Paused {
+			end[n] = ToolResultKey.String(resultText(e.Result))
+			n++
+		}
+		span.SetAttributes(end[:n]...)
 		span.End()
-		t.record(ctx, start, "execute_tool", backend, errType, c.Name)
-		t.calls.Add(ctx, 1, metric.WithAttributes(semconv.GenAIToolNameKey.String(c.Name), OutcomeKey.String(outcome), ReusedKey.Bool(e.Reused)))
+		tool := metricTool(c.Name, e.Result.Outcome)
+		t.record(ctx, start, "execute_tool", backend, errType, tool)
+		key := [3]string{tool, outcome, strconv.FormatBool(e.Reused)}
+		opt, ok := t.toolCalls.load(key)
+		if !ok {
+			opt = t.toolCalls.store(key, addOpts(semconv.GenAIToolNameKey.String(tool), OutcomeKey.String(outcome), ReusedKey.Bool(e.Reused)))
+		}
+		t.calls.Add(ctx, 1, opt...)
 	}
 }
 
@@ -297,21 +379,40 @@ func resultText(r core.CallResult) string {
 
 // record adds an operation's duration to gen_ai.client.operation.duration.
 func (t *telemetry) record(ctx context.Context, start time.Time, op, backend, errType, tool string) {
-	attrs := make([]attribute.KeyValue, 0, 4)
-	attrs = append(attrs, semconv.GenAIOperationNameKey.String(op), provider(backend))
-	if errType != "" {
-		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+	key := [4]string{op, backend, errType, tool}
+	opt, ok := t.durations.load(key)
+	if !ok {
+		attrs := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), provider(backend)}
+		if errType != "" {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+		}
+		if tool != "" {
+			attrs = append(attrs, semconv.GenAIToolNameKey.String(tool))
+		}
+		opt = t.durations.store(key, recordOpts(attrs...))
 	}
-	if tool != "" {
-		attrs = append(attrs, semconv.GenAIToolNameKey.String(tool))
-	}
-	t.duration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+	t.duration.Record(ctx, time.Since(start).Seconds(), opt...)
 }
 
 func (t *telemetry) journalWrite(ctx context.Context, op string, d time.Duration, err error) {
+	errType := ""
 	if err != nil {
-		t.journal.Record(ctx, d.Seconds(), metric.WithAttributes(JournalOpKey.String(op), semconv.ErrorTypeKey.String(errcode.Of(err).String())))
-		return
+		errType = errcode.Of(err).String()
 	}
-	t.journal.Record(ctx, d.Seconds(), metric.WithAttributes(JournalOpKey.String(op)))
+	key := [2]string{op, errType}
+	opt, ok := t.writes.load(key)
+	if !ok {
+		if errType != "" {
+			opt = t.writes.store(key, recordOpts(JournalOpKey.String(op), semconv.ErrorTypeKey.String(errType)))
+		} else {
+			opt = t.writes.store(key, recordOpts(JournalOpKey.String(op)))
+		}
+	}
+	t.journal.Record(ctx, d.Seconds(), opt...)
 }
+
+// Span start options made once.
+var (
+	internal = trace.WithSpanKind(trace.SpanKindInternal)
+	client   = trace.WithSpanKind(trace.SpanKindClient)
+)

@@ -32,6 +32,7 @@ const postgresEnv = "TOOLRELAY_TEST_POSTGRES"
 type client struct {
 	name    string
 	journal string
+	traced  bool // toolrelay with OpenTelemetry hooks (see BenchmarkTracing)
 }
 
 // clients returns the clients a measure compares on backend: the raw
@@ -62,6 +63,9 @@ func (c client) flow(tb testing.TB, f *fake, agent string, tools *core.Toolbox, 
 		j := openJournal(tb, c.journal)
 		tb.Cleanup(func() { j.Close() }) // after the runner's, registered later
 		opts.Journal = j
+	}
+	if c.traced {
+		opts.Hooks = tracingHooks(tb)
 	}
 	return f.toolrelay(tb, agent, tools, &opts)
 }

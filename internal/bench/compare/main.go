@@ -32,7 +32,7 @@ import (
 
 // A measure is one `go test -bench` invocation and how to report it.
 type measure struct {
-	id        string // P1 … P6
+	id        string // P1 … P7
 	bench     string // the -bench pattern
 	benchtime string
 	report    func(w io.Writer, rs results)
@@ -45,6 +45,7 @@ var measures = []measure{
 	{"P4", "^BenchmarkJournal$", "500x", reportJournal},
 	{"P5", "^BenchmarkConformance$", "1x", reportConformance},
 	{"P6", "^BenchmarkStream$", "5000x", reportStream},
+	{"P7", "^BenchmarkTracing", "2000x", reportTracing},
 }
 
 func main() {

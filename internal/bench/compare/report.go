@@ -111,6 +111,40 @@ func reportStream(w io.Writer, rs results) {
 	}
 }
 
+// reportTracing prints P7: a step with tracing off and on, over HTTP to
+// the fakes, and the cost of tracing one call on the in-memory backend.
+func reportTracing(w io.Writer, rs results) {
+	for _, be := range backends {
+		raw, off, on := "Tracing/"+be+"/raw", "Tracing/"+be+"/toolrelay", "Tracing/"+be+"/toolrelay-traced"
+		tOff, ok1 := rs.ratio(off, raw, "ns/op")
+		tOn, ok2 := rs.ratio(on, raw, "ns/op")
+		if !ok1 || !ok2 {
+			fmt.Fprintf(w, "P7 %-8s not measured\n", be)
+			continue
+		}
+		nsOff, _ := rs.median(off, "ns/op")
+		nsOn, _ := rs.median(on, "ns/op")
+		aOff, _ := rs.median(off, "allocs/op")
+		aOn, _ := rs.median(on, "allocs/op")
+		fmt.Fprintf(w, "P7 %-8s step off/raw=%.2fx on/raw=%.2fx  tracing adds %s and %.0f allocs per step (%s vs %s)\n",
+			be, tOff, tOn, dur(nsOn-nsOff), aOn-aOff, dur(nsOn), dur(nsOff))
+	}
+	for _, calls := range []int{1, 8} {
+		off, on := fmt.Sprintf("TracingCalls/calls=%d/off", calls), fmt.Sprintf("TracingCalls/calls=%d/on", calls)
+		nsOff, ok1 := rs.median(off, "ns/op")
+		nsOn, ok2 := rs.median(on, "ns/op")
+		if !ok1 || !ok2 {
+			fmt.Fprintf(w, "P7 memory  steps of %d call(s) not measured\n", calls)
+			continue
+		}
+		aOff, _ := rs.median(off, "allocs/op")
+		aOn, _ := rs.median(on, "allocs/op")
+		n := float64(calls)
+		fmt.Fprintf(w, "P7 memory  steps of %d call(s): tracing adds %s and %.1f allocs per call (goal: 5µs, 20 allocs; an untraced call costs %s)\n",
+			calls, dur((nsOn-nsOff)/n), (aOn-aOff)/n, dur(nsOff/n))
+	}
+}
+
 // dur formats nanoseconds as a rounded duration.
 func dur(ns float64) string {
 	d := time.Duration(ns)

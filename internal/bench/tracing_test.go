@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/telemetry"
+)
+
+// tracingHooks returns the telemetry hooks on an SDK tracer provider that
+// batches spans to an exporter that drops them, and a meter provider whose
+// reader is never read: OpenTelemetry switched on, as in production, with
+// nothing sent anywhere.
+func tracingHooks(tb testing.TB) *core.Hooks {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tb.Cleanup(func() {
+		tp.Shutdown(context.Background())
+		mp.Shutdown(context.Background())
+	})
+	h, err := telemetry.Hooks(&telemetry.Options{TracerProvider: tp, MeterProvider: mp, AgentName: "bench"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// BenchmarkTracing (P7) measures what tracing costs a step of one instant
+// call, as BenchmarkStep does: the raw loop, toolrelay without hooks, and
+// toolrelay with the telemetry hooks on (an invoke_agent span per run, a
+// chat span per step, an execute_tool span per call, their metrics). The
+// difference between the last two is the cost of tracing one call.
+func BenchmarkTracing(b *testing.B) {
+	for _, backend := range backends {
+		b.Run(backend, func(b *testing.B) {
+			for _, c := range []client{{name: "raw"}, {name: "toolrelay"}, {name: "toolrelay-traced", traced: true}} {
+				b.Run(c.name, func(b *testing.B) {
+					fl, thread := session(b, backend, c, Script(1, b.N, 1), nil, core.Options{MaxSteps: b.N + 1})
+					b.ReportAllocs()
+					b.ResetTimer()
+					c0 := cpuTime()
+					_, text, err := fl.turn(context.Background(), thread, "go")
+					b.StopTimer()
+					b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := check(text, Answer(b.N, 1)); err != nil {
+						b.Fatal(err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkTracingCalls (P7) measures what the telemetry hooks add to a step of instant calls
+// on the in-memory backend (no HTTP), for a step of 1 call and of 8: "off"
+// runs without hooks, "on" with them, spans batched to an exporter that
+// drops them and metrics aggregated for a reader that is never read. One
+// op is one step; (on − off) / calls is the cost of tracing a call, its
+// share of the step's span included.
+func BenchmarkTracingCalls(b *testing.B) {
+	echo, err := core.NewTool("echo", "", func(context.Context, struct{}) (string, error) { return "ok", nil }, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tb, _ := core.NewToolbox(echo)
+	for _, calls := range []int{1, 8} {
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("calls=%d/%s", calls, map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
+				step := coretest.Step{}
+				for range calls {
+					step.Calls = append(step.Calls, coretest.Call{Name: "echo", Arguments: json.RawMessage(`{}`)})
+				}
+				steps := make([]coretest.Step, 0, b.N+1)
+				for range b.N {
+					steps = append(steps, step)
+				}
+				steps = append(steps, coretest.Step{Text: "done"})
+				backend := coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: steps}}}, &coretest.BackendOptions{Tools: tb})
+				o := core.Options{MaxSteps: b.N + 1, Logger: quiet}
+				if on {
+					tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+					mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+					defer tp.Shutdown(context.Background())
+					defer mp.Shutdown(context.Background())
+					if o.Hooks, err = telemetry.Hooks(&telemetry.Options{TracerProvider: tp, MeterProvider: mp}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				r := core.NewRunner(backend, tb, &o)
+				defer r.Close()
+				b.ReportAllocs()
+				b.ResetTimer()
+				if _, err := r.Run(context.Background(), "go", nil); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+	}
+}

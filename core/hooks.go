@@ -131,8 +131,10 @@ func (r *Runner) hookStep(ctx context.Context, info StepInfo) (context.Context, 
 	if h == nil || h.Step == nil {
 		return ctx, nil
 	}
-	info.Backend = r.b.Name()
-	return h.Step(ctx, &info)
+	p := new(StepInfo) // info itself stays on the stack when no hook runs
+	*p = info
+	p.Backend = r.b.Name()
+	return h.Step(ctx, p)
 }
 
 // journalClock returns the time a journal write starts, when a hook wants

@@ -57,7 +57,10 @@ func (r *Runner) handle(ctx context.Context, c *callRun) (CallResult, error) {
 	if len(r.opts.Middleware) == 0 && len(own) == 0 {
 		return r.execute(ctx, c)
 	}
-	next := CallFunc(func(ctx context.Context, _ *Call) (CallResult, error) { return r.execute(ctx, c) })
+	// A copy for the closure, so that c itself stays off the heap when no
+	// middleware runs (execute only reads it).
+	cp := *c
+	next := CallFunc(func(ctx context.Context, _ *Call) (CallResult, error) { return r.execute(ctx, &cp) })
 	for i := len(own) - 1; i >= 0; i-- {
 		next = own[i](next)
 	}

@@ -58,6 +58,15 @@
 // approval requests (an MCP server's tool, a browser's access to an
 // origin) are calls of kind [ServiceApproval], decided the same way.
 //
+// # Middleware and hooks
+//
+// [Middleware] wraps the running of every call ([Options.Middleware]) or of
+// one tool's ([ToolOptions.Middleware]), as net/http middleware wraps a
+// handler: limits, permission checks ([Failure]), caches, timing; the
+// context it passes on is the handler's. [Hooks] follow runs, steps and
+// calls with their contexts, for tracing and metrics; package telemetry
+// makes them for OpenTelemetry. Without them the runner does no more work.
+//
 // # Input and output
 //
 // A run's input may carry images and files ([RunOptions.Parts]), and a

@@ -16,20 +16,32 @@
 //	export AZURE_AI_PROJECT_ENDPOINT=https://<resource>.services.ai.azure.com/api/projects/<project>
 //	export AGENT_TOKEN=$(az account get-access-token --scope https://ai.azure.com/.default --query accessToken -o tsv)
 //	TOOLRELAY_BACKEND=foundry TOOLRELAY_FOUNDRY_MODE=previous_response_id go run ./examples/weather
+//
+// With -trace it also prints the run's OpenTelemetry spans, as JSON, with
+// the stdout exporter: the run (invoke_agent), each request for a step
+// (chat) with its HTTP requests inside, each call (execute_tool):
+//
+//	go run ./examples/weather -trace
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"os"
+
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
 	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/telemetry"
 )
 
 const (
@@ -107,16 +119,46 @@ func newTools() (*core.Toolbox, error) {
 	return core.NewToolbox(city, nickname, weather)
 }
 
-func run(ctx context.Context, stdout io.Writer) error {
+// tracing returns the options that trace the run to w (spans as JSON, with
+// OpenTelemetry's stdout exporter), and a function that flushes them.
+func tracing(w io.Writer) (*config.Options, func(context.Context) error, error) {
+	exp, err := stdouttrace.New(stdouttrace.WithWriter(w), stdouttrace.WithPrettyPrint())
+	if err != nil {
+		return nil, nil, err
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	to := &telemetry.Options{TracerProvider: tp, AgentName: "weather-bot"}
+	hooks, err := telemetry.Hooks(to)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &config.Options{
+		Runner:        core.Options{Hooks: hooks},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return telemetry.Transport(rt, to) },
+	}, tp.Shutdown, nil
+}
+
+func run(ctx context.Context, stdout io.Writer, trace bool) error {
 	tools, err := newTools()
 	if err != nil {
 		return err
+	}
+	traced := &config.Options{}
+	if trace {
+		o, flush, err := tracing(stdout)
+		if err != nil {
+			return err
+		}
+		defer flush(context.WithoutCancel(ctx))
+		traced = o
 	}
 	runner, err := config.Open(ctx, tools, &config.Options{
 		DefaultBackend: "fake-foundry",
 		Settings:       []any{coretest.FakeSettings{Script: script}},
 		Config:         config.Config{Instructions: instructions},
+		WrapTransport:  traced.WrapTransport,
 		Runner: core.Options{
+			Hooks: traced.Runner.Hooks,
 			// One call at a time, so that the lines come in the model's order.
 			Concurrency: 1,
 			OnEvent: func(e core.Event) {
@@ -139,7 +181,9 @@ func run(ctx context.Context, stdout io.Writer) error {
 }
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	trace := flag.Bool("trace", false, "print the run's OpenTelemetry spans (JSON) after the answer")
+	flag.Parse()
+	if err := run(context.Background(), os.Stdout, *trace); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,7 +30,7 @@ func TestRun(t *testing.T) {
 			clearEnv(t)
 			t.Setenv("TOOLRELAY_FOUNDRY_MODE", mode)
 			var out bytes.Buffer
-			if err := run(context.Background(), &out); err != nil {
+			if err := run(context.Background(), &out, false); err != nil {
 				t.Fatalf("run: %v", err)
 			}
 			want := "Calling getUserFavoriteCity...\n" +
@@ -100,6 +104,58 @@ func TestScriptMatchesTestdata(t *testing.T) {
 // TestSameOnEveryFake checks that configuration alone moves the example
 // between the fakes, with the same output.
 func TestSameOnEveryFake(t *testing.T) {
-	exampletest.SameOnEveryFake(t, run, "Calling getUserFavoriteCity...\nCalling getCityNickname...\nCalling getCurrentWeatherAtLocation...\n"+
+	exampletest.SameOnEveryFake(t, func(ctx context.Context, w io.Writer) error { return run(ctx, w, false) }, "Calling getUserFavoriteCity...\nCalling getCityNickname...\nCalling getCurrentWeatherAtLocation...\n"+
 		"Your favorite city, Seattle, WA, is also known as The Emerald City. The current weather there is 70f.\n")
+}
+
+// TestTrace: with -trace, the output holds the answer, then the spans of
+// the run as JSON: the run, its steps and its three calls, each call's
+// span inside the run's, each step's HTTP requests inside the step.
+func TestTrace(t *testing.T) {
+	clearEnv(t)
+	var out bytes.Buffer
+	if err := run(context.Background(), &out, true); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	answer, rest, ok := strings.Cut(out.String(), "70f.\n")
+	if !ok || !strings.HasPrefix(answer, "Calling getUserFavoriteCity...") {
+		t.Fatalf("output %q, want the answer first", out.String())
+	}
+	type span struct {
+		Name        string
+		SpanContext struct{ SpanID string }
+		Parent      struct{ SpanID string }
+	}
+	var spans []span
+	dec := json.NewDecoder(strings.NewReader(rest))
+	for dec.More() {
+		var s span
+		if err := dec.Decode(&s); err != nil {
+			t.Fatalf("span %d: %v", len(spans), err)
+		}
+		spans = append(spans, s)
+	}
+	names := map[string]string{}
+	for _, s := range spans {
+		names[s.SpanContext.SpanID] = s.Name
+	}
+	var got []string
+	for _, s := range spans {
+		if p := names[s.Parent.SpanID]; p != "" && !strings.HasPrefix(s.Name, "HTTP") && !strings.HasPrefix(s.Name, "POST") && !strings.HasPrefix(s.Name, "GET") {
+			got = append(got, p+" > "+s.Name)
+		}
+	}
+	sort.Strings(got)
+	want := []string{
+		"invoke_agent weather-bot > chat", "invoke_agent weather-bot > chat", "invoke_agent weather-bot > chat", "invoke_agent weather-bot > chat",
+		"invoke_agent weather-bot > execute_tool getCityNickname",
+		"invoke_agent weather-bot > execute_tool getCurrentWeatherAtLocation",
+		"invoke_agent weather-bot > execute_tool getUserFavoriteCity",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spans (-want +got):\n%s", diff)
+	}
+	if http := len(spans) - len(got) - 1; http < 4 {
+		t.Errorf("%d HTTP spans, want at least one per step", http)
+	}
 }

@@ -29,7 +29,7 @@ type responseWire struct {
 	Temperature        float64         `json:"temperature"`
 	Text               textWire        `json:"text"`
 	ToolChoice         string          `json:"tool_choice"`
-	Tools              []struct{}      `json:"tools"`
+	Tools              json.RawMessage `json:"tools"`
 	TopP               float64         `json:"top_p"`
 	Truncation         string          `json:"truncation"`
 	Usage              usageWire       `json:"usage"`
@@ -66,9 +66,12 @@ type usageWire struct {
 func (r *response) wire() *responseWire {
 	w := &responseWire{
 		ID: r.id, CreatedAt: r.created, Model: r.model, Object: "response", Output: r.output,
-		ParallelToolCalls: true, Status: r.status, Store: true, Temperature: 1, ToolChoice: "auto",
-		Tools: []struct{}{}, TopP: 1, Truncation: "disabled",
+		ParallelToolCalls: true, Status: r.status, Store: r.store, Temperature: 1, ToolChoice: "auto",
+		Tools: json.RawMessage(`[]`), TopP: 1, Truncation: "disabled",
 		Usage: usageWire{InputTokens: r.usage.InputTokens, OutputTokens: r.usage.OutputTokens, TotalTokens: r.usage.InputTokens + r.usage.OutputTokens},
+	}
+	if len(r.tools) > 0 {
+		w.Tools = r.tools
 	}
 	w.Text.Format.Type = "text"
 	if w.Output == nil {

@@ -26,6 +26,8 @@ type response struct {
 	instructions string
 	usage        Usage
 	deleted      bool
+	store        bool            // kept, to be read and continued
+	tools        json.RawMessage // the tools in effect, echoed
 
 	// In a chain of responses: the operations that bring a new model to
 	// the state it has after this response, and the calls it waits for.
@@ -63,12 +65,16 @@ func (r *response) json() map[string]any {
 	if output == nil {
 		output = []*item{}
 	}
+	tools := any([]any{})
+	if len(r.tools) > 0 {
+		tools = r.tools
+	}
 	m := map[string]any{
 		"id": r.id, "object": "response", "created_at": r.created, "status": r.status,
 		"error": errv, "incomplete_details": nil, "instructions": instr, "model": r.model,
 		"output": output, "parallel_tool_calls": true, "temperature": 1.0, "top_p": 1.0,
-		"tool_choice": "auto", "tools": []any{}, "text": map[string]any{"format": map[string]any{"type": "text"}},
-		"truncation": "disabled", "metadata": map[string]any{}, "store": true, "background": false,
+		"tool_choice": "auto", "tools": tools, "text": map[string]any{"format": map[string]any{"type": "text"}},
+		"truncation": "disabled", "metadata": map[string]any{}, "store": r.store, "background": false,
 		"conversation": conv, "previous_response_id": prev, "agent_reference": ref, "usage": usageJSON(r.usage),
 	}
 	if r.status == "completed" {
@@ -88,7 +94,9 @@ type request struct {
 	previous     string
 	input        []inputItem
 	stream       bool
-	format       string // the name of the json_schema text.format asked for
+	format       string          // the name of the json_schema text.format asked for
+	store        bool            // false: the response is not kept
+	tools        json.RawMessage // the request's tools, or its agent's
 }
 
 // present reports whether key is in m with a value other than null.
@@ -105,7 +113,13 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 	if present(m, "agent") {
 		return nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_payload", Message: msgAgentDeprecated, Param: "agent"}
 	}
-	req := &request{}
+	req := &request{store: true}
+	if present(m, "store") && json.Unmarshal(m["store"], &req.store) != nil {
+		return nil, schemaError("store")
+	}
+	if present(m, "tools") {
+		req.tools = m["tools"]
+	}
 	if present(m, "agent_reference") {
 		var ref struct {
 			Type    string `json:"type"`
@@ -128,10 +142,12 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 			return nil, notFound("Agent %q not found.", ref.Name)
 		}
 		var def struct {
-			Model        string `json:"model"`
-			Instructions string `json:"instructions"`
+			Model        string          `json:"model"`
+			Instructions string          `json:"instructions"`
+			Tools        json.RawMessage `json:"tools"`
 		}
 		json.Unmarshal(v.Definition, &def)
+		req.tools = def.Tools
 		req.agentRef, req.agentName, req.agentVersion = m["agent_reference"], ref.Name, v.Version
 		req.model, req.instructions = def.Model, def.Instructions
 	} else {
@@ -221,7 +237,8 @@ func (s *Server) createResponse(ex *exchange, _ []string, f *Fault) (any, error)
 			return nil, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "Previous response with id '" + req.previous + "' not found.", Param: "previous_response_id"}
 		}
 	}
-	r := &response{id: s.newID("resp_"), created: now(), status: "completed", usage: s.opts.Usage, agentRef: req.agentRef, model: req.model, instructions: req.instructions, previous: req.previous}
+	r := &response{id: s.newID("resp_"), created: now(), status: "completed", usage: s.opts.Usage, agentRef: req.agentRef, model: req.model,
+		instructions: req.instructions, previous: req.previous, store: req.store, tools: req.tools}
 	if conv != nil {
 		r.conversation = conv.id
 	}
@@ -252,7 +269,9 @@ func (s *Server) createResponse(ex *exchange, _ []string, f *Fault) (any, error)
 		}
 		r.calls = nil
 	}
-	s.responses[r.id] = r
+	if r.store {
+		s.responses[r.id] = r
+	}
 	if req.stream {
 		return s.events(r), nil
 	}
@@ -319,6 +338,9 @@ func (s *Server) playConversation(conv *conversation, req *request) (*coretest.A
 // playChain takes the request's input into a chain of responses (a new
 // one when prev is nil) and plays the model's next action; it sets r.hist.
 func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *apiError) {
+	if prev == nil && slices.ContainsFunc(req.input, func(it inputItem) bool { return it.Type == "function_call" }) {
+		return s.replayChain(r, req)
+	}
 	var waiting []*item
 	var hist []modelOp
 	known := func(string) bool { return false }
@@ -368,6 +390,136 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 		}
 	} else {
 		hist = append(hist, modelOp{next: true})
+	}
+	r.hist = hist
+	s.models[r.id] = model
+	return a, nil
+}
+
+// replayChain plays a new chain whose input resends the whole history, as
+// a client that keeps no response on the service does (store false, or
+// the Responses function-calling guide's loop): the function_call items
+// are the caller's record of the model's earlier calls. It replays the
+// history through a new model (each group of calls is the model's next
+// action, answered by the function_call_output items that follow), takes
+// what comes after the last of the model's items as the new input, and
+// plays the model's next action; it sets r.hist.
+func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiError) {
+	model := s.script.NewModel()
+	var (
+		hist     []modelOp
+		texts    []string    // user messages not yet given to the model
+		group    []inputItem // the calls of the model's last action
+		outputs  = map[string]inputItem{}
+		needNext bool
+		tail     []inputItem // the input after the model's last item
+	)
+	begin := func() *apiError {
+		if len(texts) == 0 {
+			return nil
+		}
+		input := strings.Join(texts, "\n")
+		texts = nil
+		if err := model.Begin(input); err != nil {
+			return scriptError(err)
+		}
+		hist = append(hist, modelOp{begin: &input})
+		needNext = true
+		return nil
+	}
+	// next plays the model's action that the resent item it shows.
+	next := func() (*coretest.Action, *apiError) {
+		a, err := model.Next()
+		if err != nil {
+			return nil, scriptError(err)
+		}
+		hist = append(hist, modelOp{next: true})
+		needNext = false
+		return a, nil
+	}
+	deliver := func() *apiError {
+		results := make([]coretest.Delivered, len(group))
+		for i, c := range group {
+			out, ok := outputs[c.CallID]
+			if !ok {
+				return noToolOutput(c.CallID)
+			}
+			it := &item{Type: "function_call_output", CallID: c.CallID, Output: out.Output}
+			results[i] = it.delivered(c.Name)
+		}
+		if err := model.Deliver(slices.Clone(results)); err != nil {
+			return scriptError(err)
+		}
+		hist = append(hist, modelOp{deliver: results})
+		group, needNext = nil, true
+		clear(outputs)
+		return nil
+	}
+	for _, it := range req.input {
+		switch {
+		case it.Type == "message" && it.Role == "user":
+			text, _ := messageText(it.Content)
+			texts = append(texts, text)
+			tail = append(tail, it)
+		case it.Type == "function_call" || it.Type == "message" && it.Role == "assistant":
+			if len(group) > 0 && len(outputs) > 0 {
+				if e := deliver(); e != nil {
+					return nil, e
+				}
+			}
+			if e := begin(); e != nil {
+				return nil, e
+			}
+			if needNext {
+				a, e := next()
+				if e != nil {
+					return nil, e
+				}
+				if it.Type == "function_call" && len(a.Calls) == 0 {
+					return nil, badRequest("invalid_request", "input", "The resent history does not follow this fake's script: the model answered where the input has a function call %s.", it.CallID)
+				}
+			}
+			if it.Type == "function_call" {
+				group = append(group, it)
+			}
+			tail = nil
+		case it.Type == "function_call_output":
+			if !slices.ContainsFunc(group, func(c inputItem) bool { return c.CallID == it.CallID }) {
+				return nil, noToolCall(it.CallID)
+			}
+			outputs[it.CallID] = it
+			tail = append(tail, it)
+		}
+	}
+	if len(group) > 0 {
+		if e := deliver(); e != nil {
+			return nil, e
+		}
+	}
+	if e := begin(); e != nil {
+		return nil, e
+	}
+	// What the caller added since the model's last item is what it sends
+	// now, for the record.
+	var recorded []*item
+	for _, it := range tail {
+		if it.Type == "function_call_output" {
+			name := ""
+			for _, op := range req.input {
+				if op.Type == "function_call" && op.CallID == it.CallID {
+					name = op.Name
+				}
+			}
+			recorded = append(recorded, &item{Type: "function_call_output", CallID: it.CallID, Name: name, Output: it.Output})
+		} else {
+			text, _ := messageText(it.Content)
+			recorded = append(recorded, &item{Type: "message", Role: "user", Text: text})
+		}
+	}
+	s.record(r.id, recorded, req.format)
+	a, e := next()
+	if e != nil {
+		return nil, e
 	}
 	r.hist = hist
 	s.models[r.id] = model

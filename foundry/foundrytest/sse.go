@@ -29,7 +29,7 @@ type sseEvent struct {
 func (s *Server) events(r *response) *sseAnswer {
 	full := r.json()
 	start := maps.Clone(full)
-	start["status"], start["output"], start["error"] = "in_progress", []any{}, nil
+	start["status"], start["output"], start["error"], start["usage"] = "in_progress", []any{}, nil, nil
 	delete(start, "completed_at")
 	a := &sseAnswer{}
 	add := func(typ string, data map[string]any) { a.events = append(a.events, sseEvent{typ, data}) }

@@ -18,6 +18,7 @@ type agentDef struct {
 	tools        json.RawMessage // as given; "[]" when none
 	infos        []coretest.ToolInfo
 	created      int64
+	seq          int // creation order
 }
 
 // toolJSON is the part of a tool definition the fake reads.
@@ -67,7 +68,27 @@ func parseTools(raw json.RawMessage) (json.RawMessage, []coretest.ToolInfo, erro
 	if deferred && !search {
 		return nil, nil, fmt.Errorf("Deferred function tools (defer_loading: true) require a tool_search tool.")
 	}
-	return raw, infos, nil
+	return echoTools(raw), infos, nil
+}
+
+// echoTools returns the tools as the service echoes them: a function tool
+// has a description and defer_loading even when the request left them out.
+func echoTools(raw json.RawMessage) json.RawMessage {
+	var tools []map[string]json.RawMessage
+	if json.Unmarshal(raw, &tools) != nil {
+		return raw
+	}
+	for _, t := range tools {
+		if string(t["type"]) != `"function"` {
+			continue
+		}
+		for k, v := range map[string]string{"defer_loading": "false", "description": `""`} {
+			if _, ok := t[k]; !ok {
+				t[k] = json.RawMessage(v)
+			}
+		}
+	}
+	return mustJSON(tools)
 }
 
 func (s *Server) createAgent(req *Request) reply {
@@ -89,7 +110,7 @@ func (s *Server) createAgent(req *Request) reply {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := &agentDef{id: s.newID("agent"), name: body.Name, model: body.Model, tools: tools, infos: infos, created: s.now()}
+	a := &agentDef{id: s.newID("agent"), name: body.Name, model: body.Model, tools: tools, infos: infos, created: s.now(), seq: len(s.agents) + s.deletedAgents}
 	if body.Instructions != nil {
 		a.instructions = *body.Instructions
 	}
@@ -111,7 +132,10 @@ func (s *Server) getAgent(w http.ResponseWriter, id string) {
 func (s *Server) deleteAgent(w http.ResponseWriter, id string) {
 	s.mu.Lock()
 	a := s.agents[id]
-	delete(s.agents, id)
+	if a != nil {
+		delete(s.agents, id)
+		s.deletedAgents++
+	}
 	s.mu.Unlock()
 	if a == nil {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_not_found", "No agent found with id '"+id+"'.")

@@ -196,7 +196,12 @@ func (s *sessionJSON) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, s.CreatedAt, 10)
 	b = append(b, `,"last_active_at":`...)
 	b = strconv.AppendInt(b, s.LastActiveAt, 10)
-	b = append(b, `,"metadata":{}`...) // always empty
+	b = append(b, `,"metadata":`...)
+	if len(s.Metadata) == 0 {
+		b = append(b, `{}`...)
+	} else {
+		b = appendRaw(b, mustJSON(map[string]string(s.Metadata)))
+	}
 	b = append(b, `,"usage":`...)
 	b = s.Usage.appendJSON(b)
 	b = append(b, `,"vault_ids":`...)
@@ -300,9 +305,12 @@ func (it *itemJSON) appendJSON(b []byte) []byte {
 		b = append(b, `,"role":`...)
 		b = appendString(b, it.Role)
 	}
-	if it.Phase != "" {
+	switch {
+	case it.Phase != "":
 		b = append(b, `,"phase":`...)
 		b = appendString(b, it.Phase)
+	case it.Type == "message":
+		b = append(b, `,"phase":null`...) // a user's message has none
 	}
 	if it.CallID != "" {
 		b = append(b, `,"call_id":`...)
@@ -316,17 +324,23 @@ func (it *itemJSON) appendJSON(b []byte) []byte {
 		b = append(b, `,"arguments":`...)
 		b = appendRaw(b, it.Arguments)
 	}
-	if len(it.Output) > 0 {
+	switch {
+	case len(it.Output) > 0:
 		b = append(b, `,"output":`...)
 		b = appendRaw(b, it.Output)
+	case it.Type == "function_call_output":
+		b = append(b, `,"output":null`...) // a failed call's
 	}
-	if it.Error != nil {
+	switch {
+	case it.Error != nil:
 		b = append(b, `,"error":`...)
 		b = appendString(b, *it.Error)
+	case it.Type == "function_call_output":
+		b = append(b, `,"error":null`...)
 	}
 	b = append(b, `,"status":`...)
 	b = appendString(b, it.Status)
-	if len(it.Content) > 0 {
+	if len(it.Content) > 0 || it.Type == "message" {
 		b = append(b, `,"content":[`...)
 		for i, c := range it.Content {
 			if i > 0 {

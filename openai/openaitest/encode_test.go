@@ -73,7 +73,7 @@ func TestAppendJSON(t *testing.T) {
 		)
 	}
 	for _, it := range items {
-		want, err := json.Marshal(it)
+		want, err := json.Marshal(itemRef(it))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,4 +91,52 @@ func TestAppendJSON(t *testing.T) {
 			t.Errorf("event %+v (-json.Marshal +appendJSON):\n%s", ev, diff)
 		}
 	}
+}
+
+// itemRef is an item as the wire has it, for json.Marshal: a message has
+// content and a phase (null for a user's), a function_call_output an
+// output and an error (null when it has none).
+func itemRef(it itemJSON) any {
+	raw := func(v json.RawMessage, null bool) json.RawMessage {
+		if len(v) == 0 && null {
+			return json.RawMessage("null")
+		}
+		return v
+	}
+	var phase, errv json.RawMessage
+	if it.Phase != "" {
+		phase, _ = json.Marshal(it.Phase)
+	}
+	if it.Error != nil {
+		errv, _ = json.Marshal(*it.Error)
+	}
+	var content *[]contentJSON
+	if len(it.Content) > 0 || it.Type == "message" {
+		c := it.Content
+		if c == nil {
+			c = []contentJSON{}
+		}
+		content = &c
+	}
+	var summary *[]contentJSON
+	if it.Summary != nil {
+		summary = &it.Summary
+	}
+	output := it.Type == "function_call_output"
+	return struct {
+		ID        string          `json:"id"`
+		Type      string          `json:"type"`
+		TurnID    string          `json:"turn_id"`
+		Role      string          `json:"role,omitempty"`
+		Phase     json.RawMessage `json:"phase,omitempty"`
+		CallID    string          `json:"call_id,omitempty"`
+		Name      string          `json:"name,omitempty"`
+		Arguments json.RawMessage `json:"arguments,omitempty"`
+		Output    json.RawMessage `json:"output,omitempty"`
+		Error     json.RawMessage `json:"error,omitempty"`
+		Status    string          `json:"status"`
+		Content   *[]contentJSON  `json:"content,omitempty"`
+		Summary   *[]contentJSON  `json:"summary,omitempty"`
+	}{it.ID, it.Type, it.TurnID, it.Role, raw(phase, it.Type == "message"), it.CallID, it.Name, it.Arguments,
+		raw(it.Output, output), raw(errv, output), it.Status, content, summary}
 }

@@ -36,6 +36,9 @@ type Server struct {
 	requests []*Request
 	received []coretest.Received
 	agents   map[string]*agentDef
+	// deletedAgents counts the agents deleted, so that a new agent's
+	// creation order follows every earlier one's.
+	deletedAgents int
 	sessions map[string]*session
 	idem     map[string]*idemEntry
 	counters map[string]int
@@ -411,9 +414,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, req *Request, f *
 	n := len(seg)
 	switch {
 	case n == 1 && seg[0] == "agents":
-		s.methods(w, r, map[string]func(){http.MethodPost: func() { s.idempotent(w, r, req, s.createAgent) }})
+		s.methods(w, r, map[string]func(){
+			http.MethodPost: func() { s.idempotent(w, r, req, s.createAgent) },
+			http.MethodGet:  func() { s.listAgents(w, r) },
+		})
 	case n == 2 && seg[0] == "agents" && seg[1] == "sessions":
-		s.methods(w, r, map[string]func(){http.MethodPost: func() {
+		s.methods(w, r, map[string]func(){http.MethodGet: func() { s.listSessions(w, r) }, http.MethodPost: func() {
 			if req.Stream {
 				s.createSessionStream(w, r, req, f)
 				return
@@ -423,6 +429,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, req *Request, f *
 	case n == 2 && seg[0] == "agents":
 		s.methods(w, r, map[string]func(){
 			http.MethodGet:    func() { s.getAgent(w, seg[1]) },
+			http.MethodPost:   func() { s.updateAgent(w, req, seg[1]) },
 			http.MethodDelete: func() { s.deleteAgent(w, seg[1]) },
 		})
 	case n >= 3 && seg[0] == "agents" && seg[1] == "sessions":
@@ -437,6 +444,7 @@ func (s *Server) routeSession(w http.ResponseWriter, r *http.Request, req *Reque
 	case len(rest) == 0:
 		s.methods(w, r, map[string]func(){
 			http.MethodGet:    func() { s.getSession(w, id) },
+			http.MethodPost:   func() { s.updateSession(w, req, id) },
 			http.MethodDelete: func() { s.deleteSession(w, id) },
 		})
 	case len(rest) == 1 && rest[0] == "events":

@@ -23,6 +23,7 @@ type session struct {
 	created   int64
 	active    int64
 	usage     Usage
+	metadata  map[string]string
 
 	turns   []*turn
 	cur     *turn          // the active turn, or nil
@@ -221,6 +222,7 @@ func (sess *session) json() *sessionJSON {
 		CreatedAt:       sess.created,
 		LastActiveAt:    sess.active,
 		VaultIDs:        []string{},
+		Metadata:        sess.metadata,
 	}
 	if sess.errMsg != "" {
 		j.Error = &sess.errMsg

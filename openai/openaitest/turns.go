@@ -192,7 +192,7 @@ func (s *Server) deliver(sess *session) {
 		it := itemJSON{ID: s.newID("fco"), Type: "function_call_output", TurnID: t.id, CallID: p.callID, Status: "completed"}
 		if p.result.Failed {
 			msg := p.result.Error
-			it.Error = &msg
+			it.Error, it.Status = &msg, "failed"
 		} else {
 			it.Output = p.output
 		}

@@ -75,7 +75,7 @@ type sessionJSON struct {
 	Error              *string              `json:"error"`
 	CreatedAt          int64                `json:"created_at"`
 	LastActiveAt       int64                `json:"last_active_at"`
-	Metadata           struct{}             `json:"metadata"` // always empty
+	Metadata           metadataJSON         `json:"metadata"`
 	Usage              *usageJSON           `json:"usage"`
 	VaultIDs           []string             `json:"vault_ids"`
 	PromptCacheOptions *struct{}            `json:"prompt_cache_options"`
@@ -135,6 +135,17 @@ type itemJSON struct {
 	Status    string          `json:"status"`
 	Content   []contentJSON   `json:"content,omitempty"`
 	Summary   []contentJSON   `json:"summary,omitempty"`
+}
+
+// metadataJSON is a session's metadata: {} when it has none.
+type metadataJSON map[string]string
+
+// MarshalJSON renders nil as {}.
+func (m metadataJSON) MarshalJSON() ([]byte, error) {
+	if len(m) == 0 {
+		return []byte(`{}`), nil
+	}
+	return json.Marshal(map[string]string(m))
 }
 
 func mustJSON(v any) json.RawMessage {

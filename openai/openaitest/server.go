@@ -39,11 +39,11 @@ type Server struct {
 	// deletedAgents counts the agents deleted, so that a new agent's
 	// creation order follows every earlier one's.
 	deletedAgents int
-	sessions map[string]*session
-	idem     map[string]*idemEntry
-	counters map[string]int
-	nstream  int
-	clock    int64
+	sessions      map[string]*session
+	idem          map[string]*idemEntry
+	counters      map[string]int
+	nstream       int
+	clock         int64
 }
 
 // Options configure a [Server]. nil is usable.

@@ -11,6 +11,7 @@ import (
 // agent is an agent of the fake project with its versions.
 type agent struct {
 	name     string
+	seq      int             // creation order
 	versions []*agentVersion // live versions, oldest first
 	next     int             // number of the next version
 }
@@ -76,7 +77,8 @@ type versionRequest struct {
 func (s *Server) addVersion(name string, req versionRequest) *agentVersion {
 	a := s.agents[name]
 	if a == nil {
-		a = &agent{name: name, next: 1}
+		s.agentSeq++
+		a = &agent{name: name, next: 1, seq: s.agentSeq}
 		s.agents[name] = a
 	}
 	n := strconv.Itoa(a.next)

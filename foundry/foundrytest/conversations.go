@@ -254,12 +254,9 @@ func (s *Server) listItems(ex *exchange, args []string, _ *Fault) (any, error) {
 	if e != nil {
 		return nil, e
 	}
-	items, more, perr := fakeapi.Page(c.items, itemID, ex.r.URL.Query())
-	switch {
-	case perr != nil && perr.NotFound:
-		return nil, notFound("%s", perr.Message)
-	case perr != nil:
-		return nil, badRequest("invalid_request", perr.Param, "%s", perr.Message)
+	items, more, e := pageOf(c.items, itemID, ex)
+	if e != nil {
+		return nil, e
 	}
 	return itemList(items, more), nil
 }

@@ -26,6 +26,12 @@ const (
 	OpCreateResponse     Op = "responses.create"
 	OpGetResponse        Op = "responses.get"
 	OpDeleteResponse     Op = "responses.delete"
+	OpListAgents         Op = "agents.list"
+	OpUpdateAgent        Op = "agents.update"
+	OpListAgentVersions  Op = "agents.versions.list"
+	OpUpdateConversation Op = "conversations.update"
+	OpListInputItems     Op = "responses.input_items.list"
+	OpListModels         Op = "models.list"
 	opUnknown            Op = ""
 )
 

@@ -28,6 +28,7 @@ type response struct {
 	deleted      bool
 	store        bool            // kept, to be read and continued
 	tools        json.RawMessage // the tools in effect, echoed
+	inputs       []*item         // the request's input, for input_items
 
 	// In a chain of responses: the operations that bring a new model to
 	// the state it has after this response, and the calls it waits for.
@@ -242,6 +243,7 @@ func (s *Server) createResponse(ex *exchange, _ []string, f *Fault) (any, error)
 	if conv != nil {
 		r.conversation = conv.id
 	}
+	r.inputs = s.inputItems(req.input)
 	if f != nil && (f.Failed || f.ErrorEvent) {
 		return s.faultResponse(r, prev, req.stream, f)
 	}

@@ -78,6 +78,7 @@ type Server struct {
 	mu            sync.Mutex
 	ids           map[string]int
 	agents        map[string]*agent
+	agentSeq      int // agents made so far
 	conversations map[string]*conversation
 	responses     map[string]*response
 	models        map[string]*coretest.Model // live model after a chain's response
@@ -418,6 +419,12 @@ func (s *Server) route(method, path string) routeInfo {
 		switch {
 		case n == 1 && method == http.MethodPost:
 			return routeInfo{OpCreateAgent, s.createAgent, nil}
+		case n == 1 && method == http.MethodGet:
+			return routeInfo{OpListAgents, s.listAgents, nil}
+		case n == 2 && method == http.MethodPost:
+			return routeInfo{OpUpdateAgent, s.updateAgent, seg[1:]}
+		case n == 3 && seg[2] == "versions" && method == http.MethodGet:
+			return routeInfo{OpListAgentVersions, s.listAgentVersions, seg[1:2]}
 		case n == 2 && method == http.MethodGet:
 			return routeInfo{OpGetAgent, s.getAgent, seg[1:]}
 		case n == 2 && method == http.MethodDelete:
@@ -437,6 +444,8 @@ func (s *Server) route(method, path string) routeInfo {
 			return routeInfo{OpGetConversation, s.getConversation, seg[3:]}
 		case n == 4 && method == http.MethodDelete:
 			return routeInfo{OpDeleteConversation, s.deleteConversation, seg[3:]}
+		case n == 4 && method == http.MethodPost:
+			return routeInfo{OpUpdateConversation, s.updateConversation, seg[3:]}
 		case n == 5 && seg[4] == "items" && method == http.MethodPost:
 			return routeInfo{OpCreateItems, s.createItems, seg[3:4]}
 		case n == 5 && seg[4] == "items" && method == http.MethodGet:
@@ -450,7 +459,11 @@ func (s *Server) route(method, path string) routeInfo {
 			return routeInfo{OpGetResponse, s.getResponse, seg[3:]}
 		case n == 4 && method == http.MethodDelete:
 			return routeInfo{OpDeleteResponse, s.deleteResponse, seg[3:]}
+		case n == 5 && seg[4] == "input_items" && method == http.MethodGet:
+			return routeInfo{OpListInputItems, s.listInputItems, seg[3:4]}
 		}
+	case n == 3 && seg[0] == "openai" && seg[1] == "v1" && seg[2] == "models" && method == http.MethodGet:
+		return routeInfo{OpListModels, s.listModels, nil}
 	}
 	return routeInfo{}
 }

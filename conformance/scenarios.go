@@ -765,6 +765,10 @@ func approvalSecondProcess(e *env) {
 	if !ok {
 		e.t.Skip("the harness cannot open a second backend on its fake (conformance.Reopener)")
 	}
+	e.tryRunner(script(answer("probe")), nil) // for the capabilities
+	if e.caps.LocalThreads {
+		e.t.Skip("the backend's threads live in the process that started them (Capabilities.LocalThreads)")
+	}
 	urls := map[string]string{"sqlite": "sqlite://" + filepath.Join(e.t.TempDir(), "journal.db")}
 	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
 		sep := "?"

@@ -61,7 +61,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if err != nil {
 		return nil, err
 	}
-	mode, err := respond.CheckMode("foundry", o.Mode, Conversation)
+	mode, err := respond.CheckMode("foundry", o.Mode, Conversation, Conversation, Chain)
 	if err != nil {
 		return nil, err
 	}

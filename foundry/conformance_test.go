@@ -23,6 +23,7 @@ func TestConformance(t *testing.T) {
 		t.Run("Conversation"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Conversation, false, stream)) })
 		t.Run("Chain"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Chain, false, stream)) })
 		t.Run("Responses"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Chain, true, stream)) })
+		t.Run("Stateless"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(trresponses.Stateless, true, stream)) })
 	}
 }
 
@@ -65,7 +66,7 @@ func (h *harness) Reopen(ctx context.Context, tools *core.Toolbox) (driver.Backe
 	}
 	if h.plain {
 		return trresponses.Open(ctx, tools, &trresponses.Options{
-			BaseURL: h.srv.OpenAIBaseURL(), APIKey: key, Model: "gpt-4.1-mini", Transport: transport[h.stream],
+			BaseURL: h.srv.OpenAIBaseURL(), APIKey: key, Model: "gpt-4.1-mini", Transport: transport[h.stream], Mode: h.mode,
 			HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
 		})
 	}

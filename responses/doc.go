@@ -1,8 +1,12 @@
 // Package responses is the responses backend: the tool loop over the plain
 // Responses API (OpenAI's, or any compatible one), with no agent. The
 // model, the instructions and the toolbox's tools go with every request;
-// a thread is linked by previous_response_id (Chain, the default) or kept
-// in a conversation (Conversation). The loop is the one package foundry
+// a thread is linked by previous_response_id (Chain, the default), kept
+// in a conversation (Conversation), or not stored at all (Stateless: every
+// request says store: false and resends the thread's history, which the
+// backend holds in memory with the reasoning items' encrypted content; a
+// dropped stream is answered by sending the request again; the thread
+// lives in the process that started it). The loop is the one package foundry
 // runs against an agent: each step is a response whose function_call
 // items are the calls, and the results go back as function_call_output
 // items of the next response (a failed call's output is a JSON object
@@ -20,7 +24,7 @@
 //	API key                  OPENAI_API_KEY                   responses.api_key
 //	base URL                 OPENAI_BASE_URL                  responses.base_url
 //	model                    TOOLRELAY_RESPONSES_MODEL        responses.model
-//	thread linking           TOOLRELAY_RESPONSES_MODE         responses.mode
+//	thread linking           TOOLRELAY_RESPONSES_MODE         responses.mode  (previous_response_id, conversation, stateless)
 //	blocking or streaming    TOOLRELAY_RESPONSES_TRANSPORT    responses.transport
 //	keep conversations       TOOLRELAY_RESPONSES_KEEP         responses.keep
 //

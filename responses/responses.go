@@ -38,6 +38,12 @@ const (
 	// Conversation keeps a thread in a conversation; the thread is the
 	// conversation id.
 	Conversation = respond.Conversation
+	// Stateless stores nothing on the service (store: false): each
+	// request resends the thread's history, held by the backend in
+	// memory, with the reasoning items' encrypted content; for
+	// organisations that cannot store conversations. A thread lives as
+	// long as the backend: it cannot be resumed in another process.
+	Stateless = respond.Stateless
 )
 
 // Transport says how a backend receives a response.
@@ -109,7 +115,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if opts != nil {
 		o = *opts
 	}
-	mode, err := respond.CheckMode("responses", o.Mode, Chain)
+	mode, err := respond.CheckMode("responses", o.Mode, Chain, Chain, Conversation, Stateless)
 	if err != nil {
 		return nil, err
 	}

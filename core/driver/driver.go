@@ -111,6 +111,9 @@ type Capabilities struct {
 	// requests over as calls of kind ServiceApproval, and sends the
 	// decisions back.
 	ServiceApprovals bool
+	// LocalThreads: a thread lives in the backend that started it (the
+	// service stores nothing of it), so another process cannot resume it.
+	LocalThreads bool
 	// ResponseFormat: a run may ask for an answer of a JSON schema
 	// (StartRequest.Format).
 	ResponseFormat bool

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // response is a response of the fake.
@@ -98,6 +99,7 @@ type request struct {
 	format       string          // the name of the json_schema text.format asked for
 	store        bool            // false: the response is not kept
 	tools        json.RawMessage // the request's tools, or its agent's
+	thread       string          // the client's thread, from metadata toolrelay_thread
 }
 
 // present reports whether key is in m with a value other than null.
@@ -120,6 +122,13 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 	}
 	if present(m, "tools") {
 		req.tools = m["tools"]
+	}
+	if present(m, "metadata") {
+		var md map[string]string
+		if json.Unmarshal(m["metadata"], &md) != nil {
+			return nil, schemaError("metadata")
+		}
+		req.thread = md["toolrelay_thread"]
 	}
 	if present(m, "agent_reference") {
 		var ref struct {
@@ -184,7 +193,7 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 	if req.conversation != "" && req.previous != "" {
 		return nil, badRequest("invalid_request", "conversation", msgBothThreads)
 	}
-	in, e := parseInput(m["input"])
+	in, e := parseInputOf(m["input"], req.agentRef == nil)
 	if e != nil {
 		return nil, e
 	}
@@ -340,7 +349,9 @@ func (s *Server) playConversation(conv *conversation, req *request) (*coretest.A
 // playChain takes the request's input into a chain of responses (a new
 // one when prev is nil) and plays the model's next action; it sets r.hist.
 func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *apiError) {
-	if prev == nil && slices.ContainsFunc(req.input, func(it inputItem) bool { return it.Type == "function_call" }) {
+	if prev == nil && slices.ContainsFunc(req.input, func(it inputItem) bool {
+		return it.Type == "function_call" || it.Type == "mcp_approval_request" || it.Type == "message" && it.Role == "assistant"
+	}) {
 		return s.replayChain(r, req)
 	}
 	var waiting []*item
@@ -360,6 +371,9 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 	thread := r.id
 	if prev != nil {
 		thread = prev.id
+	}
+	if req.thread != "" {
+		thread = req.thread
 	}
 	s.record(thread, items, req.format)
 	if len(waiting) > 0 {
@@ -446,8 +460,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 			if !ok {
 				return noToolOutput(c.CallID)
 			}
-			it := &item{Type: "function_call_output", CallID: c.CallID, Output: out.Output}
-			results[i] = it.delivered(c.Name)
+			results[i] = answerItem(out).delivered(c.Name)
 		}
 		if err := model.Deliver(slices.Clone(results)); err != nil {
 			return scriptError(err)
@@ -463,7 +476,12 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 			text, _ := messageText(it.Content)
 			texts = append(texts, text)
 			tail = append(tail, it)
-		case it.Type == "function_call" || it.Type == "message" && it.Role == "assistant":
+		case it.Type == "reasoning":
+			// The model's, before the items it goes with: nothing to play.
+		case it.Type == "function_call" || it.Type == "mcp_approval_request" || it.Type == "message" && it.Role == "assistant":
+			if it.Type == "mcp_approval_request" {
+				it.CallID = it.ID
+			}
 			if len(group) > 0 && len(outputs) > 0 {
 				if e := deliver(); e != nil {
 					return nil, e
@@ -481,11 +499,14 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 					return nil, badRequest("invalid_request", "input", "The resent history does not follow this fake's script: the model answered where the input has a function call %s.", it.CallID)
 				}
 			}
-			if it.Type == "function_call" {
+			if it.Type != "message" {
 				group = append(group, it)
 			}
 			tail = nil
-		case it.Type == "function_call_output":
+		case it.Type == "function_call_output" || it.Type == "mcp_approval_response":
+			if it.Type == "mcp_approval_response" {
+				it.CallID = it.ApprovalRequestID
+			}
 			if !slices.ContainsFunc(group, func(c inputItem) bool { return c.CallID == it.CallID }) {
 				return nil, noToolCall(it.CallID)
 			}
@@ -505,20 +526,24 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 	// now, for the record.
 	var recorded []*item
 	for _, it := range tail {
-		if it.Type == "function_call_output" {
-			name := ""
-			for _, op := range req.input {
-				if op.Type == "function_call" && op.CallID == it.CallID {
-					name = op.Name
-				}
-			}
-			recorded = append(recorded, &item{Type: "function_call_output", CallID: it.CallID, Name: name, Output: it.Output})
-		} else {
+		if it.Type == "message" {
 			text, _ := messageText(it.Content)
-			recorded = append(recorded, &item{Type: "message", Role: "user", Text: text})
+			recorded = append(recorded, &item{Type: "message", Role: "user", Text: text, Parts: fakeapi.InputParts(it.Content)})
+			continue
 		}
+		x := answerItem(it)
+		for _, op := range req.input {
+			if (op.Type == "function_call" && op.CallID == it.CallID) || (op.Type == "mcp_approval_request" && op.ID == it.CallID) {
+				x.Name = op.Name
+			}
+		}
+		recorded = append(recorded, x)
 	}
-	s.record(r.id, recorded, req.format)
+	thread := r.id
+	if req.thread != "" {
+		thread = req.thread
+	}
+	s.record(thread, recorded, req.format)
 	a, e := next()
 	if e != nil {
 		return nil, e
@@ -526,6 +551,19 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 	r.hist = hist
 	s.models[r.id] = model
 	return a, nil
+}
+
+// answerItem returns the item an input item answering a call stands for:
+// a function_call_output, or an mcp_approval_response.
+func answerItem(it inputItem) *item {
+	if it.Type == "mcp_approval_response" {
+		x := &item{Type: "mcp_approval_response", CallID: it.ApprovalRequestID, Approve: *it.Approve}
+		if it.Reason != nil {
+			x.Reason = *it.Reason
+		}
+		return x
+	}
+	return &item{Type: "function_call_output", CallID: it.CallID, Output: it.Output}
 }
 
 // chainModel returns the model in the state it has after prev (a new

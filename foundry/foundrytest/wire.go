@@ -79,6 +79,7 @@ type inputItem struct {
 	Output  json.RawMessage `json:"output"`
 	Name    string          `json:"name"`
 	Args    *string         `json:"arguments"`
+	ID      string          `json:"id"`
 	// mcp_approval_response
 	ApprovalRequestID string  `json:"approval_request_id"`
 	Approve           *bool   `json:"approve"`
@@ -88,7 +89,12 @@ type inputItem struct {
 // parseInput decodes a request's input: a string (one user message) or an
 // array of items. Only the items a client may send are accepted: messages,
 // function_call_output items, and function_call items the service made.
-func parseInput(raw json.RawMessage) ([]inputItem, *apiError) {
+func parseInput(raw json.RawMessage) ([]inputItem, *apiError) { return parseInputOf(raw, false) }
+
+// parseInputOf is parseInput; with resent set (a plain Responses request,
+// which may resend a history the service did not store), it also accepts
+// the model's reasoning items and MCP approval requests.
+func parseInputOf(raw json.RawMessage, resent bool) ([]inputItem, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -124,6 +130,10 @@ func parseInput(raw json.RawMessage) ([]inputItem, *apiError) {
 			}
 		case "mcp_approval_response":
 			if it.ApprovalRequestID == "" || it.Approve == nil {
+				return nil, schemaError(fmt.Sprintf("input[%d]", i))
+			}
+		case "reasoning", "mcp_approval_request":
+			if !resent || it.ID == "" {
 				return nil, schemaError(fmt.Sprintf("input[%d]", i))
 			}
 		default:

@@ -37,19 +37,26 @@ const (
 	// Chain links each response to the one before with
 	// previous_response_id. The thread is the latest response id.
 	Chain Mode = "previous_response_id"
+	// Stateless keeps nothing on the service (store: false): every
+	// request resends the thread's whole history, which the backend holds
+	// in memory (reasoning items with their encrypted content). The
+	// thread is an id of the backend's own; it lives as long as the
+	// backend, so it cannot be resumed in another process.
+	Stateless Mode = "stateless"
 )
 
-// CheckMode returns m, or def for "", refusing a mode that is neither.
-func CheckMode(name string, m, def Mode) (Mode, error) {
-	switch m {
-	case "":
+// CheckMode returns m, or def for "", refusing a mode not among allowed.
+func CheckMode(name string, m, def Mode, allowed ...Mode) (Mode, error) {
+	if m == "" {
 		return def, nil
-	case Conversation, Chain:
-		return m, nil
-	case "chain":
-		return Chain, nil
 	}
-	return "", errcode.Errorf(errcode.InvalidArgument, "%s: unknown mode %q: want %q or %q", name, m, Conversation, Chain)
+	if m == "chain" {
+		m = Chain
+	}
+	if slices.Contains(allowed, m) {
+		return m, nil
+	}
+	return "", errcode.Errorf(errcode.InvalidArgument, "%s: unknown mode %q: want one of %q", name, m, allowed)
 }
 
 // Transport says how a backend receives a response.
@@ -129,9 +136,11 @@ type Backend struct {
 	onClose      func(ctx context.Context) error
 
 	mu            sync.Mutex
-	conversations []string            // conversations this backend created
-	kept          map[string]bool     // threads Close leaves (KeepThread)
-	canceled      map[string][]string // chain mode: calls canceled, by response id
+	conversations []string                    // conversations this backend created
+	kept          map[string]bool             // threads Close leaves (KeepThread)
+	canceled      map[string][]string         // chain mode: calls canceled, by response id
+	histories     map[string]*statelessThread // stateless mode: the threads' histories
+	tick          int64                       // stateless mode: uses, for eviction
 	closed        bool
 }
 
@@ -155,7 +164,8 @@ func (b *Backend) Name() string { return b.name }
 // response format unless the requests name an agent; there is no failure
 // flag and no deferred loading.
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: b.agentRef == nil, Streams: b.stream, ServiceApprovals: true}
+	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: b.agentRef == nil, Streams: b.stream, ServiceApprovals: true,
+		LocalThreads: b.mode == Stateless}
 }
 
 // Mode returns how the backend links the responses of a thread.

@@ -26,9 +26,12 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 		return nil, err
 	}
 	msg := inputMessage(req.Input, req.Parts)
-	if b.mode == Chain {
+	switch b.mode {
+	case Chain:
 		input := append(b.takeCanceled(req.Thread), msg)
 		return b.respond(ctx, req.Thread, input, req.Format)
+	case Stateless:
+		return b.startStateless(ctx, req.Thread, msg, req.Format)
 	}
 	thread, input := req.Thread, []responses.ResponseInputItemUnionParam{msg}
 	if thread == "" {
@@ -101,6 +104,9 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	for i := range req.Results {
 		input[i] = outputItem(&req.Results[i])
 	}
+	if b.mode == Stateless {
+		return b.respondStateless(ctx, req.Step.Thread, input, req.Format)
+	}
 	step, err := b.respond(ctx, req.Step.Thread, input, req.Format)
 	if err != nil && b.mode == Conversation && isBadRequest(err) {
 		// The outputs may have been delivered by an attempt whose answer
@@ -122,12 +128,15 @@ func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, erro
 	if thread == "" {
 		return nil, errcode.Errorf(errcode.InvalidArgument, "%s: resume: no thread", b.name)
 	}
-	if b.mode == Chain {
+	switch b.mode {
+	case Chain:
 		r, err := b.getReply(ctx, thread)
 		if err != nil {
 			return nil, err
 		}
 		return b.step(thread, r)
+	case Stateless:
+		return b.resumeStateless(thread)
 	}
 	return b.resumeConversation(ctx, thread)
 }
@@ -140,8 +149,11 @@ func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, erro
 // mode it remembers the pending calls of the response, and the next Start
 // on that thread sends those outputs with the user's message.
 func (b *Backend) Cancel(ctx context.Context, thread string) error {
-	if b.mode == Conversation {
+	switch b.mode {
+	case Conversation:
 		return b.cancelConversation(ctx, thread)
+	case Stateless:
+		return b.cancelStateless(thread)
 	}
 	r, err := b.getReply(ctx, thread)
 	if err != nil {
@@ -190,8 +202,20 @@ func (b *Backend) checkFormat(f *driver.Format) error {
 // respond creates a response on thread with input (and, if set, the
 // response format) and returns its step.
 func (b *Backend) respond(ctx context.Context, thread string, input []responses.ResponseInputItemUnionParam, format *driver.Format) (*driver.Step, error) {
+	step, _, err := b.respondWith(ctx, thread, input, format)
+	return step, err
+}
+
+// respondWith is respond, returning the response's reply too.
+func (b *Backend) respondWith(ctx context.Context, thread string, input []responses.ResponseInputItemUnionParam, format *driver.Format) (*driver.Step, *reply, error) {
 	p := responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfInputItemList: append(responses.ResponseInputParam{}, input...)}}
 	switch {
+	case b.mode == Stateless:
+		p.Store = openai.Bool(false)
+		p.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
+		// The service keeps nothing; the metadata names the thread in
+		// its logs.
+		p.Metadata = map[string]string{ThreadMetadata: thread}
 	case b.mode == Conversation:
 		p.Conversation = responses.ResponseNewParamsConversationUnion{OfString: openai.String(thread)}
 	case thread != "":
@@ -208,7 +232,7 @@ func (b *Backend) respond(ctx context.Context, thread string, input []responses.
 		if format != nil {
 			var schema map[string]any
 			if err := json.Unmarshal(format.Schema, &schema); err != nil {
-				return nil, errcode.Errorf(errcode.InvalidArgument, "%s: format %q: the schema is not a JSON object: %v", b.name, format.Name, err)
+				return nil, nil, errcode.Errorf(errcode.InvalidArgument, "%s: format %q: the schema is not a JSON object: %v", b.name, format.Name, err)
 			}
 			p.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
 				OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{Name: format.Name, Schema: schema, Strict: openai.Bool(format.Strict)},
@@ -217,9 +241,10 @@ func (b *Backend) respond(ctx context.Context, thread string, input []responses.
 	}
 	r, err := b.create(ctx, thread, &p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return b.step(thread, r)
+	step, err := b.step(thread, r)
+	return step, r, err
 }
 
 // create sends a create-response request of thread, streaming or not, and
@@ -228,7 +253,11 @@ func (b *Backend) respond(ctx context.Context, thread string, input []responses.
 func (b *Backend) create(ctx context.Context, thread string, p *responses.ResponseNewParams) (*reply, error) {
 	obs := driver.ObserverFrom(ctx)
 	if !b.stream {
-		r, err := b.newReply(ctx, p)
+		newReply := b.newReply
+		if b.mode == Stateless {
+			newReply = b.newReplyItems
+		}
+		r, err := newReply(ctx, p)
 		if err == nil {
 			err = r.observe(obs)
 		}

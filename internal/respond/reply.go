@@ -23,6 +23,10 @@ type reply struct {
 	IncompleteDetails replyIncomplete `json:"incomplete_details"`
 	Usage             replyUsage      `json:"usage"`
 	Output            []replyItem     `json:"output"`
+
+	// items are the output items as the service sent them (stateless
+	// mode only), to be sent back with the history.
+	items []json.RawMessage
 }
 
 type replyError struct {

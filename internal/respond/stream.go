@@ -35,6 +35,7 @@ type responseStream struct {
 	seq    int64  // the last sequence number read; -1 before the first
 	final  *responses.Response
 	done   []responses.ResponseOutputItemUnion
+	open   string // the message whose text is being read, if any
 }
 
 // read creates the response p describes and reads its stream, and the
@@ -50,7 +51,13 @@ func (rs *responseStream) read(ctx context.Context, p *responses.ResponseNewPara
 			if len(rs.final.Output) == 0 && len(rs.done) > 0 {
 				rs.final.Output = rs.done
 			}
-			return replyOf(rs.final), nil
+			rep := replyOf(rs.final)
+			if rs.b.mode == Stateless {
+				for _, o := range rs.final.Output {
+					rep.items = append(rep.items, json.RawMessage(o.RawJSON()))
+				}
+			}
+			return rep, nil
 		case err == nil:
 			err = fmt.Errorf("the response stream ended before the response finished: %w", io.ErrUnexpectedEOF)
 		case isTurnError(err), errors.Is(err, wirelimit.ErrTooLarge), ctx.Err() != nil || rs.id == "":
@@ -59,6 +66,10 @@ func (rs *responseStream) read(ctx context.Context, p *responses.ResponseNewPara
 		if rs.seq < 0 || ctx.Err() != nil {
 			return nil, err
 		}
+		if rs.b.mode == Stateless {
+			// Nothing is stored to resume from: the request goes again.
+			return rs.redo(ctx, p, err)
+		}
 		if resumes == maxResumes {
 			return nil, fmt.Errorf("%s: the stream of response %s dropped %d times: %w", rs.b.name, rs.id, resumes+1, err)
 		}
@@ -66,6 +77,38 @@ func (rs *responseStream) read(ctx context.Context, p *responses.ResponseNewPara
 		dec, err = rs.b.openStream(ctx, http.MethodGet, "responses/"+url.PathEscape(rs.id), nil,
 			option.WithQuery("stream", "true"), option.WithQuery("starting_after", strconv.FormatInt(rs.seq, 10)))
 	}
+}
+
+// redo answers a stateless request whose stream dropped (the service kept
+// nothing to resume it from) by sending it again, without streaming. The
+// text of the message the stream was writing ends with the new response's
+// message, as that message's end, for the runner to deliver what the
+// stream had not; the new response's other messages are delivered whole.
+func (rs *responseStream) redo(ctx context.Context, p *responses.ResponseNewParams, cause error) (*reply, error) {
+	rs.b.logger.InfoContext(ctx, rs.b.name+": the stream of a stateless response dropped; sending the request again", "response", rs.id, "error", cause)
+	r, err := rs.b.newReplyItems(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range r.Output {
+		if it.Type != "message" {
+			continue
+		}
+		id := it.ID
+		if rs.open != "" {
+			id, rs.open = rs.open, ""
+		}
+		var text strings.Builder
+		for _, c := range it.Content {
+			if c.Type == "output_text" {
+				text.WriteString(c.Text)
+			}
+		}
+		if err := rs.emit(driver.TextDone, id, text.String()); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // openStream sends a request whose answer is a response's event stream,
@@ -118,6 +161,9 @@ func (rs *responseStream) readStream(dec ssestream.Decoder) error {
 				kind = driver.ReasoningDelta
 			}
 			f := gjson.GetManyBytes(e.Data, "item_id", "delta")
+			if kind == driver.TextDelta {
+				rs.open = f[0].String()
+			}
 			if err := rs.emit(kind, f[0].String(), f[1].String()); err != nil {
 				return err
 			}
@@ -159,6 +205,7 @@ func (rs *responseStream) handle(ev *responses.ResponseStreamEventUnion) error {
 	case "response.output_item.done":
 		rs.done = append(rs.done, ev.Item)
 		if ev.Item.Type == "message" {
+			rs.open = ""
 			return rs.emit(driver.TextDone, ev.Item.ID, outputText(ev.Item.Content))
 		}
 	case "response.completed", "response.failed", "response.incomplete", "response.cancelled":

@@ -22,6 +22,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/journal"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres:// for ApprovalSecondProcess
 	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite:// for ApprovalSecondProcess
 )
@@ -60,6 +61,8 @@ var scenarios = []scenario{
 	{"DeferredTool", "a deferred tool is found through tool search and its call is served", deferredTool},
 	{"SecondRunSameThread", "a second run on the same thread keeps the context and sends only new items", secondRun},
 	{"ResumeAfterLostResponse", "after a lost response, the kept result is sent again and the function does not run twice", resumeAfterLostResponse},
+	{"JournalReuse", "a result journaled before the process died, unsent, is sent on the resume and the function does not run again (the service alone cannot tell it ran)", journalReuse},
+	{"OfferedTools", "every tool of the toolbox is offered to the model (the fakes refuse calls of tools they were not given)", offeredTools},
 	{"ResumeUnknownThread", "resuming a thread the service does not know is NotFound", resumeUnknownThread},
 	{"ResumeFinishedThread", "resuming a thread whose turn is over returns its answer and runs nothing", resumeFinishedThread},
 	{"DuplicateDelivery", "a duplicated event or response does not run a function twice", duplicateDelivery},
@@ -224,7 +227,8 @@ func hiddenErrorText(e *env) {
 }
 
 func unknownTool(e *env) {
-	r := e.runner(script(calls("getWeather", `{"city":"Seattle"}`), answer("{{result 0}}")), nil, weatherTools(e)...)
+	made := coretest.Step{Calls: []coretest.Call{{Name: "getWeather", Arguments: json.RawMessage(`{"city":"Seattle"}`), Unoffered: true}}}
+	r := e.runner(script(made, answer("{{result 0}}")), nil, weatherTools(e)...)
 	res := e.run(r, "Weather?", nil)
 	got := e.results()
 	if len(got) != 1 {
@@ -535,6 +539,71 @@ func resumeAfterLostResponse(e *env) {
 		if d.Output != "table 7 booked" {
 			e.t.Errorf("a resend differs from the kept result: %+v", d)
 		}
+	}
+}
+
+// submitFails is a backend that dies, as its process would, between a
+// step's results being journaled and being sent.
+type submitFails struct{ driver.Backend }
+
+var errDied = errors.New("the process died before sending the results")
+
+func (submitFails) Submit(context.Context, *driver.SubmitRequest) (*driver.Step, error) {
+	return nil, errDied
+}
+
+func journalReuse(e *env) {
+	var runs atomic.Int32
+	book := tool(e, "book_table", "Books a table.", counted(&runs, func(_ context.Context, in struct {
+		Table int `json:"table"`
+	}) (string, error) {
+		return fmt.Sprintf("table %d booked (%d)", in.Table, runs.Load()), nil
+	}), nil)
+	j := jdriver.NewMemory()
+	r := e.runner(script(calls("book_table", `{"table":7}`), answer("{{result 0}}")), &core.Options{Journal: j}, book)
+	dying := core.NewRunner(submitFails{e.b}, r.Toolbox(), &core.Options{Journal: j, Logger: quiet})
+	res, err := dying.Run(e.t.Context(), "Book table 7", nil)
+	if !errors.Is(err, errDied) || res == nil || res.Thread == "" {
+		e.t.Fatalf("Run = %v, want the failure, with the thread", err)
+	}
+	if len(e.results()) != 0 || runs.Load() != 1 {
+		e.t.Fatalf("results sent %d, runs %d; want none sent and one run", len(e.results()), runs.Load())
+	}
+	res, err = r.Resume(e.t.Context(), res.Thread, nil)
+	if err != nil {
+		e.t.Fatalf("Resume: %v", err)
+	}
+	e.wantText(res, "table 7 booked (1)")
+	if runs.Load() != 1 {
+		e.t.Errorf("the function ran %d times, want 1: the journaled result was not reused", runs.Load())
+	}
+}
+
+func offeredTools(e *env) {
+	tools := weatherTools(e)
+	var names []string
+	var cs []coretest.Call
+	for _, t := range tools {
+		names = append(names, t.Name())
+		args := `{"location":"Seattle, WA"}`
+		if t.Name() == "getUserFavoriteCity" {
+			args = `{}`
+		}
+		cs = append(cs, coretest.Call{Name: t.Name(), Arguments: json.RawMessage(args)})
+	}
+	r := e.runner(script(coretest.Step{Calls: cs}, answer("{{result 0}} | {{result 1}} | {{result 2}}")), nil, tools...)
+	res := e.run(r, "Weather?", nil)
+	got := e.results()
+	if len(got) != len(names) {
+		e.t.Fatalf("results %+v, want one per tool", got)
+	}
+	for i, d := range got {
+		if d.Name != names[i] || d.Failed {
+			e.t.Errorf("result %d = %+v, want %s's output", i, d, names[i])
+		}
+	}
+	if strings.Contains(res.Text, "unknown tool") {
+		e.t.Errorf("answer %q", res.Text)
 	}
 }
 

@@ -92,7 +92,7 @@ func TestBadInput(t *testing.T) {
 		want    coretest.Delivered
 		outcome core.Outcome
 	}{
-		{"unknown tool", coretest.Call{Name: "getWeather", Arguments: json.RawMessage(`{}`)},
+		{"unknown tool", coretest.Call{Name: "getWeather", Arguments: json.RawMessage(`{}`), Unoffered: true},
 			coretest.Delivered{Failed: true, Error: `unknown tool "getWeather"; available tools: getCurrentWeatherAtLocation, strict_weather, getUserFavoriteCity, leaky, panicky, slow, stuck`}, core.UnknownTool},
 		{"invalid JSON", coretest.Call{Name: "getCurrentWeatherAtLocation", Arguments: json.RawMessage(`"{"`)},
 			coretest.Delivered{Failed: true, Error: `invalid arguments for tool "getCurrentWeatherAtLocation": not valid JSON: unexpected EOF`}, core.InvalidArguments},

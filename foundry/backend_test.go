@@ -76,8 +76,12 @@ var scenarios = []struct {
 		results: []string{`getStockPrice: {"error":"tool \"getStockPrice\" failed"}`},
 	},
 	{
-		name:    "an unknown function",
-		script:  func() *coretest.Script { return coretest.Simple("getTime", `{}`, `Sorry: {{output "getTime"}}`) },
+		name: "an unknown function",
+		script: func() *coretest.Script {
+			s := coretest.Simple("getTime", `{}`, `Sorry: {{output "getTime"}}`)
+			s.Turns[0].Steps[0].Calls[0].Unoffered = true // a name the model made up
+			return s
+		},
 		want:    `Sorry: {"error":"unknown tool \"getTime\"; available tools: get_horoscope, getUserFavoriteCity, getCityNickname, getCurrentWeatherAtLocation, getStockPrice, getChart"}`,
 		runs:    map[string]int{},
 		results: []string{`getTime: {"error":"unknown tool \"getTime\"; available tools: get_horoscope, getUserFavoriteCity, getCityNickname, getCurrentWeatherAtLocation, getStockPrice, getChart"}`},

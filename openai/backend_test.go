@@ -74,7 +74,7 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name:    "an unknown function",
-			script:  oneTurn(calls(call("delete_everything", `{}`)), text(`failed={{failed "delete_everything"}}`)),
+			script:  oneTurn(calls(coretest.Call{Name: "delete_everything", Arguments: json.RawMessage(`{}`), Unoffered: true}), text(`failed={{failed "delete_everything"}}`)),
 			want:    "failed=true",
 			results: []coretest.Delivered{{Name: "delete_everything", Failed: true, Error: `unknown tool "delete_everything"`}},
 		},

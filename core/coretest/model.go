@@ -97,9 +97,10 @@ func (s *Script) NewModel() *Model {
 	return &Model{script: s, turn: -1, byName: map[string]Delivered{}, loaded: map[string]bool{}}
 }
 
-// SetTools tells the model which tools the service has. Deferred tools can
-// be called only after a search loaded them. Without SetTools, any call is
-// allowed.
+// SetTools tells the model which tools the service has: it calls no other
+// (unless the script marks the call Unoffered, a name the model made up),
+// and deferred tools only after a search loaded them. Without SetTools,
+// any call is allowed.
 func (m *Model) SetTools(tools []ToolInfo) {
 	m.tools = make(map[string]ToolInfo, len(tools))
 	for _, t := range tools {
@@ -167,8 +168,12 @@ func (m *Model) Next() (*Action, error) {
 		}
 	}
 	for _, c := range st.Calls {
-		if t, ok := m.tools[c.Name]; ok && t.Deferred && !m.loaded[c.Name] {
+		t, ok := m.tools[c.Name]
+		if ok && t.Deferred && !m.loaded[c.Name] {
 			return nil, fmt.Errorf("coretest: tool %q is deferred and no tool search loaded it", c.Name)
+		}
+		if m.tools != nil && !ok && !c.Unoffered && !c.Approval {
+			return nil, fmt.Errorf("coretest: the model calls %q, a tool the service was not given", c.Name)
 		}
 		args, err := m.renderArgs(c.Arguments)
 		if err != nil {

@@ -107,6 +107,11 @@ type Call struct {
 	// browser_origin_access) rather than an MCP tool's; fakes of other
 	// services send an MCP approval request.
 	Origin string `json:"origin,omitempty"`
+	// Unoffered marks a call of a tool the service was not given (a name
+	// the model made up): a fake that knows the tools it was given plays
+	// it anyway, where it refuses any other such call as the sign of a
+	// backend that failed to offer a tool.
+	Unoffered bool `json:"unoffered,omitempty"`
 }
 
 // A Failure is a service-side failure of a turn.

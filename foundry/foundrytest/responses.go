@@ -335,6 +335,7 @@ func (s *Server) playConversation(conv *conversation, req *request) (*coretest.A
 			return nil, scriptError(err)
 		}
 	}
+	offer(conv.model, req.tools)
 	a, err := conv.model.Next()
 	if err != nil {
 		if len(items) == 0 && conv.lastText != "" {
@@ -397,6 +398,7 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 		}
 		hist = append(hist, modelOp{begin: &input})
 	}
+	offer(model, req.tools)
 	a, err := model.Next()
 	if err != nil {
 		if len(items) == 0 && prev != nil && prev.text != "" {
@@ -422,6 +424,7 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 // plays the model's next action; it sets r.hist.
 func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiError) {
 	model := s.script.NewModel()
+	offer(model, req.tools)
 	var (
 		hist     []modelOp
 		texts    []string    // user messages not yet given to the model
@@ -551,6 +554,30 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 	r.hist = hist
 	s.models[r.id] = model
 	return a, nil
+}
+
+// offer tells model the function tools of a request (or of its agent), if
+// it lists any: the model calls no other, and a deferred one only after a
+// tool search loaded it.
+func offer(model *coretest.Model, tools json.RawMessage) {
+	var list []struct {
+		Type         string `json:"type"`
+		Name         string `json:"name"`
+		Description  string `json:"description"`
+		DeferLoading bool   `json:"defer_loading"`
+	}
+	if json.Unmarshal(tools, &list) != nil || len(list) == 0 {
+		return
+	}
+	var infos []coretest.ToolInfo
+	for _, t := range list {
+		if t.Type == "function" {
+			infos = append(infos, coretest.ToolInfo{Name: t.Name, Description: t.Description, Deferred: t.DeferLoading})
+		}
+	}
+	if len(infos) > 0 {
+		model.SetTools(infos)
+	}
 }
 
 // answerItem returns the item an input item answering a call stands for:

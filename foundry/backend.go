@@ -179,9 +179,11 @@ func (b *Backend) checkTools(v *versionInfo, tools *core.Toolbox) {
 func (b *Backend) Name() string { return b.loop.Name() }
 
 // Capabilities implements [driver.CapabilityReporter]: inputs may carry
-// images and files, outputs may be content arrays; there is no failure
-// flag, no deferred loading, and no response format per run (the agent's
-// definition sets it).
+// images and files, outputs may be content arrays, deferred tools are
+// loaded by the service's tool search (an agent version made from the
+// toolbox has them with defer_loading, and a tool_search tool); there is
+// no failure flag, and no response format per run (the agent's definition
+// sets it).
 func (b *Backend) Capabilities() driver.Capabilities { return b.loop.Capabilities() }
 
 // Mode returns how the backend links the responses of a thread.

@@ -333,7 +333,7 @@ func TestExistingAgent(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	srv := newFake(t, weatherScript(), nil)
 	b := open(t, nil, options(srv, "", false))
-	want := driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ServiceApprovals: true}
+	want := driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ServiceApprovals: true, DeferredLoading: true}
 	if diff := cmp.Diff(want, b.Capabilities()); diff != "" {
 		t.Errorf("Capabilities mismatch (-want +got):\n%s", diff)
 	}

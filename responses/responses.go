@@ -163,7 +163,8 @@ func (b *Backend) Name() string { return b.loop.Name() }
 
 // Capabilities implements [driver.CapabilityReporter]: inputs may carry
 // images and files, outputs may be content arrays, a run may ask for a
-// response format; there is no failure flag and no deferred loading.
+// response format, deferred tools are loaded by the service's tool search
+// (defer_loading, and a tool_search tool); there is no failure flag.
 func (b *Backend) Capabilities() driver.Capabilities { return b.loop.Capabilities() }
 
 // Mode returns how the backend links the responses of a thread.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"text/template"
 )
@@ -166,6 +167,12 @@ func (m *Model) Next() (*Action, error) {
 				a.Loaded = append(a.Loaded, t.Name)
 			}
 		}
+		if m.tools != nil && len(a.Loaded) == 0 {
+			// The service searches deferred tools only: the tool the
+			// script looks for was not offered as deferred.
+			return nil, fmt.Errorf("coretest: the tool search %q found no deferred tool (offered: %d tools, none deferred that matches)", st.Search, len(m.tools))
+		}
+		sort.Strings(a.Loaded)
 	}
 	for _, c := range st.Calls {
 		t, ok := m.tools[c.Name]

@@ -134,6 +134,9 @@ func decodeVersion(body []byte) (versionRequest, *apiError) {
 	if def.Model == "" {
 		return req, badRequest("invalid_payload", "definition.model", "Missing required parameter: 'definition.model'.")
 	}
+	if e := checkDeferred(mustJSON(def.Tools), "definition.tools"); e != nil {
+		return req, e
+	}
 	for i, t := range def.Tools {
 		var tool struct {
 			Type       string          `json:"type"`

@@ -116,6 +116,21 @@ type itemWire struct {
 	ApprovalRequestID *string `json:"approval_request_id,omitempty"`
 	Approve           *bool   `json:"approve,omitempty"`
 	Reason            *string `json:"reason,omitempty"`
+	// Tool search: the call's arguments (an object) and the tools loaded.
+	Execution  *string          `json:"execution,omitempty"`
+	SearchArgs *json.RawMessage `json:"-"`
+	Tools      *json.RawMessage `json:"tools,omitempty"`
+}
+
+// MarshalJSON writes a tool search call's arguments as an object, the
+// others' as a string.
+func (w itemWire) MarshalJSON() ([]byte, error) {
+	type plain itemWire
+	b, err := json.Marshal(plain(w))
+	if err != nil || w.SearchArgs == nil {
+		return b, err
+	}
+	return append(append(b[:len(b)-1], `,"arguments":`...), append(*w.SearchArgs, '}')...), nil
 }
 
 type contentWire struct {
@@ -148,6 +163,13 @@ func (it *item) MarshalJSON() ([]byte, error) {
 		if it.Reason != "" {
 			w.Reason = &it.Reason
 		}
+	case "tool_search_call":
+		args := json.RawMessage(it.Arguments)
+		exec := "server"
+		w.CallID, w.Execution, w.SearchArgs = &it.CallID, &exec, &args
+	case "tool_search_output":
+		exec := "server"
+		w.CallID, w.Execution, w.Tools = &it.CallID, &exec, &it.Output
 	case "reasoning":
 		w.Summary = &[]contentWire{}
 		if it.Summary != "" {

@@ -130,9 +130,7 @@ func (s *Server) inputItems(in []inputItem) []*item {
 			x.Text, _ = messageText(it.Content)
 		case "function_call":
 			x.ID = s.newID("fc_")
-			if it.Args != nil {
-				x.Arguments = *it.Args
-			}
+			json.Unmarshal(it.Args, &x.Arguments)
 		case "function_call_output":
 			x.ID = s.newID("fco_")
 		default:
@@ -141,4 +139,12 @@ func (s *Server) inputItems(in []inputItem) []*item {
 		out = append(out, x)
 	}
 	return out
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

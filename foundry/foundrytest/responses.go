@@ -122,6 +122,9 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 	}
 	if present(m, "tools") {
 		req.tools = m["tools"]
+		if e := checkDeferred(req.tools, "tools"); e != nil {
+			return nil, e
+		}
 	}
 	if present(m, "metadata") {
 		var md map[string]string
@@ -479,8 +482,9 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 			text, _ := messageText(it.Content)
 			texts = append(texts, text)
 			tail = append(tail, it)
-		case it.Type == "reasoning":
-			// The model's, before the items it goes with: nothing to play.
+		case it.Type == "reasoning", it.Type == "tool_search_call", it.Type == "tool_search_output":
+			// The model's (or the service's search for it), before the
+			// calls they go with: nothing to play.
 		case it.Type == "function_call" || it.Type == "mcp_approval_request" || it.Type == "message" && it.Role == "assistant":
 			if it.Type == "mcp_approval_request" {
 				it.CallID = it.ID
@@ -580,6 +584,25 @@ func offer(model *coretest.Model, tools json.RawMessage) {
 	}
 }
 
+// checkDeferred refuses deferred function tools without a tool_search
+// tool beside them, as the service does.
+func checkDeferred(tools json.RawMessage, param string) *apiError {
+	var list []struct {
+		Type         string `json:"type"`
+		DeferLoading bool   `json:"defer_loading"`
+	}
+	json.Unmarshal(tools, &list)
+	deferred, search := false, false
+	for _, t := range list {
+		deferred = deferred || t.DeferLoading
+		search = search || t.Type == "tool_search"
+	}
+	if deferred && !search {
+		return badRequest("invalid_request", param, "Deferred function tools (defer_loading: true) require a tool_search tool.")
+	}
+	return nil
+}
+
 // answerItem returns the item an input item answering a call stands for:
 // a function_call_output, or an mcp_approval_response.
 func answerItem(it inputItem) *item {
@@ -622,6 +645,22 @@ func (s *Server) chainModel(prev *response) *coretest.Model {
 func (s *Server) answer(r *response, a *coretest.Action) {
 	if (s.opts.Reasoning || a.Reasoning != "") && a.Fail == nil {
 		r.output = append(r.output, &item{Type: "reasoning", ID: s.newID("rs_"), Summary: a.Reasoning})
+	}
+	if a.Search != "" {
+		// The service's tool search ran, and loaded the deferred tools
+		// that match.
+		id := s.newID("ts_")
+		loaded := []map[string]any{}
+		var offered []map[string]any
+		json.Unmarshal(r.tools, &offered)
+		for _, t := range offered {
+			if name, _ := t["name"].(string); slices.Contains(a.Loaded, name) {
+				loaded = append(loaded, t)
+			}
+		}
+		r.output = append(r.output,
+			&item{Type: "tool_search_call", ID: id, CallID: id, Status: "completed", Arguments: string(mustJSON(map[string]string{"query": a.Search}))},
+			&item{Type: "tool_search_output", ID: s.newID("tso_"), CallID: id, Status: "completed", Output: mustJSON(loaded)})
 	}
 	switch {
 	case a.Fail != nil:

@@ -78,8 +78,9 @@ type inputItem struct {
 	CallID  string          `json:"call_id"`
 	Output  json.RawMessage `json:"output"`
 	Name    string          `json:"name"`
-	Args    *string         `json:"arguments"`
-	ID      string          `json:"id"`
+	Args    json.RawMessage `json:"arguments"` // a function call's: a JSON string
+
+	ID string `json:"id"`
 	// mcp_approval_response
 	ApprovalRequestID string  `json:"approval_request_id"`
 	Approve           *bool   `json:"approve"`
@@ -125,14 +126,15 @@ func parseInputOf(raw json.RawMessage, resent bool) ([]inputItem, *apiError) {
 				return nil, schemaError(fmt.Sprintf("input[%d]", i))
 			}
 		case "function_call":
-			if it.CallID == "" || it.Args == nil {
+			var args string
+			if it.CallID == "" || json.Unmarshal(it.Args, &args) != nil {
 				return nil, schemaError(fmt.Sprintf("input[%d]", i))
 			}
 		case "mcp_approval_response":
 			if it.ApprovalRequestID == "" || it.Approve == nil {
 				return nil, schemaError(fmt.Sprintf("input[%d]", i))
 			}
-		case "reasoning", "mcp_approval_request":
+		case "reasoning", "mcp_approval_request", "tool_search_call", "tool_search_output":
 			if !resent || it.ID == "" {
 				return nil, schemaError(fmt.Sprintf("input[%d]", i))
 			}

@@ -82,21 +82,30 @@ func CheckTransport(name string, t Transport) (bool, error) {
 	return false, errcode.Errorf(errcode.InvalidArgument, "%s: unknown transport %q: want %q or %q", name, t, Blocking, Streaming)
 }
 
-// FunctionTool is a function tool as the Responses API and the agents API
-// define one.
+// FunctionTool is a tool as the Responses API and the agents API define
+// one: a function tool, or the tool_search tool (Type only) that loads
+// the deferred ones.
 type FunctionTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
-	Strict      bool            `json:"strict"`
+	Type         string          `json:"type"`
+	Name         string          `json:"name,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	Parameters   json.RawMessage `json:"parameters,omitempty"`
+	Strict       bool            `json:"strict,omitempty"`
+	DeferLoading bool            `json:"defer_loading,omitempty"`
 }
 
-// FunctionTools returns the toolbox's tools as function tools.
+// FunctionTools returns the toolbox's tools as function tools, deferred
+// ones with defer_loading, followed by a tool_search tool (executed by the
+// service) when there is any.
 func FunctionTools(tools *core.Toolbox) []FunctionTool {
 	var out []FunctionTool
+	deferred := false
 	for _, t := range tools.Tools() {
-		out = append(out, FunctionTool{Type: "function", Name: t.Name(), Description: t.Description(), Parameters: t.Parameters(), Strict: t.Strict()})
+		out = append(out, FunctionTool{Type: "function", Name: t.Name(), Description: t.Description(), Parameters: t.Parameters(), Strict: t.Strict(), DeferLoading: t.DeferLoading()})
+		deferred = deferred || t.DeferLoading()
+	}
+	if deferred {
+		out = append(out, FunctionTool{Type: "tool_search"})
 	}
 	return out
 }
@@ -161,11 +170,11 @@ func (b *Backend) Name() string { return b.name }
 
 // Capabilities implements [driver.CapabilityReporter]: inputs may carry
 // images and files, outputs may be content arrays, a run may set a
-// response format unless the requests name an agent; there is no failure
-// flag and no deferred loading.
+// response format unless the requests name an agent; deferred tools are
+// loaded by the service's tool search; there is no failure flag.
 func (b *Backend) Capabilities() driver.Capabilities {
 	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: b.agentRef == nil, Streams: b.stream, ServiceApprovals: true,
-		LocalThreads: b.mode == Stateless}
+		LocalThreads: b.mode == Stateless, DeferredLoading: true}
 }
 
 // Mode returns how the backend links the responses of a thread.

@@ -120,6 +120,12 @@ func (h *harness) Inject(f conformance.Fault) bool {
 	case conformance.Unauthorized:
 		h.unauthorized = true
 		return true
+	case conformance.Duplicate:
+		// A blocking response answers one HTTP request: it cannot arrive
+		// twice. A stream's events can.
+		if !h.stream {
+			return false
+		}
 	default:
 		return false
 	}
@@ -145,6 +151,8 @@ func (h *harness) apply(f conformance.Fault) {
 		fault.Drop = true
 	case conformance.CutStream:
 		fault.CutText = 2
+	case conformance.Duplicate:
+		fault.Duplicate = true
 	}
 	op, queue := foundrytest.OpCreateResponse, []foundrytest.Fault{}
 	switch f.On {
@@ -172,7 +180,7 @@ func (h *harness) Close() {
 		status := map[conformance.FaultKind]int{conformance.RateLimited: 429, conformance.ServerError: 500}[f.Kind] // else 0: dropped
 		met := false
 		for _, r := range h.srv.Requests() {
-			met = met || r.Status == status
+			met = met || r.Status == status && f.Kind != conformance.Duplicate || r.Duplicated && f.Kind == conformance.Duplicate
 		}
 		if !met {
 			h.t.Errorf("the %s fault was never injected", f.Kind)

@@ -70,6 +70,11 @@ type Fault struct {
 	// although the response is complete. Requests that do not stream
 	// are served as if there were no fault.
 	CutText int
+	// Duplicate serves a streaming request with every event written
+	// twice (the same sequence number each time), as a service that
+	// delivers an event again does. Requests that do not stream are
+	// served as if there were no fault.
+	Duplicate bool
 }
 
 // apiError returns the error answer of a Status fault.

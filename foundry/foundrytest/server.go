@@ -105,6 +105,9 @@ type Request struct {
 	Status int
 	// Error is the error message of an error answer.
 	Error string
+	// Duplicated says the answer's events were each written twice (a
+	// Duplicate fault).
+	Duplicated bool
 }
 
 // NewServer starts a fake Foundry project playing script and returns it.
@@ -305,7 +308,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case v != nil:
 		if a, ok := v.(*sseAnswer); ok {
 			if f != nil {
-				a.cut = f.CutText
+				a.cut, a.dup = f.CutText, f.Duplicate
+				if f.Duplicate {
+					s.markDuplicated(ex)
+				}
 			}
 			s.writeSSE(ex, a)
 			return
@@ -364,6 +370,13 @@ func (s *Server) setStatus(ex *exchange, status int, msg string) {
 	defer s.mu.Unlock()
 	s.requests[ex.rec].Status = status
 	s.requests[ex.rec].Error = msg
+}
+
+// markDuplicated records that the answer of ex repeats its events.
+func (s *Server) markDuplicated(ex *exchange) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[ex.rec].Duplicated = true
 }
 
 func (s *Server) fail(ex *exchange, e *apiError) {

@@ -14,8 +14,9 @@ import (
 // server's lock is released.
 type sseAnswer struct {
 	events []sseEvent
-	first  int // the sequence number of the first event
-	cut    int // from a Fault: drop the connection after that many text deltas
+	first  int  // the sequence number of the first event
+	cut    int  // from a Fault: drop the connection after that many text deltas
+	dup    bool // from a Fault: write every event twice
 }
 
 type sseEvent struct {
@@ -124,6 +125,9 @@ func (s *Server) writeSSE(ex *exchange, a *sseAnswer) {
 			time.Sleep(s.script.DeltaPause())
 		}
 		ex.w.Write(f)
+		if a.dup {
+			ex.w.Write(f)
+		}
 		if fl != nil {
 			fl.Flush()
 		}

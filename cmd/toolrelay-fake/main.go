@@ -17,10 +17,32 @@
 //
 // then serves until interrupted. Any non-empty bearer token is accepted.
 // The Foundry fake also serves the plain Responses API (requests that name
-// a model instead of an agent).
+// a model instead of an agent); -backend responses serves the same, its
+// BASE_URL the OpenAI base URL.
 // The script is a model script of package coretest in JSON; testdata/ holds
 // one for each flow of the services' documentation (customer.json,
 // horoscope.json, weather.json).
+//
+// # Faults
+//
+// -faults names a JSON file of faults to inject, in the vocabulary of the
+// Go fakes' Fault types (openaitest.Fault, foundrytest.Fault): an array of
+//
+//	{"on": "POST openai/v1/responses",  which requests: "METHOD path" (* is one
+//	                                    path segment), a Foundry operation
+//	                                    ("responses.create"), or "*"
+//	 "nth": 2, "times": 1,              the 2nd matching request, and 1 in all
+//	 "status": 429, "retry_after_ms": 1000, "code": "...", "message": "...",
+//	 "drop": true,                      served, then the answer dropped
+//	 "close_after": 3,                  a sessions event stream closed after 3 events
+//	 "cut_text": 2,                     a stream dropped after 2 text deltas
+//	 "duplicate": true,                 a stream's events written twice (the
+//	                                    sessions fake: every stream's)
+//	 "delay_ms": 200}                   the request held first
+//
+// For example, the second request for results of a session answered 429:
+//
+//	[{"on": "POST agents/sessions/*/events", "nth": 2, "status": 429, "retry_after_ms": 10}]
 package main
 
 import (
@@ -52,7 +74,8 @@ func main() {
 // run serves a fake until ctx ends.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("toolrelay-fake", flag.ContinueOnError)
-	backend := fs.String("backend", "", "the service to fake: openai or foundry")
+	backend := fs.String("backend", "", "the service to fake: openai, foundry or responses")
+	faultsPath := fs.String("faults", "", "a JSON file of faults to inject (see the package doc)")
 	scriptPath := fs.String("script", "", "the model script to play (coretest JSON)")
 	addr := fs.String("addr", "127.0.0.1:0", "the loopback address to listen on")
 	certPath := fs.String("cert", "", "where to write the certificate (foundry); default: a new temporary file")
@@ -66,26 +89,34 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	faults, err := loadFaults(*faultsPath)
+	if err != nil {
+		return err
+	}
 	ln, err := listen(*addr)
 	if err != nil {
 		return err
 	}
 	switch *backend {
-	case "foundry":
-		srv := foundrytest.NewServer(script, &foundrytest.Options{Listener: ln, Plain: true})
+	case "foundry", "responses":
+		srv := foundrytest.NewServer(script, &foundrytest.Options{Listener: ln, Plain: true, Fault: foundryFaults(faults)})
 		defer srv.Close()
 		path, err := writeCert(*certPath, srv.CertificatePEM())
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "BASE_URL=%s\nOPENAI_BASE_URL=%s\nCERT=%s\n", srv.ProjectEndpoint(), srv.OpenAIBaseURL(), path)
+		base := srv.ProjectEndpoint()
+		if *backend == "responses" {
+			base = srv.OpenAIBaseURL()
+		}
+		fmt.Fprintf(stdout, "BASE_URL=%s\nOPENAI_BASE_URL=%s\nCERT=%s\n", base, srv.OpenAIBaseURL(), path)
 	case "openai":
-		srv := serveOpenAI(script, ln)
+		srv := serveOpenAI(script, ln, faults)
 		defer srv.Close()
 		fmt.Fprintf(stdout, "BASE_URL=%s\n", srv.URL)
 	default:
 		ln.Close()
-		return fmt.Errorf("-backend must be openai or foundry, not %q", *backend)
+		return fmt.Errorf("-backend must be openai, foundry or responses, not %q", *backend)
 	}
 	<-ctx.Done()
 	return nil

@@ -123,7 +123,7 @@ func TestFlags(t *testing.T) {
 		wantErr string
 	}{
 		{[]string{"-backend", "foundry"}, "-script is required"},
-		{[]string{"-backend", "gemini", "-script", "../../testdata/weather.json"}, "-backend must be openai or foundry"},
+		{[]string{"-backend", "gemini", "-script", "../../testdata/weather.json"}, "-backend must be openai, foundry or responses"},
 		{[]string{"-backend", "foundry", "-script", "../../testdata/weather.json", "-addr", "0.0.0.0:0"}, "loopback addresses only"},
 		{[]string{"-backend", "foundry", "-script", "nope.json"}, "no such file"},
 	}
@@ -169,4 +169,73 @@ func TestOpenAIFake(t *testing.T) {
 	if got := res.OutputText(); got != want {
 		t.Errorf("answer %q, want %q", got, want)
 	}
+}
+
+// TestFaultsFile: faults from a -faults file reach the wire, on the
+// request they name: the first responses.create answered 429 with its
+// Retry-After, a session's results request 500, a stream's events twice.
+func TestFaultsFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Run("responses", func(t *testing.T) {
+		faults := write("r.json", `[{"on": "responses.create", "status": 429, "retry_after_ms": 1500, "message": "slow down"}]`)
+		s := start(t, "-backend", "responses", "-script", "../../testdata/horoscope.json", "-faults", faults)
+		pem, err := os.ReadFile(s["CERT"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		post := func() *http.Response {
+			req, _ := http.NewRequest("POST", s["BASE_URL"]+"responses", strings.NewReader(`{"model":"gpt-4.1-mini","input":"hi"}`))
+			req.Header.Set("Authorization", "Bearer k")
+			req.Header.Set("Content-Type", "application/json")
+			res, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res
+		}
+		if res := post(); res.StatusCode != 429 || res.Header.Get("Retry-After-Ms") != "1500" {
+			t.Errorf("first request: %d, retry-after-ms %q; want 429, 1500", res.StatusCode, res.Header.Get("Retry-After-Ms"))
+		}
+		if res := post(); res.StatusCode != 200 {
+			t.Errorf("second request: %d, want 200 (times 1)", res.StatusCode)
+		}
+	})
+	t.Run("openai", func(t *testing.T) {
+		faults := write("o.json", `[{"on": "POST agents/sessions/*/events", "status": 500}]`)
+		s := start(t, "-backend", "openai", "-script", "../../testdata/customer.json", "-faults", faults)
+		post := func(path, body string) int {
+			req, _ := http.NewRequest("POST", s["BASE_URL"]+"/"+path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer k")
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res.StatusCode
+		}
+		if got := post("agents/sessions/sess_x/events", `{"events":[{"type":"agent.session.input.cancel"}]}`); got != 500 {
+			t.Errorf("events request: %d, want the injected 500", got)
+		}
+	})
+	t.Run("bad file", func(t *testing.T) {
+		faults := write("bad.json", `[{"status": 500}]`)
+		cmd := exec.Command(os.Args[0], "-backend", "openai", "-script", "../../testdata/customer.json", "-faults", faults)
+		cmd.Env = append(os.Environ(), "TOOLRELAY_FAKE_MAIN=1")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), `"on" is required`) {
+			t.Errorf("a fault without \"on\": %v, %s; want it refused", err, out)
+		}
+	})
 }

@@ -9,6 +9,6 @@ import (
 
 // serveOpenAI serves the fake OpenAI Agents API on ln; its base URL ends
 // in /v1, like the service's.
-func serveOpenAI(script *coretest.Script, ln net.Listener) *openaitest.Server {
-	return openaitest.NewServer(script, &openaitest.Options{Listener: ln})
+func serveOpenAI(script *coretest.Script, ln net.Listener, faults []*faultSpec) *openaitest.Server {
+	return openaitest.NewServer(script, &openaitest.Options{Listener: ln, Fault: openaiFaults(faults), DuplicateEvents: duplicates(faults)})
 }

@@ -70,6 +70,9 @@ type Fault struct {
 	// although the response is complete. Requests that do not stream
 	// are served as if there were no fault.
 	CutText int
+	// Delay holds the request this long before handling it (the client's
+	// canceling the request ends the wait).
+	Delay time.Duration
 	// Duplicate serves a streaming request with every event written
 	// twice (the same sequence number each time), as a service that
 	// delivers an event again does. Requests that do not stream are

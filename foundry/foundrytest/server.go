@@ -287,6 +287,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if f == nil && s.opts.Fault != nil {
 		f = s.opts.Fault(&Request{Op: ex.op, Method: r.Method, Path: ex.path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: ex.body})
 	}
+	if f != nil && f.Delay > 0 {
+		t := time.NewTimer(f.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
 	if f != nil && f.Status != 0 {
 		f.setRetryAfter(w.Header())
 		s.fail(ex, f.apiError())

@@ -4,14 +4,26 @@
 // service's wire format and plays a [coretest.Script] as the model. It
 // serves, under /api/projects/<project>:
 //
-//   - the agents API (api-version=v1 required): POST /agents,
-//     GET|DELETE /agents/{name}, POST /agents/{name}/versions,
+//   - the agents API (api-version=v1 required): POST|GET /agents,
+//     GET|POST|DELETE /agents/{name} (POST: a new version),
+//     POST|GET /agents/{name}/versions,
 //     GET|DELETE /agents/{name}/versions/{version};
 //   - the OpenAI-compatible API (no api-version): POST /openai/v1/conversations,
-//     GET|DELETE /openai/v1/conversations/{id}, POST|GET
+//     GET|POST|DELETE /openai/v1/conversations/{id}, POST|GET
 //     /openai/v1/conversations/{id}/items, POST /openai/v1/responses (JSON,
 //     or server-sent events when "stream": true), GET|DELETE
-//     /openai/v1/responses/{id}.
+//     /openai/v1/responses/{id}, GET /openai/v1/responses/{id}/input_items,
+//     GET /openai/v1/models.
+//
+// A plain request (Options.Plain; no agent_reference) may resend a whole
+// history instead of naming a previous response, as the Responses
+// function-calling loop does with store false: its function_call,
+// reasoning, tool_search and MCP approval items are the caller's record of
+// the model's output, replayed through a new model. A response echoes the
+// request's store (one not stored cannot be read or continued) and tools.
+// Deferred function tools need a tool_search tool; the model calls them
+// only after its scripted search (tool_search_call and tool_search_output
+// items) loaded them, and calls no tool it was not given.
 //
 // Each conversation, and each chain of responses linked by
 // previous_response_id, has its own [coretest.Model]: a conversation's
@@ -56,4 +68,13 @@
 // usage every response reports. [Server.Requests] returns every
 // request as it arrived, with the status answered; [Server.Received]
 // returns what the fake accepted in neutral terms ([coretest.Received]).
+// A Duplicate fault writes a stream's events twice; Delay holds a request.
+//
+// # Limits
+//
+// Only prompt agents with function tools (and tool search, and MCP
+// approval requests scripted with coretest.Call.Approval) are modelled;
+// hosted tools are accepted in definitions and never run. A blocking
+// response cannot be delivered twice. Reasoning items carry no encrypted
+// content. Model deployments are a fixed list.
 package foundrytest

@@ -14,9 +14,11 @@
 //
 // # What it serves
 //
-// POST agents, GET and DELETE agents/{id}; POST agents/sessions (plain, and
+// POST and GET (list) agents, GET, POST (update) and DELETE agents/{id};
+// GET agents/sessions (list, by agent); POST agents/sessions (plain, and
 // with "stream": true a creation stream that carries the first turn); GET
-// and DELETE agents/sessions/{id}; GET agents/sessions/{id}/events (SSE;
+// POST (update: metadata) and DELETE agents/sessions/{id}; GET
+// agents/sessions/{id}/events (SSE;
 // the subscriber is registered before the headers are flushed); POST
 // agents/sessions/{id}/events (202); GET .../items, .../turns,
 // .../turns/{turn_id} and .../turns/{turn_id}/items. Paths are served with
@@ -60,4 +62,15 @@
 // [Server.Received] reports what the sessions received in the neutral terms
 // of [coretest.Received] (for the shared conformance suite);
 // [Server.Requests] reports every raw request.
+//
+// # Limits
+//
+// The fake runs function tools in the client only: environment types other
+// than "none", hosted tools, subagents, artifacts, traces and vaults are
+// not served (404 or 400). Computer use is limited to requests for a
+// browser's access to an origin (scripted with coretest.Call.Origin); a
+// sign-in request is never sent. Agent updates apply to later sessions
+// only; session updates keep metadata only (spend control and prompt cache
+// options are accepted and ignored). DuplicateEvents duplicates every
+// stream, not one request's.
 package openaitest

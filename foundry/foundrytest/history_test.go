@@ -61,3 +61,36 @@ func TestHistoryResend(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamUsage: a streamed response reports its usage when it is done,
+// not when it is created (response.created and response.in_progress have
+// usage null).
+func TestStreamUsage(t *testing.T) {
+	_, client := newServer(t, horoscope(), &foundrytest.Options{Plain: true})
+	stream := client.Responses.NewStreaming(t.Context(), responses.ResponseNewParams{Model: "gpt-4.1-mini",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is my horoscope? I am an Aquarius.")}})
+	var seen []string
+	for stream.Next() {
+		ev := stream.Current()
+		var m struct {
+			Response struct {
+				Usage json.RawMessage `json:"usage"`
+			} `json:"response"`
+		}
+		json.Unmarshal([]byte(ev.RawJSON()), &m)
+		switch ev.Type {
+		case "response.created", "response.in_progress":
+			if string(m.Response.Usage) != "null" {
+				t.Errorf("%s: usage %s, want null", ev.Type, m.Response.Usage)
+			}
+		case "response.completed":
+			if string(m.Response.Usage) == "null" || len(m.Response.Usage) == 0 {
+				t.Errorf("response.completed without usage")
+			}
+		}
+		seen = append(seen, ev.Type)
+	}
+	if err := stream.Err(); err != nil || len(seen) == 0 || seen[len(seen)-1] != "response.completed" {
+		t.Fatalf("stream: %v, events %v", err, seen)
+	}
+}

@@ -57,7 +57,8 @@ type Journal interface {
 	Get(ctx context.Context, key Key) (Entry, bool, error)
 	// Prune deletes finished and submitted entries last updated before t
 	// (and, in a journal that keeps approvals, the approvals decided
-	// before t; in one that keeps notes, the notes set before t) and
+	// before t; in one that keeps notes, the notes set before t; in one
+	// that keeps runs, the ended runs last updated before t) and
 	// returns how many it deleted.
 	Prune(ctx context.Context, before time.Time) (int, error)
 }
@@ -156,6 +157,7 @@ type Memory struct {
 	entries   map[Key]*Entry
 	approvals map[Key]*Approval
 	notes     map[noteKey]note
+	runs      map[runKey]*Run
 	now       func() time.Time
 }
 
@@ -270,6 +272,11 @@ func (j *Memory) Prune(_ context.Context, before time.Time) (int, error) {
 	for k, nt := range j.notes {
 		if nt.updated.Before(before) {
 			delete(j.notes, k)
+		}
+	}
+	for k, r := range j.runs {
+		if r.State.Ended() && r.Updated.Before(before) {
+			delete(j.runs, k)
 		}
 	}
 	return n, nil

@@ -65,6 +65,7 @@ func Run(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
 	}
 	runApprovals(t, newJournal)
 	runNotes(t, newJournal)
+	runRuns(t, newJournal)
 }
 
 // key returns a key of the suite's thread.

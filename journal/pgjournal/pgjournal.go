@@ -315,6 +315,9 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.notes+` WHERE updated < $1`, before); err != nil {
 		return int(tag.RowsAffected()), j.opError("prune notes", err)
 	}
+	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.runs+` WHERE state IN ('finished', 'failed', 'continued') AND updated < $1`, before); err != nil {
+		return int(tag.RowsAffected()), j.opError("prune runs", err)
+	}
 	return int(tag.RowsAffected()), nil
 }
 

@@ -272,8 +272,8 @@ func TestOpenSchemaVersions(t *testing.T) {
 		setup string // run on the version table (%s)
 		want  string // SCHEMA stands for the schema
 	}{
-		{"older", `UPDATE %s SET version = 0`, "schema version 0, older than version 3"},
-		{"newer", `UPDATE %s SET version = 4`, "schema version 4, written by a newer toolrelay"},
+		{"older", `UPDATE %s SET version = 0`, "schema version 0, older than version 4"},
+		{"newer", `UPDATE %s SET version = 5`, "schema version 5, written by a newer toolrelay"},
 		{"unversioned", `DROP TABLE %s`, "there is a table SCHEMA.toolrelay_journal but no table SCHEMA.toolrelay_journal_version"},
 		{"empty version table", `DELETE FROM %s`, "the table SCHEMA.toolrelay_journal_version is empty"},
 	} {
@@ -354,8 +354,9 @@ func TestMigrate(t *testing.T) {
 		version int
 		drop    []string
 	}{
-		{1, []string{"toolrelay_journal_approvals", "toolrelay_journal_notes"}},
-		{2, []string{"toolrelay_journal_notes"}},
+		{1, []string{"toolrelay_journal_approvals", "toolrelay_journal_notes", "toolrelay_journal_runs"}},
+		{2, []string{"toolrelay_journal_notes", "toolrelay_journal_runs"}},
+		{3, []string{"toolrelay_journal_runs"}},
 	} {
 		t.Run(fmt.Sprint("version", tc.version), func(t *testing.T) {
 			ctx := t.Context()
@@ -383,6 +384,9 @@ func TestMigrate(t *testing.T) {
 			}
 			if err := j.SetNote(ctx, "b", "t", "n", "v"); err != nil {
 				t.Fatalf("SetNote after the migration: %v", err)
+			}
+			if err := j.PutRun(ctx, driver.Run{Backend: "b", Thread: "t", State: driver.RunRunning}); err != nil {
+				t.Fatalf("PutRun after the migration: %v", err)
 			}
 			var v int
 			conn := connect(t)

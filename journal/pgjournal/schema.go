@@ -14,12 +14,12 @@ import (
 // SchemaVersion is the version of the tables this package reads and
 // writes. A journal whose version table holds another version is refused
 // at open.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // tables names the tables of one journal, quoted for SQL.
 type tables struct {
-	schema                             string // unquoted; "" for the search path's
-	entries, version, approvals, notes string
+	schema                                   string // unquoted; "" for the search path's
+	entries, version, approvals, notes, runs string
 	// name is the journal's qualified, unquoted name, for messages and
 	// the advisory lock.
 	name string
@@ -36,7 +36,7 @@ func newTables(schema, table string) tables {
 	if schema != "" {
 		name = schema + "." + table
 	}
-	return tables{schema: schema, entries: ident(table), version: ident(table + "_version"), approvals: ident(table + "_approvals"), notes: ident(table + "_notes"), name: name}
+	return tables{schema: schema, entries: ident(table), version: ident(table + "_version"), approvals: ident(table + "_approvals"), notes: ident(table + "_notes"), runs: ident(table + "_runs"), name: name}
 }
 
 func (t tables) create() []string {
@@ -58,6 +58,7 @@ func (t tables) create() []string {
 		) WITH (fillfactor = 70)`,
 		t.createApprovals(),
 		t.createNotes(),
+		t.createRuns(),
 		`CREATE TABLE ` + t.version + ` (version integer NOT NULL)`,
 		fmt.Sprintf(`INSERT INTO %s (version) VALUES (%d)`, t.version, SchemaVersion),
 	}
@@ -96,10 +97,27 @@ func (t tables) createNotes() string {
 		)`
 }
 
+// createRuns creates the runs table (schema version 4), with an index for
+// the claims of expired runs.
+func (t tables) createRuns() string {
+	return `CREATE TABLE ` + t.runs + ` (
+			backend     text NOT NULL,
+			thread      text NOT NULL,
+			state       text NOT NULL,
+			owner       text NOT NULL,
+			lease_until timestamptz,
+			options     text NOT NULL,
+			error       text NOT NULL,
+			created     timestamptz NOT NULL,
+			updated     timestamptz NOT NULL,
+			PRIMARY KEY (backend, thread)
+		)`
+}
+
 // migrations returns, for each older schema version v, the statement that
 // moves a journal to version v+1: each only adds a table.
 func (t tables) migrations() map[int]string {
-	return map[int]string{1: t.createApprovals(), 2: t.createNotes()}
+	return map[int]string{1: t.createApprovals(), 2: t.createNotes(), 3: t.createRuns()}
 }
 
 // migrate moves a journal of an older schema version to the current one

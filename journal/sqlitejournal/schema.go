@@ -11,18 +11,33 @@ import (
 
 // SchemaVersion is the version of the tables this package reads and writes.
 // A file whose version table holds another version is refused at open.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // The tables. The version table holds one row: the schema version of the
 // file. Times are Unix nanoseconds; result is JSON text. Version 2 added
-// the approvals table, version 3 the notes table (a file of an older
-// version is migrated at open).
+// the approvals table, version 3 the notes table, version 4 the runs
+// table (a file of an older version is migrated at open).
 const (
 	entriesTable   = "toolrelay_journal"
 	versionTable   = "toolrelay_journal_version"
 	approvalsTable = "toolrelay_journal_approvals"
 	notesTable     = "toolrelay_journal_notes"
+	runsTable      = "toolrelay_journal_runs"
 )
+
+// runsSchema creates the runs table (schema version 4).
+const runsSchema = `CREATE TABLE ` + runsTable + ` (
+		backend     TEXT NOT NULL,
+		thread      TEXT NOT NULL,
+		state       TEXT NOT NULL,
+		owner       TEXT NOT NULL,
+		lease_until INTEGER NOT NULL,
+		options     TEXT NOT NULL,
+		error       TEXT NOT NULL,
+		created     INTEGER NOT NULL,
+		updated     INTEGER NOT NULL,
+		PRIMARY KEY (backend, thread)
+	) WITHOUT ROWID`
 
 // notesSchema creates the notes table (schema version 3).
 const notesSchema = `CREATE TABLE ` + notesTable + ` (
@@ -36,7 +51,7 @@ const notesSchema = `CREATE TABLE ` + notesTable + ` (
 
 // migrations[v] moves a file of schema version v to version v+1: each
 // only adds a table.
-var migrations = map[int]string{1: approvalsSchema, 2: notesSchema}
+var migrations = map[int]string{1: approvalsSchema, 2: notesSchema, 3: runsSchema}
 
 // approvalsSchema creates the approvals table (schema version 2).
 const approvalsSchema = `CREATE TABLE ` + approvalsTable + ` (
@@ -75,6 +90,7 @@ var schema = []string{
 	) WITHOUT ROWID`,
 	approvalsSchema,
 	notesSchema,
+	runsSchema,
 	`CREATE TABLE ` + versionTable + ` (version INTEGER NOT NULL)`,
 	fmt.Sprintf(`INSERT INTO %s (version) VALUES (%d)`, versionTable, SchemaVersion),
 }

@@ -442,7 +442,10 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 				if _, err := j.conn.ExecContext(ctx, `DELETE FROM `+approvalsTable+` WHERE decided < ?`, before.UnixNano()); err != nil {
 					return err
 				}
-				_, err := j.conn.ExecContext(ctx, `DELETE FROM `+notesTable+` WHERE updated < ?`, before.UnixNano())
+				if _, err := j.conn.ExecContext(ctx, `DELETE FROM `+notesTable+` WHERE updated < ?`, before.UnixNano()); err != nil {
+					return err
+				}
+				_, err := j.conn.ExecContext(ctx, `DELETE FROM `+runsTable+` WHERE state IN ('finished', 'failed', 'continued') AND updated < ?`, before.UnixNano())
 				return err
 			}})
 			if err != nil {

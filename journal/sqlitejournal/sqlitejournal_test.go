@@ -203,13 +203,13 @@ func TestOpenBadFile(t *testing.T) {
 			name:    "older schema",
 			content: valid,
 			setup:   `UPDATE toolrelay_journal_version SET version = 0`,
-			want:    "schema version 0, older than version 3",
+			want:    "schema version 0, older than version 4",
 		},
 		{
 			name:    "newer schema",
 			content: valid,
-			setup:   `UPDATE toolrelay_journal_version SET version = 4`,
-			want:    "schema version 4, written by a newer toolrelay",
+			setup:   `UPDATE toolrelay_journal_version SET version = 5`,
+			want:    "schema version 5, written by a newer toolrelay",
 		},
 		{
 			name:    "unversioned",
@@ -421,16 +421,17 @@ func TestPruneMany(t *testing.T) {
 	}
 }
 
-// TestMigrate: a file of an older schema version (1: no approvals and no
-// notes table; 2: no notes table) is migrated at open: its entries stay, it
+// TestMigrate: a file of an older schema version (1: no approvals, notes
+// and runs tables; 2: no notes and runs; 3: no runs) is migrated at open: its entries stay, it
 // gets the tables it lacks, and its version becomes the current one.
 func TestMigrate(t *testing.T) {
 	for _, tc := range []struct {
 		version int
 		drop    string
 	}{
-		{1, `DROP TABLE toolrelay_journal_approvals; DROP TABLE toolrelay_journal_notes`},
-		{2, `DROP TABLE toolrelay_journal_notes`},
+		{1, `DROP TABLE toolrelay_journal_approvals; DROP TABLE toolrelay_journal_notes; DROP TABLE toolrelay_journal_runs`},
+		{2, `DROP TABLE toolrelay_journal_notes; DROP TABLE toolrelay_journal_runs`},
+		{3, `DROP TABLE toolrelay_journal_runs`},
 	} {
 		t.Run(fmt.Sprint("version", tc.version), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "journal.db")
@@ -462,6 +463,9 @@ func TestMigrate(t *testing.T) {
 			}
 			if err := j.SetNote(t.Context(), "b", "t", "n", "v"); err != nil {
 				t.Fatalf("SetNote after the migration: %v", err)
+			}
+			if err := j.PutRun(t.Context(), driver.Run{Backend: "b", Thread: "t", State: driver.RunRunning}); err != nil {
+				t.Fatalf("PutRun after the migration: %v", err)
 			}
 			var v int
 			db, _ = sql.Open("sqlite", path)

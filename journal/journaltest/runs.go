@@ -1,0 +1,207 @@
+package journaltest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// runCases are the rules of [jdriver.Runs], checked for journals that
+// implement it.
+var runCases = []struct {
+	name, explanation string
+	f                 func(t *testing.T, j jdriver.Runs)
+}{
+	{
+		name:        "RunPutList",
+		explanation: "PutRun records a run, and updates it when it exists (keeping when it was created); ListRuns returns the runs of a backend (or all), in a state (or any), oldest first, at most limit.",
+		f: func(t *testing.T, j jdriver.Runs) {
+			ctx := t.Context()
+			lease := time.Now().Add(time.Hour)
+			for _, r := range []jdriver.Run{
+				{Backend: "journaltest", Thread: "t1", State: jdriver.RunRunning, Owner: "a", LeaseUntil: lease, Options: `{"max_steps":3}`},
+				{Backend: "journaltest", Thread: "t2", State: jdriver.RunRunning, Owner: "a", LeaseUntil: lease},
+				{Backend: "other", Thread: "t3", State: jdriver.RunRunning, Owner: "a", LeaseUntil: lease},
+			} {
+				if err := j.PutRun(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Millisecond) // distinct creation times
+			}
+			if err := j.PutRun(ctx, jdriver.Run{Backend: "journaltest", Thread: "t1", State: jdriver.RunFailed, Owner: "a", Error: "boom"}); err != nil {
+				t.Fatal(err)
+			}
+			threads := func(rs []jdriver.Run) []string {
+				var out []string
+				for _, r := range rs {
+					out = append(out, r.Thread)
+				}
+				return out
+			}
+			for _, tc := range []struct {
+				backend string
+				state   jdriver.RunState
+				limit   int
+				want    []string
+			}{
+				{"journaltest", "", 10, []string{"t1", "t2"}},
+				{"", "", 10, []string{"t1", "t2", "t3"}},
+				{"", "", 2, []string{"t1", "t2"}},
+				{"journaltest", jdriver.RunRunning, 10, []string{"t2"}},
+				{"journaltest", jdriver.RunFailed, 10, []string{"t1"}},
+			} {
+				got, err := j.ListRuns(ctx, tc.backend, tc.state, tc.limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tc.want, threads(got)); diff != "" {
+					t.Errorf("ListRuns(%q, %q, %d) (-want +got):\n%s", tc.backend, tc.state, tc.limit, diff)
+				}
+			}
+			failed, _ := j.ListRuns(ctx, "journaltest", jdriver.RunFailed, 1)
+			if len(failed) != 1 || failed[0].Error != "boom" || failed[0].Created.IsZero() || failed[0].Updated.Before(failed[0].Created) {
+				t.Errorf("the updated run = %+v, want its error and its creation time kept", failed)
+			}
+		},
+	},
+	{
+		name:        "RunRenewClaim",
+		explanation: "RenewRun extends the owner's lease, and fails with ErrLeaseLost for another owner or a run not running; ClaimRuns takes only running runs whose lease expired, oldest lease first, at most limit, giving them to the claimer with a new lease.",
+		f: func(t *testing.T, j jdriver.Runs) {
+			ctx := t.Context()
+			past := time.Now().Add(-time.Minute)
+			for _, r := range []jdriver.Run{
+				{Backend: "journaltest", Thread: "expired-late", State: jdriver.RunRunning, Owner: "dead", LeaseUntil: past.Add(30 * time.Second)},
+				{Backend: "journaltest", Thread: "expired-early", State: jdriver.RunRunning, Owner: "dead", LeaseUntil: past},
+				{Backend: "journaltest", Thread: "alive", State: jdriver.RunRunning, Owner: "a", LeaseUntil: time.Now().Add(time.Hour)},
+				{Backend: "journaltest", Thread: "paused", State: jdriver.RunAwaiting, Owner: "dead", LeaseUntil: past},
+				{Backend: "other", Thread: "elsewhere", State: jdriver.RunRunning, Owner: "dead", LeaseUntil: past},
+			} {
+				if err := j.PutRun(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := j.RenewRun(ctx, "journaltest", "alive", "a", time.Hour); err != nil {
+				t.Errorf("RenewRun by the owner: %v", err)
+			}
+			if err := j.RenewRun(ctx, "journaltest", "alive", "b", time.Hour); !errors.Is(err, jdriver.ErrLeaseLost) {
+				t.Errorf("RenewRun by another owner: %v, want ErrLeaseLost", err)
+			}
+			if err := j.RenewRun(ctx, "journaltest", "paused", "dead", time.Hour); !errors.Is(err, jdriver.ErrLeaseLost) {
+				t.Errorf("RenewRun of a paused run: %v, want ErrLeaseLost", err)
+			}
+			got, err := j.ClaimRuns(ctx, "journaltest", "b", time.Hour, 1)
+			if err != nil || len(got) != 1 || got[0].Thread != "expired-early" || got[0].Owner != "b" || !got[0].LeaseUntil.After(time.Now()) {
+				t.Fatalf("ClaimRuns(limit 1) = %+v, %v; want expired-early, now b's", got, err)
+			}
+			got, err = j.ClaimRuns(ctx, "journaltest", "c", time.Hour, 10)
+			if err != nil || len(got) != 1 || got[0].Thread != "expired-late" {
+				t.Fatalf("ClaimRuns = %+v, %v; want expired-late only", got, err)
+			}
+			if got, _ := j.ClaimRuns(ctx, "journaltest", "d", time.Hour, 10); len(got) != 0 {
+				t.Errorf("a third ClaimRuns = %+v, want nothing left", got)
+			}
+			if err := j.RenewRun(ctx, "journaltest", "expired-early", "b", time.Hour); err != nil {
+				t.Errorf("RenewRun by the claimer: %v", err)
+			}
+		},
+	},
+	{
+		name:        "RunClaimRace",
+		explanation: "Of several owners claiming expired runs at once, each run goes to exactly one.",
+		f: func(t *testing.T, j jdriver.Runs) {
+			ctx := t.Context()
+			const runs = 20
+			for i := range runs {
+				if err := j.PutRun(ctx, jdriver.Run{Backend: "journaltest", Thread: "t" + string(rune('a'+i)), State: jdriver.RunRunning, Owner: "dead", LeaseUntil: time.Now().Add(-time.Second)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var (
+				wg  sync.WaitGroup
+				mu  sync.Mutex
+				got = map[string]string{}
+			)
+			for _, owner := range []string{"a", "b", "c", "d"} {
+				wg.Go(func() {
+					for {
+						rs, err := j.ClaimRuns(ctx, "journaltest", owner, time.Hour, 3)
+						if err != nil {
+							t.Errorf("ClaimRuns by %s: %v", owner, err)
+							return
+						}
+						if len(rs) == 0 {
+							return
+						}
+						mu.Lock()
+						for _, r := range rs {
+							if prev, dup := got[r.Thread]; dup {
+								t.Errorf("run %s claimed by %s and %s", r.Thread, prev, owner)
+							}
+							got[r.Thread] = owner
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if len(got) != runs {
+				t.Errorf("%d runs claimed, want %d", len(got), runs)
+			}
+		},
+	},
+	{
+		name:        "RunPrune",
+		explanation: "Prune deletes the ended runs last updated before its time, and keeps running and paused ones.",
+		f: func(t *testing.T, j jdriver.Runs) {
+			ctx := t.Context()
+			for _, r := range []jdriver.Run{
+				{Backend: "journaltest", Thread: "done", State: jdriver.RunFinished},
+				{Backend: "journaltest", Thread: "running", State: jdriver.RunRunning, Owner: "a", LeaseUntil: time.Now().Add(time.Hour)},
+				{Backend: "journaltest", Thread: "paused", State: jdriver.RunAwaiting},
+			} {
+				if err := j.PutRun(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := j.(jdriver.Journal).Prune(ctx, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			left, err := j.ListRuns(ctx, "journaltest", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var threads []string
+			for _, r := range left {
+				threads = append(threads, r.Thread)
+			}
+			if diff := cmp.Diff([]string{"running", "paused"}, threads); diff != "" {
+				t.Errorf("runs after Prune (-want +got):\n%s", diff)
+			}
+		},
+	},
+}
+
+// runRuns runs runCases, when j implements jdriver.Runs.
+func runRuns(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
+	t.Helper()
+	for _, c := range runCases {
+		t.Run(c.name, func(t *testing.T) {
+			r, ok := newJournal(t).(jdriver.Runs)
+			if !ok {
+				t.Skip("the journal keeps no runs (jdriver.Runs)")
+			}
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("rule: %s", c.explanation)
+				}
+			})
+			c.f(t, r)
+		})
+	}
+}

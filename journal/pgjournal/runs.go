@@ -1,0 +1,99 @@
+package pgjournal
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolrelay/toolrelay/journal/driver"
+)
+
+var _ driver.Runs = (*Journal)(nil)
+
+const runColumns = `backend, thread, state, owner, lease_until, options, error, created, updated`
+
+// PutRun implements [driver.Runs]: one upsert.
+func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
+	var lease *time.Time
+	if !r.LeaseUntil.IsZero() {
+		lease = &r.LeaseUntil
+	}
+	_, err := j.pool.Exec(ctx, `INSERT INTO `+j.t.runs+` (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
+		ON CONFLICT (backend, thread) DO UPDATE SET state = excluded.state, owner = excluded.owner, lease_until = excluded.lease_until,
+			options = excluded.options, error = excluded.error, updated = excluded.updated`,
+		r.Backend, r.Thread, string(r.State), r.Owner, lease, r.Options, r.Error)
+	if err != nil {
+		return j.opError("put run", err)
+	}
+	return nil
+}
+
+// RenewRun implements [driver.Runs]: a conditional UPDATE.
+func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error {
+	tag, err := j.pool.Exec(ctx, `UPDATE `+j.t.runs+` SET lease_until = now() + $1 * interval '1 microsecond', updated = now()
+		WHERE backend = $2 AND thread = $3 AND state = 'running' AND owner = $4`, lease.Microseconds(), backend, thread, owner)
+	switch {
+	case err != nil:
+		return j.opError("renew run", err)
+	case tag.RowsAffected() == 0:
+		return driver.ErrLeaseLost
+	}
+	return nil
+}
+
+// ClaimRuns implements [driver.Runs]: the expired runs are locked with FOR
+// UPDATE SKIP LOCKED, so that workers claiming at once take different
+// ones, and updated in the same statement.
+func (j *Journal) ClaimRuns(ctx context.Context, backend, owner string, lease time.Duration, limit int) ([]driver.Run, error) {
+	rows, err := j.pool.Query(ctx, `UPDATE `+j.t.runs+` AS r SET owner = $1, lease_until = now() + $2 * interval '1 microsecond', updated = now()
+		FROM (SELECT backend, thread FROM `+j.t.runs+` WHERE backend = $3 AND state = 'running' AND lease_until <= now()
+			ORDER BY lease_until, thread LIMIT $4 FOR UPDATE SKIP LOCKED) AS due
+		WHERE r.backend = due.backend AND r.thread = due.thread
+		RETURNING r.backend, r.thread, r.state, r.owner, r.lease_until, r.options, r.error, r.created, r.updated`,
+		owner, lease.Microseconds(), backend, max(limit, 0))
+	if err != nil {
+		return nil, j.opError("claim runs", err)
+	}
+	out, err := collectRuns(rows)
+	if err != nil {
+		return nil, j.opError("claim runs", err)
+	}
+	return out, nil
+}
+
+// ListRuns implements [driver.Runs].
+func (j *Journal) ListRuns(ctx context.Context, backend string, state driver.RunState, limit int) ([]driver.Run, error) {
+	rows, err := j.pool.Query(ctx, `SELECT `+runColumns+` FROM `+j.t.runs+`
+		WHERE ($1 = '' OR backend = $1) AND ($2 = '' OR state = $2) ORDER BY created, thread LIMIT $3`,
+		backend, string(state), max(limit, 0))
+	if err != nil {
+		return nil, j.opError("list runs", err)
+	}
+	out, err := collectRuns(rows)
+	if err != nil {
+		return nil, j.opError("list runs", err)
+	}
+	return out, nil
+}
+
+func collectRuns(rows pgx.Rows) ([]driver.Run, error) {
+	defer rows.Close()
+	var out []driver.Run
+	for rows.Next() {
+		var (
+			r     driver.Run
+			state string
+			lease *time.Time
+		)
+		if err := rows.Scan(&r.Backend, &r.Thread, &state, &r.Owner, &lease, &r.Options, &r.Error, &r.Created, &r.Updated); err != nil {
+			return nil, err
+		}
+		r.State = driver.RunState(state)
+		if lease != nil {
+			r.LeaseUntil = *lease
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,123 @@
+package sqlitejournal
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolrelay/toolrelay/journal/driver"
+)
+
+var _ driver.Runs = (*Journal)(nil)
+
+const runColumns = `backend, thread, state, owner, lease_until, options, error, created, updated`
+
+// PutRun implements [driver.Runs]: an upsert, synced as claims are (a run
+// record is what lets another worker find a dead one's run).
+func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
+	now := time.Now().UnixNano()
+	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
+		_, err := j.conn.ExecContext(ctx, `INSERT INTO `+runsTable+` (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (backend, thread) DO UPDATE SET state = excluded.state, owner = excluded.owner, lease_until = excluded.lease_until,
+				options = excluded.options, error = excluded.error, updated = excluded.updated`,
+			r.Backend, r.Thread, string(r.State), r.Owner, unixOrZero(r.LeaseUntil), r.Options, r.Error, now, now)
+		return err
+	}})
+	if err != nil {
+		return j.opError("put run", err)
+	}
+	return nil
+}
+
+// RenewRun implements [driver.Runs]: a conditional UPDATE, not synced (a
+// lost renewal costs a takeover, never a result).
+func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error {
+	var n int64
+	err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
+		now := time.Now()
+		res, err := j.conn.ExecContext(ctx, `UPDATE `+runsTable+` SET lease_until = ?, updated = ? WHERE backend = ? AND thread = ? AND state = 'running' AND owner = ?`,
+			now.Add(lease).UnixNano(), now.UnixNano(), backend, thread, owner)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	}})
+	switch {
+	case err != nil:
+		return j.opError("renew run", err)
+	case n == 0:
+		return driver.ErrLeaseLost
+	}
+	return nil
+}
+
+// ClaimRuns implements [driver.Runs]: one UPDATE … RETURNING in a synced
+// write transaction; the single writer makes it atomic.
+func (j *Journal) ClaimRuns(ctx context.Context, backend, owner string, lease time.Duration, limit int) ([]driver.Run, error) {
+	var out []driver.Run
+	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
+		out = nil
+		now := time.Now()
+		rows, err := j.conn.QueryContext(ctx, `UPDATE `+runsTable+` SET owner = ?, lease_until = ?, updated = ?
+			WHERE (backend, thread) IN (SELECT backend, thread FROM `+runsTable+`
+				WHERE backend = ? AND state = 'running' AND lease_until <= ? ORDER BY lease_until, thread LIMIT ?)
+			RETURNING `+runColumns,
+			owner, now.Add(lease).UnixNano(), now.UnixNano(), backend, now.UnixNano(), max(limit, 0))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	}})
+	if err != nil {
+		return nil, j.opError("claim runs", err)
+	}
+	return out, nil
+}
+
+// ListRuns implements [driver.Runs].
+func (j *Journal) ListRuns(ctx context.Context, backend string, state driver.RunState, limit int) ([]driver.Run, error) {
+	rows, err := j.db.QueryContext(ctx, `SELECT `+runColumns+` FROM `+runsTable+`
+		WHERE (? = '' OR backend = ?) AND (? = '' OR state = ?) ORDER BY created, thread LIMIT ?`,
+		backend, backend, string(state), string(state), max(limit, 0))
+	if err != nil {
+		return nil, j.opError("list runs", err)
+	}
+	defer rows.Close()
+	var out []driver.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, j.opError("list runs", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, j.opError("list runs", err)
+	}
+	return out, nil
+}
+
+func scanRun(row scanner) (driver.Run, error) {
+	var (
+		r                       driver.Run
+		state                   string
+		lease, created, updated int64
+	)
+	if err := row.Scan(&r.Backend, &r.Thread, &state, &r.Owner, &lease, &r.Options, &r.Error, &created, &updated); err != nil {
+		return driver.Run{}, err
+	}
+	r.State = driver.RunState(state)
+	if lease != 0 {
+		r.LeaseUntil = time.Unix(0, lease)
+	}
+	r.Created, r.Updated = time.Unix(0, created), time.Unix(0, updated)
+	return r, nil
+}

@@ -91,7 +91,13 @@ func (r *Runner) renewLeases(stop chan struct{}) {
 		l.mu.Unlock()
 		for _, key := range keys {
 			ctx, cancel := context.WithTimeout(context.Background(), every)
-			err := r.opts.Journal.Renew(ctx, key, r.opts.Owner, r.opts.Lease)
+			var err error
+			if key.Call == "" {
+				// A run's record (see runRecord).
+				err = r.opts.Journal.(driver.Runs).RenewRun(ctx, key.Backend, key.Thread, r.opts.Owner, r.opts.Lease)
+			} else {
+				err = r.opts.Journal.Renew(ctx, key, r.opts.Owner, r.opts.Lease)
+			}
 			cancel()
 			// A claim dropped meanwhile was finished or released: its
 			// renewal may fail.

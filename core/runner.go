@@ -342,7 +342,11 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return res, err
 	}
-	return r.loop(ctx, step, ro, thread, sk, info)
+	var rec *runRecord
+	if step != nil {
+		rec = r.recordRun(ctx, step.Thread, ro)
+	}
+	return r.loop(ctx, step, ro, thread, sk, info, rec)
 }
 
 func (r *Runner) runOptions(opts *RunOptions) RunOptions {
@@ -367,10 +371,11 @@ func runContext(ctx context.Context, d time.Duration) (context.Context, context.
 // loop runs the steps of a turn, from step, until the model answers. thread
 // is the thread the run was started or resumed on, if known, for a step
 // that does not name one.
-func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, sk *sink, info *RunInfo) (*Result, error) {
+func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, sk *sink, info *RunInfo, rec *runRecord) (*Result, error) {
 	t0 := time.Now()
 	res := &Result{Thread: thread}
 	finish := func(err error) (*Result, error) {
+		rec.end(ctx, err)
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(t0), Err: err, Usage: res.Usage})
 		return res, err
 	}
@@ -381,8 +386,10 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			return finish(&errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: errors.New("the backend returned no step")})
 		}
 		if step.Thread != res.Thread && res.Thread != "" {
-			// A chained thread moves on: its resumes must find the origin.
+			// A chained thread moves on: its resumes must find the origin,
+			// and its record follows.
 			r.saveOrigin(ctx, info, step.Thread)
+			rec.move(ctx, step.Thread)
 		}
 		res.Thread, res.Turn = step.Thread, step.Turn
 		res.Usage.Add(step.Usage)

@@ -14,6 +14,11 @@ type Runs interface {
 	// PutRun records r for its (Backend, Thread): created, or, when there
 	// is one, updated (state, owner, lease, options, error).
 	PutRun(ctx context.Context, r Run) error
+	// EndRun records that owner's run of (backend, thread) ended in state,
+	// with errText for a failed one. It returns an error matching
+	// ErrLeaseLost, changing nothing, when the run is not owner's any more
+	// (another worker took it over).
+	EndRun(ctx context.Context, backend, thread, owner string, state RunState, errText string) error
 	// RenewRun extends owner's lease on the running run of (backend,
 	// thread). It returns an error matching ErrLeaseLost when the run is
 	// not running under owner any more.
@@ -87,6 +92,18 @@ func (j *Memory) PutRun(_ context.Context, r Run) error {
 	}
 	r.Updated = now
 	j.runs[k] = &r
+	return nil
+}
+
+// EndRun implements [Runs].
+func (j *Memory) EndRun(_ context.Context, backend, thread, owner string, state RunState, errText string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r := j.runs[runKey{backend, thread}]
+	if r == nil || r.Owner != owner {
+		return ErrLeaseLost
+	}
+	r.State, r.Error, r.LeaseUntil, r.Updated = state, errText, time.Time{}, j.now()
 	return nil
 }
 

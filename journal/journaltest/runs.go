@@ -71,7 +71,7 @@ var runCases = []struct {
 	},
 	{
 		name:        "RunRenewClaim",
-		explanation: "RenewRun extends the owner's lease, and fails with ErrLeaseLost for another owner or a run not running; ClaimRuns takes only running runs whose lease expired, oldest lease first, at most limit, giving them to the claimer with a new lease.",
+		explanation: "RenewRun extends the owner's lease, and fails with ErrLeaseLost for another owner or a run not running; ClaimRuns takes only running runs whose lease expired, oldest lease first, at most limit, giving them to the claimer with a new lease; EndRun by the former owner is refused with ErrLeaseLost, by the owner recorded.",
 		f: func(t *testing.T, j jdriver.Runs) {
 			ctx := t.Context()
 			past := time.Now().Add(-time.Minute)
@@ -108,6 +108,16 @@ var runCases = []struct {
 			}
 			if err := j.RenewRun(ctx, "journaltest", "expired-early", "b", time.Hour); err != nil {
 				t.Errorf("RenewRun by the claimer: %v", err)
+			}
+			if err := j.EndRun(ctx, "journaltest", "expired-early", "dead", jdriver.RunFailed, "late"); !errors.Is(err, jdriver.ErrLeaseLost) {
+				t.Errorf("EndRun by the former owner: %v, want ErrLeaseLost", err)
+			}
+			if err := j.EndRun(ctx, "journaltest", "expired-early", "b", jdriver.RunFinished, ""); err != nil {
+				t.Errorf("EndRun by the owner: %v", err)
+			}
+			done, _ := j.ListRuns(ctx, "journaltest", jdriver.RunFinished, 10)
+			if len(done) != 1 || done[0].Thread != "expired-early" || done[0].Owner != "b" {
+				t.Errorf("finished runs %+v, want expired-early, b's", done)
 			}
 		},
 	},

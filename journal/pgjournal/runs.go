@@ -29,6 +29,19 @@ func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 	return nil
 }
 
+// EndRun implements [driver.Runs]: a conditional UPDATE.
+func (j *Journal) EndRun(ctx context.Context, backend, thread, owner string, state driver.RunState, errText string) error {
+	tag, err := j.pool.Exec(ctx, `UPDATE `+j.t.runs+` SET state = $1, error = $2, lease_until = NULL, updated = now()
+		WHERE backend = $3 AND thread = $4 AND owner = $5`, string(state), errText, backend, thread, owner)
+	switch {
+	case err != nil:
+		return j.opError("end run", err)
+	case tag.RowsAffected() == 0:
+		return driver.ErrLeaseLost
+	}
+	return nil
+}
+
 // RenewRun implements [driver.Runs]: a conditional UPDATE.
 func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error {
 	tag, err := j.pool.Exec(ctx, `UPDATE `+j.t.runs+` SET lease_until = now() + $1 * interval '1 microsecond', updated = now()

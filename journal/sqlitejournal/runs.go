@@ -28,6 +28,28 @@ func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 	return nil
 }
 
+// EndRun implements [driver.Runs]: a conditional UPDATE, synced as
+// claims are.
+func (j *Journal) EndRun(ctx context.Context, backend, thread, owner string, state driver.RunState, errText string) error {
+	var n int64
+	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
+		res, err := j.conn.ExecContext(ctx, `UPDATE `+runsTable+` SET state = ?, error = ?, lease_until = 0, updated = ? WHERE backend = ? AND thread = ? AND owner = ?`,
+			string(state), errText, time.Now().UnixNano(), backend, thread, owner)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	}})
+	switch {
+	case err != nil:
+		return j.opError("end run", err)
+	case n == 0:
+		return driver.ErrLeaseLost
+	}
+	return nil
+}
+
 // RenewRun implements [driver.Runs]: a conditional UPDATE, not synced (a
 // lost renewal costs a takeover, never a result).
 func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error {

@@ -1,0 +1,163 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// maxRecovered bounds the runs one Recover takes over.
+const maxRecovered = 100
+
+// runRecord is the record of a run this runner runs, in a journal that
+// keeps runs ([jdriver.Runs]); nil when there is none.
+type runRecord struct {
+	r       *Runner
+	runs    jdriver.Runs
+	thread  string
+	options string
+}
+
+// runOptionsJSON is what a run record keeps of a run's options, for the
+// worker that takes it over.
+type runOptionsJSON struct {
+	MaxSteps int           `json:"max_steps,omitempty"`
+	Timeout  time.Duration `json:"timeout,omitempty"`
+}
+
+// recordRun records that this runner runs the run on thread, under a lease
+// it renews, in a journal that keeps runs and that the runner did not make
+// itself (a journal of its own is never shared). It returns nil when there
+// is nothing to record.
+func (r *Runner) recordRun(ctx context.Context, thread string, ro RunOptions) *runRecord {
+	runs, ok := r.opts.Journal.(jdriver.Runs)
+	if !ok || r.own != nil || thread == "" {
+		return nil
+	}
+	b, _ := json.Marshal(runOptionsJSON{MaxSteps: ro.MaxSteps, Timeout: ro.Timeout})
+	rec := &runRecord{r: r, runs: runs, options: string(b)}
+	rec.move(ctx, thread)
+	return rec
+}
+
+// runKey is the lease key of a run's record: a key with no call.
+func (r *Runner) runKey(thread string) jdriver.Key {
+	return jdriver.Key{Backend: r.b.Name(), Thread: thread}
+}
+
+// move records the run as running on thread (a chain's thread moves on
+// with each response), the record of its former thread continued.
+func (rec *runRecord) move(ctx context.Context, thread string) {
+	if rec == nil || thread == rec.thread {
+		return
+	}
+	r := rec.r
+	err := rec.runs.PutRun(ctx, jdriver.Run{Backend: r.b.Name(), Thread: thread, State: jdriver.RunRunning, Owner: r.opts.Owner,
+		LeaseUntil: time.Now().Add(r.opts.Lease), Options: rec.options})
+	if err != nil {
+		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", thread, "error", err)
+		return
+	}
+	r.holdLease(r.runKey(thread))
+	if rec.thread != "" {
+		r.dropLease(r.runKey(rec.thread))
+		rec.endAs(ctx, jdriver.RunContinued, "")
+	}
+	rec.thread = thread
+}
+
+// end records how the run ended, and stops renewing its lease.
+func (rec *runRecord) end(ctx context.Context, err error) {
+	if rec == nil || rec.thread == "" {
+		return
+	}
+	rec.r.dropLease(rec.r.runKey(rec.thread))
+	state, msg := jdriver.RunFinished, ""
+	switch {
+	case errors.Is(err, ErrAwaitingApproval):
+		state = jdriver.RunAwaiting
+	case err != nil:
+		state, msg = jdriver.RunFailed, err.Error()
+	}
+	rec.endAs(context.WithoutCancel(ctx), state, msg)
+}
+
+// endAs records the run on its thread ended in state, unless another
+// worker took it over meanwhile.
+func (rec *runRecord) endAs(ctx context.Context, state jdriver.RunState, msg string) {
+	r := rec.r
+	err := rec.runs.EndRun(ctx, r.b.Name(), rec.thread, r.opts.Owner, state, msg)
+	switch {
+	case errors.Is(err, jdriver.ErrLeaseLost):
+		r.opts.Logger.InfoContext(ctx, "toolrelay: another worker took the run over", "thread", rec.thread)
+	case err != nil:
+		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", rec.thread, "state", state, "error", err)
+	}
+}
+
+// Recover takes over the runs of the runner's backend whose worker died
+// (their record's lease expired without being renewed: a process killed,
+// a machine lost) and resumes them here, as [Runner.Resume] does: the
+// calls the journal holds results for are not run again. It takes at most
+// 100 runs per call, the longest dead first, and returns their results;
+// the errors of the runs that failed are joined. Of several workers
+// recovering at once, each run goes to one. It needs a journal that keeps
+// runs (SQLite, PostgreSQL, or a memory journal shared in one process);
+// runs are recorded by runners over such a journal.
+func (r *Runner) Recover(ctx context.Context) ([]*Result, error) {
+	runs, ok := r.opts.Journal.(jdriver.Runs)
+	if !ok {
+		return nil, nil
+	}
+	due, err := runs.ClaimRuns(ctx, r.b.Name(), r.opts.Owner, r.opts.Lease, maxRecovered)
+	if err != nil {
+		return nil, r.journalError(ctx, err)
+	}
+	var (
+		out  []*Result
+		errs []error
+	)
+	for _, run := range due {
+		var o runOptionsJSON
+		json.Unmarshal([]byte(run.Options), &o)
+		r.opts.Logger.InfoContext(ctx, "toolrelay: taking over a run whose worker stopped", "thread", run.Thread, "previous_owner", run.Owner)
+		res, err := r.Resume(ctx, run.Thread, &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout})
+		switch {
+		case err == nil, errors.Is(err, ErrAwaitingApproval):
+			out = append(out, res)
+		case ctx.Err() != nil:
+			return out, err
+		default:
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// KeepRecovering calls [Runner.Recover] every interval until ctx ends,
+// handing each recovered run's result (or the error of a round) to
+// handle, which may be nil. It returns ctx's error.
+func (r *Runner) KeepRecovering(ctx context.Context, every time.Duration, handle func(*Result, error)) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		res, err := r.Recover(ctx)
+		if handle != nil {
+			for _, x := range res {
+				handle(x, nil)
+			}
+			if err != nil && ctx.Err() == nil {
+				handle(nil, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+

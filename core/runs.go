@@ -160,4 +160,3 @@ func (r *Runner) KeepRecovering(ctx context.Context, every time.Duration, handle
 		}
 	}
 }
-

@@ -130,6 +130,60 @@ func TestCrash(t *testing.T) {
 	}
 }
 
+// TestCrashRecover kills the worker at each point of the side-effecting
+// call's life, as TestCrash does; a second worker, which is not told the
+// thread, takes the run over from the SQLite journal's run records once
+// the first's lease expired (Runner.Recover) and finishes it: the side
+// effect happens at most once, and is reported in doubt where the tool
+// cannot tell. It logs how long the takeover took after the kill.
+func TestCrashRecover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns worker processes")
+	}
+	tests := []struct {
+		point   string
+		effects int
+		inDoubt bool
+	}{
+		{afterClaim, 0, true},
+		{afterEffect, 1, true},
+		{afterRecord, 1, false},
+		{afterSubmit, 1, false},
+	}
+	for _, backend := range []string{"openai", "foundry"} {
+		for _, tt := range tests {
+			t.Run(backend+"/"+tt.point, func(t *testing.T) {
+				t.Parallel()
+				env := serve(t, backend)
+				env["CRASH_POINT"], env["CRASH_DECL"] = tt.point, sideEffects
+				err := spawn(t, "run", env, nil)
+				killed := time.Now()
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("the first worker was not killed at %s: %v", tt.point, err)
+				}
+				var out bytes.Buffer
+				if err := spawn(t, "recover", env, &out); err != nil {
+					t.Fatalf("the recovering worker failed: %v", err)
+				}
+				t.Logf("taken over and finished %v after the kill (lease 300ms)", time.Since(killed).Round(time.Millisecond))
+				text := strings.TrimSpace(out.String())
+				if tt.inDoubt {
+					if !strings.Contains(text, "is unknown") || !strings.Contains(text, "The Emerald City") {
+						t.Errorf("answer %q: want the turn completed with the weather's outcome unknown", text)
+					}
+				} else if text != answer {
+					t.Errorf("answer %q, want %q", text, answer)
+				}
+				effects, _ := os.ReadFile(env["CRASH_EFFECTS"])
+				if n := strings.Count(string(effects), "\n"); n != tt.effects {
+					t.Errorf("the side effect happened %d times, want %d", n, tt.effects)
+				}
+			})
+		}
+	}
+}
+
 // The points of TestCrashApproval at which a worker is killed.
 const (
 	whilePaused   = "while-paused"   // the run paused for approval
@@ -285,6 +339,20 @@ func worker() error {
 			die()
 		}
 		return nil
+	case "recover":
+		// Without the thread: the journal's run records name it once the
+		// dead worker's lease expired.
+		for deadline := time.Now().Add(20 * time.Second); res == nil; time.Sleep(20 * time.Millisecond) {
+			got, rerr := r.Recover(ctx)
+			switch {
+			case rerr != nil:
+				return rerr
+			case len(got) > 0:
+				res = got[0]
+			case time.Now().After(deadline):
+				return errors.New("no run to recover")
+			}
+		}
 	default:
 		thread, rerr := os.ReadFile(threadFile)
 		if rerr != nil {

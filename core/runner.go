@@ -305,6 +305,7 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		step *driver.Step
 		err  error
 		op   = "start"
+		rec  *runRecord // the run's record, once made
 	)
 	if b.thread != "" {
 		thread, op = b.thread, "resume"
@@ -319,7 +320,13 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 	} else {
 		r.saveOrigin(ctx, info, thread)
 		sctx, end := r.hookStep(ctx, StepInfo{Thread: thread, Op: op})
-		step, err = r.b.Start(sctx, &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts, Format: ro.Format.driverFormat()})
+		req := &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts, Format: ro.Format.driverFormat()}
+		if ro.Thread != "" {
+			rec = r.recordRun(ctx, ro.Thread, ro)
+		} else {
+			req.Created = func(thread string) { rec = r.recordRun(ctx, thread, ro) }
+		}
+		step, err = r.b.Start(sctx, req)
 		if end != nil {
 			end(step, err)
 		}
@@ -339,11 +346,11 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		if thread != "" {
 			res = &Result{Thread: thread}
 		}
+		rec.end(ctx, err)
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return res, err
 	}
-	var rec *runRecord
-	if step != nil {
+	if rec == nil && step != nil {
 		rec = r.recordRun(ctx, step.Thread, ro)
 	}
 	return r.loop(ctx, step, ro, thread, sk, info, rec)

@@ -327,10 +327,14 @@ func (b *Backend) thread(id string) (*thread, error) {
 // register records a session this backend created, once its id is known.
 func (b *Backend) register(st *thread) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.threads[st.id] = st
 	if st.id != b.opts.SessionID {
 		b.created = append(b.created, st.id)
+	}
+	b.mu.Unlock()
+	if st.created != nil {
+		st.created(st.id) // StartRequest.Created
+		st.created = nil
 	}
 }
 

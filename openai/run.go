@@ -42,7 +42,7 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	}
 	var st *thread
 	if id == "" {
-		st, err = b.newSession(ctx, content)
+		st, err = b.newSession(ctx, content, req.Created)
 	} else {
 		st, err = b.sendInput(ctx, id, content)
 	}
@@ -188,7 +188,7 @@ func describePart(p driver.Part) string {
 }
 
 // newSession creates a session with the user's input.
-func (b *Backend) newSession(ctx context.Context, content []oai.InputContentParamUnion) (*thread, error) {
+func (b *Backend) newSession(ctx context.Context, content []oai.InputContentParamUnion, created func(string)) (*thread, error) {
 	agentID, err := b.agent(ctx)
 	if err != nil {
 		return nil, err
@@ -200,7 +200,7 @@ func (b *Backend) newSession(ctx context.Context, content []oai.InputContentPara
 	}
 	key := option.WithHeader("Idempotency-Key", newKey())
 	st := newThread("")
-	st.lastKnown = true
+	st.lastKnown, st.created = true, created
 	if b.opts.Transport == Polling {
 		sess, err := b.client.Beta.Agents.Sessions.New(ctx, params, key)
 		if err != nil {

@@ -48,6 +48,7 @@ type thread struct {
 	msgs      map[int64]string // final messages of the turn, by output_index
 	gap       bool             // events of the turn may have been missed
 	sent      map[callKey]bool // results delivered, or maybe delivered
+	created   func(string)     // StartRequest.Created of the run that made the session
 
 	// lastErr is the error of the latest "error" event of the turn.
 	lastErr oai.SessionError

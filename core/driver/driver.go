@@ -149,6 +149,13 @@ type StartRequest struct {
 	// cannot set one refuses, with an InvalidArgument error and before
 	// sending anything.
 	Format *Format
+	// Created, if set, is called with a new thread's identity as soon as
+	// the thread exists on the service, before the backend waits for the
+	// turn's first step, so that the runner can record the run while the
+	// model works (a worker that dies meanwhile leaves a run another can
+	// take over). A backend that learns the thread only with the step may
+	// not call it.
+	Created func(thread string)
 }
 
 // SubmitRequest is the input of [Backend.Submit].

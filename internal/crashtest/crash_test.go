@@ -285,6 +285,9 @@ func spawn(t *testing.T, phase string, env map[string]string, stdout io.Writer) 
 func worker() error {
 	ctx := context.Background()
 	phase, point := os.Getenv("CRASH_PHASE"), os.Getenv("CRASH_POINT")
+	if phase == "fleet" {
+		return fleetWorker()
+	}
 	if phase != "run" {
 		point = ""
 	}
@@ -458,10 +461,12 @@ func weatherTools(point, decl, effects string) (*core.Toolbox, error) {
 			return "70f", strings.Contains(string(b), call.ID+"\n"), nil
 		}
 	}
+	delay, _ := time.ParseDuration(os.Getenv("CRASH_EFFECT_DELAY"))
 	weather, err := core.NewTool("getCurrentWeatherAtLocation", "Gets the current weather at a location.", func(ctx context.Context, in locationArgs) (string, error) {
 		if point == afterClaim {
 			die()
 		}
+		time.Sleep(delay)
 		call, _ := core.CallFromContext(ctx)
 		f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 		if err != nil {

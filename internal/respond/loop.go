@@ -43,6 +43,9 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 		b.conversations = append(b.conversations, conv.ID)
 		b.mu.Unlock()
 		thread, input = conv.ID, nil
+		if req.Created != nil {
+			req.Created(thread)
+		}
 	}
 	step, err := b.respond(ctx, thread, input, req.Format)
 	if err != nil && isBadRequest(err) {

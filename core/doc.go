@@ -58,6 +58,17 @@
 // approval requests (an MCP server's tool, a browser's access to an
 // origin) are calls of kind [ServiceApproval], decided the same way.
 //
+// # Fleets
+//
+// Over a journal that keeps runs (SQLite, PostgreSQL), each run is
+// recorded as soon as its thread exists, under a lease the runner renews
+// while it runs, and marked finished, failed or awaiting approval when it
+// ends. [Runner.Recover] takes over the runs whose worker stopped renewing
+// (a killed process, a lost machine) and finishes them as a resume does;
+// [Runner.KeepRecovering] does it every interval. Of several workers
+// recovering at once, each run goes to one; the first worker's late
+// result, if it comes back to life, is refused.
+//
 // # Middleware and hooks
 //
 // [Middleware] wraps the running of every call ([Options.Middleware]) or of

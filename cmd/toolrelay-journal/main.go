@@ -1,0 +1,165 @@
+// Command toolrelay-journal shows what a toolrelay journal holds, for the
+// people who run workers on it, and prunes it:
+//
+//	toolrelay-journal -journal sqlite:///var/lib/app/journal.db runs
+//	toolrelay-journal -journal "$DATABASE_URL" runs -state running
+//	toolrelay-journal -journal "$DATABASE_URL" orphans
+//	toolrelay-journal -journal "$DATABASE_URL" show -backend openai sess_123
+//	toolrelay-journal -journal "$DATABASE_URL" prune -older 720h
+//
+// runs lists the run records (backend, thread, state, owner, lease, last
+// change), oldest first; orphans lists the running runs whose worker's
+// lease expired (a worker died and none took them over yet); show prints
+// one thread's run record and its approvals (pending and decided, with
+// who decided); prune deletes what finished before -older ago. The journal
+// URL may also come from TOOLRELAY_JOURNAL.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	_ "github.com/toolrelay/toolrelay/all" // every journal store
+	"github.com/toolrelay/toolrelay/journal"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "toolrelay-journal:", err)
+		os.Exit(2)
+	}
+}
+
+const usage = "usage: toolrelay-journal -journal URL runs [-backend B] [-state S] [-limit N] | orphans [-backend B] | show -backend B THREAD | prune -older DURATION"
+
+func run(ctx context.Context, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("toolrelay-journal", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	url := fs.String("journal", os.Getenv("TOOLRELAY_JOURNAL"), "the journal's URL (sqlite://… or postgres://…)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%v\n%s", err, usage)
+	}
+	if *url == "" || fs.NArg() == 0 {
+		return errors.New(usage)
+	}
+	store, err := journal.Open(ctx, *url)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	sub := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	sub.SetOutput(io.Discard)
+	backend := sub.String("backend", "", "only this backend's runs")
+	state := sub.String("state", "", "only runs in this state (running, awaiting_approval, finished, failed, continued)")
+	limit := sub.Int("limit", 1000, "at most this many runs")
+	older := sub.Duration("older", 0, "prune what finished longer ago than this")
+	if err := sub.Parse(rest); err != nil {
+		return fmt.Errorf("%s: %v\n%s", cmd, err, usage)
+	}
+	runs, _ := store.(jdriver.Runs)
+	switch cmd {
+	case "runs", "orphans":
+		if runs == nil {
+			return fmt.Errorf("the journal (%T) keeps no run records", store)
+		}
+		list, err := runs.ListRuns(ctx, *backend, jdriver.RunState(*state), *limit)
+		if err != nil {
+			return err
+		}
+		if cmd == "orphans" {
+			list = orphans(list, time.Now())
+		}
+		printRuns(w, list)
+		return nil
+	case "show":
+		if *backend == "" || sub.NArg() != 1 {
+			return fmt.Errorf("show: name the backend (-backend) and one thread\n%s", usage)
+		}
+		return show(ctx, w, store, *backend, sub.Arg(0))
+	case "prune":
+		if *older <= 0 {
+			return fmt.Errorf("prune: say how old (-older 720h)\n%s", usage)
+		}
+		n, err := store.Prune(ctx, time.Now().Add(-*older))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "pruned %d calls (and the runs, approvals and notes that ended before %v)\n", n, time.Now().Add(-*older).Format(time.RFC3339))
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}
+
+// orphans returns the running runs whose lease expired at now.
+func orphans(list []jdriver.Run, now time.Time) []jdriver.Run {
+	var out []jdriver.Run
+	for _, r := range list {
+		if r.State == jdriver.RunRunning && !now.Before(r.LeaseUntil) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func printRuns(w io.Writer, list []jdriver.Run) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKEND\tTHREAD\tSTATE\tOWNER\tLEASE\tUPDATED\tERROR")
+	for _, r := range list {
+		lease := "-"
+		if !r.LeaseUntil.IsZero() {
+			lease = r.LeaseUntil.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Backend, r.Thread, r.State, r.Owner, lease, r.Updated.Format(time.RFC3339), r.Error)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d runs\n", len(list))
+}
+
+// show prints a thread's run record and approvals.
+func show(ctx context.Context, w io.Writer, store journal.Store, backend, thread string) error {
+	if runs, ok := store.(jdriver.Runs); ok {
+		list, err := runs.ListRuns(ctx, backend, "", 1<<20)
+		if err != nil {
+			return err
+		}
+		var mine []jdriver.Run
+		for _, r := range list {
+			if r.Thread == thread {
+				mine = append(mine, r)
+			}
+		}
+		printRuns(w, mine)
+	}
+	ap, ok := store.(jdriver.Approvals)
+	if !ok {
+		return nil
+	}
+	list, err := ap.ListApprovals(ctx, backend, thread)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CALL\tTOOL\tWHY\tREQUESTED\tEXPIRES\tDECISION\tBY\tREASON")
+	for _, a := range list {
+		decision, by, reason := "pending", "", ""
+		if d := a.Decision; d != nil {
+			decision, by, reason = map[bool]string{true: "approved", false: "denied"}[d.Approved], d.Actor, d.Reason
+		}
+		expires := "-"
+		if !a.Expires.IsZero() {
+			expires = a.Expires.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Key.Call, a.Tool, a.Why, a.Requested.Format(time.RFC3339), expires, decision, by, reason)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d approvals\n", len(list))
+	return nil
+}

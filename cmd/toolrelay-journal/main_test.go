@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolrelay/toolrelay/journal"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// TestCommands: runs, orphans, show and prune on a SQLite journal holding
+// a finished run, a run whose worker died, a paused run with its
+// approvals.
+func TestCommands(t *testing.T) {
+	ctx := t.Context()
+	url := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
+	store, err := journal.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := store.(jdriver.Runs)
+	for _, r := range []jdriver.Run{
+		{Backend: "openai", Thread: "sess_done", State: jdriver.RunFinished, Owner: "w1"},
+		{Backend: "openai", Thread: "sess_dead", State: jdriver.RunRunning, Owner: "w2", LeaseUntil: time.Now().Add(-time.Minute)},
+		{Backend: "openai", Thread: "sess_paused", State: jdriver.RunAwaiting, Owner: "w1"},
+	} {
+		if err := runs.PutRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ap := store.(jdriver.Approvals)
+	key := jdriver.Key{Backend: "openai", Thread: "sess_paused", Turn: "turn_1", Call: "call_7"}
+	if _, _, err := ap.RequestApproval(ctx, jdriver.Approval{Key: key, Tool: "refund", Arguments: []byte(`{}`), Why: "over 100", Requested: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	cmd := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(context.Background(), append([]string{"-journal", url}, args...), &out); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.String()
+	}
+	for _, tc := range []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"runs"}, []string{"sess_done", "sess_dead", "sess_paused", "3 runs"}, nil},
+		{[]string{"runs", "-state", "finished"}, []string{"sess_done", "1 runs"}, []string{"sess_dead"}},
+		{[]string{"orphans"}, []string{"sess_dead", "w2", "1 runs"}, []string{"sess_done", "sess_paused"}},
+		{[]string{"show", "-backend", "openai", "sess_paused"}, []string{"awaiting_approval", "call_7", "refund", "over 100", "pending", "1 approvals"}, nil},
+		{[]string{"prune", "-older", "1ns"}, []string{"pruned"}, nil},
+		{[]string{"runs"}, []string{"sess_dead", "sess_paused", "2 runs"}, []string{"sess_done"}},
+	} {
+		out := cmd(tc.args...)
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(out, n) {
+				t.Errorf("%v: output has %q:\n%s", tc.args, n, out)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-journal", url, "show", "sess_paused"}, &out); err == nil || !strings.Contains(err.Error(), "-backend") {
+		t.Errorf("show without -backend: %v, want an error asking for it", err)
+	}
+	if err := run(context.Background(), []string{"runs"}, &out); err == nil || !strings.Contains(err.Error(), "usage") {
+		t.Errorf("no journal: %v, want the usage", err)
+	}
+}

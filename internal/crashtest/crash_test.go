@@ -435,7 +435,7 @@ type locationArgs struct {
 func weatherTools(point, decl, effects string) (*core.Toolbox, error) {
 	city, err := core.NewTool("getUserFavoriteCity", "Gets the user's favorite city.", func(context.Context, struct{}) (string, error) {
 		return "Seattle, WA", nil
-	}, nil)
+	}, &core.ToolOptions{Idempotent: true}) // a lookup
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +444,7 @@ func weatherTools(point, decl, effects string) (*core.Toolbox, error) {
 			return "", core.ModelErrorf("no nickname for %s", in.Location)
 		}
 		return "The Emerald City", nil
-	}, nil)
+	}, &core.ToolOptions{Idempotent: true}) // a lookup
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,10 @@
 //     and results of the last moments may be lost, and their calls are then
 //     found started, in doubt, and settled as the tool declares.
 //
+// Run records, approvals and notes are committed as claims are, waiting
+// for the server's log: a worker that dies after writing one leaves it
+// for the others.
+//
 // The server writes its log in order, so a write that waits for the disk
 // makes every earlier write durable too. With the server's (or the
 // connection's: synchronous_commit=off in the URL) synchronous_commit off,

@@ -63,6 +63,14 @@
 //     last moments, claims included, may be lost: a call whose claim was
 //     lost may run again. For journals of idempotent calls.
 //
+// The other records follow the same rule: a run record's creation, end
+// and claim by another worker, and a request for approval, are synced
+// under Full and Claims (a worker that dies after writing one leaves a run
+// others can find, or a pending approval that stays pending); a run's
+// lease renewal is never synced (a lost renewal costs at most a takeover
+// one lease early, never a result); a decision about an approval and a
+// note (a trace context) are synced under Full only.
+//
 // Whatever the setting, the file stays consistent, and a write is wholly
 // there or wholly absent.
 //

@@ -201,17 +201,34 @@ func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result
 	if err != nil {
 		return nil, r.journalError(ctx, err)
 	}
+	var todo []resumption
+	done := map[string]bool{}
+	for _, a := range due {
+		if !done[a.Key.Thread] {
+			done[a.Key.Thread] = true
+			todo = append(todo, resumption{a.Key.Thread, opts})
+		}
+	}
+	return r.resumeAll(ctx, todo)
+}
+
+// A resumption is a thread to resume, with its run's options.
+type resumption struct {
+	thread string
+	opts   *RunOptions
+}
+
+// resumeAll resumes the threads of todo one after the other and returns
+// their results, a run that pauses again on calls awaiting a decision
+// among them; the errors of the runs that failed are joined. It stops
+// when ctx ends.
+func (r *Runner) resumeAll(ctx context.Context, todo []resumption) ([]*Result, error) {
 	var (
 		out  []*Result
 		errs []error
-		done = map[string]bool{}
 	)
-	for _, a := range due {
-		if done[a.Key.Thread] {
-			continue
-		}
-		done[a.Key.Thread] = true
-		res, err := r.Resume(ctx, a.Key.Thread, opts)
+	for _, t := range todo {
+		res, err := r.Resume(ctx, t.thread, t.opts)
 		switch {
 		case err == nil, errors.Is(err, ErrAwaitingApproval):
 			out = append(out, res)

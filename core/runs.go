@@ -116,25 +116,14 @@ func (r *Runner) Recover(ctx context.Context) ([]*Result, error) {
 	if err != nil {
 		return nil, r.journalError(ctx, err)
 	}
-	var (
-		out  []*Result
-		errs []error
-	)
-	for _, run := range due {
+	todo := make([]resumption, len(due))
+	for i, run := range due {
 		var o runOptionsJSON
 		json.Unmarshal([]byte(run.Options), &o)
 		r.opts.Logger.InfoContext(ctx, "toolrelay: taking over a run whose worker stopped", "thread", run.Thread, "previous_owner", run.Owner)
-		res, err := r.Resume(ctx, run.Thread, &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout})
-		switch {
-		case err == nil, errors.Is(err, ErrAwaitingApproval):
-			out = append(out, res)
-		case ctx.Err() != nil:
-			return out, err
-		default:
-			errs = append(errs, err)
-		}
+		todo[i] = resumption{run.Thread, &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}}
 	}
-	return out, errors.Join(errs...)
+	return r.resumeAll(ctx, todo)
 }
 
 // KeepRecovering calls [Runner.Recover] every interval until ctx ends,

@@ -31,46 +31,20 @@ func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 // EndRun implements [driver.Runs]: a conditional UPDATE, synced as
 // claims are.
 func (j *Journal) EndRun(ctx context.Context, backend, thread, owner string, state driver.RunState, errText string) error {
-	var n int64
-	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
-		res, err := j.conn.ExecContext(ctx, `UPDATE `+runsTable+` SET state = ?, error = ?, lease_until = 0, updated = ? WHERE backend = ? AND thread = ? AND owner = ?`,
-			string(state), errText, time.Now().UnixNano(), backend, thread, owner)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	}})
-	switch {
-	case err != nil:
-		return j.opError("end run", err)
-	case n == 0:
-		return driver.ErrLeaseLost
-	}
-	return nil
+	return j.owned(ctx, "end run", Claims, func(ctx context.Context) (int64, error) {
+		return affected(j.conn.ExecContext(ctx, `UPDATE `+runsTable+` SET state = ?, error = ?, lease_until = 0, updated = ? WHERE backend = ? AND thread = ? AND owner = ?`,
+			string(state), errText, time.Now().UnixNano(), backend, thread, owner))
+	})
 }
 
 // RenewRun implements [driver.Runs]: a conditional UPDATE, not synced (a
 // lost renewal costs a takeover, never a result).
 func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error {
-	var n int64
-	err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
+	return j.owned(ctx, "renew run", "", func(ctx context.Context) (int64, error) {
 		now := time.Now()
-		res, err := j.conn.ExecContext(ctx, `UPDATE `+runsTable+` SET lease_until = ?, updated = ? WHERE backend = ? AND thread = ? AND state = 'running' AND owner = ?`,
-			now.Add(lease).UnixNano(), now.UnixNano(), backend, thread, owner)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	}})
-	switch {
-	case err != nil:
-		return j.opError("renew run", err)
-	case n == 0:
-		return driver.ErrLeaseLost
-	}
-	return nil
+		return affected(j.conn.ExecContext(ctx, `UPDATE `+runsTable+` SET lease_until = ?, updated = ? WHERE backend = ? AND thread = ? AND state = 'running' AND owner = ?`,
+			now.Add(lease).UnixNano(), now.UnixNano(), backend, thread, owner))
+	})
 }
 
 // ClaimRuns implements [driver.Runs]: one UPDATE … RETURNING in a synced

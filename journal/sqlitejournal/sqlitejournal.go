@@ -266,7 +266,7 @@ func (j *Journal) Claim(ctx context.Context, key driver.Key, digest, idempotency
 
 // Renew implements [driver.Journal].
 func (j *Journal) Renew(ctx context.Context, key driver.Key, owner string, lease time.Duration) error {
-	return j.owned(ctx, "renew", func(ctx context.Context) (int64, error) {
+	return j.owned(ctx, "renew", Full, func(ctx context.Context) (int64, error) {
 		return exec(ctx, j.renew, append([]any{now() + int64(lease)}, keyArgs(key, owner)...))
 	})
 }
@@ -287,7 +287,7 @@ func (j *Journal) TakeOver(ctx context.Context, key driver.Key, owner string, le
 
 // Release implements [driver.Journal].
 func (j *Journal) Release(ctx context.Context, key driver.Key, owner string) error {
-	return j.owned(ctx, "release", func(ctx context.Context) (int64, error) {
+	return j.owned(ctx, "release", Full, func(ctx context.Context) (int64, error) {
 		return exec(ctx, j.release, keyArgs(key, owner))
 	})
 }
@@ -299,16 +299,17 @@ func (j *Journal) Finish(ctx context.Context, key driver.Key, owner string, resu
 		return j.opError("finish", err)
 	}
 	state := record.FinishedState(&result)
-	return j.owned(ctx, "finish", func(ctx context.Context) (int64, error) {
+	return j.owned(ctx, "finish", Full, func(ctx context.Context) (int64, error) {
 		return exec(ctx, j.finish, append([]any{state, r, now()}, keyArgs(key, owner)...))
 	})
 }
 
-// owned makes a write that changes one entry owned by its caller, and
-// returns driver.ErrLeaseLost if it changed none.
-func (j *Journal) owned(ctx context.Context, what string, write func(context.Context) (int64, error)) error {
+// owned makes a write that changes one record owned by its caller (an
+// entry, a run), synced from syncFrom, and returns driver.ErrLeaseLost if
+// it changed none.
+func (j *Journal) owned(ctx context.Context, what string, syncFrom Synchronous, write func(context.Context) (int64, error)) error {
 	var n int64
-	err := j.w.do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) (err error) {
+	err := j.w.do(ctx, &op{syncFrom: syncFrom, run: func(ctx context.Context) (err error) {
 		n, err = write(ctx)
 		return err
 	}})
@@ -322,7 +323,11 @@ func (j *Journal) owned(ctx context.Context, what string, write func(context.Con
 }
 
 func exec(ctx context.Context, stmt *sql.Stmt, args []any) (int64, error) {
-	res, err := stmt.ExecContext(ctx, args...)
+	return affected(stmt.ExecContext(ctx, args...))
+}
+
+// affected returns the rows a statement changed.
+func affected(res sql.Result, err error) (int64, error) {
 	if err != nil {
 		return 0, err
 	}

@@ -245,6 +245,13 @@ func (j *Journal) owned(ctx context.Context, op, stmt string, args []any) error 
 		exec = j.execAsync
 	}
 	tag, err := exec(ctx, stmt, args...)
+	return j.changedOne(op, tag, err)
+}
+
+// changedOne returns the error of a write that must change one record
+// owned by its caller (an entry, a run): driver.ErrLeaseLost if it changed
+// none.
+func (j *Journal) changedOne(op string, tag pgconn.CommandTag, err error) error {
 	if err != nil {
 		return j.opError(op, err)
 	}

@@ -33,26 +33,14 @@ func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 func (j *Journal) EndRun(ctx context.Context, backend, thread, owner string, state driver.RunState, errText string) error {
 	tag, err := j.pool.Exec(ctx, `UPDATE `+j.t.runs+` SET state = $1, error = $2, lease_until = NULL, updated = now()
 		WHERE backend = $3 AND thread = $4 AND owner = $5`, string(state), errText, backend, thread, owner)
-	switch {
-	case err != nil:
-		return j.opError("end run", err)
-	case tag.RowsAffected() == 0:
-		return driver.ErrLeaseLost
-	}
-	return nil
+	return j.changedOne("end run", tag, err)
 }
 
 // RenewRun implements [driver.Runs]: a conditional UPDATE.
 func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error {
 	tag, err := j.pool.Exec(ctx, `UPDATE `+j.t.runs+` SET lease_until = now() + $1 * interval '1 microsecond', updated = now()
 		WHERE backend = $2 AND thread = $3 AND state = 'running' AND owner = $4`, lease.Microseconds(), backend, thread, owner)
-	switch {
-	case err != nil:
-		return j.opError("renew run", err)
-	case tag.RowsAffected() == 0:
-		return driver.ErrLeaseLost
-	}
-	return nil
+	return j.changedOne("renew run", tag, err)
 }
 
 // ClaimRuns implements [driver.Runs]: the expired runs are locked with FOR

@@ -125,23 +125,29 @@ func BenchmarkStep(b *testing.B) {
 	for _, backend := range backends {
 		b.Run(backend, func(b *testing.B) {
 			for _, c := range clients(backend, false, true) {
-				b.Run(c.name, func(b *testing.B) {
-					fl, thread := session(b, backend, c, Script(1, b.N, 1), nil, core.Options{MaxSteps: b.N + 1})
-					b.ReportAllocs()
-					b.ResetTimer()
-					c0 := cpuTime()
-					_, text, err := fl.turn(context.Background(), thread, "go")
-					b.StopTimer()
-					b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := check(text, Answer(b.N, 1)); err != nil {
-						b.Fatal(err)
-					}
-				})
+				b.Run(c.name, func(b *testing.B) { benchSteps(b, backend, c) })
 			}
 		})
+	}
+}
+
+// benchSteps measures c's steps of one instant call on backend, one op a
+// step of a turn of b.N steps on an existing thread, reporting the
+// client's CPU time per step (cpu-ns/op) beside the time (BenchmarkStep,
+// BenchmarkTracing).
+func benchSteps(b *testing.B, backend string, c client) {
+	fl, thread := session(b, backend, c, Script(1, b.N, 1), nil, core.Options{MaxSteps: b.N + 1})
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := cpuTime()
+	_, text, err := fl.turn(context.Background(), thread, "go")
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := check(text, Answer(b.N, 1)); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -105,26 +105,12 @@ func TestCrash(t *testing.T) {
 				env["CRASH_POINT"], env["CRASH_DECL"] = tt.point, tt.decl
 
 				err := spawn(t, "run", env, nil)
-				var exit *exec.ExitError
-				if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-					t.Fatalf("the first worker was not killed at %s: %v", tt.point, err)
-				}
+				wantKilled(t, "the first worker, at "+tt.point, err)
 				var out bytes.Buffer
 				if err := spawn(t, "resume", env, &out); err != nil {
 					t.Fatalf("the resuming worker failed: %v", err)
 				}
-				text := strings.TrimSpace(out.String())
-				if tt.inDoubt {
-					if !strings.Contains(text, "is unknown") || !strings.Contains(text, "The Emerald City") {
-						t.Errorf("answer %q: want the turn completed with the weather's outcome unknown", text)
-					}
-				} else if text != answer {
-					t.Errorf("answer %q, want %q", text, answer)
-				}
-				effects, _ := os.ReadFile(env["CRASH_EFFECTS"])
-				if n := strings.Count(string(effects), "\n"); n != tt.effects {
-					t.Errorf("the side effect happened %d times, want %d", n, tt.effects)
-				}
+				checkOutcome(t, env, out.String(), tt.inDoubt, tt.effects)
 			})
 		}
 	}
@@ -158,29 +144,48 @@ func TestCrashRecover(t *testing.T) {
 				env["CRASH_POINT"], env["CRASH_DECL"] = tt.point, sideEffects
 				err := spawn(t, "run", env, nil)
 				killed := time.Now()
-				var exit *exec.ExitError
-				if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-					t.Fatalf("the first worker was not killed at %s: %v", tt.point, err)
-				}
+				wantKilled(t, "the first worker, at "+tt.point, err)
 				var out bytes.Buffer
 				if err := spawn(t, "recover", env, &out); err != nil {
 					t.Fatalf("the recovering worker failed: %v", err)
 				}
 				t.Logf("taken over and finished %v after the kill (lease 300ms)", time.Since(killed).Round(time.Millisecond))
-				text := strings.TrimSpace(out.String())
-				if tt.inDoubt {
-					if !strings.Contains(text, "is unknown") || !strings.Contains(text, "The Emerald City") {
-						t.Errorf("answer %q: want the turn completed with the weather's outcome unknown", text)
-					}
-				} else if text != answer {
-					t.Errorf("answer %q, want %q", text, answer)
-				}
-				effects, _ := os.ReadFile(env["CRASH_EFFECTS"])
-				if n := strings.Count(string(effects), "\n"); n != tt.effects {
-					t.Errorf("the side effect happened %d times, want %d", n, tt.effects)
-				}
+				checkOutcome(t, env, out.String(), tt.inDoubt, tt.effects)
 			})
 		}
+	}
+}
+
+// wantKilled fails the test unless err says the worker was SIGKILLed.
+func wantKilled(t *testing.T, who string, err error) {
+	t.Helper()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("%s was not killed: %v", who, err)
+	}
+}
+
+// inDoubtAnswer reports whether the answer completed the turn with the
+// weather's outcome unknown.
+func inDoubtAnswer(text string) bool {
+	return strings.Contains(text, "is unknown") && strings.Contains(text, "The Emerald City")
+}
+
+// checkOutcome checks the answer the last worker printed (the weather in
+// doubt, or the whole answer) and how often the side effect happened.
+func checkOutcome(t *testing.T, env map[string]string, out string, inDoubt bool, effects int) {
+	t.Helper()
+	text := strings.TrimSpace(out)
+	if inDoubt {
+		if !inDoubtAnswer(text) {
+			t.Errorf("answer %q: want the turn completed with the weather's outcome unknown", text)
+		}
+	} else if text != answer {
+		t.Errorf("answer %q, want %q", text, answer)
+	}
+	b, _ := os.ReadFile(env["CRASH_EFFECTS"])
+	if n := strings.Count(string(b), "\n"); n != effects {
+		t.Errorf("the side effect happened %d times, want %d", n, effects)
 	}
 }
 
@@ -204,17 +209,10 @@ func TestCrashApproval(t *testing.T) {
 				t.Parallel()
 				env := serve(t, backend)
 				env["CRASH_APPROVAL"], env["CRASH_POINT"], env["CRASH_DECL"] = "1", point, sideEffects
-				killed := func(phase string, err error) {
-					t.Helper()
-					var exit *exec.ExitError
-					if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-						t.Fatalf("the %s worker was not killed: %v", phase, err)
-					}
-				}
-				killed("run", spawn(t, "run", env, nil))
+				wantKilled(t, "the run worker", spawn(t, "run", env, nil))
 				err := spawn(t, "decide", env, nil)
 				if point == afterDecision {
-					killed("decide", err)
+					wantKilled(t, "the decide worker", err)
 				} else if err != nil {
 					t.Fatalf("the deciding worker failed: %v", err)
 				}

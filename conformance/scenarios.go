@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/pgtest"
 	"github.com/toolrelay/toolrelay/journal"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres:// for ApprovalSecondProcess
@@ -840,11 +840,7 @@ func approvalSecondProcess(e *env) {
 	}
 	urls := map[string]string{"sqlite": "sqlite://" + filepath.Join(e.t.TempDir(), "journal.db")}
 	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
-		sep := "?"
-		if strings.Contains(u, "?") {
-			sep = "&"
-		}
-		urls["postgres"] = u + sep + "toolrelay_table=conformance_" + strings.ToLower(rand.Text()[:10])
+		urls["postgres"] = pgtest.FreshTable(u, "conformance")
 	}
 	for _, name := range slices.Sorted(maps.Keys(urls)) {
 		var refunds atomic.Int32

@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/pgtest"
 	"github.com/toolrelay/toolrelay/journal"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres: journals
@@ -239,11 +239,7 @@ func TestApprovalNeedsJournal(t *testing.T) {
 func TestApprovalDurable(t *testing.T) {
 	urls := map[string]string{"sqlite": "sqlite://" + filepath.Join(t.TempDir(), "journal.db")}
 	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
-		sep := "?"
-		if strings.Contains(u, "?") {
-			sep = "&"
-		}
-		urls["postgres"] = u + sep + "toolrelay_table=approvals_" + strings.ToLower(rand.Text()[:10])
+		urls["postgres"] = pgtest.FreshTable(u, "approvals")
 	} else {
 		t.Log("TOOLRELAY_TEST_POSTGRES is not set: PostgreSQL is not tried")
 	}

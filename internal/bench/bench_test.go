@@ -2,12 +2,10 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/internal/pgtest"
 	"github.com/toolrelay/toolrelay/journal"
 	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/journaltest"
@@ -83,11 +82,7 @@ func openJournal(tb testing.TB, kind string) journal.Store {
 		if u == "" {
 			tb.Skip(postgresEnv + " is not set: skipping the PostgreSQL measures")
 		}
-		sep := "?"
-		if strings.Contains(u, "?") {
-			sep = "&"
-		}
-		u += sep + "toolrelay_table=bench_" + strings.ToLower(rand.Text()[:10])
+		u = pgtest.FreshTable(u, "bench")
 	}
 	j, err := journal.Open(context.Background(), u)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/internal/pgtest"
 	"github.com/toolrelay/toolrelay/journal"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres:// for the fleet
@@ -61,11 +62,7 @@ func TestFleet(t *testing.T) {
 			if u == "" {
 				return ""
 			}
-			sep := "?"
-			if strings.Contains(u, "?") {
-				sep = "&"
-			}
-			return u + sep + "toolrelay_table=fleet_" + strings.ToLower(rand.Text()[:10])
+			return pgtest.FreshTable(u, "fleet")
 		}},
 	}
 	for _, fl := range fleets {

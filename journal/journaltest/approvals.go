@@ -13,10 +13,7 @@ import (
 
 // approvalCases are the rules of [jdriver.Approvals], checked for journals
 // that implement it.
-var approvalCases = []struct {
-	name, explanation string
-	f                 func(t *testing.T, j jdriver.Approvals)
-}{
+var approvalCases = []optionalCase[jdriver.Approvals]{
 	{
 		name:        "ApprovalRequest",
 		explanation: "RequestApproval stores a pending approval once: a second request for the key returns the first, unchanged; GetApproval and ListApprovals return it.",
@@ -197,25 +194,6 @@ var approvalCases = []struct {
 			}
 		},
 	},
-}
-
-// runApprovals runs approvalCases, when j implements jdriver.Approvals.
-func runApprovals(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
-	t.Helper()
-	for _, c := range approvalCases {
-		t.Run(c.name, func(t *testing.T) {
-			ap, ok := newJournal(t).(jdriver.Approvals)
-			if !ok {
-				t.Skip("the journal keeps no approvals (jdriver.Approvals)")
-			}
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("rule: %s", c.explanation)
-				}
-			})
-			c.f(t, ap)
-		})
-	}
 }
 
 // approval returns a pending approval of call requested at t, expiring a

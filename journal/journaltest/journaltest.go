@@ -63,9 +63,9 @@ func Run(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
 			c.f(t, newJournal(t))
 		})
 	}
-	runApprovals(t, newJournal)
-	runNotes(t, newJournal)
-	runRuns(t, newJournal)
+	runOptional(t, newJournal, approvalCases, "the journal keeps no approvals (jdriver.Approvals)")
+	runOptional(t, newJournal, noteCases, "the journal keeps no notes (jdriver.Notes)")
+	runOptional(t, newJournal, runCases, "the journal keeps no runs (jdriver.Runs)")
 }
 
 // key returns a key of the suite's thread.
@@ -145,5 +145,32 @@ func within(t *testing.T, what string, got, from, to time.Time) {
 	t.Helper()
 	if got.Before(from.Add(-slack)) || got.After(to.Add(slack)) {
 		t.Errorf("%s = %v, want between %v and %v (±%v)", what, got, from, to, slack)
+	}
+}
+
+// An optionalCase is a rule of an interface a journal may implement beside
+// jdriver.Journal (J: jdriver.Approvals, jdriver.Notes, jdriver.Runs).
+type optionalCase[J any] struct {
+	name, explanation string
+	f                 func(t *testing.T, j J)
+}
+
+// runOptional runs cases on journals that implement J, and skips them,
+// saying why (skip), on the others.
+func runOptional[J any](t *testing.T, newJournal func(t *testing.T) jdriver.Journal, cases []optionalCase[J], skip string) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j, ok := newJournal(t).(J)
+			if !ok {
+				t.Skip(skip)
+			}
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("rule: %s", c.explanation)
+				}
+			})
+			c.f(t, j)
+		})
 	}
 }

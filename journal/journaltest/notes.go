@@ -9,10 +9,7 @@ import (
 
 // noteCases are the rules of [jdriver.Notes], checked for journals that
 // implement it.
-var noteCases = []struct {
-	name, explanation string
-	f                 func(t *testing.T, j jdriver.Notes)
-}{
+var noteCases = []optionalCase[jdriver.Notes]{
 	{
 		name:        "NoteSetGet",
 		explanation: "Note returns what SetNote recorded for the same backend, thread and name, the last value set; nothing for another backend, thread or name.",
@@ -69,23 +66,4 @@ var noteCases = []struct {
 			}
 		},
 	},
-}
-
-// runNotes runs noteCases, when j implements jdriver.Notes.
-func runNotes(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
-	t.Helper()
-	for _, c := range noteCases {
-		t.Run(c.name, func(t *testing.T) {
-			n, ok := newJournal(t).(jdriver.Notes)
-			if !ok {
-				t.Skip("the journal keeps no notes (jdriver.Notes)")
-			}
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("rule: %s", c.explanation)
-				}
-			})
-			c.f(t, n)
-		})
-	}
 }

@@ -13,10 +13,7 @@ import (
 
 // runCases are the rules of [jdriver.Runs], checked for journals that
 // implement it.
-var runCases = []struct {
-	name, explanation string
-	f                 func(t *testing.T, j jdriver.Runs)
-}{
+var runCases = []optionalCase[jdriver.Runs]{
 	{
 		name:        "RunPutList",
 		explanation: "PutRun records a run, and updates it when it exists (keeping when it was created); ListRuns returns the runs of a backend (or all), in a state (or any), oldest first, at most limit.",
@@ -195,23 +192,4 @@ var runCases = []struct {
 			}
 		},
 	},
-}
-
-// runRuns runs runCases, when j implements jdriver.Runs.
-func runRuns(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
-	t.Helper()
-	for _, c := range runCases {
-		t.Run(c.name, func(t *testing.T) {
-			r, ok := newJournal(t).(jdriver.Runs)
-			if !ok {
-				t.Skip("the journal keeps no runs (jdriver.Runs)")
-			}
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("rule: %s", c.explanation)
-				}
-			})
-			c.f(t, r)
-		})
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -131,6 +132,8 @@ func TestInDoubt(t *testing.T) {
 		{"side effects, no verify: outcome unknown, not run", nil, 0,
 			coretest.Delivered{Failed: true, Error: `the outcome of this call of "book" is unknown: it may or may not have taken effect, and it was not run again`}, core.InDoubt},
 		{"idempotent: run again", &core.ToolOptions{Idempotent: true}, 1,
+			coretest.Delivered{Output: "booked 7"}, core.OK},
+		{"read-only: run again", &core.ToolOptions{ReadOnly: true}, 1,
 			coretest.Delivered{Output: "booked 7"}, core.OK},
 		{"verify finds the result", &core.ToolOptions{Verify: func(ctx context.Context, c core.Call) (any, bool, error) {
 			return "booked 7 (verified)", true, nil
@@ -361,5 +364,87 @@ func TestOwnJournalForgets(t *testing.T) {
 				t.Error("the journal still holds the call after the resumed run's answer")
 			}
 		})
+	}
+}
+
+// writeLog is a memory journal that can write without a sync
+// (jdriver.Unsynced), and logs which of its claim and finish methods the
+// runner calls.
+type writeLog struct {
+	*jdriver.Memory
+	mu    sync.Mutex
+	calls []string
+}
+
+func (j *writeLog) log(name string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.calls = append(j.calls, name)
+}
+
+func (j *writeLog) Claim(ctx context.Context, key jdriver.Key, digest, idem, owner string, lease time.Duration) (jdriver.Entry, bool, error) {
+	j.log("Claim")
+	return j.Memory.Claim(ctx, key, digest, idem, owner, lease)
+}
+
+func (j *writeLog) ClaimUnsynced(ctx context.Context, key jdriver.Key, digest, idem, owner string, lease time.Duration) (jdriver.Entry, bool, error) {
+	j.log("ClaimUnsynced")
+	return j.Memory.Claim(ctx, key, digest, idem, owner, lease)
+}
+
+func (j *writeLog) Finish(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
+	j.log("Finish")
+	return j.Memory.Finish(ctx, key, owner, r)
+}
+
+func (j *writeLog) FinishUnsynced(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
+	j.log("FinishUnsynced")
+	return j.Memory.Finish(ctx, key, owner, r)
+}
+
+// TestUnsyncedWrites checks that the calls of a tool that may run twice
+// (idempotent or read-only) are claimed and finished without a sync, on a
+// journal that can, and that every other call waits for the disk.
+func TestUnsyncedWrites(t *testing.T) {
+	synced, unsynced := []string{"Claim", "Finish"}, []string{"ClaimUnsynced", "FinishUnsynced"}
+	tests := []struct {
+		name  string
+		opts  *core.ToolOptions
+		doubt bool // the call is found in doubt (TakeOver is not logged)
+		want  []string
+	}{
+		{"side effects", nil, false, synced},
+		{"idempotent", &core.ToolOptions{Idempotent: true}, false, unsynced},
+		{"read-only", &core.ToolOptions{ReadOnly: true}, false, unsynced},
+		{"side effects with verify", &core.ToolOptions{Verify: func(context.Context, core.Call) (any, bool, error) { return nil, false, nil }}, false, synced},
+		{"idempotent, in doubt", &core.ToolOptions{Idempotent: true}, true, []string{"ClaimUnsynced", "FinishUnsynced"}},
+		{"side effects, in doubt", nil, true, []string{"Claim", "Finish"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tool, runs := counter(t, tt.opts)
+			j := &writeLog{Memory: jdriver.NewMemory()}
+			if tt.doubt {
+				startedEntry(t, j.Memory, `{"table": "7"}`)
+			}
+			r, _ := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: j})
+			if _, err := r.Run(t.Context(), "book table 7", nil); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, j.calls); diff != "" {
+				t.Errorf("journal writes (-want +got):\n%s", diff)
+			}
+			if want := int32(1); !tt.doubt && runs.Load() != want {
+				t.Errorf("handler ran %d times, want %d", runs.Load(), want)
+			}
+		})
+	}
+
+	// A journal that cannot write without a sync gets the synced writes.
+	tool, _ := counter(t, &core.ToolOptions{Idempotent: true})
+	j := jdriver.NewMemory()
+	r, _ := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: j})
+	if res, err := r.Run(t.Context(), "book table 7", nil); err != nil || res.Text != "booked 7" {
+		t.Fatalf("Run on a journal without unsynced writes = %+v, %v", res, err)
 	}
 }

@@ -656,6 +656,9 @@ type callRun struct {
 	approved bool   // a service's approval request a person approved
 	reused   bool   // the journal held the result
 	cause    error  // the internal cause of a failed result
+	// unsynced: the call's tool may run again, and the journal can write
+	// its claim and result without waiting for the disk.
+	unsynced jdriver.Unsynced
 }
 
 // event reports an event about the call.
@@ -699,6 +702,9 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 	}
 	c.digest = digestOf(call.Arguments, c.args)
 	c.idem = jdriver.IdempotencyKey(c.key, c.digest)
+	if t := r.tools.Lookup(call.Name); t != nil && t.mayRerun() {
+		c.unsynced, _ = j.(jdriver.Unsynced)
+	}
 	if rule := r.approvalRule(call); rule != nil && (c.argErr == nil || call.Kind == ServiceApproval) {
 		if err := r.approve(ctx, c, rule); err != nil {
 			return driver.ToolResult{}, err
@@ -706,7 +712,16 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 	}
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		t0 := r.journalClock()
-		entry, claimed, err := j.Claim(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
+		var (
+			entry   jdriver.Entry
+			claimed bool
+			err     error
+		)
+		if c.unsynced != nil {
+			entry, claimed, err = c.unsynced.ClaimUnsynced(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
+		} else {
+			entry, claimed, err = j.Claim(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
+		}
 		r.journalWrote(ctx, "claim", t0, err)
 		if err != nil {
 			return driver.ToolResult{}, r.journalError(ctx, err)
@@ -821,7 +836,7 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 			r.opts.Logger.WarnContext(ctx, "toolrelay: verify failed", "call_id", call.ID, "tool", call.Name, "error", err)
 		}
 	}
-	if tool == nil || tool.opts.Idempotent {
+	if tool == nil || tool.mayRerun() {
 		r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
 		return r.runClaimed(ctx, c)
 	}
@@ -837,7 +852,12 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 // finish records the result of call c in the journal.
 func (r *Runner) finish(ctx context.Context, c *callRun, jr jdriver.Result) error {
 	t0 := r.journalClock()
-	err := r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr)
+	var err error
+	if c.unsynced != nil {
+		err = c.unsynced.FinishUnsynced(ctx, c.key, r.opts.Owner, jr)
+	} else {
+		err = r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr)
+	}
 	r.journalWrote(ctx, "finish", t0, err)
 	if err != nil {
 		return r.journalError(ctx, err)

@@ -57,6 +57,15 @@ type ToolOptions struct {
 	// otherwise the model is told the outcome is unknown and the program gets
 	// a CallInDoubt event.
 	Idempotent bool
+	// ReadOnly declares that the tool changes nothing outside the program
+	// (it looks things up): for the journal, it is idempotent.
+	//
+	// The calls of an idempotent or read-only tool need no sync to disk
+	// before they run: their claims and results are written without
+	// waiting for the disk (on journals that implement
+	// journal/driver.Unsynced), since one lost to a power loss only makes
+	// the call run again.
+	ReadOnly bool
 	// Verify, if set, checks the outside world for the outcome of a call
 	// that may have run but whose result was not saved. It returns the
 	// result (as a handler would) and found = true if the call took effect;
@@ -210,6 +219,13 @@ func (t *Tool) DeferLoading() bool { return t.opts.DeferLoading }
 
 // Idempotent reports whether the tool was declared idempotent.
 func (t *Tool) Idempotent() bool { return t.opts.Idempotent }
+
+// ReadOnly reports whether the tool was declared read-only.
+func (t *Tool) ReadOnly() bool { return t.opts.ReadOnly }
+
+// mayRerun reports whether a call of t may run again without harm: t is
+// idempotent or read-only.
+func (t *Tool) mayRerun() bool { return t.opts.Idempotent || t.opts.ReadOnly }
 
 // Timeout returns the tool's own timeout; zero means the runner's.
 func (t *Tool) Timeout() time.Duration { return t.opts.Timeout }

@@ -29,14 +29,17 @@ const postgresEnv = "TOOLRELAY_TEST_POSTGRES"
 // "toolrelay", the last with a journal: "sqlite", "postgres" or "" (the
 // default, in memory).
 type client struct {
-	name    string
-	journal string
-	traced  bool // toolrelay with OpenTelemetry hooks (see BenchmarkTracing)
+	name       string
+	journal    string
+	idempotent bool // toolrelay's tool is declared idempotent
+	traced     bool // toolrelay with OpenTelemetry hooks (see BenchmarkTracing)
 }
 
 // clients returns the clients a measure compares on backend: the raw
 // loop, the official helper (sessions only, when helper is set),
-// toolrelay with its defaults, and with journals when journals is set.
+// toolrelay with its defaults, and with journals when journals is set:
+// SQLite and PostgreSQL, each with the tool declared with side effects
+// (the default) and declared idempotent.
 func clients(backend string, helper, journals bool) []client {
 	cs := []client{{name: "raw"}}
 	if helper && backend == "openai" {
@@ -44,9 +47,16 @@ func clients(backend string, helper, journals bool) []client {
 	}
 	cs = append(cs, client{name: "toolrelay"})
 	if journals {
-		cs = append(cs, client{name: "toolrelay-sqlite", journal: "sqlite"}, client{name: "toolrelay-postgres", journal: "postgres"})
+		for _, j := range []string{"sqlite", "postgres"} {
+			cs = append(cs, client{name: "toolrelay-" + j, journal: j}, client{name: "toolrelay-" + j + "-idempotent", journal: j, idempotent: true})
+		}
 	}
 	return cs
+}
+
+// lookup returns the tool "lookup" (see Lookup) as c declares it.
+func (c client) lookup(hold Hold) (*core.Toolbox, map[string]Func) {
+	return Lookup(hold, &core.ToolOptions{Idempotent: c.idempotent})
 }
 
 // flow returns c's flow on f, with runner options opts for toolrelay.
@@ -58,15 +68,34 @@ func (c client) flow(tb testing.TB, f *fake, agent string, tools *core.Toolbox, 
 	case "helper":
 		return f.helper(agent, fns)
 	}
+	var stats func() driver.Stats
 	if c.journal != "" {
 		j := openJournal(tb, c.journal)
 		tb.Cleanup(func() { j.Close() }) // after the runner's, registered later
 		opts.Journal = j
+		if s, ok := j.(driver.Stater); ok {
+			stats = s.Stats
+		}
 	}
 	if c.traced {
 		opts.Hooks = tracingHooks(tb)
 	}
-	return f.toolrelay(tb, agent, tools, &opts)
+	fl := f.toolrelay(tb, agent, tools, &opts)
+	fl.stats = stats
+	return fl
+}
+
+// syncs returns a function that reports the syncs to disk fl's journal
+// made since syncs was called, as the metric syncs/op for ops ops; it
+// reports nothing for a flow without a journal.
+func (fl *flow) syncs(b *testing.B) func(ops int) {
+	if fl.stats == nil {
+		return func(int) {}
+	}
+	s0 := fl.stats()
+	return func(ops int) {
+		b.ReportMetric(float64(fl.stats().Syncs-s0.Syncs)/float64(ops), "syncs/op")
+	}
 }
 
 // openJournal opens a fresh SQLite or PostgreSQL journal, or skips the
@@ -98,7 +127,7 @@ func session(tb testing.TB, backend string, c client, script *coretest.Script, h
 	tb.Helper()
 	s := &coretest.Script{Turns: append(Script(1, 1, 1).Turns, script.Turns...)}
 	f := startChildFake(tb, backend, s)
-	tools, fns := Lookup(hold)
+	tools, fns := c.lookup(hold)
 	fl := c.flow(tb, f, f.agent(tb, tools), tools, fns, opts)
 	tb.Cleanup(fl.close)
 	thread, text, err := fl.turn(context.Background(), "", "start")
@@ -115,7 +144,8 @@ func session(tb testing.TB, backend string, c client, script *coretest.Script, h
 // function returns at once: one op is one step of a turn of b.N steps on
 // an existing thread (post the result, read the next step, run the call).
 // Besides the time, it reports cpu-ns/op, the client's CPU time per step,
-// which the machine's other load disturbs less.
+// which the machine's other load disturbs less, and, with a journal,
+// syncs/op, the journal's syncs to disk per step.
 func BenchmarkStep(b *testing.B) {
 	for _, backend := range backends {
 		b.Run(backend, func(b *testing.B) {
@@ -133,11 +163,13 @@ func BenchmarkStep(b *testing.B) {
 func benchSteps(b *testing.B, backend string, c client) {
 	fl, thread := session(b, backend, c, Script(1, b.N, 1), nil, core.Options{MaxSteps: b.N + 1})
 	b.ReportAllocs()
+	syncs := fl.syncs(b)
 	b.ResetTimer()
 	c0 := cpuTime()
 	_, text, err := fl.turn(context.Background(), thread, "go")
 	b.StopTimer()
 	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+	syncs(b.N)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -190,20 +222,22 @@ const (
 // the 1,000 runs. It reports steps/s (calls answered per second) and
 // heap-B/run: the client's live heap while every run is in flight (each
 // waiting in its third step, after a collection), less the heap before,
-// divided by the runs.
+// divided by the runs; with a journal, syncs/op is its syncs to disk per
+// step.
 func BenchmarkScale(b *testing.B) {
 	for _, backend := range backends {
 		b.Run(backend, func(b *testing.B) {
-			for _, c := range clients(backend, false, false) {
+			for _, c := range clients(backend, false, true) {
 				b.Run(c.name, func(b *testing.B) {
 					f := startChildFake(b, backend, Script(1, scaleSteps, 1))
 					gate := new(gate)
-					tools, fns := Lookup(gate.third)
+					tools, fns := c.lookup(gate.third)
 					fl := c.flow(b, f, f.agent(b, tools), tools, fns, core.Options{})
 					defer fl.close()
 					want := Answer(scaleSteps, 1)
 					var heap uint64
 					b.ReportAllocs()
+					syncs := fl.syncs(b)
 					b.ResetTimer()
 					start := time.Now()
 					for range b.N {
@@ -231,6 +265,7 @@ func BenchmarkScale(b *testing.B) {
 					elapsed := time.Since(start)
 					b.ReportMetric(float64(b.N*scaleRuns*scaleSteps)/elapsed.Seconds(), "steps/s")
 					b.ReportMetric(float64(heap)/float64(b.N*scaleRuns), "heap-B/run")
+					syncs(b.N * scaleRuns * scaleSteps)
 				})
 			}
 		})

@@ -51,8 +51,10 @@ func record(id string) Record {
 // Lookup returns the tool "lookup", which runs hold (if not nil) and
 // returns a record, and the same function as the baselines call it: its
 // arguments decoded with encoding/json, its output encoded with it,
-// nothing validated.
-func Lookup(hold Hold) (*core.Toolbox, map[string]Func) {
+// nothing validated. opts (which may be nil) are the tool's options for
+// toolrelay: the benchmarks declare it idempotent, or not, to measure
+// both kinds of call.
+func Lookup(hold Hold, opts *core.ToolOptions) (*core.Toolbox, map[string]Func) {
 	fn := func(ctx context.Context, in LookupArgs) (Record, error) {
 		if hold != nil {
 			if err := hold(ctx, in.ID); err != nil {
@@ -61,7 +63,7 @@ func Lookup(hold Hold) (*core.Toolbox, map[string]Func) {
 		}
 		return record(in.ID), nil
 	}
-	tool, err := core.NewTool("lookup", "Look up a record by ID.", fn, nil)
+	tool, err := core.NewTool("lookup", "Look up a record by ID.", fn, opts)
 	if err != nil {
 		panic(err) // the tool is fixed: this cannot fail
 	}

@@ -34,7 +34,7 @@ func BenchmarkStream(b *testing.B) {
 					text := strings.Repeat(streamPiece, b.N)
 					s := &coretest.Script{DeltaSize: len(streamPiece), Turns: append(Script(1, 1, 1).Turns, coretest.Turn{Steps: []coretest.Step{{Text: text}}})}
 					f := startChildFake(b, backend, s)
-					tools, fns := Lookup(nil)
+					tools, fns := Lookup(nil, nil)
 					agent := f.agent(b, tools)
 					thread, _, err := f.raw(agent, fns).turn(context.Background(), "", "start")
 					if err != nil {

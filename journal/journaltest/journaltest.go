@@ -19,6 +19,7 @@
 package journaltest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -55,17 +56,52 @@ func Run(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("rule: %s", c.explanation)
-				}
-			})
+			explain(t, c.explanation)
 			c.f(t, newJournal(t))
 		})
 	}
+	// The journal's claims and results without a sync keep the same
+	// contract: every case again, through them.
+	t.Run("Unsynced", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				j := newJournal(t)
+				u, ok := j.(jdriver.Unsynced)
+				if !ok {
+					t.Skip("the journal has no claims and results without a sync (jdriver.Unsynced)")
+				}
+				explain(t, c.explanation+" (through ClaimUnsynced and FinishUnsynced)")
+				c.f(t, unsynced{j, u})
+			})
+		}
+	})
 	runOptional(t, newJournal, approvalCases, "the journal keeps no approvals (jdriver.Approvals)")
 	runOptional(t, newJournal, noteCases, "the journal keeps no notes (jdriver.Notes)")
 	runOptional(t, newJournal, runCases, "the journal keeps no runs (jdriver.Runs)")
+}
+
+// explain logs the rule a case checks, if it fails.
+func explain(t *testing.T, rule string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("rule: %s", rule)
+		}
+	})
+}
+
+// unsynced is a journal whose Claim and Finish are its ClaimUnsynced and
+// FinishUnsynced.
+type unsynced struct {
+	jdriver.Journal
+	u jdriver.Unsynced
+}
+
+func (j unsynced) Claim(ctx context.Context, key jdriver.Key, digest, idem, owner string, lease time.Duration) (jdriver.Entry, bool, error) {
+	return j.u.ClaimUnsynced(ctx, key, digest, idem, owner, lease)
+}
+
+func (j unsynced) Finish(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
+	return j.u.FinishUnsynced(ctx, key, owner, r)
 }
 
 // key returns a key of the suite's thread.
@@ -165,11 +201,7 @@ func runOptional[J any](t *testing.T, newJournal func(t *testing.T) jdriver.Jour
 			if !ok {
 				t.Skip(skip)
 			}
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("rule: %s", c.explanation)
-				}
-			})
+			explain(t, c.explanation)
 			c.f(t, j)
 		})
 	}

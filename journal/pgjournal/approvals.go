@@ -22,6 +22,7 @@ const approvalKey = `backend = $1 AND thread = $2 AND turn = $3 AND call_id = $4
 // DO NOTHING, reading the approval found instead.
 func (j *Journal) RequestApproval(ctx context.Context, a driver.Approval) (driver.Approval, bool, error) {
 	for range 10 {
+		j.count(true)
 		got, err := scanApproval(j.pool.QueryRow(ctx, `INSERT INTO `+j.t.approvals+` (`+approvalColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, false, '', NULL, '') ON CONFLICT DO NOTHING RETURNING `+approvalColumns,
 			keyArgs(a.Key, a.Tool, string(a.Arguments), a.Why, a.Requested, nullTime(a.Expires))...))
@@ -50,8 +51,12 @@ func (j *Journal) DecideApproval(ctx context.Context, key driver.Key, d driver.D
 	if len(d.Arguments) > 0 {
 		edited = string(d.Arguments)
 	}
-	got, err := scanApproval(j.pool.QueryRow(ctx, `UPDATE `+j.t.approvals+` SET decided = $5, approved = $6, reason = $7, edited = $8, actor = $9
-		WHERE `+approvalKey+` AND decided IS NULL RETURNING `+approvalColumns, keyArgs(key, d.At, d.Approved, d.Reason, edited, d.Actor)...))
+	var got driver.Approval
+	err := j.queryRow(ctx, j.sync == Full, `UPDATE `+j.t.approvals+` SET decided = $5, approved = $6, reason = $7, edited = $8, actor = $9
+		WHERE `+approvalKey+` AND decided IS NULL RETURNING `+approvalColumns, keyArgs(key, d.At, d.Approved, d.Reason, edited, d.Actor), func(row pgx.Row) (err error) {
+		got, err = scanApproval(row)
+		return err
+	})
 	if err == nil {
 		return got, nil
 	}
@@ -151,7 +156,7 @@ var _ driver.Notes = (*Journal)(nil)
 
 // SetNote implements [driver.Notes]: one upsert.
 func (j *Journal) SetNote(ctx context.Context, backend, thread, name, value string) error {
-	_, err := j.pool.Exec(ctx, `INSERT INTO `+j.t.notes+` (backend, thread, name, value, updated) VALUES ($1, $2, $3, $4, now())
+	_, err := j.exec(ctx, j.sync == Full, `INSERT INTO `+j.t.notes+` (backend, thread, name, value, updated) VALUES ($1, $2, $3, $4, now())
 		ON CONFLICT (backend, thread, name) DO UPDATE SET value = excluded.value, updated = excluded.updated`, backend, thread, name, value)
 	if err != nil {
 		return j.opError("set note", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,10 +36,11 @@ type Synchronous string
 
 // The settings of [Options.Synchronous].
 const (
-	// Full: claims, takeovers, renewals, releases and results. The default.
+	// Full: claims, takeovers, renewals, releases and results.
 	Full Synchronous = "full"
 	// Claims: claims and takeovers only, the writes made before a handler
-	// runs; the others are committed with synchronous_commit off.
+	// runs; the others are committed with synchronous_commit off. The
+	// default.
 	Claims Synchronous = "claims"
 )
 
@@ -52,7 +54,7 @@ type Options struct {
 	// "_version". Empty means DefaultTable. Journals with different
 	// tables (or schemas) are independent.
 	Table string
-	// Synchronous is Full (the default, when empty) or Claims. It has effect
+	// Synchronous is Claims (the default, when empty) or Full. It has effect
 	// only where the server's synchronous_commit is on (its default).
 	Synchronous Synchronous
 	// ConnectTimeout bounds each attempt to connect (dial, TLS and
@@ -70,10 +72,16 @@ type Journal struct {
 	t       tables
 	sync    Synchronous
 
+	writes, syncs atomic.Int64 // see Stats
+
 	claim, get, renew, takeOver, release, finish, mark, prune string
 }
 
-var _ driver.Journal = (*Journal)(nil)
+var (
+	_ driver.Journal  = (*Journal)(nil)
+	_ driver.Unsynced = (*Journal)(nil)
+	_ driver.Stater   = (*Journal)(nil)
+)
 
 // Open connects to the PostgreSQL database that connString names (a URL,
 // postgres://user@host:5432/db?sslmode=disable, or key=value settings, as
@@ -129,7 +137,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Journal, erro
 }
 
 func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, error) {
-	sync := cmp.Or(o.Synchronous, Full)
+	sync := cmp.Or(o.Synchronous, Claims)
 	if sync != Full && sync != Claims {
 		return nil, errcode.Errorf(errcode.InvalidArgument, "synchronous %q: want %q or %q", o.Synchronous, Full, Claims)
 	}
@@ -194,9 +202,26 @@ func keyArgs(k driver.Key, more ...any) []any {
 // Claim implements [driver.Journal]. The claim is one atomic statement
 // (INSERT … ON CONFLICT DO NOTHING, reading the entry found instead).
 func (j *Journal) Claim(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration) (driver.Entry, bool, error) {
+	return j.claimSynced(ctx, key, digest, idempotencyKey, owner, lease, true)
+}
+
+// ClaimUnsynced implements [driver.Unsynced]: Claim, committed with
+// synchronous_commit off.
+func (j *Journal) ClaimUnsynced(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration) (driver.Entry, bool, error) {
+	return j.claimSynced(ctx, key, digest, idempotencyKey, owner, lease, false)
+}
+
+func (j *Journal) claimSynced(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration, synced bool) (driver.Entry, bool, error) {
+	args := keyArgs(key, digest, idempotencyKey, owner, lease.Microseconds())
 	for range 10 {
-		var created bool
-		e, err := scanEntry(j.pool.QueryRow(ctx, j.claim, keyArgs(key, digest, idempotencyKey, owner, lease.Microseconds())...), &created)
+		var (
+			e       driver.Entry
+			created bool
+		)
+		err := j.queryRow(ctx, synced, j.claim, args, func(row pgx.Row) (err error) {
+			e, err = scanEntry(row, &created)
+			return err
+		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // the entry was committed, or deleted, as the statement ran
 		}
@@ -216,7 +241,7 @@ func (j *Journal) Renew(ctx context.Context, key driver.Key, owner string, lease
 // TakeOver implements [driver.Journal]. It is one conditional UPDATE; the
 // lease is compared with the server's clock.
 func (j *Journal) TakeOver(ctx context.Context, key driver.Key, owner string, lease time.Duration) (bool, error) {
-	tag, err := j.pool.Exec(ctx, j.takeOver, keyArgs(key, owner, lease.Microseconds())...)
+	tag, err := j.exec(ctx, true, j.takeOver, keyArgs(key, owner, lease.Microseconds())...)
 	if err != nil {
 		return false, j.opError("take over", err)
 	}
@@ -230,22 +255,68 @@ func (j *Journal) Release(ctx context.Context, key driver.Key, owner string) err
 
 // Finish implements [driver.Journal].
 func (j *Journal) Finish(ctx context.Context, key driver.Key, owner string, result driver.Result) error {
+	return j.finishSynced(ctx, key, owner, result, j.sync == Full)
+}
+
+// FinishUnsynced implements [driver.Unsynced]: Finish, committed with
+// synchronous_commit off.
+func (j *Journal) FinishUnsynced(ctx context.Context, key driver.Key, owner string, result driver.Result) error {
+	return j.finishSynced(ctx, key, owner, result, false)
+}
+
+func (j *Journal) finishSynced(ctx context.Context, key driver.Key, owner string, result driver.Result, synced bool) error {
 	r, err := record.EncodeResult(&result)
 	if err != nil {
 		return j.opError("finish", err)
 	}
-	return j.owned(ctx, "finish", j.finish, keyArgs(key, owner, record.FinishedState(&result), r))
+	tag, err := j.exec(ctx, synced, j.finish, keyArgs(key, owner, record.FinishedState(&result), r)...)
+	return j.changedOne("finish", tag, err)
 }
 
-// owned runs a statement that changes one entry owned by its caller, and
-// returns driver.ErrLeaseLost if it changed none.
+// owned runs a statement that changes one entry owned by its caller,
+// synced under Full, and returns driver.ErrLeaseLost if it changed none.
 func (j *Journal) owned(ctx context.Context, op, stmt string, args []any) error {
-	exec := j.pool.Exec
-	if j.sync != Full {
-		exec = j.execAsync
-	}
-	tag, err := exec(ctx, stmt, args...)
+	tag, err := j.exec(ctx, j.sync == Full, stmt, args...)
 	return j.changedOne(op, tag, err)
+}
+
+// exec runs the write stmt in a transaction of its own, committed with
+// the server's synchronous_commit when synced, else with it off (see
+// execAsync), and counts it.
+func (j *Journal) exec(ctx context.Context, synced bool, stmt string, args ...any) (pgconn.CommandTag, error) {
+	if !synced {
+		return j.execAsync(ctx, stmt, args...)
+	}
+	j.count(true)
+	return j.pool.Exec(ctx, stmt, args...)
+}
+
+// queryRow runs the write stmt, which returns one row, as exec does, and
+// hands its row to scan.
+func (j *Journal) queryRow(ctx context.Context, synced bool, stmt string, args []any, scan func(pgx.Row) error) error {
+	j.count(synced)
+	if synced {
+		return scan(j.pool.QueryRow(ctx, stmt, args...))
+	}
+	return j.async(ctx, func(b *pgx.Batch) { b.Queue(stmt, args...).QueryRow(scan) })
+}
+
+// count counts a write, synced or not.
+func (j *Journal) count(synced bool) {
+	j.writes.Add(1)
+	if synced {
+		j.syncs.Add(1)
+	}
+}
+
+// Stats implements [driver.Stater]: the writes made by this Journal (not
+// by other processes on the same tables). Every write is a transaction of
+// its own (Commits equals Writes); Syncs counts those committed with the
+// server's synchronous_commit, which waits for its log to reach the disk
+// (with the server's default, on) unless the transaction wrote nothing.
+func (j *Journal) Stats() driver.Stats {
+	w := j.writes.Load()
+	return driver.Stats{Writes: w, Commits: w, Syncs: j.syncs.Load()}
 }
 
 // changedOne returns the error of a write that must change one record
@@ -286,14 +357,23 @@ func (j *Journal) MarkSubmitted(ctx context.Context, keys []driver.Key) error {
 // the disk before it answers. The log is written in order, so a commit
 // that waits makes the earlier ones durable too.
 func (j *Journal) execAsync(ctx context.Context, stmt string, args ...any) (pgconn.CommandTag, error) {
+	j.count(false)
+	var tag pgconn.CommandTag
+	err := j.async(ctx, func(b *pgx.Batch) {
+		b.Queue(stmt, args...).Exec(func(t pgconn.CommandTag) error { tag = t; return nil })
+	})
+	return tag, err
+}
+
+// async sends the statement queue adds in a transaction committed with
+// synchronous_commit off, in one round trip.
+func (j *Journal) async(ctx context.Context, queue func(*pgx.Batch)) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
-	var tag pgconn.CommandTag
-	b.Queue(stmt, args...).Exec(func(t pgconn.CommandTag) error { tag = t; return nil })
+	queue(b)
 	b.Queue("COMMIT")
-	err := j.pool.SendBatch(ctx, b).Close()
-	return tag, err
+	return j.pool.SendBatch(ctx, b).Close()
 }
 
 // Get implements [driver.Journal].

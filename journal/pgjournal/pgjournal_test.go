@@ -1,6 +1,7 @@
 package pgjournal_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -394,6 +395,30 @@ func TestMigrate(t *testing.T) {
 			if err := conn.QueryRow(ctx, `SELECT version FROM `+pgx.Identifier{schema, "toolrelay_journal_version"}.Sanitize()).Scan(&v); err != nil || v != pgjournal.SchemaVersion {
 				t.Errorf("version %d (%v), want %d", v, err, pgjournal.SchemaVersion)
 			}
+		})
+	}
+}
+
+// TestSyncs checks which writes wait for the server's log flush under each
+// setting: a claim before a handler runs, and (under Full) its result;
+// never the writes of a call that may run twice, the submitted marks and
+// the run lease renewals.
+func TestSyncs(t *testing.T) {
+	for _, tc := range []struct {
+		sync pgjournal.Synchronous
+		want map[string]int64
+	}{
+		{"", map[string]int64{ // the default: Claims
+			journaltest.SyncClaim: 1, journaltest.SyncFinish: 0, journaltest.SyncClaimUnsynced: 0, journaltest.SyncFinishUnsynced: 0,
+			journaltest.SyncMarkSubmitted: 0, journaltest.SyncPutRun: 1, journaltest.SyncRenewRun: 0, journaltest.SyncEndRun: 0,
+		}},
+		{pgjournal.Full, map[string]int64{
+			journaltest.SyncClaim: 1, journaltest.SyncFinish: 1, journaltest.SyncClaimUnsynced: 0, journaltest.SyncFinishUnsynced: 0,
+			journaltest.SyncMarkSubmitted: 0, journaltest.SyncPutRun: 1, journaltest.SyncRenewRun: 0, journaltest.SyncEndRun: 1,
+		}},
+	} {
+		t.Run(string(cmp.Or(tc.sync, "default")), func(t *testing.T) {
+			journaltest.Syncs(t, open(t, newSchema(t), &pgjournal.Options{Synchronous: tc.sync}), tc.want)
 		})
 	}
 }

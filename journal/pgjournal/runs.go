@@ -19,7 +19,7 @@ func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 	if !r.LeaseUntil.IsZero() {
 		lease = &r.LeaseUntil
 	}
-	_, err := j.pool.Exec(ctx, `INSERT INTO `+j.t.runs+` (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
+	_, err := j.exec(ctx, true, `INSERT INTO `+j.t.runs+` (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
 		ON CONFLICT (backend, thread) DO UPDATE SET state = excluded.state, owner = excluded.owner, lease_until = excluded.lease_until,
 			options = excluded.options, error = excluded.error, updated = excluded.updated`,
 		r.Backend, r.Thread, string(r.State), r.Owner, lease, r.Options, r.Error)
@@ -29,16 +29,19 @@ func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 	return nil
 }
 
-// EndRun implements [driver.Runs]: a conditional UPDATE.
+// EndRun implements [driver.Runs]: a conditional UPDATE, synced under
+// Full only (a lost end leaves a record "running" whose takeover finds the
+// thread's answer and runs nothing).
 func (j *Journal) EndRun(ctx context.Context, backend, thread, owner string, state driver.RunState, errText string) error {
-	tag, err := j.pool.Exec(ctx, `UPDATE `+j.t.runs+` SET state = $1, error = $2, lease_until = NULL, updated = now()
+	tag, err := j.exec(ctx, j.sync == Full, `UPDATE `+j.t.runs+` SET state = $1, error = $2, lease_until = NULL, updated = now()
 		WHERE backend = $3 AND thread = $4 AND owner = $5`, string(state), errText, backend, thread, owner)
 	return j.changedOne("end run", tag, err)
 }
 
-// RenewRun implements [driver.Runs]: a conditional UPDATE.
+// RenewRun implements [driver.Runs]: a conditional UPDATE, never synced
+// (a lost renewal costs a takeover, never a result).
 func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error {
-	tag, err := j.pool.Exec(ctx, `UPDATE `+j.t.runs+` SET lease_until = now() + $1 * interval '1 microsecond', updated = now()
+	tag, err := j.exec(ctx, false, `UPDATE `+j.t.runs+` SET lease_until = now() + $1 * interval '1 microsecond', updated = now()
 		WHERE backend = $2 AND thread = $3 AND state = 'running' AND owner = $4`, lease.Microseconds(), backend, thread, owner)
 	return j.changedOne("renew run", tag, err)
 }
@@ -47,6 +50,7 @@ func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, l
 // UPDATE SKIP LOCKED, so that workers claiming at once take different
 // ones, and updated in the same statement.
 func (j *Journal) ClaimRuns(ctx context.Context, backend, owner string, lease time.Duration, limit int) ([]driver.Run, error) {
+	j.count(true)
 	rows, err := j.pool.Query(ctx, `UPDATE `+j.t.runs+` AS r SET owner = $1, lease_until = now() + $2 * interval '1 microsecond', updated = now()
 		FROM (SELECT backend, thread FROM `+j.t.runs+` WHERE backend = $3 AND state = 'running' AND lease_until <= now()
 			ORDER BY lease_until, thread LIMIT $4 FOR UPDATE SKIP LOCKED) AS due

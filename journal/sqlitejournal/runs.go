@@ -28,10 +28,11 @@ func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 	return nil
 }
 
-// EndRun implements [driver.Runs]: a conditional UPDATE, synced as
-// claims are.
+// EndRun implements [driver.Runs]: a conditional UPDATE, synced under
+// Full only (a lost end leaves a record "running" whose takeover finds the
+// thread's answer and runs nothing).
 func (j *Journal) EndRun(ctx context.Context, backend, thread, owner string, state driver.RunState, errText string) error {
-	return j.owned(ctx, "end run", Claims, func(ctx context.Context) (int64, error) {
+	return j.owned(ctx, "end run", Full, func(ctx context.Context) (int64, error) {
 		return affected(j.conn.ExecContext(ctx, `UPDATE `+runsTable+` SET state = ?, error = ?, lease_until = 0, updated = ? WHERE backend = ? AND thread = ? AND owner = ?`,
 			string(state), errText, time.Now().UnixNano(), backend, thread, owner))
 	})

@@ -71,7 +71,11 @@ type Journal struct {
 	get *sql.Stmt
 }
 
-var _ driver.Journal = (*Journal)(nil)
+var (
+	_ driver.Journal  = (*Journal)(nil)
+	_ driver.Unsynced = (*Journal)(nil)
+	_ driver.Stater   = (*Journal)(nil)
+)
 
 // Open opens the journal in the SQLite file at path, creating the file and
 // its tables if they do not exist. It fails with a *[errcode.Error] of code
@@ -89,7 +93,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 	}
 	switch o.Synchronous {
 	case "":
-		o.Synchronous = Full
+		o.Synchronous = Claims
 	case Full, Claims, Normal:
 	default:
 		return nil, errcode.Errorf(errcode.InvalidArgument, "sqlitejournal: synchronous %q: want %q, %q or %q", o.Synchronous, Full, Claims, Normal)
@@ -203,6 +207,10 @@ func (j *Journal) init(ctx context.Context, o *Options) error {
 	return err
 }
 
+// Stats implements [driver.Stater]: the writes, transactions and syncs
+// made by this Journal (not by other processes on the same file).
+func (j *Journal) Stats() driver.Stats { return j.w.stats() }
+
 // Path returns the absolute path of the journal's file.
 func (j *Journal) Path() string { return j.path }
 
@@ -244,11 +252,20 @@ func keyArgs(k driver.Key, more ...any) []any {
 // across connections and processes; when it finds an entry, a SELECT in
 // the same transaction reads it.
 func (j *Journal) Claim(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration) (driver.Entry, bool, error) {
+	return j.claimSynced(ctx, key, digest, idempotencyKey, owner, lease, Claims)
+}
+
+// ClaimUnsynced implements [driver.Unsynced]: Claim, never synced.
+func (j *Journal) ClaimUnsynced(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration) (driver.Entry, bool, error) {
+	return j.claimSynced(ctx, key, digest, idempotencyKey, owner, lease, "")
+}
+
+func (j *Journal) claimSynced(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration, syncFrom Synchronous) (driver.Entry, bool, error) {
 	var (
 		e       driver.Entry
 		created bool
 	)
-	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
+	err := j.w.do(ctx, &op{syncFrom: syncFrom, run: func(ctx context.Context) error {
 		t := now()
 		var err error
 		e, err = scanEntry(j.claim.QueryRowContext(ctx, keyArgs(key, digest, idempotencyKey, owner, t+int64(lease), t, t)...))
@@ -294,12 +311,21 @@ func (j *Journal) Release(ctx context.Context, key driver.Key, owner string) err
 
 // Finish implements [driver.Journal].
 func (j *Journal) Finish(ctx context.Context, key driver.Key, owner string, result driver.Result) error {
+	return j.finishSynced(ctx, key, owner, result, Full)
+}
+
+// FinishUnsynced implements [driver.Unsynced]: Finish, never synced.
+func (j *Journal) FinishUnsynced(ctx context.Context, key driver.Key, owner string, result driver.Result) error {
+	return j.finishSynced(ctx, key, owner, result, "")
+}
+
+func (j *Journal) finishSynced(ctx context.Context, key driver.Key, owner string, result driver.Result, syncFrom Synchronous) error {
 	r, err := record.EncodeResult(&result)
 	if err != nil {
 		return j.opError("finish", err)
 	}
 	state := record.FinishedState(&result)
-	return j.owned(ctx, "finish", Full, func(ctx context.Context) (int64, error) {
+	return j.owned(ctx, "finish", syncFrom, func(ctx context.Context) (int64, error) {
 		return exec(ctx, j.finish, append([]any{state, r, now()}, keyArgs(key, owner)...))
 	})
 }

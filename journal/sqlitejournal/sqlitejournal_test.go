@@ -2,6 +2,7 @@ package sqlitejournal_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -473,6 +474,35 @@ func TestMigrate(t *testing.T) {
 			if err := db.QueryRow(`SELECT version FROM toolrelay_journal_version`).Scan(&v); err != nil || v != sqlitejournal.SchemaVersion {
 				t.Errorf("version %d (%v), want %d", v, err, sqlitejournal.SchemaVersion)
 			}
+		})
+	}
+}
+
+// TestSyncs checks which writes wait for the disk under each setting: a
+// claim before a handler runs, and (under Full) its result; never the
+// writes of a call that may run twice, the submitted marks and the run
+// lease renewals.
+func TestSyncs(t *testing.T) {
+	for _, tc := range []struct {
+		sync sqlitejournal.Synchronous
+		want map[string]int64
+	}{
+		{"", map[string]int64{ // the default: Claims
+			journaltest.SyncClaim: 1, journaltest.SyncFinish: 0, journaltest.SyncClaimUnsynced: 0, journaltest.SyncFinishUnsynced: 0,
+			journaltest.SyncMarkSubmitted: 0, journaltest.SyncPutRun: 1, journaltest.SyncRenewRun: 0, journaltest.SyncEndRun: 0,
+		}},
+		{sqlitejournal.Full, map[string]int64{
+			journaltest.SyncClaim: 1, journaltest.SyncFinish: 1, journaltest.SyncClaimUnsynced: 0, journaltest.SyncFinishUnsynced: 0,
+			journaltest.SyncMarkSubmitted: 0, journaltest.SyncPutRun: 1, journaltest.SyncRenewRun: 0, journaltest.SyncEndRun: 1,
+		}},
+		{sqlitejournal.Normal, map[string]int64{
+			journaltest.SyncClaim: 0, journaltest.SyncFinish: 0, journaltest.SyncClaimUnsynced: 0, journaltest.SyncFinishUnsynced: 0,
+			journaltest.SyncMarkSubmitted: 0, journaltest.SyncPutRun: 0, journaltest.SyncRenewRun: 0, journaltest.SyncEndRun: 0,
+		}},
+	} {
+		t.Run(string(cmp.Or(tc.sync, "default")), func(t *testing.T) {
+			j := open(t, filepath.Join(t.TempDir(), "journal.db"), &sqlitejournal.Options{Synchronous: tc.sync})
+			journaltest.Syncs(t, j, tc.want)
 		})
 	}
 }

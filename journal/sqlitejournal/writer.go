@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // The writer makes every write of a Journal, on the one connection it
@@ -35,6 +37,13 @@ type writer struct {
 	queue   []*op // writes waiting for the next transaction
 	closed  bool
 	idle    sync.Cond // signaled when leading becomes false
+
+	writes, commits, syncs atomic.Int64 // see driver.Stats
+}
+
+// stats returns the writer's counts.
+func (w *writer) stats() driver.Stats {
+	return driver.Stats{Writes: w.writes.Load(), Commits: w.commits.Load(), Syncs: w.syncs.Load()}
 }
 
 // maxBatch bounds the writes of one transaction.
@@ -274,6 +283,11 @@ func (w *writer) transact(ops []*op) error {
 	if _, err := w.commit.ExecContext(txCtx); err != nil {
 		w.rollback.ExecContext(txCtx)
 		return err
+	}
+	w.writes.Add(int64(len(ops)))
+	w.commits.Add(1)
+	if !relaxed {
+		w.syncs.Add(1)
 	}
 	return nil
 }

@@ -8,12 +8,30 @@ import (
 
 var backends = []string{"openai", "foundry"}
 
+// toolrelays are the toolrelay clients of P1 and P3: with the memory
+// journal, and with the SQLite and PostgreSQL journals, the tool declared
+// with side effects or idempotent.
+var toolrelays = []string{
+	"toolrelay",
+	"toolrelay-sqlite", "toolrelay-sqlite-idempotent",
+	"toolrelay-postgres", "toolrelay-postgres-idempotent",
+}
+
+// syncs returns " syncs/step=N" for a benchmark that reported its
+// journal's syncs, else "".
+func syncs(rs results, name string) string {
+	if v, ok := rs.median(name, "syncs/op"); ok {
+		return fmt.Sprintf(" syncs/step=%.2f", v)
+	}
+	return ""
+}
+
 // reportStep prints P1: per step, toolrelay (with each journal) against
 // the raw loop, in time, client CPU time and allocations.
 func reportStep(w io.Writer, rs results) {
 	for _, be := range backends {
 		raw := "Step/" + be + "/raw"
-		for _, c := range []string{"toolrelay", "toolrelay-sqlite", "toolrelay-postgres"} {
+		for _, c := range toolrelays {
 			name := "Step/" + be + "/" + c
 			t, ok := rs.ratio(name, raw, "ns/op")
 			if !ok {
@@ -24,7 +42,7 @@ func reportStep(w io.Writer, rs results) {
 			a, _ := rs.ratio(name, raw, "allocs/op")
 			ns, _ := rs.median(name, "ns/op")
 			rawNS, _ := rs.median(raw, "ns/op")
-			fmt.Fprintf(w, "P1 %-8s %s/raw time=%.2fx cpu=%.2fx allocs=%.2fx  (%s vs %s per step)\n", be, c, t, cpu, a, dur(ns), dur(rawNS))
+			fmt.Fprintf(w, "P1 %-8s %s/raw time=%.2fx cpu=%.2fx allocs=%.2fx%s  (%s vs %s per step)\n", be, c, t, cpu, a, syncs(rs, name), dur(ns), dur(rawNS))
 		}
 	}
 }
@@ -50,18 +68,21 @@ func reportParallel(w io.Writer, rs results) {
 // reportScale prints P3: throughput and heap per in-flight run.
 func reportScale(w io.Writer, rs results) {
 	for _, be := range backends {
-		tr, raw := "Scale/"+be+"/toolrelay", "Scale/"+be+"/raw"
-		th, ok := rs.ratio(tr, raw, "steps/s")
-		if !ok {
-			fmt.Fprintf(w, "P3 %-8s not measured\n", be)
-			continue
+		raw := "Scale/" + be + "/raw"
+		for _, c := range toolrelays {
+			tr := "Scale/" + be + "/" + c
+			th, ok := rs.ratio(tr, raw, "steps/s")
+			if !ok {
+				fmt.Fprintf(w, "P3 %-8s %s/raw  not measured\n", be, c)
+				continue
+			}
+			s1, _ := rs.median(tr, "steps/s")
+			s2, _ := rs.median(raw, "steps/s")
+			h1, _ := rs.median(tr, "heap-B/run")
+			h2, _ := rs.median(raw, "heap-B/run")
+			fmt.Fprintf(w, "P3 %-8s %s/raw throughput=%.2fx%s (%.0f vs %.0f steps/s)  heap=%.1f KiB/run (raw %.1f KiB/run)\n",
+				be, c, th, syncs(rs, tr), s1, s2, h1/1024, h2/1024)
 		}
-		s1, _ := rs.median(tr, "steps/s")
-		s2, _ := rs.median(raw, "steps/s")
-		h1, _ := rs.median(tr, "heap-B/run")
-		h2, _ := rs.median(raw, "heap-B/run")
-		fmt.Fprintf(w, "P3 %-8s toolrelay/raw throughput=%.2fx (%.0f vs %.0f steps/s)  heap=%.1f KiB/run (raw %.1f KiB/run)\n",
-			be, th, s1, s2, h1/1024, h2/1024)
 	}
 }
 

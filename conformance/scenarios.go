@@ -840,7 +840,7 @@ func approvalSecondProcess(e *env) {
 	}
 	urls := map[string]string{"sqlite": "sqlite://" + filepath.Join(e.t.TempDir(), "journal.db")}
 	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
-		urls["postgres"] = pgtest.FreshTable(u, "conformance")
+		urls["postgres"] = pgtest.FreshTable(e.t, u, "conformance")
 	}
 	for _, name := range slices.Sorted(maps.Keys(urls)) {
 		var refunds atomic.Int32

@@ -206,7 +206,7 @@ func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result
 	for _, a := range due {
 		if !done[a.Key.Thread] {
 			done[a.Key.Thread] = true
-			todo = append(todo, resumption{a.Key.Thread, opts})
+			todo = append(todo, resumption{thread: a.Key.Thread, opts: opts})
 		}
 	}
 	return r.resumeAll(ctx, todo)
@@ -214,8 +214,10 @@ func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result
 
 // A resumption is a thread to resume, with its run's options.
 type resumption struct {
-	thread string
-	opts   *RunOptions
+	thread    string
+	opts      *RunOptions
+	recovered bool       // taken over by Recover
+	start     *beginning // set: start the run again instead (see recordStart)
 }
 
 // resumeAll resumes the threads of todo one after the other and returns
@@ -228,7 +230,11 @@ func (r *Runner) resumeAll(ctx context.Context, todo []resumption) ([]*Result, e
 		errs []error
 	)
 	for _, t := range todo {
-		res, err := r.Resume(ctx, t.thread, t.opts)
+		b := beginning{thread: t.thread, recovered: t.recovered}
+		if t.start != nil {
+			b = *t.start
+		}
+		res, err := r.exec(ctx, r.runOptions(t.opts), b, nil)
 		switch {
 		case err == nil, errors.Is(err, ErrAwaitingApproval):
 			out = append(out, res)

@@ -239,7 +239,7 @@ func TestApprovalNeedsJournal(t *testing.T) {
 func TestApprovalDurable(t *testing.T) {
 	urls := map[string]string{"sqlite": "sqlite://" + filepath.Join(t.TempDir(), "journal.db")}
 	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
-		urls["postgres"] = pgtest.FreshTable(u, "approvals")
+		urls["postgres"] = pgtest.FreshTable(t, u, "approvals")
 	} else {
 		t.Log("TOOLRELAY_TEST_POSTGRES is not set: PostgreSQL is not tried")
 	}

@@ -42,6 +42,10 @@ type RunInfo struct {
 	Thread string
 	// Resume says whether the run is a resume.
 	Resume bool
+	// Recovered says whether the run was taken over from a worker that
+	// stopped ([Runner.Recover]): a resume of its thread, or, for a run
+	// whose worker stopped before its thread existed, its start again.
+	Recovered bool
 	// Origin carries a short text from a run to the later resumes of its
 	// thread, in this process or another, such as a trace context to link
 	// to. On a resume it holds what the hook set for the thread's last
@@ -92,12 +96,12 @@ type CallEnd struct {
 // hookRun calls the Run hook, if any, reading the thread's origin note on a
 // resume. It returns the run's context, the info (whose Origin the hook
 // may have set) and the end function, nil when there is no hook.
-func (r *Runner) hookRun(ctx context.Context, thread string, resume bool) (context.Context, *RunInfo, func(*Result, error)) {
+func (r *Runner) hookRun(ctx context.Context, thread string, resume, recovered bool) (context.Context, *RunInfo, func(*Result, error)) {
 	h := r.opts.Hooks
 	if h == nil || h.Run == nil {
 		return ctx, nil, nil
 	}
-	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume}
+	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume, Recovered: recovered}
 	if n, ok := r.opts.Journal.(jdriver.Notes); ok && resume {
 		if v, found, err := n.Note(ctx, info.Backend, thread, originNote); err == nil && found {
 			info.Origin = v

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
@@ -72,5 +76,82 @@ func TestRecover(t *testing.T) {
 	}
 	if again, err := alive.Recover(t.Context()); err != nil || len(again) != 0 {
 		t.Errorf("a second Recover = %d runs, %v; want none", len(again), err)
+	}
+}
+
+// stuckStart is a backend whose first Start waits for gate before it
+// creates the thread, as a worker stuck (or killed) before its thread
+// exists would.
+type stuckStart struct {
+	*coretest.Backend
+	first         atomic.Bool
+	entered, gate chan struct{}
+}
+
+func (b *stuckStart) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
+	if b.first.CompareAndSwap(false, true) {
+		close(b.entered)
+		<-b.gate
+	}
+	return b.Backend.Start(ctx, req)
+}
+
+// TestRecoverStart: a run whose worker stopped before its thread existed
+// is recorded all the same (its input kept), and another worker, not told
+// of it, starts it again on a thread of its own; the stopped worker, if it
+// goes on after all, finds its run taken over, and runs nothing.
+func TestRecoverStart(t *testing.T) {
+	mem := jdriver.NewMemory()
+	var runs atomic.Int32
+	book := mustTool(t)(core.NewTool("book", "Books a table.", func(ctx context.Context, _ struct{}) (string, error) {
+		runs.Add(1)
+		return "booked", nil
+	}, nil))
+	tools, _ := core.NewToolbox(book)
+	turn := coretest.Turn{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "book", Arguments: json.RawMessage(`{}`)}}},
+		{Text: `{{output "book"}}`},
+	}}
+	backend := &stuckStart{
+		Backend: coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{turn, turn}}, &coretest.BackendOptions{Tools: tools}),
+		entered: make(chan struct{}), gate: make(chan struct{}),
+	}
+	const lease = 300 * time.Millisecond
+	dead := core.NewRunner(backend, tools, &core.Options{Journal: deadJournal{mem}, Owner: "dead", Lease: lease, Logger: quiet})
+
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := dead.Run(context.Background(), "book a table", &core.RunOptions{MaxSteps: 7})
+		firstDone <- err
+	}()
+	<-backend.entered
+	list, _ := mem.ListRuns(t.Context(), backend.Name(), "", 10)
+	if len(list) != 1 || !strings.HasPrefix(list[0].Thread, "toolrelay-start:") || !strings.Contains(list[0].Options, `"input":"book a table"`) {
+		t.Fatalf("records before the thread exists = %+v, want one start record keeping the input", list)
+	}
+	time.Sleep(lease + 20*time.Millisecond)
+	var recovered []bool
+	alive := core.NewRunner(backend, tools, &core.Options{Journal: mem, Owner: "alive", Lease: lease, Logger: quiet, Hooks: &core.Hooks{
+		Run: func(ctx context.Context, info *core.RunInfo) (context.Context, func(*core.Result, error)) {
+			recovered = append(recovered, info.Recovered && !info.Resume)
+			return ctx, nil
+		}}})
+	got, err := alive.Recover(t.Context())
+	if err != nil || len(got) != 1 || got[0].Text != "booked" {
+		t.Fatalf("Recover = %+v, %v; want the run started again and finished here", got, err)
+	}
+	if diff := cmp.Diff([]bool{true}, recovered); diff != "" {
+		t.Errorf("RunInfo.Recovered of a start recovered (-want +got):\n%s", diff)
+	}
+	close(backend.gate)
+	if err := <-firstDone; !errors.Is(err, jdriver.ErrLeaseLost) {
+		t.Errorf("the stuck worker's run = %v, want it refused (lease lost)", err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want once (the stuck worker's thread must not go on)", n)
+	}
+	list, _ = mem.ListRuns(t.Context(), backend.Name(), "", 10)
+	if len(list) != 1 || list[0].Thread != got[0].Thread || list[0].State != jdriver.RunFinished || list[0].Owner != "alive" || strings.Contains(list[0].Options, "input") {
+		t.Errorf("run records %+v, want one, on the new thread, finished by alive, its input dropped", list)
 	}
 }

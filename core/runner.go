@@ -269,6 +269,10 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*
 type beginning struct {
 	input  string
 	thread string // the thread resumed; "" for a start
+	// A start recovered from a worker that stopped before its thread
+	// existed goes on under that worker's record of it (see recordStart).
+	startRecord string
+	recovered   bool // taken over by Recover
 }
 
 func start(input string) beginning   { return beginning{input: input} }
@@ -290,7 +294,7 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 	if b.thread != "" {
 		thread = b.thread
 	}
-	ctx, info, end := r.hookRun(ctx, thread, b.thread != "")
+	ctx, info, end := r.hookRun(ctx, thread, b.thread != "", b.recovered)
 	res, err := r.begin(ctx, ro, b, sk, info)
 	if end != nil {
 		end(res, err)
@@ -306,6 +310,9 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		err  error
 		op   = "start"
 		rec  *runRecord // the run's record, once made
+		// moveErr is why the record of a start could not move to its
+		// thread: the run must not go on.
+		moveErr error
 	)
 	if b.thread != "" {
 		thread, op = b.thread, "resume"
@@ -324,7 +331,14 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		if ro.Thread != "" {
 			rec = r.recordRun(ctx, ro.Thread, ro)
 		} else {
-			req.Created = func(thread string) { rec = r.recordRun(ctx, thread, ro) }
+			rec = r.recordStart(ctx, b, ro)
+			req.Created = func(thread string) {
+				if rec == nil {
+					rec = r.recordRun(ctx, thread, ro)
+				} else if err := rec.move(ctx, thread); err != nil {
+					moveErr = err
+				}
+			}
 		}
 		step, err = r.b.Start(sctx, req)
 		if end != nil {
@@ -352,6 +366,17 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 	}
 	if rec == nil && step != nil {
 		rec = r.recordRun(ctx, step.Thread, ro)
+	}
+	if step != nil && moveErr == nil {
+		moveErr = rec.move(ctx, step.Thread) // a backend that did not say when it created the thread
+	}
+	if moveErr != nil {
+		// Another worker took the start over (this one was stuck past its
+		// lease) and starts the run again: this thread must not go on.
+		r.cancelTurn(ctx, step.Thread)
+		err := r.journalError(ctx, moveErr)
+		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: step.Thread, Err: err})
+		return &Result{Thread: step.Thread}, err
 	}
 	return r.loop(ctx, step, ro, thread, sk, info, rec)
 }

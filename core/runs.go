@@ -2,8 +2,10 @@ package core
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
@@ -22,25 +24,78 @@ type runRecord struct {
 }
 
 // runOptionsJSON is what a run record keeps of a run's options, for the
-// worker that takes it over.
+// worker that takes it over; the record of a start (see recordStart) also
+// keeps its input.
 type runOptionsJSON struct {
 	MaxSteps int           `json:"max_steps,omitempty"`
 	Timeout  time.Duration `json:"timeout,omitempty"`
+	Input    string        `json:"input,omitempty"`
 }
+
+// startPrefix begins the thread of the record of a run whose thread does
+// not exist yet (see recordStart).
+const startPrefix = "toolrelay-start:"
 
 // recordRun records that this runner runs the run on thread, under a lease
 // it renews, in a journal that keeps runs and that the runner did not make
 // itself (a journal of its own is never shared). It returns nil when there
 // is nothing to record.
 func (r *Runner) recordRun(ctx context.Context, thread string, ro RunOptions) *runRecord {
+	rec := r.newRecord(ro)
+	rec.move(ctx, thread)
+	return rec
+}
+
+// newRecord returns the record of a run with options ro, not written yet;
+// nil when the journal keeps no runs, or is the runner's own.
+func (r *Runner) newRecord(ro RunOptions) *runRecord {
 	runs, ok := r.opts.Journal.(jdriver.Runs)
-	if !ok || r.own != nil || thread == "" {
+	if !ok || r.own != nil {
 		return nil
 	}
 	b, _ := json.Marshal(runOptionsJSON{MaxSteps: ro.MaxSteps, Timeout: ro.Timeout})
-	rec := &runRecord{r: r, runs: runs, options: string(b)}
-	rec.move(ctx, thread)
+	return &runRecord{r: r, runs: runs, options: string(b)}
+}
+
+// recordStart records a run that starts a new thread before the request
+// that creates it, under the thread startPrefix + an id of its own (or
+// b.startRecord, the record of a start recovered), with its input: a
+// worker that stops before the thread exists, or before the thread's own
+// record is written, leaves this record, and the worker that takes it
+// over starts the run again (on a new thread; the thread the stopped worker
+// may have created is left as it is, none of its calls having run). Once
+// the thread exists, the run moves to its record. A run with parts or a
+// format is not recorded before its thread exists (the record keeps text
+// only).
+func (r *Runner) recordStart(ctx context.Context, b beginning, ro RunOptions) *runRecord {
+	rec := r.newRecord(ro)
+	if rec == nil || len(ro.Parts) > 0 || ro.Format != nil {
+		return nil
+	}
+	thread := b.startRecord
+	if thread == "" {
+		thread = startPrefix + rand.Text()
+	}
+	opts, _ := json.Marshal(runOptionsJSON{MaxSteps: ro.MaxSteps, Timeout: ro.Timeout, Input: b.input})
+	if !rec.put(ctx, thread, string(opts)) {
+		return nil
+	}
+	rec.thread = thread
 	return rec
+}
+
+// put writes the record of the run on thread, running under this runner's
+// lease, with options, and holds its lease; it reports whether it did.
+func (rec *runRecord) put(ctx context.Context, thread, options string) bool {
+	r := rec.r
+	err := rec.runs.PutRun(ctx, jdriver.Run{Backend: r.b.Name(), Thread: thread, State: jdriver.RunRunning, Owner: r.opts.Owner,
+		LeaseUntil: time.Now().Add(r.opts.Lease), Options: options})
+	if err != nil {
+		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", thread, "error", err)
+		return false
+	}
+	r.holdLease(r.runKey(thread))
+	return true
 }
 
 // runKey is the lease key of a run's record: a key with no call.
@@ -49,24 +104,34 @@ func (r *Runner) runKey(thread string) jdriver.Key {
 }
 
 // move records the run as running on thread (a chain's thread moves on
-// with each response), the record of its former thread continued.
-func (rec *runRecord) move(ctx context.Context, thread string) {
-	if rec == nil || thread == rec.thread {
-		return
+// with each response), the record of its former thread continued. The
+// record of a start (see recordStart) moves to the thread at once, and
+// only if it is still this runner's: else move returns an error matching
+// jdriver.ErrLeaseLost (another worker took the start over, and runs it
+// again), or the journal's.
+func (rec *runRecord) move(ctx context.Context, thread string) error {
+	if rec == nil || thread == rec.thread || thread == "" {
+		return nil
 	}
 	r := rec.r
-	err := rec.runs.PutRun(ctx, jdriver.Run{Backend: r.b.Name(), Thread: thread, State: jdriver.RunRunning, Owner: r.opts.Owner,
-		LeaseUntil: time.Now().Add(r.opts.Lease), Options: rec.options})
-	if err != nil {
-		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", thread, "error", err)
-		return
+	if strings.HasPrefix(rec.thread, startPrefix) {
+		if err := rec.runs.MoveRun(ctx, r.b.Name(), rec.thread, thread, r.opts.Owner, rec.options); err != nil {
+			return err
+		}
+		r.dropLease(r.runKey(rec.thread))
+		r.holdLease(r.runKey(thread))
+		rec.thread = thread
+		return nil
 	}
-	r.holdLease(r.runKey(thread))
+	if !rec.put(ctx, thread, rec.options) {
+		return nil
+	}
 	if rec.thread != "" {
 		r.dropLease(r.runKey(rec.thread))
 		rec.endAs(ctx, jdriver.RunContinued, "")
 	}
 	rec.thread = thread
+	return nil
 }
 
 // end records how the run ended, and stops renewing its lease.
@@ -101,7 +166,12 @@ func (rec *runRecord) endAs(ctx context.Context, state jdriver.RunState, msg str
 // Recover takes over the runs of the runner's backend whose worker died
 // (their record's lease expired without being renewed: a process killed,
 // a machine lost) and resumes them here, as [Runner.Resume] does: the
-// calls the journal holds results for are not run again. It takes at most
+// calls the journal holds results for are not run again. A run is
+// recorded before the request that creates its thread (with its input,
+// unless it has parts or a format): one whose worker died before its
+// thread existed, or before the thread was recorded, is started again
+// here, on a new thread (none of its calls having run; a thread the dead
+// worker may have created is left as it is). It takes at most
 // 100 runs per call, the longest dead first, and returns their results;
 // the errors of the runs that failed are joined. Of several workers
 // recovering at once, each run goes to one. It needs a journal that keeps
@@ -121,7 +191,11 @@ func (r *Runner) Recover(ctx context.Context) ([]*Result, error) {
 		var o runOptionsJSON
 		json.Unmarshal([]byte(run.Options), &o)
 		r.opts.Logger.InfoContext(ctx, "toolrelay: taking over a run whose worker stopped", "thread", run.Thread, "previous_owner", run.Owner)
-		todo[i] = resumption{run.Thread, &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}}
+		todo[i] = resumption{thread: run.Thread, opts: &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}, recovered: true}
+		if strings.HasPrefix(run.Thread, startPrefix) {
+			// Its thread did not exist, or was not recorded: start again.
+			todo[i].start = &beginning{input: o.Input, startRecord: run.Thread, recovered: true}
+		}
 	}
 	return r.resumeAll(ctx, todo)
 }

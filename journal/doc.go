@@ -29,15 +29,16 @@
 // parameters:
 //
 //	busy_timeout=5s        how long to wait for another process's lock (a Go duration)
-//	synchronous=full       full (the default), claims or normal: see package sqlitejournal
+//	synchronous=claims     claims (the default), full or normal: see package sqlitejournal
 //	check=off              skip the integrity check at open
 //
 // A PostgreSQL URL is handed to pgx (so sslmode, connect_timeout,
-// pool_max_conns and the rest work as pgx documents them), less two
+// pool_max_conns and the rest work as pgx documents them), less three
 // parameters of the journal's own:
 //
-//	toolrelay_schema=name  the schema of the journal's tables (created if missing)
-//	toolrelay_table=name   the journal's table (default toolrelay_journal)
+//	toolrelay_schema=name         the schema of the journal's tables (created if missing)
+//	toolrelay_table=name          the journal's table (default toolrelay_journal)
+//	toolrelay_synchronous=claims  claims (the default) or full: see package pgjournal
 //
 // Credentials belong in the URL only as pgx reads them (a password there,
 // or PGPASSWORD, or a .pgpass file); errors never show the password. An

@@ -4,15 +4,20 @@
 //	toolrelay-journal -journal sqlite:///var/lib/app/journal.db runs
 //	toolrelay-journal -journal "$DATABASE_URL" runs -state running
 //	toolrelay-journal -journal "$DATABASE_URL" orphans
+//	toolrelay-journal -journal "$DATABASE_URL" calls -state in_doubt
 //	toolrelay-journal -journal "$DATABASE_URL" show -backend openai sess_123
 //	toolrelay-journal -journal "$DATABASE_URL" prune -older 720h
 //
 // runs lists the run records (backend, thread, state, owner, lease, last
-// change), oldest first; orphans lists the running runs whose worker's
-// lease expired (a worker died and none took them over yet); show prints
-// one thread's run record and its approvals (pending and decided, with
-// who decided); prune deletes what finished before -older ago. The journal
-// URL may also come from TOOLRELAY_JOURNAL.
+// change), oldest first, -state awaiting_approval the runs waiting for a
+// person; orphans lists the running runs whose worker's lease expired (a
+// worker died and none took them over yet); calls lists the calls
+// (backend, thread, call, state, owner, lease, outcome), least recently
+// changed first, by -backend, -thread and -state (started, in_doubt —
+// started, its worker's lease over —, succeeded, failed, submitted);
+// show prints one thread's run record, its calls and its approvals
+// (pending and decided, with who decided); prune deletes what finished
+// before -older ago. The journal URL may also come from TOOLRELAY_JOURNAL.
 package main
 
 import (
@@ -37,7 +42,7 @@ func main() {
 	}
 }
 
-const usage = "usage: toolrelay-journal -journal URL runs [-backend B] [-state S] [-limit N] | orphans [-backend B] | show -backend B THREAD | prune -older DURATION"
+const usage = "usage: toolrelay-journal -journal URL runs [-backend B] [-state S] [-limit N] | orphans [-backend B] | calls [-backend B] [-thread T] [-state S] [-limit N] | show -backend B THREAD | prune -older DURATION"
 
 func run(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("toolrelay-journal", flag.ContinueOnError)
@@ -57,9 +62,10 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	cmd, rest := fs.Arg(0), fs.Args()[1:]
 	sub := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	sub.SetOutput(io.Discard)
-	backend := sub.String("backend", "", "only this backend's runs")
-	state := sub.String("state", "", "only runs in this state (running, awaiting_approval, finished, failed, continued)")
-	limit := sub.Int("limit", 1000, "at most this many runs")
+	backend := sub.String("backend", "", "only this backend's runs or calls")
+	thread := sub.String("thread", "", "only this thread's calls")
+	state := sub.String("state", "", "only runs (running, awaiting_approval, finished, failed, continued) or calls (started, in_doubt, succeeded, failed, submitted) in this state")
+	limit := sub.Int("limit", 1000, "at most this many runs or calls")
 	older := sub.Duration("older", 0, "prune what finished longer ago than this")
 	if err := sub.Parse(rest); err != nil {
 		return fmt.Errorf("%s: %v\n%s", cmd, err, usage)
@@ -79,6 +85,20 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		}
 		printRuns(w, list)
 		return nil
+	case "calls":
+		f := jdriver.EntryFilter{Backend: *backend, Thread: *thread}
+		switch *state {
+		case "":
+		case "in_doubt":
+			f.InDoubt = true
+		default:
+			st, ok := entryStates[*state]
+			if !ok {
+				return fmt.Errorf("calls: unknown state %q (want started, in_doubt, succeeded, failed or submitted)", *state)
+			}
+			f.State = st
+		}
+		return calls(ctx, w, store, f, *limit)
 	case "show":
 		if *backend == "" || sub.NArg() != 1 {
 			return fmt.Errorf("show: name the backend (-backend) and one thread\n%s", usage)
@@ -123,7 +143,43 @@ func printRuns(w io.Writer, list []jdriver.Run) {
 	fmt.Fprintf(w, "%d runs\n", len(list))
 }
 
-// show prints a thread's run record and approvals.
+// entryStates are the call states calls -state takes.
+var entryStates = map[string]jdriver.State{
+	"started": jdriver.Started, "succeeded": jdriver.Succeeded, "failed": jdriver.Failed, "submitted": jdriver.Submitted,
+}
+
+// calls prints the calls f selects.
+func calls(ctx context.Context, w io.Writer, store journal.Store, f jdriver.EntryFilter, limit int) error {
+	es, ok := store.(jdriver.Entries)
+	if !ok {
+		return fmt.Errorf("the journal (%T) does not list its calls", store)
+	}
+	list, err := es.ListEntries(ctx, f, limit)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKEND\tTHREAD\tTURN\tCALL\tSTATE\tOWNER\tLEASE\tUPDATED\tOUTCOME")
+	for _, e := range list {
+		state, lease, outcome := e.State.String(), "-", "-"
+		if e.State == jdriver.Started {
+			lease = e.LeaseUntil.Format(time.RFC3339)
+			if !now.Before(e.LeaseUntil) {
+				state = "in_doubt"
+			}
+		}
+		if r := e.Result; r != nil {
+			outcome = r.Outcome.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Key.Backend, e.Key.Thread, e.Key.Turn, e.Key.Call, state, e.Owner, lease, e.Updated.Format(time.RFC3339), outcome)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d calls\n", len(list))
+	return nil
+}
+
+// show prints a thread's run record, calls and approvals.
 func show(ctx context.Context, w io.Writer, store journal.Store, backend, thread string) error {
 	if runs, ok := store.(jdriver.Runs); ok {
 		list, err := runs.ListRuns(ctx, backend, "", 1<<20)
@@ -137,6 +193,11 @@ func show(ctx context.Context, w io.Writer, store journal.Store, backend, thread
 			}
 		}
 		printRuns(w, mine)
+	}
+	if _, ok := store.(jdriver.Entries); ok {
+		if err := calls(ctx, w, store, jdriver.EntryFilter{Backend: backend, Thread: thread}, 1<<20); err != nil {
+			return err
+		}
 	}
 	ap, ok := store.(jdriver.Approvals)
 	if !ok {

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/journal"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
-// TestCommands: runs, orphans, show and prune on a SQLite journal holding
-// a finished run, a run whose worker died, a paused run with its
-// approvals.
+// TestCommands: runs, orphans, calls, show and prune on a SQLite journal
+// holding a finished run, a run whose worker died (its call in doubt), a
+// paused run with its approvals.
 func TestCommands(t *testing.T) {
 	ctx := t.Context()
 	url := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
@@ -37,6 +38,29 @@ func TestCommands(t *testing.T) {
 	if _, _, err := ap.RequestApproval(ctx, jdriver.Approval{Key: key, Tool: "refund", Arguments: []byte(`{}`), Why: "over 100", Requested: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	calls := []struct {
+		key   jdriver.Key
+		owner string
+		lease time.Duration
+		done  bool
+	}{
+		{jdriver.Key{Backend: "openai", Thread: "sess_done", Turn: "turn_1", Call: "call_3"}, "w1", time.Hour, true},
+		{jdriver.Key{Backend: "openai", Thread: "sess_dead", Turn: "turn_1", Call: "call_9"}, "w2", -time.Minute, false},
+		{jdriver.Key{Backend: "openai", Thread: "sess_paused", Turn: "turn_1", Call: "call_1"}, "w1", time.Hour, true},
+	}
+	for _, c := range calls {
+		if _, _, err := store.Claim(ctx, c.key, "d", "i", c.owner, c.lease); err != nil {
+			t.Fatal(err)
+		}
+		if c.done {
+			if err := store.Finish(ctx, c.key, c.owner, jdriver.Result{Outcome: core.OK}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := store.MarkSubmitted(ctx, []jdriver.Key{calls[2].key}); err != nil {
+		t.Fatal(err)
+	}
 	store.Close()
 
 	cmd := func(args ...string) string {
@@ -54,7 +78,11 @@ func TestCommands(t *testing.T) {
 		{[]string{"runs"}, []string{"sess_done", "sess_dead", "sess_paused", "3 runs"}, nil},
 		{[]string{"runs", "-state", "finished"}, []string{"sess_done", "1 runs"}, []string{"sess_dead"}},
 		{[]string{"orphans"}, []string{"sess_dead", "w2", "1 runs"}, []string{"sess_done", "sess_paused"}},
-		{[]string{"show", "-backend", "openai", "sess_paused"}, []string{"awaiting_approval", "call_7", "refund", "over 100", "pending", "1 approvals"}, nil},
+		{[]string{"calls"}, []string{"call_3", "call_9", "call_1", "3 calls"}, nil},
+		{[]string{"calls", "-state", "in_doubt"}, []string{"sess_dead", "call_9", "in_doubt", "w2", "1 calls"}, []string{"call_1", "call_3"}},
+		{[]string{"calls", "-thread", "sess_done"}, []string{"call_3", "succeeded", "ok", "1 calls"}, []string{"call_9"}},
+		{[]string{"calls", "-state", "submitted"}, []string{"call_1", "1 calls"}, []string{"call_3"}},
+		{[]string{"show", "-backend", "openai", "sess_paused"}, []string{"awaiting_approval", "call_1", "submitted", "1 calls", "call_7", "refund", "over 100", "pending", "1 approvals"}, nil},
 		{[]string{"prune", "-older", "1ns"}, []string{"pruned"}, nil},
 		{[]string{"runs"}, []string{"sess_dead", "sess_paused", "2 runs"}, []string{"sess_done"}},
 	} {
@@ -73,6 +101,9 @@ func TestCommands(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"-journal", url, "show", "sess_paused"}, &out); err == nil || !strings.Contains(err.Error(), "-backend") {
 		t.Errorf("show without -backend: %v, want an error asking for it", err)
+	}
+	if err := run(context.Background(), []string{"-journal", url, "calls", "-state", "lost"}, &out); err == nil || !strings.Contains(err.Error(), "in_doubt") {
+		t.Errorf("calls -state lost: %v, want an error naming the states", err)
 	}
 	if err := run(context.Background(), []string{"runs"}, &out); err == nil || !strings.Contains(err.Error(), "usage") {
 		t.Errorf("no journal: %v, want the usage", err)

@@ -111,7 +111,7 @@ func openJournal(tb testing.TB, kind string) journal.Store {
 		if u == "" {
 			tb.Skip(postgresEnv + " is not set: skipping the PostgreSQL measures")
 		}
-		u = pgtest.FreshTable(u, "bench")
+		u = pgtest.FreshTable(tb, u, "bench")
 	}
 	j, err := journal.Open(context.Background(), u)
 	if err != nil {

@@ -45,10 +45,13 @@ func TestMain(m *testing.M) {
 // The points at which the first worker is killed, in the order a call
 // meets them.
 const (
-	afterClaim  = "after-claim"  // the call is claimed; its handler starts
-	afterEffect = "after-effect" // the side effect happened; no result saved
-	afterRecord = "after-record" // the result is in the journal; not sent
-	afterSubmit = "after-submit" // the service accepted the result; not marked
+	// beforeThread: the service created the thread; the run's record
+	// (written before, with its input) has not moved to it yet.
+	beforeThread = "before-thread"
+	afterClaim   = "after-claim"  // the call is claimed; its handler starts
+	afterEffect  = "after-effect" // the side effect happened; no result saved
+	afterRecord  = "after-record" // the result is in the journal; not sent
+	afterSubmit  = "after-submit" // the service accepted the result; not marked
 )
 
 // What the side-effecting tool declares.
@@ -117,11 +120,13 @@ func TestCrash(t *testing.T) {
 }
 
 // TestCrashRecover kills the worker at each point of the side-effecting
-// call's life, as TestCrash does; a second worker, which is not told the
-// thread, takes the run over from the SQLite journal's run records once
-// the first's lease expired (Runner.Recover) and finishes it: the side
-// effect happens at most once, and is reported in doubt where the tool
-// cannot tell. It logs how long the takeover took after the kill.
+// call's life, as TestCrash does, and also once the service created the
+// thread but before the run's record moved to it; a second worker, which
+// is not told the thread, takes the run over from the SQLite journal's run
+// records once the first's lease expired (Runner.Recover) and finishes it
+// (the last case: starts it again, on a new thread): the side effect
+// happens at most once, and is reported in doubt where the tool cannot
+// tell. It logs how long the takeover took after the kill.
 func TestCrashRecover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns worker processes")
@@ -131,6 +136,7 @@ func TestCrashRecover(t *testing.T) {
 		effects int
 		inDoubt bool
 	}{
+		{beforeThread, 1, false}, // started again, on a new thread
 		{afterClaim, 0, true},
 		{afterEffect, 1, true},
 		{afterRecord, 1, false},
@@ -400,11 +406,31 @@ type killingJournal struct {
 }
 
 func (j *killingJournal) Finish(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
-	err := j.Journal.Finish(ctx, key, owner, r)
+	return j.recorded(ctx, key, j.Journal.Finish(ctx, key, owner, r))
+}
+
+// FinishUnsynced records the result of an idempotent tool's call, without
+// a sync: the kill after it checks that such a write survives a kill.
+func (j *killingJournal) FinishUnsynced(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
+	return j.recorded(ctx, key, j.Journal.FinishUnsynced(ctx, key, owner, r))
+}
+
+// recorded kills the process once the side-effecting call's result is
+// recorded, at afterRecord; else it returns err, the recording's.
+func (j *killingJournal) recorded(ctx context.Context, key jdriver.Key, err error) error {
 	if j.point == afterRecord && isWeather(ctx, j, key) {
 		die()
 	}
 	return err
+}
+
+// MoveRun kills the process at beforeThread, as the run's record is to
+// move to the thread the service created.
+func (j *killingJournal) MoveRun(ctx context.Context, backend, from, to, owner, options string) error {
+	if j.point == beforeThread {
+		die()
+	}
+	return j.Journal.MoveRun(ctx, backend, from, to, owner, options)
 }
 
 func (j *killingJournal) MarkSubmitted(ctx context.Context, keys []jdriver.Key) error {

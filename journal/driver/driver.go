@@ -51,7 +51,10 @@ type Journal interface {
 	// the entry is no longer owner's.
 	Finish(ctx context.Context, key Key, owner string, result Result) error
 	// MarkSubmitted moves finished entries to Submitted. Keys that are not
-	// finished are left alone.
+	// finished are left alone. It may return before the marks are written
+	// (a lost mark only makes a resumed run send the result again without
+	// saying it was sent), provided the journal's own Get, and its next
+	// writes, see them.
 	MarkSubmitted(ctx context.Context, keys []Key) error
 	// Get returns the entry for key, and whether there is one.
 	Get(ctx context.Context, key Key) (Entry, bool, error)

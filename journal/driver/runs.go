@@ -19,6 +19,12 @@ type Runs interface {
 	// ErrLeaseLost, changing nothing, when the run is not owner's any more
 	// (another worker took it over).
 	EndRun(ctx context.Context, backend, thread, owner string, state RunState, errText string) error
+	// MoveRun moves owner's running run of (backend, from) to the thread
+	// to, with options in place of its own, at once: no moment sees both
+	// records, or neither (a run recorded before its thread existed moves
+	// to it). It returns an error matching ErrLeaseLost, changing nothing,
+	// when the run is not running under owner any more.
+	MoveRun(ctx context.Context, backend, from, to, owner, options string) error
 	// RenewRun extends owner's lease on the running run of (backend,
 	// thread). It returns an error matching ErrLeaseLost when the run is
 	// not running under owner any more.
@@ -104,6 +110,20 @@ func (j *Memory) EndRun(_ context.Context, backend, thread, owner string, state 
 		return ErrLeaseLost
 	}
 	r.State, r.Error, r.LeaseUntil, r.Updated = state, errText, time.Time{}, j.now()
+	return nil
+}
+
+// MoveRun implements [Runs].
+func (j *Memory) MoveRun(_ context.Context, backend, from, to, owner, options string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r := j.runs[runKey{backend, from}]
+	if r == nil || r.State != RunRunning || r.Owner != owner {
+		return ErrLeaseLost
+	}
+	delete(j.runs, runKey{backend, from})
+	r.Thread, r.Options, r.Updated = to, options, j.now()
+	j.runs[runKey{backend, to}] = r
 	return nil
 }
 

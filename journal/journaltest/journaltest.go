@@ -78,6 +78,7 @@ func Run(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
 	runOptional(t, newJournal, approvalCases, "the journal keeps no approvals (jdriver.Approvals)")
 	runOptional(t, newJournal, noteCases, "the journal keeps no notes (jdriver.Notes)")
 	runOptional(t, newJournal, runCases, "the journal keeps no runs (jdriver.Runs)")
+	runOptional(t, newJournal, entryCases, "the journal does not list its entries (jdriver.Entries)")
 }
 
 // explain logs the rule a case checks, if it fails.

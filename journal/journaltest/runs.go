@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
@@ -63,6 +64,47 @@ var runCases = []optionalCase[jdriver.Runs]{
 			failed, _ := j.ListRuns(ctx, "journaltest", jdriver.RunFailed, 1)
 			if len(failed) != 1 || failed[0].Error != "boom" || failed[0].Created.IsZero() || failed[0].Updated.Before(failed[0].Created) {
 				t.Errorf("the updated run = %+v, want its error and its creation time kept", failed)
+			}
+		},
+	},
+	{
+		name:        "RunMove",
+		explanation: "MoveRun moves the owner's running run to another thread, with new options, keeping its state, owner and lease; another owner's move, or a move of an ended run, returns ErrLeaseLost and changes nothing.",
+		f: func(t *testing.T, j jdriver.Runs) {
+			ctx := t.Context()
+			lease := time.Now().Add(time.Hour)
+			for _, r := range []jdriver.Run{
+				{Backend: "journaltest", Thread: "start-1", State: jdriver.RunRunning, Owner: "a", LeaseUntil: lease, Options: `{"input":"hi"}`},
+				{Backend: "journaltest", Thread: "start-2", State: jdriver.RunFailed, Owner: "a"},
+			} {
+				if err := j.PutRun(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, tc := range []struct{ from, owner string }{{"start-1", "b"}, {"start-2", "a"}, {"start-9", "a"}} {
+				if err := j.MoveRun(ctx, "journaltest", tc.from, "thread-x", tc.owner, "{}"); !errors.Is(err, jdriver.ErrLeaseLost) {
+					t.Errorf("MoveRun(%s) by %s = %v, want ErrLeaseLost", tc.from, tc.owner, err)
+				}
+			}
+			if err := j.MoveRun(ctx, "journaltest", "start-1", "thread-1", "a", `{"max_steps":3}`); err != nil {
+				t.Fatalf("MoveRun by its owner: %v", err)
+			}
+			got, err := j.ListRuns(ctx, "journaltest", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []jdriver.Run{
+				{Backend: "journaltest", Thread: "start-2", State: jdriver.RunFailed, Owner: "a"},
+				{Backend: "journaltest", Thread: "thread-1", State: jdriver.RunRunning, Owner: "a", LeaseUntil: lease, Options: `{"max_steps":3}`},
+			}
+			opts := cmp.Options{equateTimes, cmpopts.IgnoreFields(jdriver.Run{}, "Created", "Updated", "LeaseUntil"), cmpopts.SortSlices(func(a, b jdriver.Run) bool { return a.Thread < b.Thread })}
+			if diff := cmp.Diff(want, got, opts); diff != "" {
+				t.Errorf("runs after MoveRun (-want +got):\n%s", diff)
+			}
+			for _, r := range got {
+				if r.Thread == "thread-1" {
+					within(t, "moved run's LeaseUntil", r.LeaseUntil, lease, lease)
+				}
 			}
 		},
 	},

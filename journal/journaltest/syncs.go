@@ -27,7 +27,8 @@ const (
 // compares the syncs each added with want, by the names above. The
 // unsynced writes are made only if j implements [jdriver.Unsynced] and the
 // run writes only if it implements [jdriver.Runs]; each write must add one
-// to Writes.
+// to Writes by the time Get returns (a journal may make a write, such as a
+// submitted mark, later, but before its next read).
 func Syncs(t *testing.T, j jdriver.Journal, want map[string]int64) {
 	t.Helper()
 	st, ok := j.(jdriver.Stater)
@@ -63,6 +64,10 @@ func Syncs(t *testing.T, j jdriver.Journal, want map[string]int64) {
 		before := st.Stats()
 		if err := w.do(); err != nil {
 			t.Fatalf("%s: %v", w.name, err)
+		}
+		// A journal may make a write later, but before its next read.
+		if _, _, err := j.Get(ctx, k1); err != nil {
+			t.Fatalf("Get after %s: %v", w.name, err)
 		}
 		after := st.Stats()
 		if n := after.Writes - before.Writes; n != 1 {

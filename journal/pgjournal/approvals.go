@@ -52,7 +52,7 @@ func (j *Journal) DecideApproval(ctx context.Context, key driver.Key, d driver.D
 		edited = string(d.Arguments)
 	}
 	var got driver.Approval
-	err := j.queryRow(ctx, j.sync == Full, `UPDATE `+j.t.approvals+` SET decided = $5, approved = $6, reason = $7, edited = $8, actor = $9
+	err := j.queryRow(ctx, j.sync == Full, lockOf('a', key.Backend, key.Thread, key.Turn, key.Call), `UPDATE `+j.t.approvals+` SET decided = $5, approved = $6, reason = $7, edited = $8, actor = $9
 		WHERE `+approvalKey+` AND decided IS NULL RETURNING `+approvalColumns, keyArgs(key, d.At, d.Approved, d.Reason, edited, d.Actor), func(row pgx.Row) (err error) {
 		got, err = scanApproval(row)
 		return err
@@ -156,7 +156,7 @@ var _ driver.Notes = (*Journal)(nil)
 
 // SetNote implements [driver.Notes]: one upsert.
 func (j *Journal) SetNote(ctx context.Context, backend, thread, name, value string) error {
-	_, err := j.exec(ctx, j.sync == Full, `INSERT INTO `+j.t.notes+` (backend, thread, name, value, updated) VALUES ($1, $2, $3, $4, now())
+	_, err := j.exec(ctx, j.sync == Full, lockOf('n', backend, thread, name), `INSERT INTO `+j.t.notes+` (backend, thread, name, value, updated) VALUES ($1, $2, $3, $4, now())
 		ON CONFLICT (backend, thread, name) DO UPDATE SET value = excluded.value, updated = excluded.updated`, backend, thread, name, value)
 	if err != nil {
 		return j.opError("set note", err)

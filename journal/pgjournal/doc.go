@@ -32,7 +32,19 @@
 // UPDATE (state started, lease ended): of workers taking over an abandoned
 // call at once, exactly one wins, the others see the new lease. Renew,
 // Release and Finish are single statements conditional on the owner;
-// MarkSubmitted is one statement for a whole step; Prune is one DELETE.
+// Prune is one DELETE.
+//
+// # Group commit
+//
+// A Journal sends the writes of concurrent callers together (the claims
+// and results of the calls of a step, and of concurrent runs): writes that
+// arrive while a batch is on its way to the server wait, and go together
+// into the next, which is one round trip and one transaction (the
+// statements of a pipeline before its Sync message), committed once. A
+// write alone goes at once. A statement the server fails fails alone: the
+// others of its batch are sent again without it. With many runs at once
+// the server's work per transaction, not the network, bounds a journal's
+// throughput, and batching divides it (BENCHMARKS.md, P3).
 //
 // # Clock
 //
@@ -47,38 +59,41 @@
 // # Durability
 //
 // What survives a worker's crash or kill: every write whose method
-// returned, as the server holds it.
+// returned, as the server holds it, except the last submitted marks:
+// MarkSubmitted does not wait for its write, which goes first into the
+// journal's next batch (or one of its own within 50 ms, or Close's). A
+// lost mark costs only this: a resumed run sends such a result again
+// without [core.ToolResult.Resend].
 //
 // What survives the database server's crash or a power loss, with the
 // server's default synchronous_commit (on), depends on
-// [Options.Synchronous]:
+// [Options.Synchronous]. The server writes its log in order, so a
+// transaction that waits for the disk makes every earlier one durable too;
+// what is "not synced" below is lost only if no synced write followed it.
 //
-//   - [Full] (the default): every claim, takeover, renewal, release and
-//     result whose method returned, since the server flushed its log to
-//     disk before it answered. MarkSubmitted (and nothing else) is committed
-//     with synchronous_commit off, so the last "submitted" marks may be
-//     lost: a resumed run then sends such a result again without
-//     [core.ToolResult.Resend].
-//   - [Claims]: every claim and takeover (the writes made before a handler
-//     runs), so a handler never runs twice unseen; the renewals, releases
-//     and results of the last moments may be lost, and their calls are then
-//     found started, in doubt, and settled as the tool declares.
+//   - [Claims] (the default): every claim and takeover of a call whose
+//     tool may not run twice (the writes made before its handler runs), so
+//     a handler with side effects never runs twice unseen; and the
+//     creation of run records, claims of runs and approval requests. Not
+//     synced (committed with synchronous_commit off): results and releases
+//     (their calls are then found started, in doubt, and settled as the
+//     tool declares), run ends, decisions, notes, renewals and marks.
+//   - [Full]: also every result, release, renewal, run end, decision and
+//     note whose method returned.
 //
-// Run records, approvals and notes are committed as claims are, waiting
-// for the server's log: a worker that dies after writing one leaves it
-// for the others.
+// Whatever the setting, the claims and results of calls whose tool was
+// declared idempotent or read-only are never synced ([driver.Unsynced]):
+// one lost makes the call run again, which such a tool allows. With the
+// server's (or the connection's: synchronous_commit=off in the URL)
+// synchronous_commit off, the last writes of every kind, claims included,
+// may be lost on a server crash: do not do that for a journal of
+// side-effecting calls.
 //
-// The server writes its log in order, so a write that waits for the disk
-// makes every earlier write durable too. With the server's (or the
-// connection's: synchronous_commit=off in the URL) synchronous_commit off,
-// the last writes of every kind, claims included, may be lost on a server
-// crash: do not do that for a journal of side-effecting calls.
-//
-// What that costs: a call run alone makes three round trips (claim,
-// result, submitted mark) and waits for two log flushes under Full, one
-// under Claims; calls run concurrently, on the pool's connections, share
-// the server's flushes. The benchmarks (go test -bench . -benchmem, with
-// TOOLRELAY_TEST_POSTGRES set) measure both settings.
+// What that costs: a step of one call of a tool with side effects makes
+// two round trips (its claim, which carries the previous step's marks,
+// and its result) and waits for one log flush under Claims, two under
+// Full; a step of an idempotent tool waits for none. [Journal.Stats]
+// counts them.
 //
 // # Errors
 //

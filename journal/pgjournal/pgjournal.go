@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,7 +73,13 @@ type Journal struct {
 	t       tables
 	sync    Synchronous
 
-	writes, syncs atomic.Int64 // see Stats
+	w                      batcher
+	writes, commits, syncs atomic.Int64 // see Stats
+	marks                  struct {
+		sync.Mutex
+		keys  []driver.Key // waiting to be marked submitted
+		timer *time.Timer  // marks them if no write comes
+	}
 
 	claim, get, renew, takeOver, release, finish, mark, prune string
 }
@@ -152,7 +159,7 @@ func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, 
 	}
 	e := t.entries
 	const key = `backend = $1 AND thread = $2 AND turn = $3 AND call_id = $4`
-	return &Journal{
+	j := &Journal{
 		pool: pool,
 		t:    t,
 		sync: sync,
@@ -174,12 +181,13 @@ func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, 
 		takeOver: `UPDATE ` + e + ` SET owner = $5, lease_until = now() + $6::bigint * interval '1 microsecond', updated = now() WHERE ` + key + ` AND state = 'started' AND lease_until <= now()`,
 		release:  `DELETE FROM ` + e + ` WHERE ` + key + ` AND state = 'started' AND owner = $5`,
 		finish:   `UPDATE ` + e + ` SET state = $6, result = $7, updated = now() WHERE ` + key + ` AND state = 'started' AND owner = $5`,
-		mark: `UPDATE ` + e + ` AS e SET state = 'submitted', updated = now()
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(backend, thread, turn, call_id)
-			WHERE e.backend = k.backend AND e.thread = k.thread AND e.turn = k.turn AND e.call_id = k.call_id
-				AND e.state IN ('succeeded', 'failed')`,
+		// One statement per key: a join with a list of keys lets the
+		// planner scan the whole table while it is small.
+		mark:  `UPDATE ` + e + ` SET state = 'submitted', updated = now() WHERE ` + key + ` AND state IN ('succeeded', 'failed')`,
 		prune: `DELETE FROM ` + e + ` WHERE state <> 'started' AND updated < $1`,
-	}, nil
+	}
+	j.w.j = j
+	return j, nil
 }
 
 const columns = `backend, thread, turn, call_id, digest, idempotency_key, state, owner, lease_until, result, created, updated`
@@ -187,12 +195,24 @@ const columns = `backend, thread, turn, call_id, digest, idempotency_key, state,
 // Pool returns the journal's connection pool.
 func (j *Journal) Pool() *pgxpool.Pool { return j.pool }
 
-// Close closes the journal's connection pool, if Open made it.
+// Close writes the submitted marks not written yet, and closes the
+// journal's connection pool, if Open made it.
 func (j *Journal) Close() error {
+	j.marks.Lock()
+	if j.marks.timer != nil {
+		j.marks.timer.Stop()
+	}
+	j.marks.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := j.flushMarks(ctx)
+	cancel()
+	if err != nil {
+		err = j.opError("mark submitted", err)
+	}
 	if j.ownPool {
 		j.pool.Close()
 	}
-	return nil
+	return err
 }
 
 func keyArgs(k driver.Key, more ...any) []any {
@@ -218,7 +238,7 @@ func (j *Journal) claimSynced(ctx context.Context, key driver.Key, digest, idemp
 			e       driver.Entry
 			created bool
 		)
-		err := j.queryRow(ctx, synced, j.claim, args, func(row pgx.Row) (err error) {
+		err := j.queryRow(ctx, synced, entryLock(key), j.claim, args, func(row pgx.Row) (err error) {
 			e, err = scanEntry(row, &created)
 			return err
 		})
@@ -235,13 +255,13 @@ func (j *Journal) claimSynced(ctx context.Context, key driver.Key, digest, idemp
 
 // Renew implements [driver.Journal].
 func (j *Journal) Renew(ctx context.Context, key driver.Key, owner string, lease time.Duration) error {
-	return j.owned(ctx, "renew", j.renew, keyArgs(key, owner, lease.Microseconds()))
+	return j.owned(ctx, "renew", key, j.renew, keyArgs(key, owner, lease.Microseconds()))
 }
 
 // TakeOver implements [driver.Journal]. It is one conditional UPDATE; the
 // lease is compared with the server's clock.
 func (j *Journal) TakeOver(ctx context.Context, key driver.Key, owner string, lease time.Duration) (bool, error) {
-	tag, err := j.exec(ctx, true, j.takeOver, keyArgs(key, owner, lease.Microseconds())...)
+	tag, err := j.exec(ctx, true, entryLock(key), j.takeOver, keyArgs(key, owner, lease.Microseconds())...)
 	if err != nil {
 		return false, j.opError("take over", err)
 	}
@@ -250,7 +270,7 @@ func (j *Journal) TakeOver(ctx context.Context, key driver.Key, owner string, le
 
 // Release implements [driver.Journal].
 func (j *Journal) Release(ctx context.Context, key driver.Key, owner string) error {
-	return j.owned(ctx, "release", j.release, keyArgs(key, owner))
+	return j.owned(ctx, "release", key, j.release, keyArgs(key, owner))
 }
 
 // Finish implements [driver.Journal].
@@ -269,54 +289,15 @@ func (j *Journal) finishSynced(ctx context.Context, key driver.Key, owner string
 	if err != nil {
 		return j.opError("finish", err)
 	}
-	tag, err := j.exec(ctx, synced, j.finish, keyArgs(key, owner, record.FinishedState(&result), r)...)
+	tag, err := j.exec(ctx, synced, entryLock(key), j.finish, keyArgs(key, owner, record.FinishedState(&result), r)...)
 	return j.changedOne("finish", tag, err)
 }
 
 // owned runs a statement that changes one entry owned by its caller,
 // synced under Full, and returns driver.ErrLeaseLost if it changed none.
-func (j *Journal) owned(ctx context.Context, op, stmt string, args []any) error {
-	tag, err := j.exec(ctx, j.sync == Full, stmt, args...)
+func (j *Journal) owned(ctx context.Context, op string, key driver.Key, stmt string, args []any) error {
+	tag, err := j.exec(ctx, j.sync == Full, entryLock(key), stmt, args...)
 	return j.changedOne(op, tag, err)
-}
-
-// exec runs the write stmt in a transaction of its own, committed with
-// the server's synchronous_commit when synced, else with it off (see
-// execAsync), and counts it.
-func (j *Journal) exec(ctx context.Context, synced bool, stmt string, args ...any) (pgconn.CommandTag, error) {
-	if !synced {
-		return j.execAsync(ctx, stmt, args...)
-	}
-	j.count(true)
-	return j.pool.Exec(ctx, stmt, args...)
-}
-
-// queryRow runs the write stmt, which returns one row, as exec does, and
-// hands its row to scan.
-func (j *Journal) queryRow(ctx context.Context, synced bool, stmt string, args []any, scan func(pgx.Row) error) error {
-	j.count(synced)
-	if synced {
-		return scan(j.pool.QueryRow(ctx, stmt, args...))
-	}
-	return j.async(ctx, func(b *pgx.Batch) { b.Queue(stmt, args...).QueryRow(scan) })
-}
-
-// count counts a write, synced or not.
-func (j *Journal) count(synced bool) {
-	j.writes.Add(1)
-	if synced {
-		j.syncs.Add(1)
-	}
-}
-
-// Stats implements [driver.Stater]: the writes made by this Journal (not
-// by other processes on the same tables). Every write is a transaction of
-// its own (Commits equals Writes); Syncs counts those committed with the
-// server's synchronous_commit, which waits for its log to reach the disk
-// (with the server's default, on) unless the transaction wrote nothing.
-func (j *Journal) Stats() driver.Stats {
-	w := j.writes.Load()
-	return driver.Stats{Writes: w, Commits: w, Syncs: j.syncs.Load()}
 }
 
 // changedOne returns the error of a write that must change one record
@@ -332,52 +313,100 @@ func (j *Journal) changedOne(op string, tag pgconn.CommandTag, err error) error 
 	return nil
 }
 
-// MarkSubmitted implements [driver.Journal]. It is one statement for all
-// the keys, committed without waiting for the server to flush it to disk
-// (synchronous_commit off): the next write that waits flushes it too.
+// exec makes the write stmt, which locks the row lock names (see
+// batcher), and returns its command tag.
+func (j *Journal) exec(ctx context.Context, synced bool, lock, stmt string, args ...any) (pgconn.CommandTag, error) {
+	w := &write{stmt: stmt, args: args, synced: synced, lock: lock}
+	err := j.w.do(ctx, w)
+	return w.tag, err
+}
+
+// queryRow makes the write stmt, which locks the row lock names and
+// returns one row (see batcher), and hands its row to scan.
+func (j *Journal) queryRow(ctx context.Context, synced bool, lock, stmt string, args []any, scan func(pgx.Row) error) error {
+	return j.w.do(ctx, &write{stmt: stmt, args: args, synced: synced, scan: scan, lock: lock})
+}
+
+// count counts a write made outside the batcher, in a transaction of its own,
+// synced or not.
+func (j *Journal) count(synced bool) {
+	j.writes.Add(1)
+	j.commits.Add(1)
+	if synced {
+		j.syncs.Add(1)
+	}
+}
+
+// Stats implements [driver.Stater]: the writes made by this Journal (not
+// by other processes on the same tables). Syncs counts the transactions
+// committed with the server's synchronous_commit, which waits for its log
+// to reach the disk (with the server's default, on) unless the transaction
+// wrote nothing.
+func (j *Journal) Stats() driver.Stats {
+	return driver.Stats{Writes: j.writes.Load(), Commits: j.commits.Load(), Syncs: j.syncs.Load()}
+}
+
+// Deferred submitted marks (see MarkSubmitted).
+const (
+	marksDelay = 50 * time.Millisecond
+	maxMarks   = 64
+)
+
+// MarkSubmitted implements [driver.Journal]. It does not wait for the
+// mark: the keys are marked (one statement each) first in the journal's
+// next write (the next step's claims, usually), or within 50 ms in a
+// write of their own, or at once when 64 keys wait, committed with
+// synchronous_commit off; Get and Close write them first. A mark lost
+// (to a kill, a failed write, a power loss) costs only this: a resumed
+// run sends such a result again without [core.ToolResult.Resend].
 func (j *Journal) MarkSubmitted(ctx context.Context, keys []driver.Key) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	cols := make([][]string, 4)
-	for i := range cols {
-		cols[i] = make([]string, len(keys))
+	j.marks.Lock()
+	j.marks.keys = append(j.marks.keys, keys...)
+	full := len(j.marks.keys) >= maxMarks
+	if !full {
+		if j.marks.timer == nil {
+			j.marks.timer = time.AfterFunc(marksDelay, func() { j.flushMarks(context.Background()) })
+		} else if len(j.marks.keys) == len(keys) {
+			j.marks.timer.Reset(marksDelay)
+		}
 	}
-	for i, k := range keys {
-		cols[0][i], cols[1][i], cols[2][i], cols[3][i] = k.Backend, k.Thread, k.Turn, k.Call
-	}
-	if _, err := j.execAsync(ctx, j.mark, cols[0], cols[1], cols[2], cols[3]); err != nil {
-		return j.opError("mark submitted", err)
+	j.marks.Unlock()
+	if full {
+		if err := j.flushMarks(ctx); err != nil {
+			return j.opError("mark submitted", err)
+		}
 	}
 	return nil
 }
 
-// execAsync runs stmt in a transaction committed with synchronous_commit
-// off, in one round trip: the server does not wait for its log to reach
-// the disk before it answers. The log is written in order, so a commit
-// that waits makes the earlier ones durable too.
-func (j *Journal) execAsync(ctx context.Context, stmt string, args ...any) (pgconn.CommandTag, error) {
-	j.count(false)
-	var tag pgconn.CommandTag
-	err := j.async(ctx, func(b *pgx.Batch) {
-		b.Queue(stmt, args...).Exec(func(t pgconn.CommandTag) error { tag = t; return nil })
-	})
-	return tag, err
+// takeMarks returns the keys waiting to be marked, and forgets them.
+func (j *Journal) takeMarks() []driver.Key {
+	j.marks.Lock()
+	defer j.marks.Unlock()
+	keys := j.marks.keys
+	j.marks.keys = nil
+	return keys
 }
 
-// async sends the statement queue adds in a transaction committed with
-// synchronous_commit off, in one round trip.
-func (j *Journal) async(ctx context.Context, queue func(*pgx.Batch)) error {
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
-	queue(b)
-	b.Queue("COMMIT")
-	return j.pool.SendBatch(ctx, b).Close()
+// flushMarks writes the marks waiting, if any.
+func (j *Journal) flushMarks(ctx context.Context) error {
+	j.marks.Lock()
+	n := len(j.marks.keys)
+	j.marks.Unlock()
+	if n == 0 {
+		return nil
+	}
+	return j.w.do(ctx, &write{}) // a batch of the marks alone
 }
 
 // Get implements [driver.Journal].
 func (j *Journal) Get(ctx context.Context, key driver.Key) (driver.Entry, bool, error) {
+	if err := j.flushMarks(ctx); err != nil {
+		return driver.Entry{}, false, j.opError("mark submitted", err)
+	}
 	e, err := scanEntry(j.pool.QueryRow(ctx, j.get, keyArgs(key)...), nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return driver.Entry{}, false, nil

@@ -422,3 +422,113 @@ func TestSyncs(t *testing.T) {
 		})
 	}
 }
+
+// TestMarksLater checks that MarkSubmitted's marks, which it does not wait
+// for, reach the database: another journal on the same tables sees them
+// soon with no other write, and at once after Close.
+func TestMarksLater(t *testing.T) {
+	schema := newSchema(t)
+	a, b := open(t, schema, nil), open(t, schema, nil)
+	ctx := t.Context()
+	finished := func(call string) driver.Key {
+		k := driver.Key{Backend: "b", Thread: "t", Turn: "u", Call: call}
+		if _, _, err := a.Claim(ctx, k, "d", "i", "w", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Finish(ctx, k, "w", driver.Result{Output: core.Output{Text: "r"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.MarkSubmitted(ctx, []driver.Key{k}); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	state := func(k driver.Key) driver.State {
+		e, ok, err := b.Get(ctx, k)
+		if err != nil || !ok {
+			t.Fatalf("Get(%s) = %v, %v", k.Call, ok, err)
+		}
+		return e.State
+	}
+
+	k := finished("alone")
+	for deadline := time.Now().Add(10 * time.Second); state(k) != driver.Submitted && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := state(k); got != driver.Submitted {
+		t.Errorf("with no other write, another journal reads %v, want submitted", got)
+	}
+
+	k = finished("closed")
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(k); got != driver.Submitted {
+		t.Errorf("after Close, another journal reads %v, want submitted", got)
+	}
+}
+
+// TestBatch checks the group commit of concurrent writes: they share
+// transactions (fewer commits than writes), and a statement the server
+// fails fails alone, the writes batched with it made all the same.
+func TestBatch(t *testing.T) {
+	j := open(t, newSchema(t), nil)
+	ctx := t.Context()
+
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			k := driver.Key{Backend: "b", Thread: "t", Turn: "u", Call: fmt.Sprintf("call-%03d", i)}
+			_, created, err := j.ClaimUnsynced(ctx, k, "d", "i", "w", time.Hour)
+			if err == nil && !created {
+				err = fmt.Errorf("%s: not created", k.Call)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := j.Stats(); s.Writes != n || s.Commits >= n {
+		t.Errorf("Stats after %d concurrent claims = %+v, want %d writes in fewer commits", n, s, n)
+	}
+
+	// A slow write holds the batcher; the writes made meanwhile go into
+	// the next batch together, a failing one among them.
+	slow := make(chan error, 1)
+	go func() { slow <- pgjournal.ExecForTest(ctx, j, "SELECT pg_sleep(0.3)") }()
+	time.Sleep(100 * time.Millisecond)
+	before := j.Stats()
+	results := make([]error, 5)
+	for i := range results {
+		wg.Go(func() {
+			stmt := "SELECT 1"
+			if i == 2 {
+				stmt = "SELECT 1/0"
+			}
+			results[i] = pgjournal.ExecForTest(ctx, j, stmt)
+		})
+	}
+	wg.Wait()
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range results {
+		var pgErr *pgconn.PgError
+		switch {
+		case i == 2 && (!errors.As(err, &pgErr) || pgErr.Code != "22012"):
+			t.Errorf("the failing write: error %v, want division_by_zero", err)
+		case i != 2 && err != nil:
+			t.Errorf("write %d, batched with a failing one: %v", i, err)
+		}
+	}
+	if got := j.Stats().Commits - before.Commits; got > 2 {
+		t.Errorf("the 4 writes made in %d commits, want them together (at most 2: the slow write's may be counted)", got)
+	}
+}

@@ -19,7 +19,7 @@ func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 	if !r.LeaseUntil.IsZero() {
 		lease = &r.LeaseUntil
 	}
-	_, err := j.exec(ctx, true, `INSERT INTO `+j.t.runs+` (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
+	_, err := j.exec(ctx, true, runLock(r.Backend, r.Thread), `INSERT INTO `+j.t.runs+` (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
 		ON CONFLICT (backend, thread) DO UPDATE SET state = excluded.state, owner = excluded.owner, lease_until = excluded.lease_until,
 			options = excluded.options, error = excluded.error, updated = excluded.updated`,
 		r.Backend, r.Thread, string(r.State), r.Owner, lease, r.Options, r.Error)
@@ -33,15 +33,23 @@ func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 // Full only (a lost end leaves a record "running" whose takeover finds the
 // thread's answer and runs nothing).
 func (j *Journal) EndRun(ctx context.Context, backend, thread, owner string, state driver.RunState, errText string) error {
-	tag, err := j.exec(ctx, j.sync == Full, `UPDATE `+j.t.runs+` SET state = $1, error = $2, lease_until = NULL, updated = now()
+	tag, err := j.exec(ctx, j.sync == Full, runLock(backend, thread), `UPDATE `+j.t.runs+` SET state = $1, error = $2, lease_until = NULL, updated = now()
 		WHERE backend = $3 AND thread = $4 AND owner = $5`, string(state), errText, backend, thread, owner)
 	return j.changedOne("end run", tag, err)
+}
+
+// MoveRun implements [driver.Runs]: one conditional UPDATE of the
+// record's key, synced (it records the run's thread).
+func (j *Journal) MoveRun(ctx context.Context, backend, from, to, owner, options string) error {
+	tag, err := j.exec(ctx, true, runLock(backend, from), `UPDATE `+j.t.runs+` SET thread = $1, options = $2, updated = now()
+		WHERE backend = $3 AND thread = $4 AND state = 'running' AND owner = $5`, to, options, backend, from, owner)
+	return j.changedOne("move run", tag, err)
 }
 
 // RenewRun implements [driver.Runs]: a conditional UPDATE, never synced
 // (a lost renewal costs a takeover, never a result).
 func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error {
-	tag, err := j.exec(ctx, false, `UPDATE `+j.t.runs+` SET lease_until = now() + $1 * interval '1 microsecond', updated = now()
+	tag, err := j.exec(ctx, false, runLock(backend, thread), `UPDATE `+j.t.runs+` SET lease_until = now() + $1 * interval '1 microsecond', updated = now()
 		WHERE backend = $2 AND thread = $3 AND state = 'running' AND owner = $4`, lease.Microseconds(), backend, thread, owner)
 	return j.changedOne("renew run", tag, err)
 }
@@ -101,4 +109,39 @@ func collectRuns(rows pgx.Rows) ([]driver.Run, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+var _ driver.Entries = (*Journal)(nil)
+
+// ListEntries implements [driver.Entries]: one SELECT, after the submitted
+// marks not written yet; "in doubt" is by the server's clock.
+func (j *Journal) ListEntries(ctx context.Context, f driver.EntryFilter, limit int) ([]driver.Entry, error) {
+	if err := j.flushMarks(ctx); err != nil {
+		return nil, j.opError("mark submitted", err)
+	}
+	state := ""
+	if f.State != 0 {
+		state = f.State.String()
+	}
+	rows, err := j.pool.Query(ctx, `SELECT `+columns+` FROM `+j.t.entries+`
+		WHERE ($1 = '' OR backend = $1) AND ($2 = '' OR thread = $2) AND ($3 = '' OR state = $3)
+			AND (NOT $4 OR (state = 'started' AND lease_until <= now()))
+		ORDER BY updated, call_id LIMIT $5`,
+		f.Backend, f.Thread, state, f.InDoubt, max(limit, 0))
+	if err != nil {
+		return nil, j.opError("list entries", err)
+	}
+	defer rows.Close()
+	var out []driver.Entry
+	for rows.Next() {
+		e, err := scanEntry(rows, nil)
+		if err != nil {
+			return nil, j.opError("list entries", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, j.opError("list entries", err)
+	}
+	return out, nil
 }

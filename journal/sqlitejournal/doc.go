@@ -40,48 +40,54 @@
 // # Durability
 //
 // What survives a process kill (SIGKILL, a panic, an OOM kill): every
-// write whose method returned, whichever [Synchronous] setting: a commit is
-// in the write-ahead log, in the operating system's cache, before the
-// method returns, and the next Open recovers it. A write that had not
-// returned is wholly there or wholly absent.
+// write whose method returned, whichever [Synchronous] setting — a commit
+// is in the write-ahead log, in the operating system's cache, before the
+// method returns, and the next Open recovers it — except the last
+// submitted marks: MarkSubmitted does not wait for its write, which goes
+// first into the journal's next transaction (or one of its own within
+// 50 ms, or Close's). A lost mark costs only this: a resumed run sends
+// such a result again without [core.ToolResult.Resend]. A write that had
+// not returned is wholly there or wholly absent. The kill half is tested
+// by internal/crashtest (SIGKILL at each point of a call, then another
+// worker on the same file).
 //
 // What survives a power loss or an operating-system crash depends on
-// [Options.Synchronous], given a disk that honours fsync:
+// [Options.Synchronous], given a disk that honours fsync. The log is
+// written in order, so a write that is synced makes every earlier one
+// durable too; what is "not synced" below is lost only if no synced write
+// followed it before the power went.
 //
-//   - [Full] (the default): every claim, takeover, renewal, release and
-//     result whose method returned: the log is synced to disk before the
-//     method returns. The last MarkSubmitted and Prune writes may be lost
-//     (they are synced by the next write that is), which costs only this: a
-//     resumed run sends such a result again without [core.ToolResult.Resend].
-//   - [Claims]: every claim and takeover whose method returned (the writes
-//     made before a handler runs), so a handler never runs twice unseen;
-//     the results and releases of the last moments may be lost, and their
-//     calls are then found started, in doubt, and settled as the tool
-//     declares (verified, run again if idempotent, or failed as "outcome
-//     unknown").
-//   - [Normal]: the log is synced only at checkpoints, so the writes of the
-//     last moments, claims included, may be lost: a call whose claim was
-//     lost may run again. For journals of idempotent calls.
+//   - [Claims] (the default): every claim and takeover of a call whose
+//     tool may not run twice (the writes made before its handler runs), so
+//     a handler with side effects never runs twice unseen; and the
+//     creation of run records and of approval requests. Not synced: results
+//     and releases (their calls are then found started, in doubt, and
+//     settled as the tool declares: verified, run again if idempotent, or
+//     failed as "outcome unknown"), run ends (a run found still "running"
+//     is taken over, and its resume finds the thread's answer), decisions,
+//     notes, lease renewals, marks and Prune's deletions.
+//   - [Full]: also every result, release, renewal, run end, decision and
+//     note whose method returned.
+//   - [Normal]: nothing is synced but at checkpoints: the writes of the
+//     last moments, claims included, may be lost, and a call whose claim
+//     was lost may run again. For journals of idempotent calls.
 //
-// The other records follow the same rule: a run record's creation, end
-// and claim by another worker, and a request for approval, are synced
-// under Full and Claims (a worker that dies after writing one leaves a run
-// others can find, or a pending approval that stays pending); a run's
-// lease renewal is never synced (a lost renewal costs at most a takeover
-// one lease early, never a result); a decision about an approval and a
-// note (a trace context) are synced under Full only.
+// Whatever the setting, the claims and results of calls whose tool was
+// declared idempotent or read-only (core.ToolOptions) are never synced
+// ([driver.Unsynced]): one lost makes the call run again, which such a
+// tool allows. The file stays consistent, and a write is wholly there or
+// wholly absent.
 //
-// Whatever the setting, the file stays consistent, and a write is wholly
-// there or wholly absent.
-//
-// What that costs: a sync to disk is the dearest part of a call (BENCHMARKS.md
-// gives this project's figures). A call run alone waits for two syncs
-// under Full (its claim, then its result), one under Claims, none under
-// Normal; the calls of a step, run concurrently, share them. The
-// benchmarks (go test -bench . -benchmem) measure each setting. Programs
-// that want cheaper syncs on Linux may call sqlite.Fdatasync(true) from
-// modernc.org/sqlite, which syncs with fdatasync(2), as durable for
-// SQLite's files; the benchmarks measure that too.
+// What that costs: a sync to disk is the dearest part of a call. A step of
+// one call of a tool with side effects waits for one sync under Claims
+// (its claim) and two under Full (its claim, then its result); a step of
+// an idempotent tool waits for none. Writes that arrive together share a
+// transaction and its sync: the calls of a step, and of concurrent runs.
+// [Journal.Stats] counts the syncs; BENCHMARKS.md gives this project's
+// figures. Programs that want cheaper syncs on Linux may call
+// sqlite.Fdatasync(true) from modernc.org/sqlite, which syncs with
+// fdatasync(2), as durable for SQLite's files (on this project's test
+// machine it made no measurable difference).
 //
 // # Errors
 //

@@ -38,6 +38,16 @@ func (j *Journal) EndRun(ctx context.Context, backend, thread, owner string, sta
 	})
 }
 
+// MoveRun implements [driver.Runs]: one conditional UPDATE of the
+// record's key, synced as claims are (it records the run's thread).
+func (j *Journal) MoveRun(ctx context.Context, backend, from, to, owner, options string) error {
+	return j.owned(ctx, "move run", Claims, func(ctx context.Context) (int64, error) {
+		return affected(j.conn.ExecContext(ctx, `UPDATE OR REPLACE `+runsTable+` SET thread = ?, options = ?, updated = ?
+			WHERE backend = ? AND thread = ? AND state = 'running' AND owner = ?`,
+			to, options, time.Now().UnixNano(), backend, from, owner))
+	})
+}
+
 // RenewRun implements [driver.Runs]: a conditional UPDATE, not synced (a
 // lost renewal costs a takeover, never a result).
 func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error {
@@ -117,4 +127,40 @@ func scanRun(row scanner) (driver.Run, error) {
 	}
 	r.Created, r.Updated = time.Unix(0, created), time.Unix(0, updated)
 	return r, nil
+}
+
+var _ driver.Entries = (*Journal)(nil)
+
+// ListEntries implements [driver.Entries]: one SELECT on the reading
+// connection, after the submitted marks not written yet.
+func (j *Journal) ListEntries(ctx context.Context, f driver.EntryFilter, limit int) ([]driver.Entry, error) {
+	j.w.flush()
+	state := ""
+	if f.State != 0 {
+		state = f.State.String()
+	}
+	inDoubt := 0
+	if f.InDoubt {
+		inDoubt = 1
+	}
+	rows, err := j.db.QueryContext(ctx, `SELECT `+columns+` FROM `+entriesTable+`
+		WHERE (? = '' OR backend = ?) AND (? = '' OR thread = ?) AND (? = '' OR state = ?) AND (? = 0 OR (state = 'started' AND lease_until <= ?))
+		ORDER BY updated, call LIMIT ?`,
+		f.Backend, f.Backend, f.Thread, f.Thread, state, state, inDoubt, now(), max(limit, 0))
+	if err != nil {
+		return nil, j.opError("list entries", err)
+	}
+	defer rows.Close()
+	var out []driver.Entry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, j.opError("list entries", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, j.opError("list entries", err)
+	}
+	return out, nil
 }

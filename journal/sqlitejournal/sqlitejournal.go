@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,12 +30,13 @@ type Synchronous string
 const (
 	// Full syncs the write-ahead log to disk before a claim, takeover,
 	// renewal, release or result is reported written: they all survive a
-	// power loss. The default.
+	// power loss.
 	Full Synchronous = "full"
 	// Claims syncs only claims and takeovers, the writes made before a
 	// handler runs: a power loss never lets a call's handler run twice
 	// unseen, but may lose the results written in its last moments, whose
-	// calls are then found in doubt.
+	// calls are then found in doubt. The default: one sync per step of a
+	// call with side effects.
 	Claims Synchronous = "claims"
 	// Normal syncs only at checkpoints: every write survives the process
 	// being killed, but the last ones, claims included, may be lost on a
@@ -48,7 +50,7 @@ type Options struct {
 	// connection (another process) holds on the file before it fails.
 	// Zero means DefaultBusyTimeout.
 	BusyTimeout time.Duration
-	// Synchronous is Full (the default, when empty), Claims or Normal.
+	// Synchronous is Claims (the default, when empty), Full or Normal.
 	Synchronous Synchronous
 	// SkipCheck skips the integrity check (PRAGMA quick_check) Open makes
 	// of the file. The check reads the whole file, so its time grows
@@ -177,7 +179,7 @@ func (j *Journal) init(ctx context.Context, o *Options) error {
 		text string
 	}{
 		{&j.claim, `INSERT INTO ` + entriesTable + ` (` + columns + `) VALUES (?, ?, ?, ?, ?, ?, 'started', ?, ?, NULL, ?, ?)
-			ON CONFLICT DO NOTHING RETURNING ` + columns},
+			ON CONFLICT DO NOTHING`},
 		{&j.selectKey, `SELECT ` + columns + ` FROM ` + entriesTable + ` WHERE ` + keyMatch},
 		{&j.renew, `UPDATE ` + entriesTable + ` SET lease_until = ? WHERE ` + keyMatch + ` AND state = 'started' AND owner = ?`},
 		{&j.takeOver, `UPDATE ` + entriesTable + ` SET owner = ?, lease_until = ?, updated = ? WHERE ` + keyMatch + ` AND state = 'started' AND lease_until <= ?`},
@@ -267,10 +269,16 @@ func (j *Journal) claimSynced(ctx context.Context, key driver.Key, digest, idemp
 	)
 	err := j.w.do(ctx, &op{syncFrom: syncFrom, run: func(ctx context.Context) error {
 		t := now()
-		var err error
-		e, err = scanEntry(j.claim.QueryRowContext(ctx, keyArgs(key, digest, idempotencyKey, owner, t+int64(lease), t, t)...))
-		if created = err == nil; created || !errors.Is(err, sql.ErrNoRows) {
+		n, err := exec(ctx, j.claim, keyArgs(key, digest, idempotencyKey, owner, t+int64(lease), t, t))
+		if err != nil {
 			return err
+		}
+		if created = n == 1; created {
+			// The entry is what the statement wrote: no need to read it.
+			at := time.Unix(0, t)
+			e = driver.Entry{Key: key, Digest: digest, IdempotencyKey: idempotencyKey, State: driver.Started, Owner: owner,
+				LeaseUntil: time.Unix(0, t+int64(lease)), Created: at, Updated: at}
+			return nil
 		}
 		e, err = scanEntry(j.selectKey.QueryRowContext(ctx, keyArgs(key)...))
 		return err
@@ -364,15 +372,17 @@ func affected(res sql.Result, err error) (int64, error) {
 const markBatch = 16
 
 // MarkSubmitted implements [driver.Journal]. The keys of a step (up to 16)
-// are marked in one statement, more in several, all in one transaction.
-// With [Full], a transaction of MarkSubmitted writes only is committed
-// without a sync: the next claim or result written syncs it too (see the
-// package doc).
+// are marked in one statement, more in several. MarkSubmitted does not
+// wait for them: they are written first in the journal's next transaction
+// (the next step's claims, usually), or within 50 ms in one of their own,
+// never synced by themselves (see the package doc); Get and Close write
+// them first.
 func (j *Journal) MarkSubmitted(ctx context.Context, keys []driver.Key) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
+	keys = slices.Clone(keys)
+	j.w.writeLater(&op{run: func(ctx context.Context) error {
 		t := now()
 		for rest := keys; len(rest) > 0; {
 			n := min(len(rest), markBatch)
@@ -383,14 +393,14 @@ func (j *Journal) MarkSubmitted(ctx context.Context, keys []driver.Key) error {
 		}
 		return nil
 	}})
-	if err != nil {
-		return j.opError("mark submitted", err)
-	}
 	return nil
 }
 
 // markStmt returns the statement that marks n keys submitted.
 func markStmt(n int) string {
+	if n == 1 { // cheaper than a list of one
+		return `UPDATE ` + entriesTable + ` SET state = 'submitted', updated = ? WHERE ` + keyMatch + ` AND state IN ('succeeded', 'failed')`
+	}
 	var b strings.Builder
 	b.WriteString(`UPDATE ` + entriesTable + ` SET state = 'submitted', updated = ? WHERE state IN ('succeeded', 'failed') AND (backend, thread, turn, call) IN (VALUES `)
 	for i := range n {
@@ -414,6 +424,7 @@ func markArgs(t int64, keys []driver.Key) []any {
 
 // Get implements [driver.Journal].
 func (j *Journal) Get(ctx context.Context, key driver.Key) (driver.Entry, bool, error) {
+	j.w.flush() // the submitted marks not written yet
 	e, err := scanEntry(j.get.QueryRowContext(ctx, keyArgs(key)...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.Entry{}, false, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/toolrelay/toolrelay/journal/driver"
 )
@@ -37,6 +38,10 @@ type writer struct {
 	queue   []*op // writes waiting for the next transaction
 	closed  bool
 	idle    sync.Cond // signaled when leading becomes false
+	// later holds the writes nobody waits for (see writeLater): the next
+	// transaction makes them first.
+	later []*op
+	timer *time.Timer // makes them if no transaction comes
 
 	writes, commits, syncs atomic.Int64 // see driver.Stats
 }
@@ -49,9 +54,17 @@ func (w *writer) stats() driver.Stats {
 // maxBatch bounds the writes of one transaction.
 const maxBatch = 256
 
+// laterDelay bounds how long a write nobody waits for waits for a
+// transaction to join; maxLater bounds how many wait.
+const (
+	laterDelay = 50 * time.Millisecond
+	maxLater   = 64
+)
+
 // An op is one write. run makes it, inside a transaction; it returns only
 // errors of the database (an op's own outcome, such as a lost lease, goes
-// into variables run closes over).
+// into variables run closes over). An op without run makes a transaction
+// for the writes made later (see flush).
 type op struct {
 	run func(ctx context.Context) error
 	// syncFrom is the weakest Synchronous setting under which the write is
@@ -76,7 +89,7 @@ const (
 var errClosed = errors.New("the journal is closed")
 
 func newWriter(ctx context.Context, conn *sql.Conn, sync Synchronous) (*writer, error) {
-	w := &writer{conn: conn, sync: sync, batch: make([]*op, 0, maxBatch)}
+	w := &writer{conn: conn, sync: sync, batch: make([]*op, 0, maxBatch+maxLater+1)}
 	w.idle.L = &w.mu
 	for _, s := range []struct {
 		stmt **sql.Stmt
@@ -129,15 +142,48 @@ func (w *writer) do(ctx context.Context, o *op) error {
 	return o.err
 }
 
-// lead makes the transaction of o, already taken, and of the writes queued
-// (up to maxBatch); then it hands the lead to the first write still
-// queued, or, with none, leaves the writer idle. A writer that is closed
-// fails the writes still queued instead.
+// writeLater makes o with the next transaction, without waiting for it:
+// first in it, so that the writes of that transaction see it. If no
+// transaction comes within laterDelay, a transaction of its own makes it;
+// if maxLater writes wait already, o is made now, with them. Its error is
+// dropped: it is for writes whose loss costs little (submitted marks).
+func (w *writer) writeLater(o *op) {
+	w.mu.Lock()
+	if w.closed || len(w.later) >= maxLater {
+		w.mu.Unlock()
+		w.do(context.Background(), o)
+		return
+	}
+	w.later = append(w.later, o)
+	if w.timer == nil {
+		w.timer = time.AfterFunc(laterDelay, w.flush)
+	} else if len(w.later) == 1 {
+		w.timer.Reset(laterDelay)
+	}
+	w.mu.Unlock()
+}
+
+// flush makes the writes waiting in later, if any, now.
+func (w *writer) flush() {
+	w.mu.Lock()
+	n := len(w.later)
+	w.mu.Unlock()
+	if n > 0 {
+		w.do(context.Background(), &op{}) // no write of its own
+	}
+}
+
+// lead makes the transaction of o, already taken, and of the writes waiting
+// in later (first) and queued (up to maxBatch); then it hands the lead to
+// the first write still queued, or, with none, leaves the writer idle. A
+// writer that is closed fails the writes still queued instead.
 func (w *writer) lead(o *op) {
 	w.mu.Lock()
-	batch := append(w.batch[:0], o)
+	batch := append(append(w.batch[:0], w.later...), o)
+	clear(w.later)
+	w.later = w.later[:0]
 	n := 0
-	for n < len(w.queue) && len(batch) < maxBatch {
+	for n < len(w.queue) && len(batch) < maxBatch+maxLater {
 		if q := w.queue[n]; q.state.CompareAndSwap(queued, taken) {
 			batch = append(batch, q)
 		}
@@ -147,8 +193,10 @@ func (w *writer) lead(o *op) {
 	w.mu.Unlock()
 
 	w.run(batch)
-	for _, q := range batch[1:] {
-		close(q.wake)
+	for _, q := range batch {
+		if q.wake != nil && q != o {
+			close(q.wake)
+		}
 	}
 	clear(batch)
 
@@ -181,10 +229,15 @@ func (w *writer) dequeue(n int) {
 	w.queue = w.queue[:m]
 }
 
-// close waits until the transaction under way, if any, is over, failing
-// the writes still queued; writes after it fail.
+// close makes the writes waiting in later, waits until the transaction
+// under way, if any, is over, failing the writes still queued; writes
+// after it fail.
 func (w *writer) close() {
+	w.flush()
 	w.mu.Lock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	defer w.mu.Unlock()
 	w.closed = true
 	for w.leading {
@@ -274,7 +327,12 @@ func (w *writer) transact(ops []*op) error {
 	if _, err := w.begin.ExecContext(txCtx); err != nil {
 		return err
 	}
+	writes := 0
 	for _, o := range ops {
+		if o.run == nil {
+			continue
+		}
+		writes++
 		if o.err = o.run(txCtx); o.err != nil {
 			w.rollback.ExecContext(txCtx)
 			return o.err
@@ -284,7 +342,7 @@ func (w *writer) transact(ops []*op) error {
 		w.rollback.ExecContext(txCtx)
 		return err
 	}
-	w.writes.Add(int64(len(ops)))
+	w.writes.Add(int64(writes))
 	w.commits.Add(1)
 	if !relaxed {
 		w.syncs.Add(1)

@@ -278,3 +278,59 @@ func TestWriterLocked(t *testing.T) {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }
+
+// TestWriteLater checks the writes nobody waits for: they go first into
+// the next transaction, so that its writes see them; with no transaction
+// coming, one of their own makes them within laterDelay; close makes them;
+// past maxLater waiting, a write is made at once.
+func TestWriteLater(t *testing.T) {
+	t.Run("next transaction", func(t *testing.T) {
+		w, db := newTestWriter(t)
+		w.writeLater(&op{run: insert(w.conn, "later")})
+		var seen int
+		err := w.do(t.Context(), &op{run: func(ctx context.Context) error {
+			return w.conn.QueryRowContext(ctx, "SELECT count(*) FROM t WHERE x = 'later'").Scan(&seen)
+		}})
+		if err != nil || seen != 1 {
+			t.Errorf("the next transaction saw %d later writes (err %v), want 1", seen, err)
+		}
+		if got := w.stats(); got.Commits != 1 || got.Writes != 2 {
+			t.Errorf("stats = %+v, want 2 writes in 1 commit", got)
+		}
+		if diff := cmp.Diff([]string{"later"}, rowsOf(t, db)); diff != "" {
+			t.Errorf("rows (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("on its own", func(t *testing.T) {
+		w, db := newTestWriter(t)
+		w.writeLater(&op{run: insert(w.conn, "later")})
+		deadline := time.Now().Add(10 * time.Second)
+		for len(rowsOf(t, db)) == 0 && time.Now().Before(deadline) {
+			time.Sleep(laterDelay / 5)
+		}
+		if diff := cmp.Diff([]string{"later"}, rowsOf(t, db)); diff != "" {
+			t.Errorf("rows with no other write (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		w, db := newTestWriter(t)
+		w.writeLater(&op{run: insert(w.conn, "later")})
+		w.close()
+		if diff := cmp.Diff([]string{"later"}, rowsOf(t, db)); diff != "" {
+			t.Errorf("rows after close (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		w, db := newTestWriter(t)
+		var want []string
+		for i := range maxLater + 1 {
+			x := fmt.Sprintf("later-%03d", i)
+			want = append(want, x)
+			w.writeLater(&op{run: insert(w.conn, x)})
+		}
+		// The last one found maxLater waiting: it was made, with them.
+		if diff := cmp.Diff(want, rowsOf(t, db)); diff != "" {
+			t.Errorf("rows (-want +got):\n%s", diff)
+		}
+	})
+}

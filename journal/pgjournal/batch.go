@@ -1,0 +1,268 @@
+package pgjournal
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// The batcher makes the writes of a Journal (group commit, as SQLite's
+// writer does): writes that arrive while a batch is on its way to the
+// server wait, and go together into the next one, which is one round trip
+// and one transaction. Concurrent runs' claims and results then share a
+// commit, and the server's work for it, instead of each paying for its
+// own: with many runs at once, the server's time per write, not the
+// network, is what bounds a journal's throughput.
+//
+// The batches are sent by the callers themselves, one at a time: a write
+// that finds none on its way sends its own at once (a write alone costs
+// what it did before batching); writes that find one queue, and the first
+// of them, once it is back, sends the next with the others queued.
+type batcher struct {
+	j *Journal
+
+	mu      sync.Mutex
+	leading bool
+	queue   []*write
+}
+
+// maxWrites bounds the writes of one batch; batchTimeout bounds the time a
+// batch may take (it serves several callers, so none of their contexts
+// is its own).
+const (
+	maxWrites    = 128
+	batchTimeout = 30 * time.Second
+)
+
+// A write is one statement of a caller.
+type write struct {
+	stmt   string // empty: no statement (a batch of marks alone)
+	args   []any
+	synced bool                // committed with the server's synchronous_commit
+	scan   func(pgx.Row) error // for a statement that returns one row
+	lock   string              // the row it locks (see lockOf)
+	mark   bool                // a submitted mark
+
+	tag   pgconn.CommandTag // without scan
+	err   error
+	state atomic.Int32 // queued, taken or withdrawn
+	wake  chan struct{}
+	lead  bool
+}
+
+const (
+	queued int32 = iota
+	taken
+	withdrawn
+)
+
+// do makes w and waits for its outcome. If ctx ends while w waits its
+// turn, do withdraws it and returns ctx's error; once a batch has taken
+// it, do waits for the batch.
+func (b *batcher) do(ctx context.Context, w *write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if !b.leading {
+		b.leading = true
+		b.mu.Unlock()
+		w.state.Store(taken)
+		b.lead(w)
+		return w.err
+	}
+	w.wake = make(chan struct{})
+	b.queue = append(b.queue, w)
+	b.mu.Unlock()
+	select {
+	case <-w.wake:
+	case <-ctx.Done():
+		if w.state.CompareAndSwap(queued, withdrawn) {
+			return ctx.Err()
+		}
+		<-w.wake
+	}
+	if w.lead {
+		b.lead(w)
+	}
+	return w.err
+}
+
+// lead sends the batch of w, already taken, and of the writes queued;
+// then it hands the lead to the first write still queued, or leaves the
+// batcher idle.
+func (b *batcher) lead(w *write) {
+	b.mu.Lock()
+	batch := []*write{w}
+	n := 0
+	for n < len(b.queue) && len(batch) < maxWrites {
+		if q := b.queue[n]; q.state.CompareAndSwap(queued, taken) {
+			batch = append(batch, q)
+		}
+		n++
+	}
+	b.dequeue(n)
+	b.mu.Unlock()
+
+	b.run(batch)
+	for _, q := range batch[1:] {
+		close(q.wake)
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for n = 0; n < len(b.queue); n++ {
+		if q := b.queue[n]; q.state.CompareAndSwap(queued, taken) {
+			b.dequeue(n + 1)
+			q.lead = true
+			close(q.wake)
+			return
+		}
+	}
+	b.dequeue(n)
+	b.leading = false
+}
+
+func (b *batcher) dequeue(n int) {
+	m := copy(b.queue, b.queue[n:])
+	clear(b.queue[m:])
+	b.queue = b.queue[:m]
+}
+
+// run sends the writes of batch, setting each one's outcome. A statement
+// the server fails aborts its transaction: that write keeps its error and
+// the others are sent again, without it, so that one write's failure is
+// not the others'.
+func (b *batcher) run(batch []*write) {
+	marks := b.j.takeMarks()
+	for live := batch; len(live) > 0; {
+		bad := b.send(live, &marks)
+		if bad < 0 {
+			return
+		}
+		live = append(live[:bad:bad], live[bad+1:]...)
+	}
+}
+
+// maxAttempts bounds the sending of one batch that the server aborts as a
+// deadlock (which ordering makes rare: see send).
+const maxAttempts = 3
+
+// send sends ws, and the submitted marks, as one batch: one round trip,
+// one implicit transaction (the statements of a pipeline before its Sync
+// message), committed with synchronous_commit off unless a write is
+// synced. It returns the index of the write whose statement the server
+// failed, or -1 when each write has its outcome. A mark the server fails
+// drops the marks (see MarkSubmitted).
+//
+// The statements go in the order of the rows they lock, so that the
+// batches of workers sharing the tables lock rows in one order and do not
+// deadlock; one the server aborts as a deadlock all the same is sent
+// again, up to maxAttempts times.
+func (b *batcher) send(ws []*write, marks *[]driver.Key) int {
+	j := b.j
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		stmts := make([]*write, 0, len(ws)+len(*marks))
+		synced := false
+		for _, w := range ws {
+			synced = synced || w.synced
+			if w.stmt != "" {
+				stmts = append(stmts, w)
+			}
+		}
+		written := int64(len(stmts))
+		for _, k := range *marks {
+			stmts = append(stmts, &write{stmt: j.mark, args: keyArgs(k), lock: entryLock(k), mark: true})
+		}
+		if len(*marks) > 0 {
+			written++
+		}
+		slices.SortStableFunc(stmts, func(a, b *write) int { return strings.Compare(a.lock, b.lock) })
+
+		var batch pgx.Batch
+		if !synced {
+			batch.Queue("SET LOCAL synchronous_commit = off")
+		}
+		for _, w := range stmts {
+			batch.Queue(w.stmt, w.args...)
+		}
+		res := j.pool.SendBatch(ctx, &batch)
+		var failed *write // the first statement the server failed
+		var failure error
+		if !synced {
+			if _, err := res.Exec(); err != nil {
+				failure = err
+			}
+		}
+		for _, w := range stmts {
+			if failure != nil {
+				break
+			}
+			if w.scan != nil {
+				w.err = w.scan(res.QueryRow())
+			} else {
+				w.tag, w.err = res.Exec()
+			}
+			var pgErr *pgconn.PgError
+			if errors.As(w.err, &pgErr) {
+				failed, failure = w, w.err
+			}
+		}
+		if err := res.Close(); err != nil && failure == nil {
+			failure = err
+		}
+		var pgErr *pgconn.PgError
+		switch {
+		case failure == nil:
+			for _, w := range ws {
+				if w.stmt == "" {
+					w.err = nil
+				}
+			}
+			j.writes.Add(written)
+			j.commits.Add(1)
+			if synced {
+				j.syncs.Add(1)
+			}
+			return -1
+		case failed == nil || !errors.As(failure, &pgErr):
+			// The connection, the context, or the transaction: every write
+			// fails.
+			for _, w := range ws {
+				w.err = failure
+			}
+			return -1
+		case pgErr.Code == deadlock && attempt < maxAttempts:
+			continue
+		case failed.mark:
+			*marks = nil
+			continue
+		}
+		return slices.Index(ws, failed)
+	}
+}
+
+// deadlock is PostgreSQL's SQLSTATE for a transaction aborted to break a
+// deadlock.
+const deadlock = "40P01"
+
+// lockOf returns the name of a row, as writes order their statements by
+// it: the table's letter, then the row's key.
+func lockOf(table byte, key ...string) string {
+	return string(table) + "\x00" + strings.Join(key, "\x00")
+}
+
+// entryLock names an entry's row; runLock a run's.
+func entryLock(k driver.Key) string         { return lockOf('e', k.Backend, k.Thread, k.Turn, k.Call) }
+func runLock(backend, thread string) string { return lockOf('r', backend, thread) }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/internal/pgtest"
 	"github.com/toolrelay/toolrelay/journal"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres:// for the fleet
 	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite:// for the fleet
 	"github.com/toolrelay/toolrelay/openai"
@@ -190,12 +192,22 @@ func (f *fleet) check(srv *openaitest.Server, kills []kill) {
 			}
 		}
 	}
-	inDoubt := 0
+	inDoubt, undelivered := 0, 0
 	for i := range fleetRuns {
 		var text string
 		for _, th := range threads[i] {
 			if b, err := os.ReadFile(filepath.Join(f.dir, "done-"+th)); err == nil {
 				text = string(b)
+			}
+		}
+		if text == "" && len(threads[i]) > 0 {
+			// The run may have finished with its worker killed before it
+			// handed the answer on (after the run's record ended, so that
+			// nobody takes it over): the thread's answer is there for the
+			// asking, as Resume gives it, running nothing.
+			if text = f.lastAnswer(srv, threads[i][len(threads[i])-1]); text != "" {
+				undelivered++
+				t.Logf("run %d: finished, its worker killed before it handed the answer on", i)
 			}
 		}
 		switch {
@@ -274,8 +286,8 @@ func (f *fleet) check(srv *openaitest.Server, kills []kill) {
 			worst = max(worst, first.Sub(k.at))
 		}
 	}
-	t.Logf("%d runs, %d kills, %d runs taken over, %d in doubt, %d side effects, %d sessions left waiting, %d orphaned by a start taken over, %d never sent; worst takeover %v (lease %v)",
-		fleetRuns, len(kills), len(recovered), inDoubt, len(seen), parked, orphans, unsent, worst.Round(time.Millisecond), fleetLease)
+	t.Logf("%d runs, %d kills, %d runs taken over, %d in doubt, %d side effects, %d sessions left waiting, %d orphaned by a start taken over, %d never sent, %d finished but not handed on; worst takeover %v (lease %v)",
+		fleetRuns, len(kills), len(recovered), inDoubt, len(seen), parked, orphans, unsent, undelivered, worst.Round(time.Millisecond), fleetLease)
 	if parked > 0 {
 		t.Errorf("%d sessions left waiting", parked)
 	}
@@ -289,6 +301,36 @@ func (f *fleet) check(srv *openaitest.Server, kills []kill) {
 	if worst > fleetLease+time.Second {
 		t.Errorf("worst takeover %v, want at most the lease (%v) plus 1s", worst, fleetLease)
 	}
+}
+
+// lastAnswer returns the answer of thread's last turn, if it is over, as
+// Runner.Resume gives it (a runner of the test's own, over an empty
+// journal: a turn that waits for results would fail, and runs nothing).
+func (f *fleet) lastAnswer(srv *openaitest.Server, thread string) string {
+	if st, err := journal.Open(f.t.Context(), f.env["FLEET_JOURNAL"]); err == nil {
+		defer st.Close()
+		if runs, err := st.(jdriver.Runs).ListRuns(f.t.Context(), "openai", jdriver.RunFinished, 1<<20); err == nil {
+			if !slices.ContainsFunc(runs, func(r jdriver.Run) bool { return r.Thread == thread }) {
+				return "" // the run's record did not end finished
+			}
+		}
+	}
+	tools, err := fleetTools(filepath.Join(f.dir, "not-run.log"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := openai.Open(f.t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Keep: true, Logger: quiet})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	r := core.NewRunner(b, tools, &core.Options{Logger: quiet})
+	defer r.Close()
+	res, err := r.Resume(f.t.Context(), thread, nil)
+	if err != nil {
+		return ""
+	}
+	return res.Text
 }
 
 // recoveries reads when the workers took runs over (adopted them, before

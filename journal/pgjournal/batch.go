@@ -5,34 +5,26 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolrelay/toolrelay/journal/driver"
+	"github.com/toolrelay/toolrelay/journal/internal/group"
 )
 
-// The batcher makes the writes of a Journal (group commit, as SQLite's
-// writer does): writes that arrive while a batch is on its way to the
-// server wait, and go together into the next one, which is one round trip
-// and one transaction. Concurrent runs' claims and results then share a
-// commit, and the server's work for it, instead of each paying for its
-// own: with many runs at once, the server's time per write, not the
-// network, is what bounds a journal's throughput.
-//
-// The batches are sent by the callers themselves, one at a time: a write
-// that finds none on its way sends its own at once (a write alone costs
-// what it did before batching); writes that find one queue, and the first
-// of them, once it is back, sends the next with the others queued.
+// The batcher makes the writes of a Journal in batches (group commit,
+// package journal/internal/group): writes that arrive while a batch is on
+// its way to the server wait, and go together into the next one, which is
+// one round trip and one transaction. Concurrent runs' claims and results
+// then share a commit, and the server's work for it, instead of each
+// paying for its own: with many runs at once, the server's time per
+// write, not the network, is what bounds a journal's throughput. A write
+// alone costs what it would without batching.
 type batcher struct {
 	j *Journal
-
-	mu      sync.Mutex
-	leading bool
-	queue   []*write
+	q group.Queue[*write]
 }
 
 // maxWrites bounds the writes of one batch; batchTimeout bounds the time a
@@ -45,6 +37,7 @@ const (
 
 // A write is one statement of a caller.
 type write struct {
+	group.Op
 	stmt   string // empty: no statement (a batch of marks alone)
 	args   []any
 	synced bool                // committed with the server's synchronous_commit
@@ -52,90 +45,21 @@ type write struct {
 	lock   string              // the row it locks (see lockOf)
 	mark   bool                // a submitted mark
 
-	tag   pgconn.CommandTag // without scan
-	err   error
-	state atomic.Int32 // queued, taken or withdrawn
-	wake  chan struct{}
-	lead  bool
+	tag pgconn.CommandTag // without scan
+	err error
 }
 
-const (
-	queued int32 = iota
-	taken
-	withdrawn
-)
+func (b *batcher) init(j *Journal) {
+	b.j = j
+	b.q = group.Queue[*write]{Run: b.run, Max: maxWrites}
+}
 
-// do makes w and waits for its outcome. If ctx ends while w waits its
-// turn, do withdraws it and returns ctx's error; once a batch has taken
-// it, do waits for the batch.
+// do makes w and waits for its outcome (see group.Queue.Do).
 func (b *batcher) do(ctx context.Context, w *write) error {
-	if err := ctx.Err(); err != nil {
+	if err := b.q.Do(ctx, w); err != nil {
 		return err
 	}
-	b.mu.Lock()
-	if !b.leading {
-		b.leading = true
-		b.mu.Unlock()
-		w.state.Store(taken)
-		b.lead(w)
-		return w.err
-	}
-	w.wake = make(chan struct{})
-	b.queue = append(b.queue, w)
-	b.mu.Unlock()
-	select {
-	case <-w.wake:
-	case <-ctx.Done():
-		if w.state.CompareAndSwap(queued, withdrawn) {
-			return ctx.Err()
-		}
-		<-w.wake
-	}
-	if w.lead {
-		b.lead(w)
-	}
 	return w.err
-}
-
-// lead sends the batch of w, already taken, and of the writes queued;
-// then it hands the lead to the first write still queued, or leaves the
-// batcher idle.
-func (b *batcher) lead(w *write) {
-	b.mu.Lock()
-	batch := []*write{w}
-	n := 0
-	for n < len(b.queue) && len(batch) < maxWrites {
-		if q := b.queue[n]; q.state.CompareAndSwap(queued, taken) {
-			batch = append(batch, q)
-		}
-		n++
-	}
-	b.dequeue(n)
-	b.mu.Unlock()
-
-	b.run(batch)
-	for _, q := range batch[1:] {
-		close(q.wake)
-	}
-
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for n = 0; n < len(b.queue); n++ {
-		if q := b.queue[n]; q.state.CompareAndSwap(queued, taken) {
-			b.dequeue(n + 1)
-			q.lead = true
-			close(q.wake)
-			return
-		}
-	}
-	b.dequeue(n)
-	b.leading = false
-}
-
-func (b *batcher) dequeue(n int) {
-	m := copy(b.queue, b.queue[n:])
-	clear(b.queue[m:])
-	b.queue = b.queue[:m]
 }
 
 // run sends the writes of batch, setting each one's outcome. A statement

@@ -186,7 +186,7 @@ func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, 
 		mark:  `UPDATE ` + e + ` SET state = 'submitted', updated = now() WHERE ` + key + ` AND state IN ('succeeded', 'failed')`,
 		prune: `DELETE FROM ` + e + ` WHERE state <> 'started' AND updated < $1`,
 	}
-	j.w.j = j
+	j.w.init(j)
 	return j, nil
 }
 
@@ -204,11 +204,12 @@ func (j *Journal) Close() error {
 	}
 	j.marks.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := j.flushMarks(ctx)
+	err := j.flushMarks(ctx, false)
 	cancel()
 	if err != nil {
 		err = j.opError("mark submitted", err)
 	}
+	j.w.q.Close()
 	if j.ownPool {
 		j.pool.Close()
 	}
@@ -368,14 +369,14 @@ func (j *Journal) MarkSubmitted(ctx context.Context, keys []driver.Key) error {
 	full := len(j.marks.keys) >= maxMarks
 	if !full {
 		if j.marks.timer == nil {
-			j.marks.timer = time.AfterFunc(marksDelay, func() { j.flushMarks(context.Background()) })
+			j.marks.timer = time.AfterFunc(marksDelay, func() { j.flushMarks(context.Background(), false) })
 		} else if len(j.marks.keys) == len(keys) {
 			j.marks.timer.Reset(marksDelay)
 		}
 	}
 	j.marks.Unlock()
 	if full {
-		if err := j.flushMarks(ctx); err != nil {
+		if err := j.flushMarks(ctx, false); err != nil {
 			return j.opError("mark submitted", err)
 		}
 	}
@@ -391,12 +392,16 @@ func (j *Journal) takeMarks() []driver.Key {
 	return keys
 }
 
-// flushMarks writes the marks waiting, if any.
-func (j *Journal) flushMarks(ctx context.Context) error {
+// flushMarks writes the marks waiting, if any, and, with settle, waits
+// for the batch under way, which may hold some taken before: the marks
+// made before are then committed.
+func (j *Journal) flushMarks(ctx context.Context, settle bool) error {
 	j.marks.Lock()
 	n := len(j.marks.keys)
 	j.marks.Unlock()
-	if n == 0 {
+	// In this order: marks taken before the check are in a batch still
+	// under way, or committed.
+	if n == 0 && !(settle && j.w.q.Busy()) {
 		return nil
 	}
 	return j.w.do(ctx, &write{}) // a batch of the marks alone
@@ -404,7 +409,7 @@ func (j *Journal) flushMarks(ctx context.Context) error {
 
 // Get implements [driver.Journal].
 func (j *Journal) Get(ctx context.Context, key driver.Key) (driver.Entry, bool, error) {
-	if err := j.flushMarks(ctx); err != nil {
+	if err := j.flushMarks(ctx, true); err != nil {
 		return driver.Entry{}, false, j.opError("mark submitted", err)
 	}
 	e, err := scanEntry(j.pool.QueryRow(ctx, j.get, keyArgs(key)...), nil)

@@ -134,7 +134,7 @@ var _ driver.Entries = (*Journal)(nil)
 // ListEntries implements [driver.Entries]: one SELECT on the reading
 // connection, after the submitted marks not written yet.
 func (j *Journal) ListEntries(ctx context.Context, f driver.EntryFilter, limit int) ([]driver.Entry, error) {
-	j.w.flush()
+	j.w.settle() // the submitted marks not written yet
 	state := ""
 	if f.State != 0 {
 		state = f.State.String()

@@ -424,7 +424,7 @@ func markArgs(t int64, keys []driver.Key) []any {
 
 // Get implements [driver.Journal].
 func (j *Journal) Get(ctx context.Context, key driver.Key) (driver.Entry, bool, error) {
-	j.w.flush() // the submitted marks not written yet
+	j.w.settle() // the submitted marks not written yet
 	e, err := scanEntry(j.get.QueryRowContext(ctx, keyArgs(key)...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.Entry{}, false, nil

@@ -9,21 +9,14 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/journal/driver"
+	"github.com/toolrelay/toolrelay/journal/internal/group"
 )
 
 // The writer makes every write of a Journal, on the one connection it
-// holds. Writes that arrive while a transaction is under way wait, and go
-// together into the next one (group commit): the calls of a step, claimed
-// or finished at once, share one transaction and one sync to disk, instead
-// of each paying for its own.
-//
-// The transactions are made by the callers themselves, one at a time: a
-// write that finds none under way makes its own at once, in its caller's
-// goroutine (a call alone hands nothing to another goroutine, and wakes
-// none); writes that find one under way queue, and the first of them, once
-// it is over, makes the next with the others queued. A goroutine of the
-// writer's own would be woken by every write and wake its caller in turn:
-// on a small machine, that cost a call alone more than its SQL.
+// holds, in transactions of the writes that arrive together (group
+// commit, package journal/internal/group): the calls of a step, claimed or
+// finished at once, and those of concurrent runs, share one transaction
+// and one sync to disk, instead of each paying for its own.
 type writer struct {
 	conn     *sql.Conn
 	sync     Synchronous
@@ -31,13 +24,9 @@ type writer struct {
 	begin    *sql.Stmt
 	commit   *sql.Stmt
 	rollback *sql.Stmt
-	batch    []*op // the leader's
+	q        group.Queue[*op]
 
-	mu      sync.Mutex
-	leading bool  // a caller is making transactions
-	queue   []*op // writes waiting for the next transaction
-	closed  bool
-	idle    sync.Cond // signaled when leading becomes false
+	laterMu sync.Mutex
 	// later holds the writes nobody waits for (see writeLater): the next
 	// transaction makes them first.
 	later []*op
@@ -66,31 +55,20 @@ const (
 // into variables run closes over). An op without run makes a transaction
 // for the writes made later (see flush).
 type op struct {
+	group.Op
 	run func(ctx context.Context) error
 	// syncFrom is the weakest Synchronous setting under which the write is
 	// synced to disk before it is reported done (Claims or Full); empty:
 	// none. A transaction is synced if one of its writes must be.
 	syncFrom Synchronous
-
-	state atomic.Int32 // queued, taken or withdrawn
-	err   error
-	// wake is closed when a queued write is done (taken, err set) or when
-	// it is to make the next transaction (lead).
-	wake chan struct{}
-	lead bool
+	err      error
 }
 
-const (
-	queued int32 = iota
-	taken
-	withdrawn
-)
-
-var errClosed = errors.New("the journal is closed")
+var errClosed = group.ErrClosed
 
 func newWriter(ctx context.Context, conn *sql.Conn, sync Synchronous) (*writer, error) {
-	w := &writer{conn: conn, sync: sync, batch: make([]*op, 0, maxBatch+maxLater+1)}
-	w.idle.L = &w.mu
+	w := &writer{conn: conn, sync: sync}
+	w.q = group.Queue[*op]{Run: w.run, Max: maxBatch, Front: w.takeLater}
 	for _, s := range []struct {
 		stmt **sql.Stmt
 		text string
@@ -110,34 +88,8 @@ func newWriter(ctx context.Context, conn *sql.Conn, sync Synchronous) (*writer, 
 // if ctx has ended meanwhile (the write is done, or not, but never
 // unknown).
 func (w *writer) do(ctx context.Context, o *op) error {
-	if err := ctx.Err(); err != nil {
+	if err := w.q.Do(ctx, o); err != nil {
 		return err
-	}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return errClosed
-	}
-	if !w.leading {
-		w.leading = true
-		w.mu.Unlock()
-		o.state.Store(taken)
-		w.lead(o)
-		return o.err
-	}
-	o.wake = make(chan struct{})
-	w.queue = append(w.queue, o)
-	w.mu.Unlock()
-	select {
-	case <-o.wake:
-	case <-ctx.Done():
-		if o.state.CompareAndSwap(queued, withdrawn) {
-			return ctx.Err()
-		}
-		<-o.wake
-	}
-	if o.lead {
-		w.lead(o)
 	}
 	return o.err
 }
@@ -148,9 +100,9 @@ func (w *writer) do(ctx context.Context, o *op) error {
 // if maxLater writes wait already, o is made now, with them. Its error is
 // dropped: it is for writes whose loss costs little (submitted marks).
 func (w *writer) writeLater(o *op) {
-	w.mu.Lock()
-	if w.closed || len(w.later) >= maxLater {
-		w.mu.Unlock()
+	w.laterMu.Lock()
+	if len(w.later) >= maxLater {
+		w.laterMu.Unlock()
 		w.do(context.Background(), o)
 		return
 	}
@@ -160,89 +112,53 @@ func (w *writer) writeLater(o *op) {
 	} else if len(w.later) == 1 {
 		w.timer.Reset(laterDelay)
 	}
-	w.mu.Unlock()
+	w.laterMu.Unlock()
+}
+
+// takeLater returns the writes waiting in later, and forgets them (the
+// queue's Front).
+func (w *writer) takeLater() []*op {
+	w.laterMu.Lock()
+	defer w.laterMu.Unlock()
+	later := w.later
+	w.later = nil
+	return later
 }
 
 // flush makes the writes waiting in later, if any, now.
 func (w *writer) flush() {
-	w.mu.Lock()
+	w.laterMu.Lock()
 	n := len(w.later)
-	w.mu.Unlock()
+	w.laterMu.Unlock()
 	if n > 0 {
 		w.do(context.Background(), &op{}) // no write of its own
 	}
 }
 
-// lead makes the transaction of o, already taken, and of the writes waiting
-// in later (first) and queued (up to maxBatch); then it hands the lead to
-// the first write still queued, or, with none, leaves the writer idle. A
-// writer that is closed fails the writes still queued instead.
-func (w *writer) lead(o *op) {
-	w.mu.Lock()
-	batch := append(append(w.batch[:0], w.later...), o)
-	clear(w.later)
-	w.later = w.later[:0]
-	n := 0
-	for n < len(w.queue) && len(batch) < maxBatch+maxLater {
-		if q := w.queue[n]; q.state.CompareAndSwap(queued, taken) {
-			batch = append(batch, q)
-		}
-		n++
+// settle makes the writes waiting in later, if any, and waits for the
+// transaction under way, which may hold some taken from it: the writes
+// made before settle are committed when it returns.
+func (w *writer) settle() {
+	w.laterMu.Lock()
+	n := len(w.later)
+	w.laterMu.Unlock()
+	// In this order: writes taken from later before the check are in a
+	// transaction still under way, or committed.
+	if n > 0 || w.q.Busy() {
+		w.do(context.Background(), &op{}) // no write of its own
 	}
-	w.dequeue(n)
-	w.mu.Unlock()
-
-	w.run(batch)
-	for _, q := range batch {
-		if q.wake != nil && q != o {
-			close(q.wake)
-		}
-	}
-	clear(batch)
-
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for n = 0; n < len(w.queue); n++ {
-		q := w.queue[n]
-		if !q.state.CompareAndSwap(queued, taken) {
-			continue // withdrawn
-		}
-		if w.closed {
-			q.err = errClosed
-			close(q.wake)
-			continue
-		}
-		w.dequeue(n + 1)
-		q.lead = true
-		close(q.wake)
-		return
-	}
-	w.dequeue(n)
-	w.leading = false
-	w.idle.Broadcast()
 }
 
-// dequeue removes the first n writes of the queue.
-func (w *writer) dequeue(n int) {
-	m := copy(w.queue, w.queue[n:])
-	clear(w.queue[m:])
-	w.queue = w.queue[:m]
-}
-
-// close makes the writes waiting in later, waits until the transaction
-// under way, if any, is over, failing the writes still queued; writes
-// after it fail.
+// close makes the writes waiting in later, and waits until the transaction
+// under way, if any, is over; writes still queued, and those after, fail.
 func (w *writer) close() {
 	w.flush()
-	w.mu.Lock()
+	w.laterMu.Lock()
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	defer w.mu.Unlock()
-	w.closed = true
-	for w.leading {
-		w.idle.Wait()
-	}
+	w.laterMu.Unlock()
+	w.q.Close()
 }
 
 // covers reports whether a write to be synced from setting from on is

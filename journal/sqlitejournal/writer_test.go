@@ -94,17 +94,10 @@ func hold(t *testing.T, w *writer) (release func()) {
 
 // waitQueued waits until n writes are queued.
 func waitQueued(w *writer, n int) {
-	for w.locked(func() bool { return len(w.queue) < n }) {
+	for w.q.Len() < n {
 		// The writes are sent by goroutines just started: let them run.
 		runtime.Gosched()
 	}
-}
-
-// locked returns f's answer, called with w's lock held.
-func (w *writer) locked(f func() bool) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return f()
 }
 
 // TestWriterFailureIsolated checks that a write that fails in a shared
@@ -168,13 +161,8 @@ func TestWriterManyQueued(t *testing.T) {
 		t.Errorf("%d rows, want %d", len(rows), n)
 	}
 	// The last leader hands the lead back once its writes are reported.
-	w.mu.Lock()
-	for w.leading {
-		w.idle.Wait()
-	}
-	queued := len(w.queue)
-	w.mu.Unlock()
-	if queued != 0 {
+	w.q.WaitIdle()
+	if queued := w.q.Len(); queued != 0 {
 		t.Errorf("the writer is idle with %d writes queued", queued)
 	}
 }
@@ -217,7 +205,7 @@ func TestWriterClose(t *testing.T) {
 	waitQueued(w, 1)
 	closed := make(chan struct{})
 	go func() { w.close(); close(closed) }()
-	for !w.locked(func() bool { return w.closed }) {
+	for !w.q.Closed() {
 		runtime.Gosched()
 	}
 	release()

@@ -373,10 +373,13 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 	if moveErr != nil {
 		// Another worker took the start over (this one was stuck past its
 		// lease) and starts the run again: this thread must not go on.
-		r.cancelTurn(ctx, step.Thread)
+		if step != nil {
+			thread = step.Thread
+		}
+		r.cancelTurn(ctx, thread)
 		err := r.journalError(ctx, moveErr)
-		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: step.Thread, Err: err})
-		return &Result{Thread: step.Thread}, err
+		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		return &Result{Thread: thread}, err
 	}
 	return r.loop(ctx, step, ro, thread, sk, info, rec)
 }

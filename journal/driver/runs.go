@@ -64,7 +64,10 @@ func (s RunState) Ended() bool {
 
 // A Run is the record of a run.
 type Run struct {
-	// Backend and Thread identify the run: the thread it waits on.
+	// Backend and Thread identify the run: the thread it waits on, or,
+	// before the request that creates it, a name the runner gives the run
+	// ("toolrelay-start:" and an id; the record then keeps the run's
+	// input in Options, and moves to the thread once it exists).
 	Backend, Thread string
 	State           RunState
 	// Owner is the worker running it; LeaseUntil when its claim ends.

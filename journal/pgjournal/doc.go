@@ -74,12 +74,13 @@
 //   - [Claims] (the default): every claim and takeover of a call whose
 //     tool may not run twice (the writes made before its handler runs), so
 //     a handler with side effects never runs twice unseen; and the
-//     creation of run records, claims of runs and approval requests. Not
+//     creation and moves of run records, claims of runs and approval requests. Not
 //     synced (committed with synchronous_commit off): results and releases
 //     (their calls are then found started, in doubt, and settled as the
 //     tool declares), run ends, decisions, notes, renewals and marks.
-//   - [Full]: also every result, release, renewal, run end, decision and
-//     note whose method returned.
+//   - [Full]: also every result, release, renewal of a call's lease, run
+//     end, decision and note whose method returned. A run's lease renewal
+//     is never synced (a lost one costs at most a takeover a lease early).
 //
 // Whatever the setting, the claims and results of calls whose tool was
 // declared idempotent or read-only are never synced ([driver.Unsynced]):

@@ -60,14 +60,15 @@
 //   - [Claims] (the default): every claim and takeover of a call whose
 //     tool may not run twice (the writes made before its handler runs), so
 //     a handler with side effects never runs twice unseen; and the
-//     creation of run records and of approval requests. Not synced: results
+//     creation and moves of run records and of approval requests. Not synced: results
 //     and releases (their calls are then found started, in doubt, and
 //     settled as the tool declares: verified, run again if idempotent, or
 //     failed as "outcome unknown"), run ends (a run found still "running"
 //     is taken over, and its resume finds the thread's answer), decisions,
 //     notes, lease renewals, marks and Prune's deletions.
-//   - [Full]: also every result, release, renewal, run end, decision and
-//     note whose method returned.
+//   - [Full]: also every result, release, renewal of a call's lease, run
+//     end, decision and note whose method returned. A run's lease renewal
+//     is never synced (a lost one costs at most a takeover a lease early).
 //   - [Normal]: nothing is synced but at checkpoints: the writes of the
 //     last moments, claims included, may be lost, and a call whose claim
 //     was lost may run again. For journals of idempotent calls.

@@ -73,9 +73,9 @@
 //
 //   - [Claims] (the default): every claim and takeover of a call whose
 //     tool may not run twice (the writes made before its handler runs), so
-//     a handler with side effects never runs twice unseen; and the
-//     creation and moves of run records, claims of runs and approval requests. Not
-//     synced (committed with synchronous_commit off): results and releases
+//     a handler with side effects never runs twice unseen; the creation,
+//     moves and claims of run records; requests for approval. Not synced
+//     (committed with synchronous_commit off): results and releases
 //     (their calls are then found started, in doubt, and settled as the
 //     tool declares), run ends, decisions, notes, renewals and marks.
 //   - [Full]: also every result, release, renewal of a call's lease, run

@@ -59,8 +59,8 @@
 //
 //   - [Claims] (the default): every claim and takeover of a call whose
 //     tool may not run twice (the writes made before its handler runs), so
-//     a handler with side effects never runs twice unseen; and the
-//     creation and moves of run records and of approval requests. Not synced: results
+//     a handler with side effects never runs twice unseen; the creation
+//     and moves of run records; requests for approval. Not synced: results
 //     and releases (their calls are then found started, in doubt, and
 //     settled as the tool declares: verified, run again if idempotent, or
 //     failed as "outcome unknown"), run ends (a run found still "running"

@@ -38,12 +38,12 @@ const (
 // A write is one statement of a caller.
 type write struct {
 	group.Op
-	stmt   string // empty: no statement (a batch of marks alone)
+	stmt   string // empty: no statement (a batch of the queue's Later writes alone)
 	args   []any
 	synced bool                // committed with the server's synchronous_commit
 	scan   func(pgx.Row) error // for a statement that returns one row
 	lock   string              // the row it locks (see lockOf)
-	mark   bool                // a submitted mark
+	mark   bool                // a submitted mark (see MarkSubmitted)
 
 	tag pgconn.CommandTag // without scan
 	err error
@@ -51,25 +51,19 @@ type write struct {
 
 func (b *batcher) init(j *Journal) {
 	b.j = j
-	b.q = group.Queue[*write]{Run: b.run, Max: maxWrites}
+	b.q = group.Queue[*write]{Run: b.run, Max: maxWrites, Empty: func() *write { return &write{} }}
 }
 
-// do makes w and waits for its outcome (see group.Queue.Do).
-func (b *batcher) do(ctx context.Context, w *write) error {
-	if err := b.q.Do(ctx, w); err != nil {
-		return err
-	}
-	return w.err
-}
+// Err returns the write's outcome (group.Write).
+func (w *write) Err() error { return w.err }
 
 // run sends the writes of batch, setting each one's outcome. A statement
 // the server fails aborts its transaction: that write keeps its error and
 // the others are sent again, without it, so that one write's failure is
 // not the others'.
 func (b *batcher) run(batch []*write) {
-	marks := b.j.takeMarks()
 	for live := batch; len(live) > 0; {
-		bad := b.send(live, &marks)
+		bad := b.send(live)
 		if bad < 0 {
 			return
 		}
@@ -81,39 +75,39 @@ func (b *batcher) run(batch []*write) {
 // deadlock (which ordering makes rare: see send).
 const maxAttempts = 3
 
-// send sends ws, and the submitted marks, as one batch: one round trip,
-// one implicit transaction (the statements of a pipeline before its Sync
-// message), committed with synchronous_commit off unless a write is
-// synced. It returns the index of the write whose statement the server
-// failed, or -1 when each write has its outcome. A mark the server fails
-// drops the marks (see MarkSubmitted).
+// send sends ws as one batch: one round trip, one implicit transaction
+// (the statements of a pipeline before its Sync message), committed with
+// synchronous_commit off unless a write is synced. It returns the index
+// of the write whose statement the server failed, or -1 when each write
+// has its outcome.
 //
 // The statements go in the order of the rows they lock, so that the
 // batches of workers sharing the tables lock rows in one order and do not
 // deadlock; one the server aborts as a deadlock all the same is sent
 // again, up to maxAttempts times.
-func (b *batcher) send(ws []*write, marks *[]driver.Key) int {
+func (b *batcher) send(ws []*write) int {
 	j := b.j
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	for attempt := 1; ; attempt++ {
-		stmts := make([]*write, 0, len(ws)+len(*marks))
-		synced := false
-		for _, w := range ws {
-			synced = synced || w.synced
-			if w.stmt != "" {
-				stmts = append(stmts, w)
-			}
-		}
-		written := int64(len(stmts))
-		for _, k := range *marks {
-			stmts = append(stmts, &write{stmt: j.mark, args: keyArgs(k), lock: entryLock(k), mark: true})
-		}
-		if len(*marks) > 0 {
+	stmts := make([]*write, 0, len(ws))
+	synced, written, marked := false, int64(0), false
+	for _, w := range ws {
+		synced = synced || w.synced
+		switch {
+		case w.mark:
+			marked = true
+		case w.stmt != "":
 			written++
 		}
-		slices.SortStableFunc(stmts, func(a, b *write) int { return strings.Compare(a.lock, b.lock) })
-
+		if w.stmt != "" {
+			stmts = append(stmts, w)
+		}
+	}
+	if marked {
+		written++ // the marks of a batch count as one write, as one call marks a step's keys
+	}
+	slices.SortStableFunc(stmts, func(a, b *write) int { return strings.Compare(a.lock, b.lock) })
+	for attempt := 1; ; attempt++ {
 		var batch pgx.Batch
 		if !synced {
 			batch.Queue("SET LOCAL synchronous_commit = off")
@@ -168,9 +162,6 @@ func (b *batcher) send(ws []*write, marks *[]driver.Key) int {
 			}
 			return -1
 		case pgErr.Code == deadlock && attempt < maxAttempts:
-			continue
-		case failed.mark:
-			*marks = nil
 			continue
 		}
 		return slices.Index(ws, failed)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,11 +74,6 @@ type Journal struct {
 
 	w                      batcher
 	writes, commits, syncs atomic.Int64 // see Stats
-	marks                  struct {
-		sync.Mutex
-		keys  []driver.Key // waiting to be marked submitted
-		timer *time.Timer  // marks them if no write comes
-	}
 
 	claim, get, renew, takeOver, release, finish, mark, prune string
 }
@@ -198,18 +192,10 @@ func (j *Journal) Pool() *pgxpool.Pool { return j.pool }
 // Close writes the submitted marks not written yet, and closes the
 // journal's connection pool, if Open made it.
 func (j *Journal) Close() error {
-	j.marks.Lock()
-	if j.marks.timer != nil {
-		j.marks.timer.Stop()
-	}
-	j.marks.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := j.flushMarks(ctx, false)
-	cancel()
+	err := j.w.q.Close()
 	if err != nil {
 		err = j.opError("mark submitted", err)
 	}
-	j.w.q.Close()
 	if j.ownPool {
 		j.pool.Close()
 	}
@@ -318,14 +304,14 @@ func (j *Journal) changedOne(op string, tag pgconn.CommandTag, err error) error 
 // batcher), and returns its command tag.
 func (j *Journal) exec(ctx context.Context, synced bool, lock, stmt string, args ...any) (pgconn.CommandTag, error) {
 	w := &write{stmt: stmt, args: args, synced: synced, lock: lock}
-	err := j.w.do(ctx, w)
+	err := j.w.q.Do(ctx, w)
 	return w.tag, err
 }
 
 // queryRow makes the write stmt, which locks the row lock names and
 // returns one row (see batcher), and hands its row to scan.
 func (j *Journal) queryRow(ctx context.Context, synced bool, lock, stmt string, args []any, scan func(pgx.Row) error) error {
-	return j.w.do(ctx, &write{stmt: stmt, args: args, synced: synced, scan: scan, lock: lock})
+	return j.w.q.Do(ctx, &write{stmt: stmt, args: args, synced: synced, scan: scan, lock: lock})
 }
 
 // count counts a write made outside the batcher, in a transaction of its own,
@@ -347,69 +333,23 @@ func (j *Journal) Stats() driver.Stats {
 	return driver.Stats{Writes: j.writes.Load(), Commits: j.commits.Load(), Syncs: j.syncs.Load()}
 }
 
-// Deferred submitted marks (see MarkSubmitted).
-const (
-	marksDelay = 50 * time.Millisecond
-	maxMarks   = 64
-)
-
 // MarkSubmitted implements [driver.Journal]. It does not wait for the
-// mark: the keys are marked (one statement each) first in the journal's
-// next write (the next step's claims, usually), or within 50 ms in a
-// write of their own, or at once when 64 keys wait, committed with
-// synchronous_commit off; Get and Close write them first. A mark lost
-// (to a kill, a failed write, a power loss) costs only this: a resumed
-// run sends such a result again without [core.ToolResult.Resend].
+// marks: each key's mark (one keyed statement) goes first into the
+// journal's next batch (the next step's claims, usually), or into one of
+// its own within 50 ms, or at once when 64 wait, committed with
+// synchronous_commit off; Get, ListEntries and Close make them first. A
+// mark lost (to a kill, a failed write, a power loss) costs only this: a
+// resumed run sends such a result again without [core.ToolResult.Resend].
 func (j *Journal) MarkSubmitted(ctx context.Context, keys []driver.Key) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	j.marks.Lock()
-	j.marks.keys = append(j.marks.keys, keys...)
-	full := len(j.marks.keys) >= maxMarks
-	if !full {
-		if j.marks.timer == nil {
-			j.marks.timer = time.AfterFunc(marksDelay, func() { j.flushMarks(context.Background(), false) })
-		} else if len(j.marks.keys) == len(keys) {
-			j.marks.timer.Reset(marksDelay)
-		}
-	}
-	j.marks.Unlock()
-	if full {
-		if err := j.flushMarks(ctx, false); err != nil {
-			return j.opError("mark submitted", err)
-		}
+	for _, k := range keys {
+		j.w.q.Later(&write{stmt: j.mark, args: keyArgs(k), lock: entryLock(k), mark: true})
 	}
 	return nil
 }
 
-// takeMarks returns the keys waiting to be marked, and forgets them.
-func (j *Journal) takeMarks() []driver.Key {
-	j.marks.Lock()
-	defer j.marks.Unlock()
-	keys := j.marks.keys
-	j.marks.keys = nil
-	return keys
-}
-
-// flushMarks writes the marks waiting, if any, and, with settle, waits
-// for the batch under way, which may hold some taken before: the marks
-// made before are then committed.
-func (j *Journal) flushMarks(ctx context.Context, settle bool) error {
-	j.marks.Lock()
-	n := len(j.marks.keys)
-	j.marks.Unlock()
-	// In this order: marks taken before the check are in a batch still
-	// under way, or committed.
-	if n == 0 && !(settle && j.w.q.Busy()) {
-		return nil
-	}
-	return j.w.do(ctx, &write{}) // a batch of the marks alone
-}
-
 // Get implements [driver.Journal].
 func (j *Journal) Get(ctx context.Context, key driver.Key) (driver.Entry, bool, error) {
-	if err := j.flushMarks(ctx, true); err != nil {
+	if err := j.w.q.Settle(ctx); err != nil { // the submitted marks not written yet
 		return driver.Entry{}, false, j.opError("mark submitted", err)
 	}
 	e, err := scanEntry(j.pool.QueryRow(ctx, j.get, keyArgs(key)...), nil)

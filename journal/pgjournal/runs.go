@@ -116,7 +116,7 @@ var _ driver.Entries = (*Journal)(nil)
 // ListEntries implements [driver.Entries]: one SELECT, after the submitted
 // marks not written yet; "in doubt" is by the server's clock.
 func (j *Journal) ListEntries(ctx context.Context, f driver.EntryFilter, limit int) ([]driver.Entry, error) {
-	if err := j.flushMarks(ctx, true); err != nil {
+	if err := j.w.q.Settle(ctx); err != nil { // the submitted marks not written yet
 		return nil, j.opError("mark submitted", err)
 	}
 	state := ""

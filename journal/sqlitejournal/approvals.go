@@ -24,7 +24,7 @@ func (j *Journal) RequestApproval(ctx context.Context, a driver.Approval) (drive
 		got     driver.Approval
 		created bool
 	)
-	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
+	err := j.w.q.Do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
 		var err error
 		got, err = scanApproval(j.conn.QueryRowContext(ctx, `INSERT INTO `+approvalsTable+` (`+approvalColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, '', NULL, '') ON CONFLICT DO NOTHING RETURNING `+approvalColumns,
@@ -56,7 +56,7 @@ func (j *Journal) DecideApproval(ctx context.Context, key driver.Key, d driver.D
 	if len(d.Arguments) > 0 {
 		edited = string(d.Arguments)
 	}
-	err := j.w.do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) error {
+	err := j.w.q.Do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) error {
 		res, err := j.conn.ExecContext(ctx, `UPDATE `+approvalsTable+` SET decided = ?, approved = ?, reason = ?, edited = ?, actor = ?
 			WHERE `+keyMatch+` AND decided IS NULL`, append([]any{d.At.UnixNano(), d.Approved, d.Reason, edited, d.Actor}, keyArgs(key)...)...)
 		if err != nil {
@@ -171,7 +171,7 @@ var _ driver.Notes = (*Journal)(nil)
 // Synchronous Full (a note lost to a power cut costs a trace link, not a
 // result).
 func (j *Journal) SetNote(ctx context.Context, backend, thread, name, value string) error {
-	err := j.w.do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) error {
+	err := j.w.q.Do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) error {
 		_, err := j.conn.ExecContext(ctx, `INSERT INTO `+notesTable+` (backend, thread, name, value, updated) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (backend, thread, name) DO UPDATE SET value = excluded.value, updated = excluded.updated`,
 			backend, thread, name, value, time.Now().UnixNano())

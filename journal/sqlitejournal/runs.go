@@ -15,7 +15,7 @@ const runColumns = `backend, thread, state, owner, lease_until, options, error, 
 // record is what lets another worker find a dead one's run).
 func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 	now := time.Now().UnixNano()
-	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
+	err := j.w.q.Do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
 		_, err := j.conn.ExecContext(ctx, `INSERT INTO `+runsTable+` (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (backend, thread) DO UPDATE SET state = excluded.state, owner = excluded.owner, lease_until = excluded.lease_until,
 				options = excluded.options, error = excluded.error, updated = excluded.updated`,
@@ -62,7 +62,7 @@ func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, l
 // write transaction; the single writer makes it atomic.
 func (j *Journal) ClaimRuns(ctx context.Context, backend, owner string, lease time.Duration, limit int) ([]driver.Run, error) {
 	var out []driver.Run
-	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
+	err := j.w.q.Do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
 		out = nil
 		now := time.Now()
 		rows, err := j.conn.QueryContext(ctx, `UPDATE `+runsTable+` SET owner = ?, lease_until = ?, updated = ?
@@ -134,7 +134,7 @@ var _ driver.Entries = (*Journal)(nil)
 // ListEntries implements [driver.Entries]: one SELECT on the reading
 // connection, after the submitted marks not written yet.
 func (j *Journal) ListEntries(ctx context.Context, f driver.EntryFilter, limit int) ([]driver.Entry, error) {
-	j.w.settle() // the submitted marks not written yet
+	j.w.q.Settle(ctx) // the submitted marks not written yet (a failure leaves them to a later write)
 	state := ""
 	if f.State != 0 {
 		state = f.State.String()

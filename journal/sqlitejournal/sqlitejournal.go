@@ -267,7 +267,7 @@ func (j *Journal) claimSynced(ctx context.Context, key driver.Key, digest, idemp
 		e       driver.Entry
 		created bool
 	)
-	err := j.w.do(ctx, &op{syncFrom: syncFrom, run: func(ctx context.Context) error {
+	err := j.w.q.Do(ctx, &op{syncFrom: syncFrom, run: func(ctx context.Context) error {
 		t := now()
 		n, err := exec(ctx, j.claim, keyArgs(key, digest, idempotencyKey, owner, t+int64(lease), t, t))
 		if err != nil {
@@ -299,7 +299,7 @@ func (j *Journal) Renew(ctx context.Context, key driver.Key, owner string, lease
 // TakeOver implements [driver.Journal]. It is one conditional UPDATE.
 func (j *Journal) TakeOver(ctx context.Context, key driver.Key, owner string, lease time.Duration) (bool, error) {
 	var n int64
-	err := j.w.do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) (err error) {
+	err := j.w.q.Do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) (err error) {
 		t := now()
 		n, err = exec(ctx, j.takeOver, append([]any{owner, t + int64(lease), t}, keyArgs(key, t)...))
 		return err
@@ -343,7 +343,7 @@ func (j *Journal) finishSynced(ctx context.Context, key driver.Key, owner string
 // it changed none.
 func (j *Journal) owned(ctx context.Context, what string, syncFrom Synchronous, write func(context.Context) (int64, error)) error {
 	var n int64
-	err := j.w.do(ctx, &op{syncFrom: syncFrom, run: func(ctx context.Context) (err error) {
+	err := j.w.q.Do(ctx, &op{syncFrom: syncFrom, run: func(ctx context.Context) (err error) {
 		n, err = write(ctx)
 		return err
 	}})
@@ -382,7 +382,7 @@ func (j *Journal) MarkSubmitted(ctx context.Context, keys []driver.Key) error {
 		return nil
 	}
 	keys = slices.Clone(keys)
-	j.w.writeLater(&op{run: func(ctx context.Context) error {
+	j.w.q.Later(&op{run: func(ctx context.Context) error {
 		t := now()
 		for rest := keys; len(rest) > 0; {
 			n := min(len(rest), markBatch)
@@ -424,7 +424,7 @@ func markArgs(t int64, keys []driver.Key) []any {
 
 // Get implements [driver.Journal].
 func (j *Journal) Get(ctx context.Context, key driver.Key) (driver.Entry, bool, error) {
-	j.w.settle() // the submitted marks not written yet
+	j.w.q.Settle(ctx) // the submitted marks not written yet (a failure leaves them to a later write)
 	e, err := scanEntry(j.get.QueryRowContext(ctx, keyArgs(key)...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.Entry{}, false, nil
@@ -450,7 +450,7 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 			n        int
 			lastHere *driver.Key // last, once this write is committed
 		)
-		err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
+		err := j.w.q.Do(ctx, &op{run: func(ctx context.Context) error {
 			n, lastHere = 0, last
 			var rows *sql.Rows
 			var err error
@@ -480,7 +480,7 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 		}
 		total, last = total+n, lastHere
 		if n < pruneBatch {
-			err := j.w.do(ctx, &op{run: func(ctx context.Context) error {
+			err := j.w.q.Do(ctx, &op{run: func(ctx context.Context) error {
 				if _, err := j.conn.ExecContext(ctx, `DELETE FROM `+approvalsTable+` WHERE decided < ?`, before.UnixNano()); err != nil {
 					return err
 				}

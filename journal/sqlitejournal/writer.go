@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/internal/group"
@@ -26,12 +24,6 @@ type writer struct {
 	rollback *sql.Stmt
 	q        group.Queue[*op]
 
-	laterMu sync.Mutex
-	// later holds the writes nobody waits for (see writeLater): the next
-	// transaction makes them first.
-	later []*op
-	timer *time.Timer // makes them if no transaction comes
-
 	writes, commits, syncs atomic.Int64 // see driver.Stats
 }
 
@@ -43,17 +35,10 @@ func (w *writer) stats() driver.Stats {
 // maxBatch bounds the writes of one transaction.
 const maxBatch = 256
 
-// laterDelay bounds how long a write nobody waits for waits for a
-// transaction to join; maxLater bounds how many wait.
-const (
-	laterDelay = 50 * time.Millisecond
-	maxLater   = 64
-)
-
 // An op is one write. run makes it, inside a transaction; it returns only
 // errors of the database (an op's own outcome, such as a lost lease, goes
 // into variables run closes over). An op without run makes a transaction
-// for the writes made later (see flush).
+// for the writes handed to the queue's Later.
 type op struct {
 	group.Op
 	run func(ctx context.Context) error
@@ -68,7 +53,7 @@ var errClosed = group.ErrClosed
 
 func newWriter(ctx context.Context, conn *sql.Conn, sync Synchronous) (*writer, error) {
 	w := &writer{conn: conn, sync: sync}
-	w.q = group.Queue[*op]{Run: w.run, Max: maxBatch, Front: w.takeLater}
+	w.q = group.Queue[*op]{Run: w.run, Max: maxBatch, Empty: func() *op { return &op{} }}
 	for _, s := range []struct {
 		stmt **sql.Stmt
 		text string
@@ -82,84 +67,13 @@ func newWriter(ctx context.Context, conn *sql.Conn, sync Synchronous) (*writer, 
 	return w, nil
 }
 
-// do makes a write and waits until it is committed. If ctx ends while the
-// write waits its turn, do withdraws it and returns ctx's error; once a
-// transaction has taken it, do waits for its outcome, which it returns even
-// if ctx has ended meanwhile (the write is done, or not, but never
-// unknown).
-func (w *writer) do(ctx context.Context, o *op) error {
-	if err := w.q.Do(ctx, o); err != nil {
-		return err
-	}
-	return o.err
-}
+// Err returns the write's outcome (group.Write).
+func (o *op) Err() error { return o.err }
 
-// writeLater makes o with the next transaction, without waiting for it:
-// first in it, so that the writes of that transaction see it. If no
-// transaction comes within laterDelay, a transaction of its own makes it;
-// if maxLater writes wait already, o is made now, with them. Its error is
-// dropped: it is for writes whose loss costs little (submitted marks).
-func (w *writer) writeLater(o *op) {
-	w.laterMu.Lock()
-	if len(w.later) >= maxLater {
-		w.laterMu.Unlock()
-		w.do(context.Background(), o)
-		return
-	}
-	w.later = append(w.later, o)
-	if w.timer == nil {
-		w.timer = time.AfterFunc(laterDelay, w.flush)
-	} else if len(w.later) == 1 {
-		w.timer.Reset(laterDelay)
-	}
-	w.laterMu.Unlock()
-}
-
-// takeLater returns the writes waiting in later, and forgets them (the
-// queue's Front).
-func (w *writer) takeLater() []*op {
-	w.laterMu.Lock()
-	defer w.laterMu.Unlock()
-	later := w.later
-	w.later = nil
-	return later
-}
-
-// flush makes the writes waiting in later, if any, now.
-func (w *writer) flush() {
-	w.laterMu.Lock()
-	n := len(w.later)
-	w.laterMu.Unlock()
-	if n > 0 {
-		w.do(context.Background(), &op{}) // no write of its own
-	}
-}
-
-// settle makes the writes waiting in later, if any, and waits for the
-// transaction under way, which may hold some taken from it: the writes
-// made before settle are committed when it returns.
-func (w *writer) settle() {
-	w.laterMu.Lock()
-	n := len(w.later)
-	w.laterMu.Unlock()
-	// In this order: writes taken from later before the check are in a
-	// transaction still under way, or committed.
-	if n > 0 || w.q.Busy() {
-		w.do(context.Background(), &op{}) // no write of its own
-	}
-}
-
-// close makes the writes waiting in later, and waits until the transaction
-// under way, if any, is over; writes still queued, and those after, fail.
-func (w *writer) close() {
-	w.flush()
-	w.laterMu.Lock()
-	if w.timer != nil {
-		w.timer.Stop()
-	}
-	w.laterMu.Unlock()
-	w.q.Close()
-}
+// close makes the writes handed to the queue's Later, and waits until the
+// transaction under way, if any, is over; writes still queued, and those
+// after, fail.
+func (w *writer) close() { w.q.Close() }
 
 // covers reports whether a write to be synced from setting from on is
 // synced under s.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolrelay/toolrelay/journal/internal/group"
 )
 
 // newTestWriter returns a writer on a new file holding a table t (x).
@@ -77,7 +79,7 @@ func hold(t *testing.T, w *writer) (release func()) {
 	started, proceed := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- w.do(t.Context(), &op{run: func(context.Context) error {
+		done <- w.q.Do(t.Context(), &op{run: func(context.Context) error {
 			close(started)
 			<-proceed
 			return nil
@@ -120,7 +122,7 @@ func TestWriterFailureIsolated(t *testing.T) {
 					return boom
 				}
 			}
-			errs[i] = w.do(t.Context(), &op{run: run})
+			errs[i] = w.q.Do(t.Context(), &op{run: run})
 		})
 	}
 	waitQueued(w, len(errs))
@@ -149,7 +151,7 @@ func TestWriterManyQueued(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range errs {
-		wg.Go(func() { errs[i] = w.do(t.Context(), &op{run: insert(w.conn, fmt.Sprint(i))}) })
+		wg.Go(func() { errs[i] = w.q.Do(t.Context(), &op{run: insert(w.conn, fmt.Sprint(i))}) })
 	}
 	waitQueued(w, n)
 	release()
@@ -175,9 +177,9 @@ func TestWriterWithdraw(t *testing.T) {
 	release := hold(t, w)
 	ctx, cancel := context.WithCancel(t.Context())
 	errc, next := make(chan error, 1), make(chan error, 1)
-	go func() { errc <- w.do(ctx, &op{run: insert(w.conn, "withdrawn")}) }()
+	go func() { errc <- w.q.Do(ctx, &op{run: insert(w.conn, "withdrawn")}) }()
 	waitQueued(w, 1)
-	go func() { next <- w.do(t.Context(), &op{run: insert(w.conn, "next")}) }()
+	go func() { next <- w.q.Do(t.Context(), &op{run: insert(w.conn, "next")}) }()
 	waitQueued(w, 2)
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
@@ -187,7 +189,7 @@ func TestWriterWithdraw(t *testing.T) {
 	if err := <-next; err != nil {
 		t.Errorf("write queued after the withdrawn one: %v", err)
 	}
-	if err := w.do(t.Context(), &op{run: insert(w.conn, "kept")}); err != nil {
+	if err := w.q.Do(t.Context(), &op{run: insert(w.conn, "kept")}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"kept", "next"}, rowsOf(t, db)); diff != "" {
@@ -201,7 +203,7 @@ func TestWriterClose(t *testing.T) {
 	w, db := newTestWriter(t)
 	release := hold(t, w)
 	errc := make(chan error, 1)
-	go func() { errc <- w.do(t.Context(), &op{run: insert(w.conn, "queued")}) }()
+	go func() { errc <- w.q.Do(t.Context(), &op{run: insert(w.conn, "queued")}) }()
 	waitQueued(w, 1)
 	closed := make(chan struct{})
 	go func() { w.close(); close(closed) }()
@@ -213,7 +215,7 @@ func TestWriterClose(t *testing.T) {
 	if err := <-errc; !errors.Is(err, errClosed) {
 		t.Errorf("write queued at close: %v, want errClosed", err)
 	}
-	if err := w.do(t.Context(), &op{run: insert(w.conn, "late")}); !errors.Is(err, errClosed) {
+	if err := w.q.Do(t.Context(), &op{run: insert(w.conn, "late")}); !errors.Is(err, errClosed) {
 		t.Errorf("write after close: %v, want errClosed", err)
 	}
 	if rows := rowsOf(t, db); len(rows) != 0 {
@@ -259,7 +261,7 @@ func TestWriterLocked(t *testing.T) {
 		t.Errorf("%d writes ran, want none", runs)
 	}
 	conn.ExecContext(ctx, "ROLLBACK")
-	if err := w.do(ctx, &op{run: insert(w.conn, "after")}); err != nil {
+	if err := w.q.Do(ctx, &op{run: insert(w.conn, "after")}); err != nil {
 		t.Errorf("write after the lock was released: %v", err)
 	}
 	if diff := cmp.Diff([]string{"after"}, rowsOf(t, db)); diff != "" {
@@ -269,14 +271,14 @@ func TestWriterLocked(t *testing.T) {
 
 // TestWriteLater checks the writes nobody waits for: they go first into
 // the next transaction, so that its writes see them; with no transaction
-// coming, one of their own makes them within laterDelay; close makes them;
-// past maxLater waiting, a write is made at once.
+// coming, one of their own makes them within group.LaterDelay; close makes them;
+// past group.MaxLater waiting, a write is made at once.
 func TestWriteLater(t *testing.T) {
 	t.Run("next transaction", func(t *testing.T) {
 		w, db := newTestWriter(t)
-		w.writeLater(&op{run: insert(w.conn, "later")})
+		w.q.Later(&op{run: insert(w.conn, "later")})
 		var seen int
-		err := w.do(t.Context(), &op{run: func(ctx context.Context) error {
+		err := w.q.Do(t.Context(), &op{run: func(ctx context.Context) error {
 			return w.conn.QueryRowContext(ctx, "SELECT count(*) FROM t WHERE x = 'later'").Scan(&seen)
 		}})
 		if err != nil || seen != 1 {
@@ -291,10 +293,10 @@ func TestWriteLater(t *testing.T) {
 	})
 	t.Run("on its own", func(t *testing.T) {
 		w, db := newTestWriter(t)
-		w.writeLater(&op{run: insert(w.conn, "later")})
+		w.q.Later(&op{run: insert(w.conn, "later")})
 		deadline := time.Now().Add(10 * time.Second)
 		for len(rowsOf(t, db)) == 0 && time.Now().Before(deadline) {
-			time.Sleep(laterDelay / 5)
+			time.Sleep(group.LaterDelay / 5)
 		}
 		if diff := cmp.Diff([]string{"later"}, rowsOf(t, db)); diff != "" {
 			t.Errorf("rows with no other write (-want +got):\n%s", diff)
@@ -302,7 +304,7 @@ func TestWriteLater(t *testing.T) {
 	})
 	t.Run("close", func(t *testing.T) {
 		w, db := newTestWriter(t)
-		w.writeLater(&op{run: insert(w.conn, "later")})
+		w.q.Later(&op{run: insert(w.conn, "later")})
 		w.close()
 		if diff := cmp.Diff([]string{"later"}, rowsOf(t, db)); diff != "" {
 			t.Errorf("rows after close (-want +got):\n%s", diff)
@@ -311,12 +313,12 @@ func TestWriteLater(t *testing.T) {
 	t.Run("bounded", func(t *testing.T) {
 		w, db := newTestWriter(t)
 		var want []string
-		for i := range maxLater + 1 {
+		for i := range group.MaxLater + 1 {
 			x := fmt.Sprintf("later-%03d", i)
 			want = append(want, x)
-			w.writeLater(&op{run: insert(w.conn, x)})
+			w.q.Later(&op{run: insert(w.conn, x)})
 		}
-		// The last one found maxLater waiting: it was made, with them.
+		// The last one found group.MaxLater waiting: it was made, with them.
 		if diff := cmp.Diff(want, rowsOf(t, db)); diff != "" {
 			t.Errorf("rows (-want +got):\n%s", diff)
 		}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrClosed is returned by [Queue.Do] for a write handed to a closed
@@ -33,8 +34,12 @@ type Op struct {
 
 func (o *Op) op() *Op { return o }
 
-// A Write is a store's write type, which embeds [Op].
-type Write interface{ op() *Op }
+// A Write is a store's write type, which embeds [Op] and reports the
+// outcome Run set in it.
+type Write interface {
+	op() *Op
+	Err() error
+}
 
 const (
 	queued int32 = iota
@@ -42,17 +47,17 @@ const (
 	withdrawn
 )
 
-// A Queue makes writes of type W in batches. Set Run and Max before use.
+// A Queue makes writes of type W in batches. Set Run, Max and Empty before
+// use.
 type Queue[W Write] struct {
 	// Run makes the writes of a batch (at least one), setting each one's
 	// outcome in it. One caller at a time calls it.
 	Run func(batch []W)
-	// Max bounds the writes of a batch, but for Front's.
+	// Max bounds the writes of a batch, but for those handed to Later.
 	Max int
-	// Front, if set, returns writes that go first in the next batch,
-	// which nobody waits for (their Op is not used). It is called with the
-	// queue's lock held, and must not call the queue.
-	Front func() []W
+	// Empty returns a write that writes nothing: the queue makes a batch
+	// of one, when it must, to make the writes handed to Later.
+	Empty func() W
 
 	mu      sync.Mutex
 	leading bool // a caller is making batches
@@ -60,10 +65,72 @@ type Queue[W Write] struct {
 	closed  bool
 	idle    sync.Cond // signaled when leading becomes false
 	batch   []W       // the leader's
+	// later holds the writes nobody waits for (see Later): the next
+	// batch makes them first.
+	later []W
+	timer *time.Timer // makes them if no batch comes
 }
 
-// Do makes w, in a batch, and returns once the batch is made; w holds its
-// outcome. If ctx ends while w waits its turn, Do withdraws it (it is never
+// LaterDelay bounds how long a write handed to Later waits for a batch to
+// join; MaxLater bounds how many wait.
+const (
+	LaterDelay = 50 * time.Millisecond
+	MaxLater   = 64
+)
+
+// Later hands w to the queue without waiting for it: it goes first into
+// the next batch, so that the writes of that batch see it. If no batch
+// comes within LaterDelay, a batch of its own makes it; if MaxLater writes
+// wait already, it is made now, with them. Its outcome is dropped: Later
+// is for writes whose loss costs little (a submitted mark).
+func (q *Queue[W]) Later(w W) {
+	q.mu.Lock()
+	if q.closed || len(q.later) >= MaxLater {
+		q.mu.Unlock()
+		q.Do(context.Background(), w)
+		return
+	}
+	q.later = append(q.later, w)
+	if q.timer == nil {
+		q.timer = time.AfterFunc(LaterDelay, func() { q.flush() })
+	} else if len(q.later) == 1 {
+		q.timer.Reset(LaterDelay)
+	}
+	q.mu.Unlock()
+}
+
+// flush makes the writes waiting in later, if any, now, and returns the
+// error of their batch.
+func (q *Queue[W]) flush() error {
+	q.mu.Lock()
+	n := len(q.later)
+	q.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	return q.Do(context.Background(), q.Empty())
+}
+
+// Settle returns once the writes handed to Later before it are made: it
+// makes those still waiting, and waits for the batch under way, which may
+// hold some. It returns ctx's error if ctx ends first, or the error of
+// the batch it made.
+func (q *Queue[W]) Settle(ctx context.Context) error {
+	q.mu.Lock()
+	pending := len(q.later) > 0 || q.leading
+	q.mu.Unlock()
+	if !pending {
+		return nil
+	}
+	err := q.Do(ctx, q.Empty())
+	if errors.Is(err, ErrClosed) {
+		return nil // Close made them
+	}
+	return err
+}
+
+// Do makes w, in a batch, and returns once the batch is made, with w's
+// outcome (its Err). If ctx ends while w waits its turn, Do withdraws it (it is never
 // made) and returns ctx's error; once a batch has taken it, Do waits for
 // the batch, even if ctx ends meanwhile: a write is made, or not, but
 // never unknown. It returns ErrClosed, w not made, once the queue is
@@ -83,7 +150,7 @@ func (q *Queue[W]) Do(ctx context.Context, w W) error {
 		q.mu.Unlock()
 		o.state.Store(taken)
 		q.lead(w)
-		return nil
+		return w.Err()
 	}
 	o.wake = make(chan struct{})
 	q.queue = append(q.queue, w)
@@ -102,19 +169,18 @@ func (q *Queue[W]) Do(ctx context.Context, w W) error {
 	case o.lead:
 		q.lead(w)
 	}
-	return nil
+	return w.Err()
 }
 
-// lead makes the batch of w, already taken, and of the writes of Front
-// (first) and of the queue (up to Max); then it hands the lead to the
-// first write still queued, or, with none, leaves the queue idle. A queue
-// that is closed fails the writes still queued instead.
+// lead makes the batch of w, already taken, and of the writes handed to
+// Later (first) and of the queue (up to Max); then it hands the lead to
+// the first write still queued, or, with none, leaves the queue idle. A
+// queue that is closed fails the writes still queued instead.
 func (q *Queue[W]) lead(w W) {
 	q.mu.Lock()
-	batch := q.batch[:0]
-	if q.Front != nil {
-		batch = append(batch, q.Front()...)
-	}
+	batch := append(q.batch[:0], q.later...)
+	clear(q.later)
+	q.later = q.later[:0]
 	front := len(batch)
 	batch = append(batch, w)
 	n := 0
@@ -164,13 +230,20 @@ func (q *Queue[W]) dequeue(n int) {
 	q.queue = q.queue[:m]
 }
 
-// Close waits until the batch under way, if any, is made; the writes still
-// queued, and those handed to the queue after, fail with ErrClosed.
-func (q *Queue[W]) Close() {
+// Close makes the writes handed to Later, and waits until the batch under
+// way, if any, is made; the writes still queued, and those handed to the
+// queue after (to Later too), fail with ErrClosed. It returns the error
+// of the batch that made Later's writes.
+func (q *Queue[W]) Close() error {
+	err := q.flush()
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.timer != nil {
+		q.timer.Stop()
+	}
 	q.closed = true
 	q.waitIdle()
+	return err
 }
 
 // waitIdle waits, with q's lock held, until no batch is under way.

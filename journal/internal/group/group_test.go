@@ -15,13 +15,14 @@ type testWrite struct {
 	name string
 }
 
+func (*testWrite) Err() error { return nil }
+
 // recorder is a queue whose Run records its batches' writes, holding the
 // first batch until release is closed.
 type recorder struct {
 	q       Queue[*testWrite]
 	mu      sync.Mutex
 	batches [][]string
-	front   []*testWrite
 	started chan struct{}
 	release chan struct{}
 }
@@ -42,17 +43,14 @@ func newRecorder(max int) *recorder {
 		r.mu.Lock()
 		r.batches = append(r.batches, names)
 		r.mu.Unlock()
-	}, Front: func() []*testWrite {
-		f := r.front
-		r.front = nil
-		return f
-	}}
+	}, Empty: func() *testWrite { return &testWrite{name: "empty"} }}
 	return r
 }
 
 // TestQueue checks the batches: the writes queued behind one under way go
-// together into the next (Front's first, at most Max from the queue), a
-// withdrawn write is never made, and Close fails the writes still queued.
+// together into the next (Later's first, at most Max from the queue), a
+// withdrawn write is never made, Settle waits for the writes handed to
+// Later, and Close fails the writes still queued.
 func TestQueue(t *testing.T) {
 	r := newRecorder(2)
 	var wg sync.WaitGroup
@@ -87,12 +85,10 @@ func TestQueue(t *testing.T) {
 	if err := <-withdrawn; !errors.Is(err, context.Canceled) {
 		t.Errorf("withdrawn write: %v, want context.Canceled", err)
 	}
-	r.mu.Lock()
-	r.front = []*testWrite{{name: "front"}}
-	r.mu.Unlock()
+	r.q.Later(&testWrite{name: "later"})
 	close(r.release)
 	wg.Wait()
-	want := [][]string{{"held"}, {"front", "a", "b"}, {"c"}}
+	want := [][]string{{"held"}, {"later", "a", "b"}, {"c"}}
 	if diff := cmp.Diff(want, r.batches); diff != "" {
 		t.Errorf("batches (-want +got):\n%s", diff)
 	}
@@ -100,6 +96,16 @@ func TestQueue(t *testing.T) {
 		if errs[name] != nil {
 			t.Errorf("%s: %v", name, errs[name])
 		}
+	}
+
+	// Settle: a write handed to Later is made before Settle returns, in a
+	// batch of its own (with the empty write) when none comes.
+	r.q.Later(&testWrite{name: "settled"})
+	if err := r.q.Settle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"settled", "empty"}, r.batches[len(r.batches)-1]); diff != "" {
+		t.Errorf("batch made by Settle (-want +got):\n%s", diff)
 	}
 
 	// Close: the batch under way ends; the queued write fails; later ones too.

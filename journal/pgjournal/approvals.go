@@ -103,16 +103,8 @@ func (j *Journal) listApprovals(ctx context.Context, op, where string, args ...a
 	if err != nil {
 		return nil, j.opError(op, err)
 	}
-	defer rows.Close()
-	var out []driver.Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, j.opError(op, err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.AppendRows([]driver.Approval(nil), rows, func(row pgx.CollectableRow) (driver.Approval, error) { return scanApproval(row) })
+	if err != nil {
 		return nil, j.opError(op, err)
 	}
 	return out, nil

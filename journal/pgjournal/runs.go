@@ -90,25 +90,23 @@ func (j *Journal) ListRuns(ctx context.Context, backend string, state driver.Run
 	return out, nil
 }
 
+// collectRuns reads the runs of rows, and closes them.
 func collectRuns(rows pgx.Rows) ([]driver.Run, error) {
-	defer rows.Close()
-	var out []driver.Run
-	for rows.Next() {
+	return pgx.AppendRows([]driver.Run(nil), rows, func(row pgx.CollectableRow) (driver.Run, error) {
 		var (
 			r     driver.Run
 			state string
 			lease *time.Time
 		)
-		if err := rows.Scan(&r.Backend, &r.Thread, &state, &r.Owner, &lease, &r.Options, &r.Error, &r.Created, &r.Updated); err != nil {
-			return nil, err
+		if err := row.Scan(&r.Backend, &r.Thread, &state, &r.Owner, &lease, &r.Options, &r.Error, &r.Created, &r.Updated); err != nil {
+			return driver.Run{}, err
 		}
 		r.State = driver.RunState(state)
 		if lease != nil {
 			r.LeaseUntil = *lease
 		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, nil
+	})
 }
 
 var _ driver.Entries = (*Journal)(nil)
@@ -131,16 +129,8 @@ func (j *Journal) ListEntries(ctx context.Context, f driver.EntryFilter, limit i
 	if err != nil {
 		return nil, j.opError("list entries", err)
 	}
-	defer rows.Close()
-	var out []driver.Entry
-	for rows.Next() {
-		e, err := scanEntry(rows, nil)
-		if err != nil {
-			return nil, j.opError("list entries", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.AppendRows([]driver.Entry(nil), rows, func(row pgx.CollectableRow) (driver.Entry, error) { return scanEntry(row, nil) })
+	if err != nil {
 		return nil, j.opError("list entries", err)
 	}
 	return out, nil

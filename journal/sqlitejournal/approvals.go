@@ -111,19 +111,8 @@ func (j *Journal) ExpiredApprovals(ctx context.Context, backend string, t time.T
 // clause from WHERE on); op names it in errors.
 func (j *Journal) listApprovals(ctx context.Context, op, where string, args ...any) ([]driver.Approval, error) {
 	rows, err := j.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM `+approvalsTable+` `+where, args...)
+	out, err := collect(rows, err, scanApproval)
 	if err != nil {
-		return nil, j.opError(op, err)
-	}
-	defer rows.Close()
-	var out []driver.Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, j.opError(op, err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, j.opError(op, err)
 	}
 	return out, nil

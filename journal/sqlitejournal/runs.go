@@ -63,25 +63,14 @@ func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, l
 func (j *Journal) ClaimRuns(ctx context.Context, backend, owner string, lease time.Duration, limit int) ([]driver.Run, error) {
 	var out []driver.Run
 	err := j.w.q.Do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
-		out = nil
 		now := time.Now()
 		rows, err := j.conn.QueryContext(ctx, `UPDATE `+runsTable+` SET owner = ?, lease_until = ?, updated = ?
 			WHERE (backend, thread) IN (SELECT backend, thread FROM `+runsTable+`
 				WHERE backend = ? AND state = 'running' AND lease_until <= ? ORDER BY lease_until, thread LIMIT ?)
 			RETURNING `+runColumns,
 			owner, now.Add(lease).UnixNano(), now.UnixNano(), backend, now.UnixNano(), max(limit, 0))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanRun(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return rows.Err()
+		out, err = collect(rows, err, scanRun)
+		return err
 	}})
 	if err != nil {
 		return nil, j.opError("claim runs", err)
@@ -94,19 +83,8 @@ func (j *Journal) ListRuns(ctx context.Context, backend string, state driver.Run
 	rows, err := j.db.QueryContext(ctx, `SELECT `+runColumns+` FROM `+runsTable+`
 		WHERE (? = '' OR backend = ?) AND (? = '' OR state = ?) ORDER BY created, thread LIMIT ?`,
 		backend, backend, string(state), string(state), max(limit, 0))
+	out, err := collect(rows, err, scanRun)
 	if err != nil {
-		return nil, j.opError("list runs", err)
-	}
-	defer rows.Close()
-	var out []driver.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, j.opError("list runs", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, j.opError("list runs", err)
 	}
 	return out, nil
@@ -147,19 +125,8 @@ func (j *Journal) ListEntries(ctx context.Context, f driver.EntryFilter, limit i
 		WHERE (? = '' OR backend = ?) AND (? = '' OR thread = ?) AND (? = '' OR state = ?) AND (? = 0 OR (state = 'started' AND lease_until <= ?))
 		ORDER BY updated, call LIMIT ?`,
 		f.Backend, f.Backend, f.Thread, f.Thread, state, state, inDoubt, now(), max(limit, 0))
+	out, err := collect(rows, err, scanEntry)
 	if err != nil {
-		return nil, j.opError("list entries", err)
-	}
-	defer rows.Close()
-	var out []driver.Entry
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return nil, j.opError("list entries", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, j.opError("list entries", err)
 	}
 	return out, nil

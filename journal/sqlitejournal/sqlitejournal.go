@@ -505,6 +505,24 @@ func keyLess(a, b driver.Key) bool {
 
 type scanner interface{ Scan(dest ...any) error }
 
+// collect reads the rows a query returned (err: its error) with scan, and
+// closes them.
+func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func scanEntry(row scanner) (driver.Entry, error) {
 	var (
 		e                      driver.Entry

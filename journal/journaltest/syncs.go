@@ -21,6 +21,25 @@ const (
 	SyncEndRun         = "end run"
 )
 
+// SyncsUnderClaims returns what [Syncs] wants of a journal that syncs only
+// what exactly-once needs (the stores' "claims" setting): the claim of a
+// call that may not run twice, and a run's record; no result, mark, run
+// lease renewal or run end, and no write of a call that may run twice.
+func SyncsUnderClaims() map[string]int64 {
+	return map[string]int64{
+		SyncClaim: 1, SyncFinish: 0, SyncClaimUnsynced: 0, SyncFinishUnsynced: 0,
+		SyncMarkSubmitted: 0, SyncPutRun: 1, SyncRenewRun: 0, SyncEndRun: 0,
+	}
+}
+
+// SyncsUnderFull returns what [Syncs] wants of a journal that also syncs
+// results and run ends (the stores' "full" setting).
+func SyncsUnderFull() map[string]int64 {
+	want := SyncsUnderClaims()
+	want[SyncFinish], want[SyncEndRun] = 1, 1
+	return want
+}
+
 // Syncs checks which of j's writes wait for the disk, as j's Stats count
 // them (j must implement [jdriver.Stater]): it makes one write of each kind
 // the runner makes on a call's and a run's path, one at a time, and

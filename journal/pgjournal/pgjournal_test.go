@@ -408,14 +408,8 @@ func TestSyncs(t *testing.T) {
 		sync pgjournal.Synchronous
 		want map[string]int64
 	}{
-		{"", map[string]int64{ // the default: Claims
-			journaltest.SyncClaim: 1, journaltest.SyncFinish: 0, journaltest.SyncClaimUnsynced: 0, journaltest.SyncFinishUnsynced: 0,
-			journaltest.SyncMarkSubmitted: 0, journaltest.SyncPutRun: 1, journaltest.SyncRenewRun: 0, journaltest.SyncEndRun: 0,
-		}},
-		{pgjournal.Full, map[string]int64{
-			journaltest.SyncClaim: 1, journaltest.SyncFinish: 1, journaltest.SyncClaimUnsynced: 0, journaltest.SyncFinishUnsynced: 0,
-			journaltest.SyncMarkSubmitted: 0, journaltest.SyncPutRun: 1, journaltest.SyncRenewRun: 0, journaltest.SyncEndRun: 1,
-		}},
+		{"", journaltest.SyncsUnderClaims()}, // the default
+		{pgjournal.Full, journaltest.SyncsUnderFull()},
 	} {
 		t.Run(string(cmp.Or(tc.sync, "default")), func(t *testing.T) {
 			journaltest.Syncs(t, open(t, newSchema(t), &pgjournal.Options{Synchronous: tc.sync}), tc.want)

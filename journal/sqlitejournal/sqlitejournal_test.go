@@ -487,14 +487,8 @@ func TestSyncs(t *testing.T) {
 		sync sqlitejournal.Synchronous
 		want map[string]int64
 	}{
-		{"", map[string]int64{ // the default: Claims
-			journaltest.SyncClaim: 1, journaltest.SyncFinish: 0, journaltest.SyncClaimUnsynced: 0, journaltest.SyncFinishUnsynced: 0,
-			journaltest.SyncMarkSubmitted: 0, journaltest.SyncPutRun: 1, journaltest.SyncRenewRun: 0, journaltest.SyncEndRun: 0,
-		}},
-		{sqlitejournal.Full, map[string]int64{
-			journaltest.SyncClaim: 1, journaltest.SyncFinish: 1, journaltest.SyncClaimUnsynced: 0, journaltest.SyncFinishUnsynced: 0,
-			journaltest.SyncMarkSubmitted: 0, journaltest.SyncPutRun: 1, journaltest.SyncRenewRun: 0, journaltest.SyncEndRun: 1,
-		}},
+		{"", journaltest.SyncsUnderClaims()}, // the default
+		{sqlitejournal.Full, journaltest.SyncsUnderFull()},
 		{sqlitejournal.Normal, map[string]int64{
 			journaltest.SyncClaim: 0, journaltest.SyncFinish: 0, journaltest.SyncClaimUnsynced: 0, journaltest.SyncFinishUnsynced: 0,
 			journaltest.SyncMarkSubmitted: 0, journaltest.SyncPutRun: 0, journaltest.SyncRenewRun: 0, journaltest.SyncEndRun: 0,

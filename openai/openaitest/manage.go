@@ -113,13 +113,11 @@ func (s *Server) updateSession(w http.ResponseWriter, req *Request, id string) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "Invalid 'metadata': at most 16 pairs.")
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess := s.sessions[id]
+	sess := s.lockSession(w, id)
 	if sess == nil {
-		writeNoSession(w, id)
 		return
 	}
+	defer s.mu.Unlock()
 	if body.Metadata != nil {
 		sess.metadata = body.Metadata
 	}

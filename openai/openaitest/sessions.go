@@ -279,14 +279,25 @@ func (sess *session) turn(id string) *turn {
 	return nil
 }
 
-func (s *Server) getTurn(w http.ResponseWriter, id, turnID string) {
+// lockSession locks the server and returns the session id; if there is
+// none, it unlocks the server, answers 404 (as the service does) and
+// returns nil.
+func (s *Server) lockSession(w http.ResponseWriter, id string) *session {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	sess := s.sessions[id]
 	if sess == nil {
+		s.mu.Unlock()
 		writeNoSession(w, id)
+	}
+	return sess
+}
+
+func (s *Server) getTurn(w http.ResponseWriter, id, turnID string) {
+	sess := s.lockSession(w, id)
+	if sess == nil {
 		return
 	}
+	defer s.mu.Unlock()
 	t := sess.turn(turnID)
 	if t == nil {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_not_found", "No turn found with id '"+turnID+"' in session '"+id+"'.")
@@ -296,13 +307,11 @@ func (s *Server) getTurn(w http.ResponseWriter, id, turnID string) {
 }
 
 func (s *Server) listTurns(w http.ResponseWriter, r *http.Request, id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess := s.sessions[id]
+	sess := s.lockSession(w, id)
 	if sess == nil {
-		writeNoSession(w, id)
 		return
 	}
+	defer s.mu.Unlock()
 	all := make([]entry, len(sess.turns))
 	for i, t := range sess.turns {
 		all[i] = entry{id: t.id, v: mustJSON(t.json(sess))}
@@ -318,13 +327,11 @@ func (s *Server) listTurns(w http.ResponseWriter, r *http.Request, id string) {
 // listItems lists the session's items, or the items of one turn (as a
 // conversation cursor page) when turnID is set.
 func (s *Server) listItems(w http.ResponseWriter, r *http.Request, id, turnID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess := s.sessions[id]
+	sess := s.lockSession(w, id)
 	if sess == nil {
-		writeNoSession(w, id)
 		return
 	}
+	defer s.mu.Unlock()
 	items := sess.items
 	if turnID != "" {
 		t := sess.turn(turnID)

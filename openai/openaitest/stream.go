@@ -106,11 +106,8 @@ func (sess *session) endStreams() {
 // the client saw the response is lost. A subscription to an idle session
 // starts with an agent.session.idle reflecting the current state.
 func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, id string, f *Fault) {
-	s.mu.Lock()
-	sess := s.sessions[id]
+	sess := s.lockSession(w, id)
 	if sess == nil {
-		s.mu.Unlock()
-		writeNoSession(w, id)
 		return
 	}
 	sub := s.newSubscriber(f)

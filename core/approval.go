@@ -132,15 +132,15 @@ func (r *Runner) approve(ctx context.Context, c *callRun, rule ApprovalRule) err
 	return nil
 }
 
-// approvalRule returns the rule that says whether call needs approval:
-// its tool's, or, for the service's own approval request, one that always
-// does; nil when none applies.
-func (r *Runner) approvalRule(call *Call) ApprovalRule {
+// approvalRule returns the rule that says whether call, of tool (nil if
+// none has its name), needs approval: its tool's, or, for the service's
+// own approval request, one that always does; nil when none applies.
+func approvalRule(call *Call, tool *Tool) ApprovalRule {
 	if call.Kind == ServiceApproval {
 		return Always("the service asks a person to approve " + call.Name)
 	}
-	if t := r.tools.Lookup(call.Name); t != nil {
-		return t.opts.Approval
+	if tool != nil {
+		return tool.opts.Approval
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ func (r *Runner) awaiting(ctx context.Context, step *driver.Step) ([]Approval, e
 	now := time.Now()
 	for i := range step.Calls {
 		c := &step.Calls[i]
-		if r.approvalRule(c) == nil {
+		if approvalRule(c, r.tools.Lookup(c.Name)) == nil {
 			continue
 		}
 		a, ok, err := ap.GetApproval(ctx, r.key(c))

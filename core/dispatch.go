@@ -17,8 +17,7 @@ import (
 // encodes its output. Every failure becomes a failed result; the returned
 // error is the internal cause, for the operator only.
 func (r *Runner) execute(ctx context.Context, c *callRun) (driver.Result, error) {
-	call := c.call
-	tool := r.tools.Lookup(call.Name)
+	call, tool := c.call, c.tool
 	if tool == nil {
 		msg := fmt.Sprintf("unknown tool %q", call.Name)
 		if names := r.tools.Names(); len(names) > 0 {

@@ -51,8 +51,8 @@ func Chain(mw ...Middleware) Middleware {
 // execute.
 func (r *Runner) handle(ctx context.Context, c *callRun) (CallResult, error) {
 	var own []Middleware
-	if t := r.tools.Lookup(c.call.Name); t != nil {
-		own = t.opts.Middleware
+	if c.tool != nil {
+		own = c.tool.opts.Middleware
 	}
 	if len(r.opts.Middleware) == 0 && len(own) == 0 {
 		return r.execute(ctx, c)

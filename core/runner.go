@@ -672,6 +672,7 @@ func (r *Runner) key(c *Call) jdriver.Key {
 // the step it belongs to.
 type callRun struct {
 	call     *Call
+	tool     *Tool // the tool of the call's name; nil if none
 	key      jdriver.Key
 	args     []byte         // canonical arguments; nil when argErr is set
 	obj      map[string]any // the arguments parsed (numbers as json.Number)
@@ -698,7 +699,7 @@ func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcom
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
 func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (driver.ToolResult, error) {
-	c := &callRun{call: call, key: r.key(call), step: step, out: out}
+	c := &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out}
 	h := r.opts.Hooks
 	if h == nil || h.Call == nil {
 		return r.answer(ctx, c)
@@ -730,10 +731,10 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 	}
 	c.digest = digestOf(call.Arguments, c.args)
 	c.idem = jdriver.IdempotencyKey(c.key, c.digest)
-	if t := r.tools.Lookup(call.Name); t != nil && t.mayRerun() {
+	if c.tool != nil && c.tool.mayRerun() {
 		c.unsynced, _ = j.(jdriver.Unsynced)
 	}
-	if rule := r.approvalRule(call); rule != nil && (c.argErr == nil || call.Kind == ServiceApproval) {
+	if rule := approvalRule(call, c.tool); rule != nil && (c.argErr == nil || call.Kind == ServiceApproval) {
 		if err := r.approve(ctx, c, rule); err != nil {
 			return driver.ToolResult{}, err
 		}
@@ -833,8 +834,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 // idempotent tool runs again; any other call gets a failed result saying
 // its outcome is unknown.
 func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult, error) {
-	call := c.call
-	tool := r.tools.Lookup(call.Name)
+	call, tool := c.call, c.tool
 	if tool != nil && tool.opts.Verify != nil {
 		v, found, err := tool.verify(ctx, call, r.toolTimeout(tool))
 		if ctx.Err() != nil {

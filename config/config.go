@@ -80,8 +80,9 @@ type Duration time.Duration
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
 // errDuration is the error of a duration that does not parse; it does not
-// repeat the text, which may be anything.
-var errDuration = errors.New("not a Go duration (such as 30s, 5m or 720h)")
+// repeat the text, which may be anything, nor holds sample durations, which
+// a text may hold (FuzzLoadEnv found " 30s" in "such as 30s, …").
+var errDuration = errors.New("not a Go duration (a number and a unit: h, m, s or ms)")
 
 // UnmarshalText parses a Go duration string.
 func (d *Duration) UnmarshalText(b []byte) error {

@@ -216,7 +216,7 @@ func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result
 type resumption struct {
 	thread    string
 	opts      *RunOptions
-	recovered bool       // taken over by Recover
+	recovered bool       // taken over by TakeOver
 	start     *beginning // set: start the run again instead (see recordStart)
 }
 

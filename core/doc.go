@@ -2,7 +2,7 @@
 // functions, the runner that executes them for a hosted agent, the results
 // journal and events (error codes are package errcode's). It does not
 // depend on any service; the backends (packages openai and foundry, chosen
-// by configuration through package config) plug into it through the narrow
+// by configuration through package adapter) plug into it through the narrow
 // interface of package core/driver, and journals through journal/driver.
 //
 // # The loop
@@ -63,10 +63,10 @@
 // Over a journal that keeps runs (SQLite, PostgreSQL), each run is
 // recorded as soon as its thread exists, under a lease the runner renews
 // while it runs, and marked finished, failed or awaiting approval when it
-// ends. [Runner.Recover] takes over the runs whose worker stopped renewing
+// ends. [Runner.TakeOver] takes over the runs whose worker stopped renewing
 // (a killed process, a lost machine) and finishes them as a resume does;
-// [Runner.KeepRecovering] does it every interval. Of several workers
-// recovering at once, each run goes to one; the first worker's late
+// [Runner.KeepTakingOver] does it every interval. Of several workers
+// taking over at once, each run goes to one; the first worker's late
 // result, if it comes back to life, is refused.
 //
 // # Middleware and hooks

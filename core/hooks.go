@@ -42,10 +42,10 @@ type RunInfo struct {
 	Thread string
 	// Resume says whether the run is a resume.
 	Resume bool
-	// Recovered says whether the run was taken over from a worker that
-	// stopped ([Runner.Recover]): a resume of its thread, or, for a run
+	// TakenOver says whether the run was taken over from a worker that
+	// stopped ([Runner.TakeOver]): a resume of its thread, or, for a run
 	// whose worker stopped before its thread existed, its start again.
-	Recovered bool
+	TakenOver bool
 	// Origin carries a short text from a run to the later resumes of its
 	// thread, in this process or another, such as a trace context to link
 	// to. On a resume it holds what the hook set for the thread's last
@@ -101,7 +101,7 @@ func (r *Runner) hookRun(ctx context.Context, thread string, resume, recovered b
 	if h == nil || h.Run == nil {
 		return ctx, nil, nil
 	}
-	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume, Recovered: recovered}
+	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume, TakenOver: recovered}
 	if n, ok := r.opts.Journal.(jdriver.Notes); ok && resume {
 		if v, found, err := n.Note(ctx, info.Backend, thread, originNote); err == nil && found {
 			info.Origin = v

@@ -185,7 +185,7 @@ func (r *Runner) Toolbox() *Toolbox { return r.tools }
 func (r *Runner) Journal() jdriver.Journal { return r.opts.Journal }
 
 // Close closes the backend, and then what was opened for the runner alone
-// (such as the journal package config opens from configuration).
+// (such as the journal package adapter opens from configuration).
 func (r *Runner) Close() error {
 	r.leases.close()
 	err := r.b.Close()
@@ -272,7 +272,7 @@ type beginning struct {
 	// A start recovered from a worker that stopped before its thread
 	// existed goes on under that worker's record of it (see recordStart).
 	startRecord string
-	recovered   bool // taken over by Recover
+	recovered   bool // taken over by TakeOver
 }
 
 func start(input string) beginning   { return beginning{input: input} }

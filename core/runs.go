@@ -11,8 +11,8 @@ import (
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
-// maxRecovered bounds the runs one Recover takes over.
-const maxRecovered = 100
+// maxTakenOver bounds the runs one TakeOver takes over.
+const maxTakenOver = 100
 
 // runRecord is the record of a run this runner runs, in a journal that
 // keeps runs ([jdriver.Runs]); nil when there is none.
@@ -163,7 +163,7 @@ func (rec *runRecord) endAs(ctx context.Context, state jdriver.RunState, msg str
 	}
 }
 
-// Recover takes over the runs of the runner's backend whose worker died
+// TakeOver takes over the runs of the runner's backend whose worker died
 // (their record's lease expired without being renewed: a process killed,
 // a machine lost) and resumes them here, as [Runner.Resume] does: the
 // calls the journal holds results for are not run again. A run is
@@ -177,12 +177,12 @@ func (rec *runRecord) endAs(ctx context.Context, state jdriver.RunState, msg str
 // recovering at once, each run goes to one. It needs a journal that keeps
 // runs (SQLite, PostgreSQL, or a memory journal shared in one process);
 // runs are recorded by runners over such a journal.
-func (r *Runner) Recover(ctx context.Context) ([]*Result, error) {
+func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 	runs, ok := r.opts.Journal.(jdriver.Runs)
 	if !ok {
 		return nil, nil
 	}
-	due, err := runs.ClaimRuns(ctx, r.b.Name(), r.opts.Owner, r.opts.Lease, maxRecovered)
+	due, err := runs.ClaimRuns(ctx, r.b.Name(), r.opts.Owner, r.opts.Lease, maxTakenOver)
 	if err != nil {
 		return nil, r.journalError(ctx, err)
 	}
@@ -200,14 +200,14 @@ func (r *Runner) Recover(ctx context.Context) ([]*Result, error) {
 	return r.resumeAll(ctx, todo)
 }
 
-// KeepRecovering calls [Runner.Recover] every interval until ctx ends,
+// KeepTakingOver calls [Runner.TakeOver] every interval until ctx ends,
 // handing each recovered run's result (or the error of a round) to
 // handle, which may be nil. It returns ctx's error.
-func (r *Runner) KeepRecovering(ctx context.Context, every time.Duration, handle func(*Result, error)) error {
+func (r *Runner) KeepTakingOver(ctx context.Context, every time.Duration, handle func(*Result, error)) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		res, err := r.Recover(ctx)
+		res, err := r.TakeOver(ctx)
 		if handle != nil {
 			for _, x := range res {
 				handle(x, nil)

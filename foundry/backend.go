@@ -65,7 +65,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if err != nil {
 		return nil, err
 	}
-	stream, err := respond.CheckTransport("foundry", o.Transport)
+	stream, err := respond.CheckDelivery("foundry", o.Delivery)
 	if err != nil {
 		return nil, err
 	}

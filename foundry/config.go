@@ -4,14 +4,14 @@ import (
 	"context"
 	"os"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // Settings are the configuration settings of the foundry backend: section
 // "foundry" of the configuration file, and the environment variables of
 // the package doc's table. A program may also set them in code, in
-// config.Options.Settings.
+// adapter.Options.Settings.
 type Settings struct {
 	// Endpoint is the project endpoint,
 	// https://<resource>.services.ai.azure.com/api/projects/<project>.
@@ -36,9 +36,10 @@ type Settings struct {
 	// Mode links the responses of a thread: "conversation" (the default)
 	// or "previous_response_id".
 	Mode string `json:"mode,omitempty" env:"TOOLRELAY_FOUNDRY_MODE"`
-	// Transport is how responses are received: "blocking" (the default)
+	// Delivery is how responses are received (file key and variable say
+	// "transport"): "blocking" (the default)
 	// or "streaming" (server-sent events).
-	Transport string `json:"transport,omitempty" env:"TOOLRELAY_FOUNDRY_TRANSPORT"`
+	Delivery string `json:"transport,omitempty" env:"TOOLRELAY_FOUNDRY_TRANSPORT"`
 	// Keep leaves the created agent version and conversations on the
 	// service at Close.
 	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_FOUNDRY_KEEP"`
@@ -49,7 +50,7 @@ type Settings struct {
 const DefaultModel = "gpt-4.1-mini"
 
 func init() {
-	config.Register("foundry", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+	adapter.Register("foundry", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 		o, err := OptionsFor(req)
 		if err != nil {
 			return nil, err
@@ -60,9 +61,9 @@ func init() {
 
 // OptionsFor returns the options the configuration of req gives the
 // backend: the shared settings, and the [Settings] of section "foundry".
-func OptionsFor(req *config.OpenRequest) (*Options, error) {
+func OptionsFor(req *adapter.OpenRequest) (*Options, error) {
 	var s Settings
-	if err := req.Settings("foundry", &s); err != nil {
+	if err := req.BackendSettings("foundry", &s); err != nil {
 		return nil, err
 	}
 	if s.Endpoint == "" {
@@ -73,7 +74,7 @@ func OptionsFor(req *config.OpenRequest) (*Options, error) {
 		Token:      s.Token,
 		APIKey:     s.APIKey,
 		Mode:       Mode(s.Mode),
-		Transport:  Transport(s.Transport),
+		Delivery:   Delivery(s.Delivery),
 		Keep:       s.Keep,
 		Logger:     req.Logger,
 		HTTPClient: req.Client(nil),
@@ -83,7 +84,7 @@ func OptionsFor(req *config.OpenRequest) (*Options, error) {
 		if model == "" {
 			model = DefaultModel
 		}
-		o.Definition = &AgentDefinition{Name: s.Agent, Model: model, Instructions: req.Config.Instructions}
+		o.Definition = &AgentDefinition{Name: s.Agent, Model: model, Instructions: req.Settings.Instructions}
 	} else {
 		o.Agent, o.AgentVersion = s.Agent, s.AgentVersion
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/errcode"
@@ -66,7 +66,7 @@ func TestFakeFoundry(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			r, err := config.Open(context.Background(), fakeFoundryTools(t), &config.Options{DefaultBackend: "fake-foundry", Settings: []any{coretest.FakeSettings{Script: tc.script}}, Runner: core.Options{Logger: fakeFoundryLogger()}})
+			r, err := adapter.Open(context.Background(), fakeFoundryTools(t), &adapter.Options{DefaultBackend: "fake-foundry", BackendSettings: []any{coretest.FakeSettings{Script: tc.script}}, Runner: core.Options{Logger: fakeFoundryLogger()}})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -112,7 +112,7 @@ func TestFakeResponses(t *testing.T) {
 	for _, mode := range []string{"", "conversation"} {
 		t.Run("mode "+mode, func(t *testing.T) {
 			t.Setenv("TOOLRELAY_RESPONSES_MODE", mode)
-			r, err := config.Open(context.Background(), fakeFoundryTools(t), &config.Options{DefaultBackend: "fake-responses", Settings: []any{coretest.FakeSettings{Script: fakeFoundryScript}}, Runner: core.Options{Logger: fakeFoundryLogger()}})
+			r, err := adapter.Open(context.Background(), fakeFoundryTools(t), &adapter.Options{DefaultBackend: "fake-responses", BackendSettings: []any{coretest.FakeSettings{Script: fakeFoundryScript}}, Runner: core.Options{Logger: fakeFoundryLogger()}})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -132,7 +132,7 @@ func TestFakeResponses(t *testing.T) {
 // without a script.
 func TestFakeFoundryNeedsScript(t *testing.T) {
 	t.Setenv("TOOLRELAY_SCRIPT", "")
-	_, err := config.Open(context.Background(), fakeFoundryTools(t), &config.Options{DefaultBackend: "fake-foundry"})
+	_, err := adapter.Open(context.Background(), fakeFoundryTools(t), &adapter.Options{DefaultBackend: "fake-foundry"})
 	if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "script") {
 		t.Errorf("Open = %v, want InvalidArgument about the script", err)
 	}
@@ -155,18 +155,18 @@ func TestFoundrySettings(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	req, err := config.NewRequest(nil, nil)
+	req, err := adapter.NewRequest(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got foundry.Settings
-	if err := req.Settings("foundry", &got); err != nil {
+	if err := req.BackendSettings("foundry", &got); err != nil {
 		t.Fatal(err)
 	}
 	want := foundry.Settings{
 		Endpoint: "https://r.services.ai.azure.com/api/projects/p", Token: "tok", APIKey: "key",
 		Agent: "weather-bot", AgentVersion: "3", Model: "gpt-4.1",
-		Mode: "previous_response_id", Transport: "streaming", Keep: true,
+		Mode: "previous_response_id", Delivery: "streaming", Keep: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("foundry settings mismatch (-want +got):\n%s", diff)
@@ -203,7 +203,7 @@ func TestFoundryOpenWiring(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			_, err := config.Open(context.Background(), fakeFoundryTools(t), &config.Options{Config: config.Config{Backend: "foundry"}})
+			_, err := adapter.Open(context.Background(), fakeFoundryTools(t), &adapter.Options{Settings: adapter.Settings{Backend: "foundry"}})
 			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("Open = %v, want InvalidArgument containing %q", err, tc.msg)
 			}

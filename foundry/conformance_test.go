@@ -66,19 +66,19 @@ func (h *harness) Reopen(ctx context.Context, tools *core.Toolbox) (driver.Backe
 	}
 	if h.plain {
 		return trresponses.Open(ctx, tools, &trresponses.Options{
-			BaseURL: h.srv.OpenAIBaseURL(), APIKey: key, Model: "gpt-4.1-mini", Transport: transport[h.stream], Mode: h.mode,
+			BaseURL: h.srv.OpenAIBaseURL(), APIKey: key, Model: "gpt-4.1-mini", Delivery: transport[h.stream], Mode: h.mode,
 			HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
 		})
 	}
 	return foundry.Open(ctx, tools, &foundry.Options{
-		Endpoint: h.srv.ProjectEndpoint(), Token: token, Mode: h.mode, Transport: transport[h.stream],
+		Endpoint: h.srv.ProjectEndpoint(), Token: token, Mode: h.mode, Delivery: transport[h.stream],
 		Definition: &foundry.AgentDefinition{Name: "conformance", Model: "gpt-4.1-mini"},
 		HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
 	})
 }
 
 // transport is the Transport of a streaming harness, or not.
-var transport = map[bool]foundry.Transport{false: foundry.Blocking, true: foundry.Streaming}
+var transport = map[bool]foundry.Delivery{false: foundry.Blocking, true: foundry.Streaming}
 
 // Received decodes the fake's records as the backend documents them: an
 // output {"error": …} is a failed result, and the outputs Cancel gives

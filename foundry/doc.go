@@ -5,7 +5,7 @@
 // no agent, runs over the plain Responses API in package responses.
 //
 // Application code should use the portable API (core.Runner), opened by
-// configuration through package config: importing this package registers
+// configuration through package adapter: importing this package registers
 // the "foundry" backend there (package foundrytest registers the embedded
 // fakes "fake-foundry" and "fake-responses"); [Open] is for programs that
 // build the backend in code.
@@ -68,7 +68,7 @@
 // Package config fills [Options] from [Settings] (section "foundry" of the
 // configuration file, the environment, or a Settings value in code), with
 // the shared settings (instructions, the service's limits) of
-// config.Config:
+// adapter.Settings:
 //
 //	Setting                  Environment variable                 File key
 //	project endpoint         AZURE_AI_PROJECT_ENDPOINT            foundry.endpoint

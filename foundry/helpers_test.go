@@ -63,7 +63,7 @@ func options(srv *foundrytest.Server, mode foundry.Mode, stream bool) *foundry.O
 		Credential:     &countingCredential{},
 		Definition:     &foundry.AgentDefinition{Name: "test-agent", Model: "gpt-4.1-mini", Instructions: "You are a helpful agent."},
 		Mode:           mode,
-		Transport:      map[bool]foundry.Transport{true: foundry.Streaming}[stream],
+		Delivery:       map[bool]foundry.Delivery{true: foundry.Streaming}[stream],
 		HTTPClient:     srv.Client(),
 		RequestOptions: fast,
 		Logger:         discard,

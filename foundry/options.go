@@ -26,10 +26,10 @@ const (
 	Chain = respond.Chain
 )
 
-// Transport says how a backend receives a response.
-type Transport = respond.Transport
+// Delivery says how a backend receives a response.
+type Delivery = respond.Delivery
 
-// The transports of the Responses API.
+// The deliveries of the Responses API.
 const (
 	// Blocking sends each request and reads the whole response as one
 	// JSON body (the default).
@@ -77,11 +77,11 @@ type Options struct {
 
 	// Mode links the responses of a thread; empty means Conversation.
 	Mode Mode
-	// Transport says how a response is received: Blocking (the default,
+	// Delivery says how a response is received: Blocking (the default,
 	// empty) reads each as one JSON body; Streaming receives it as
 	// server-sent events. The steps are the same; error events are
 	// reported as errors.
-	Transport Transport
+	Delivery Delivery
 	// Keep leaves on the service what the backend created (the agent
 	// version and the conversations it started); by default Close deletes
 	// them.

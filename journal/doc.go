@@ -52,6 +52,6 @@
 //
 // Finished entries are kept until pruned: driver.Journal.Prune deletes
 // those finished before a given time, on demand, and [StartPruning] does it
-// periodically for a given retention (package config starts it when
+// periodically for a given retention (package adapter starts it when
 // TOOLRELAY_JOURNAL_RETENTION is set).
 package journal

@@ -32,15 +32,15 @@ const (
 	DefaultPollInterval = time.Second
 )
 
-// Transport says how a backend follows a turn.
-type Transport string
+// Delivery says how a backend follows a turn.
+type Delivery string
 
-// The transports of the sessions API.
+// The deliveries of the sessions API.
 const (
 	// Streaming follows the session's event stream (the default).
-	Streaming Transport = "streaming"
+	Streaming Delivery = "streaming"
 	// Polling reads the session with GET requests every PollInterval.
-	Polling Transport = "polling"
+	Polling Delivery = "polling"
 )
 
 // Options configure a [Backend]. nil is usable: the API key and base URL
@@ -78,11 +78,11 @@ type Options struct {
 	// by default they are deleted.
 	Keep bool
 
-	// Transport says how a turn is followed: Streaming (the default,
+	// Delivery says how a turn is followed: Streaming (the default,
 	// empty) reads the session's event stream; Polling reads the session
 	// with GET requests every PollInterval, for environments where a
 	// long-lived stream is not possible.
-	Transport Transport
+	Delivery Delivery
 	// PollInterval is the pause between reads in polling mode; zero means
 	// DefaultPollInterval.
 	PollInterval time.Duration
@@ -169,12 +169,12 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
 	}
-	switch o.Transport {
+	switch o.Delivery {
 	case "":
-		o.Transport = Streaming
+		o.Delivery = Streaming
 	case Streaming, Polling:
 	default:
-		return nil, errcode.Errorf(errcode.InvalidArgument, "openai: unknown transport %q: want %q or %q", o.Transport, Streaming, Polling)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "openai: unknown delivery (transport) %q: want %q or %q", o.Delivery, Streaming, Polling)
 	}
 	switch {
 	case o.MaxReconnects == 0:
@@ -220,7 +220,7 @@ func (b *Backend) Name() string { return "openai" }
 // tool_search), a success flag on results, and content arrays (text and
 // image parts).
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, Streams: b.opts.Transport != Polling, ServiceApprovals: true}
+	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, Streams: b.opts.Delivery != Polling, ServiceApprovals: true}
 }
 
 // Client returns the SDK client the backend uses, for what toolrelay does

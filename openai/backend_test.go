@@ -355,7 +355,7 @@ func TestDuplicateEventsSecondTurn(t *testing.T) {
 func TestPolling(t *testing.T) {
 	h := start(t, setup{
 		script:  oneTurn(calls(call("get_customer", `{"customer_id":"123"}`)), calls(call("get_plan_price", `{"plan":"pro"}`)), text(`{{output "get_plan_price"}}`)),
-		backend: openai.Options{Transport: openai.Polling, PollInterval: time.Millisecond},
+		backend: openai.Options{Delivery: openai.Polling, PollInterval: time.Millisecond},
 	})
 	res, err := h.runner.Run(t.Context(), "hi", nil)
 	if err != nil {

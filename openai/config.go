@@ -4,14 +4,14 @@ import (
 	"context"
 	"time"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // Settings are the configuration settings of the openai backend: section
 // "openai" of the configuration file, and the environment variables of the
 // package doc's table. A program may also set them in code, in
-// config.Options.Settings.
+// adapter.Options.Settings.
 type Settings struct {
 	// APIKey authenticates the requests (Options.APIKey).
 	APIKey string `json:"api_key,omitempty" env:"OPENAI_API_KEY"`
@@ -27,18 +27,19 @@ type Settings struct {
 	// Keep keeps the agent and sessions the backend created when it is
 	// closed; by default they are deleted.
 	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_OPENAI_KEEP"`
-	// Transport is how a turn is followed: "streaming" (the default) or
+	// Delivery is how a turn is followed (file key and variable say
+	// "transport"): "streaming" (the default) or
 	// "polling" (GET requests instead of the event stream).
-	Transport string `json:"transport,omitempty" env:"TOOLRELAY_OPENAI_TRANSPORT"`
+	Delivery string `json:"transport,omitempty" env:"TOOLRELAY_OPENAI_TRANSPORT"`
 	// PollInterval is the pause between reads when polling (default 1s).
-	PollInterval config.Duration `json:"poll_interval,omitempty" env:"TOOLRELAY_OPENAI_POLL_INTERVAL"`
+	PollInterval adapter.Duration `json:"poll_interval,omitempty" env:"TOOLRELAY_OPENAI_POLL_INTERVAL"`
 	// MaxReconnects bounds how often a dropped event stream is resumed
 	// within one step (default 3; negative: never).
 	MaxReconnects int `json:"max_reconnects,omitempty" env:"TOOLRELAY_OPENAI_MAX_RECONNECTS" min:"none"`
 }
 
 func init() {
-	config.Register("openai", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+	adapter.Register("openai", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 		o, err := OptionsFor(req)
 		if err != nil {
 			return nil, err
@@ -49,9 +50,9 @@ func init() {
 
 // OptionsFor returns the options the configuration of req gives the
 // backend: the shared settings, and the [Settings] of section "openai".
-func OptionsFor(req *config.OpenRequest) (*Options, error) {
+func OptionsFor(req *adapter.OpenRequest) (*Options, error) {
 	var s Settings
-	if err := req.Settings("openai", &s); err != nil {
+	if err := req.BackendSettings("openai", &s); err != nil {
 		return nil, err
 	}
 	return &Options{
@@ -59,18 +60,18 @@ func OptionsFor(req *config.OpenRequest) (*Options, error) {
 		BaseURL:       s.BaseURL,
 		Agent:         s.Agent,
 		Model:         s.Model,
-		Instructions:  req.Config.Instructions,
+		Instructions:  req.Settings.Instructions,
 		SessionID:     s.SessionID,
 		Keep:          s.Keep,
-		Transport:     Transport(s.Transport),
+		Delivery:      Delivery(s.Delivery),
 		PollInterval:  time.Duration(s.PollInterval),
 		MaxReconnects: s.MaxReconnects,
 		Logger:        req.Logger,
 		HTTPClient:    req.Client(nil),
 
-		MaxResponseBytes: req.Config.MaxResponseBytes,
-		MaxEventBytes:    req.Config.MaxEventBytes,
-		IdleTimeout:      time.Duration(req.Config.IdleTimeout),
-		MaxSilence:       time.Duration(req.Config.MaxSilence),
+		MaxResponseBytes: req.Settings.MaxResponseBytes,
+		MaxEventBytes:    req.Settings.MaxEventBytes,
+		IdleTimeout:      time.Duration(req.Settings.IdleTimeout),
+		MaxSilence:       time.Duration(req.Settings.MaxSilence),
 	}, nil
 }

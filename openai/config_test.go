@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/errcode"
@@ -47,18 +47,18 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	req, err := config.NewRequest(nil, &config.Options{Settings: []any{openai.Settings{Model: "from-code"}}})
+	req, err := adapter.NewRequest(nil, &adapter.Options{BackendSettings: []any{openai.Settings{Model: "from-code"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got openai.Settings
-	if err := req.Settings("openai", &got); err != nil {
+	if err := req.BackendSettings("openai", &got); err != nil {
 		t.Fatal(err)
 	}
 	want := openai.Settings{
 		APIKey: "sk-env", BaseURL: "http://127.0.0.1:1/v1", Agent: "agent_9", Model: "from-code",
-		SessionID: "sess_9", Keep: true, Transport: "polling",
-		PollInterval: config.Duration(250 * time.Millisecond), MaxReconnects: 5,
+		SessionID: "sess_9", Keep: true, Delivery: "polling",
+		PollInterval: adapter.Duration(250 * time.Millisecond), MaxReconnects: 5,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("openai settings (-want +got):\n%s", diff)
@@ -77,7 +77,7 @@ func TestWireLimitsFromConfig(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	req, err := config.NewRequest(nil, nil)
+	req, err := adapter.NewRequest(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestWireLimitsFromConfig(t *testing.T) {
 		t.Errorf("limits (-want +got):\n%s", diff)
 	}
 	t.Setenv("TOOLRELAY_IDLE_TIMEOUT", "soon")
-	if _, err := config.NewRequest(nil, nil); err == nil || !strings.Contains(err.Error(), "TOOLRELAY_IDLE_TIMEOUT") {
+	if _, err := adapter.NewRequest(nil, nil); err == nil || !strings.Contains(err.Error(), "TOOLRELAY_IDLE_TIMEOUT") {
 		t.Errorf("a bad idle timeout: err = %v, want one naming TOOLRELAY_IDLE_TIMEOUT", err)
 	}
 }
@@ -143,7 +143,7 @@ func TestFakeOpenAI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("TOOLRELAY_SCRIPT", tt.env)
-			runner, err := config.Open(t.Context(), customerTools(t), &config.Options{DefaultBackend: "fake-openai", Settings: []any{coretest.FakeSettings{Script: tt.script}}, Runner: quiet()})
+			runner, err := adapter.Open(t.Context(), customerTools(t), &adapter.Options{DefaultBackend: "fake-openai", BackendSettings: []any{coretest.FakeSettings{Script: tt.script}}, Runner: quiet()})
 			if tt.wantErr != "" {
 				if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want InvalidArgument naming %q", err, tt.wantErr)
@@ -175,7 +175,7 @@ func TestOpenAIBackend(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
 	t.Setenv("OPENAI_API_KEY", "sk-test")
 	t.Setenv("TOOLRELAY_OPENAI_MODEL", "gpt-test")
-	runner, err := config.Open(t.Context(), customerTools(t), &config.Options{DefaultBackend: "fake-openai", Runner: quiet()})
+	runner, err := adapter.Open(t.Context(), customerTools(t), &adapter.Options{DefaultBackend: "fake-openai", Runner: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func (s *suite) Reopen(ctx context.Context, tools *core.Toolbox) (driver.Backend
 		key = "a-wrong-key"
 	}
 	return openai.Open(ctx, tools, &openai.Options{
-		BaseURL: s.srv.URL, APIKey: key, Transport: map[bool]openai.Transport{true: openai.Polling}[s.poll], PollInterval: time.Millisecond, Logger: discard(),
+		BaseURL: s.srv.URL, APIKey: key, Delivery: map[bool]openai.Delivery{true: openai.Polling}[s.poll], PollInterval: time.Millisecond, Logger: discard(),
 		RequestOptions: []option.RequestOption{option.WithMaxRetryDelay(time.Millisecond)},
 	})
 }

@@ -1,6 +1,6 @@
 // Package openai is the toolrelay backend for OpenAI Agents API sessions,
 // built on the openai-go SDK (client.Beta.Agents). Application code uses it
-// through a [core.Runner], usually opened by package config: importing this
+// through a [core.Runner], usually opened by package adapter: importing this
 // package registers the "openai" backend there. [Open] returns the
 // driver.Backend the runner drives.
 //
@@ -26,7 +26,7 @@
 //
 // Package config fills [Options] from [Settings]: section "openai" of the
 // configuration file, the environment, or a Settings value in code, with
-// the shared settings (instructions) of config.Config:
+// the shared settings (instructions) of adapter.Settings:
 //
 //	Setting                  Environment variable             File key
 //	API key                  OPENAI_API_KEY                   openai.api_key
@@ -63,7 +63,7 @@
 //     (they are deleted by default; a session whose run paused for a
 //     person's decision, and the agent, are always kept, for the process
 //     that decides).
-//   - Transport Polling reads required_actions with GET requests every PollInterval
+//   - Delivery Polling reads required_actions with GET requests every PollInterval
 //     instead of following the event stream.
 //   - MaxReconnects bounds how often a dropped stream is resumed within one
 //     step.

@@ -19,11 +19,11 @@ import (
 // run with ResourceExhausted and a TurnError saying so, whether the backend
 // streams or polls.
 func TestBudgetReached(t *testing.T) {
-	for _, transport := range []openai.Transport{openai.Streaming, openai.Polling} {
+	for _, transport := range []openai.Delivery{openai.Streaming, openai.Polling} {
 		t.Run(string(transport), func(t *testing.T) {
 			h := start(t, setup{
 				script:  oneTurn(calls(call("get_weather", `{"city":"Roma"}`)), coretest.Step{Fail: &coretest.Failure{Code: "budget_reached"}}),
-				backend: openai.Options{Transport: transport},
+				backend: openai.Options{Delivery: transport},
 			})
 			_, err := h.runner.Run(t.Context(), "weather?", nil)
 			var te *driver.TurnError

@@ -86,7 +86,7 @@ func (b *Backend) deliver(ctx context.Context, st *thread, results []driver.Tool
 		}
 		resyncs++
 		b.log.InfoContext(ctx, "openai: the outcome of a results request is unknown; reading the session", "session", st.id, "error", err)
-		step, sess, rerr := b.reconcile(ctx, st, b.opts.Transport != Polling, false)
+		step, sess, rerr := b.reconcile(ctx, st, b.opts.Delivery != Polling, false)
 		if rerr != nil {
 			return nil, false, rerr
 		}

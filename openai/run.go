@@ -68,7 +68,7 @@ func (b *Backend) Resume(ctx context.Context, id string) (*driver.Step, error) {
 	st.resetFollow()
 	st.observe(ctx)
 	var step *driver.Step
-	if b.opts.Transport == Polling {
+	if b.opts.Delivery == Polling {
 		step, err = b.poll(ctx, st, true)
 	} else if step, _, err = b.reconcile(ctx, st, true, true); err == nil && step == nil {
 		step, err = b.await(ctx, st)
@@ -91,13 +91,13 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 		st.beginTurn(req.Step.Turn)
 	}
 	st.observe(ctx)
-	if b.opts.Transport != Polling && st.stream == nil {
+	if b.opts.Delivery != Polling && st.stream == nil {
 		if st.stream, err = b.subscribe(ctx, st.id); err != nil {
 			return nil, err
 		}
 	}
 	step, stale, err := b.deliver(ctx, st, req.Results)
-	if err == nil && step == nil && stale && b.opts.Transport != Polling {
+	if err == nil && step == nil && stale && b.opts.Delivery != Polling {
 		// The results were delivered before: what followed is not on
 		// the current stream, so read the session.
 		step, _, err = b.reconcile(ctx, st, false, false)
@@ -201,7 +201,7 @@ func (b *Backend) newSession(ctx context.Context, content []oai.InputContentPara
 	key := option.WithHeader("Idempotency-Key", newKey())
 	st := newThread("")
 	st.lastKnown, st.created = true, created
-	if b.opts.Transport == Polling {
+	if b.opts.Delivery == Polling {
 		sess, err := b.client.Beta.Agents.Sessions.New(ctx, params, key)
 		if err != nil {
 			return nil, apiError("create session", err)
@@ -246,7 +246,7 @@ func (b *Backend) sendInput(ctx context.Context, id string, content []oai.InputC
 			st.lastTurn = t.ID
 		}
 	}
-	if b.opts.Transport != Polling {
+	if b.opts.Delivery != Polling {
 		if st.stream, err = b.subscribe(ctx, id); err != nil {
 			return nil, err
 		}
@@ -274,7 +274,7 @@ func (b *Backend) subscribe(ctx context.Context, id string) (*eventStream, error
 
 // follow returns the turn's next step: from the event stream, or by polling.
 func (b *Backend) follow(ctx context.Context, st *thread, resume bool) (*driver.Step, error) {
-	if b.opts.Transport == Polling {
+	if b.opts.Delivery == Polling {
 		return b.poll(ctx, st, resume)
 	}
 	return b.await(ctx, st)

@@ -151,7 +151,7 @@ func TestResumePolling(t *testing.T) {
 	}
 	h.backend.Close()
 	n := len(h.srv.Requests())
-	b2 := h.open(openai.Options{Transport: openai.Polling, PollInterval: time.Millisecond})
+	b2 := h.open(openai.Options{Delivery: openai.Polling, PollInterval: time.Millisecond})
 	res, err := core.NewRunner(b2, h.tools, &core.Options{Journal: journal, Logger: discard()}).Resume(t.Context(), first.Thread, nil)
 	if err != nil {
 		t.Fatalf("Resume: %v", err)

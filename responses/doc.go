@@ -18,7 +18,7 @@
 // config, which fills [Options] from [Settings]: section "responses" of
 // the configuration file, the environment, or a Settings value in code,
 // with the shared settings (instructions, the service's limits) of
-// config.Config:
+// adapter.Settings:
 //
 //	Setting                  Environment variable             File key
 //	API key                  OPENAI_API_KEY                   responses.api_key

@@ -13,7 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 	oairesponses "github.com/openai/openai-go/v3/responses"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
@@ -46,10 +46,10 @@ const (
 	Stateless = respond.Stateless
 )
 
-// Transport says how a backend receives a response.
-type Transport = respond.Transport
+// Delivery says how a backend receives a response.
+type Delivery = respond.Delivery
 
-// The transports of the Responses API.
+// The deliveries of the Responses API.
 const (
 	// Blocking reads each response as one JSON body (the default).
 	Blocking = respond.Blocking
@@ -73,8 +73,8 @@ type Options struct {
 	Instructions string
 	// Mode links the responses of a thread; empty means Chain.
 	Mode Mode
-	// Transport says how a response is received; empty means Blocking.
-	Transport Transport
+	// Delivery says how a response is received; empty means Blocking.
+	Delivery Delivery
 	// Keep leaves the conversations the backend created on the service;
 	// by default Close deletes them.
 	Keep bool
@@ -119,7 +119,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if err != nil {
 		return nil, err
 	}
-	stream, err := respond.CheckTransport("responses", o.Transport)
+	stream, err := respond.CheckDelivery("responses", o.Delivery)
 	if err != nil {
 		return nil, err
 	}
@@ -218,16 +218,17 @@ type Settings struct {
 	// Mode links the responses of a thread: "previous_response_id" (the
 	// default) or "conversation".
 	Mode string `json:"mode,omitempty" env:"TOOLRELAY_RESPONSES_MODE"`
-	// Transport is how responses are received: "blocking" (the default)
+	// Delivery is how responses are received (file key and variable say
+	// "transport"): "blocking" (the default)
 	// or "streaming" (server-sent events).
-	Transport string `json:"transport,omitempty" env:"TOOLRELAY_RESPONSES_TRANSPORT"`
+	Delivery string `json:"transport,omitempty" env:"TOOLRELAY_RESPONSES_TRANSPORT"`
 	// Keep leaves the conversations the backend created on the service
 	// at Close.
 	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_RESPONSES_KEEP"`
 }
 
 func init() {
-	config.Register("responses", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+	adapter.Register("responses", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 		o, err := OptionsFor(req)
 		if err != nil {
 			return nil, err
@@ -238,18 +239,18 @@ func init() {
 
 // OptionsFor returns the options the configuration of req gives the
 // backend: the shared settings, and the [Settings] of section "responses".
-func OptionsFor(req *config.OpenRequest) (*Options, error) {
+func OptionsFor(req *adapter.OpenRequest) (*Options, error) {
 	var s Settings
-	if err := req.Settings("responses", &s); err != nil {
+	if err := req.BackendSettings("responses", &s); err != nil {
 		return nil, err
 	}
 	if s.Model == "" {
 		s.Model = DefaultModel
 	}
 	return &Options{
-		BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Instructions: req.Config.Instructions,
-		Mode: Mode(s.Mode), Transport: Transport(s.Transport), Keep: s.Keep, Logger: req.Logger, HTTPClient: req.Client(nil),
-		MaxResponseBytes: req.Config.MaxResponseBytes, MaxEventBytes: req.Config.MaxEventBytes,
-		IdleTimeout: time.Duration(req.Config.IdleTimeout), MaxSilence: time.Duration(req.Config.MaxSilence),
+		BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Instructions: req.Settings.Instructions,
+		Mode: Mode(s.Mode), Delivery: Delivery(s.Delivery), Keep: s.Keep, Logger: req.Logger, HTTPClient: req.Client(nil),
+		MaxResponseBytes: req.Settings.MaxResponseBytes, MaxEventBytes: req.Settings.MaxEventBytes,
+		IdleTimeout: time.Duration(req.Settings.IdleTimeout), MaxSilence: time.Duration(req.Settings.MaxSilence),
 	}, nil
 }

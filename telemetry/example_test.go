@@ -10,7 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	_ "github.com/toolrelay/toolrelay/openai/openaitest" // the fake-openai backend
@@ -37,11 +37,11 @@ func ExampleHooks() {
 		return "Next Tuesday you will befriend a baby otter.", nil
 	}, nil)
 	tools, _ := core.NewToolbox(horoscope)
-	runner, err := config.Open(context.Background(), tools, &config.Options{
-		Config:        config.Config{Backend: "fake-openai"},
-		Settings:      []any{&coretest.FakeSettings{Script: coretest.Simple("get_horoscope", `{"sign":"Aquarius"}`, `{{output "get_horoscope"}}`)}},
-		Runner:        core.Options{Hooks: hooks},
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return telemetry.Transport(rt, o) },
+	runner, err := adapter.Open(context.Background(), tools, &adapter.Options{
+		Settings:        adapter.Settings{Backend: "fake-openai"},
+		BackendSettings: []any{&coretest.FakeSettings{Script: coretest.Simple("get_horoscope", `{"sign":"Aquarius"}`, `{{output "get_horoscope"}}`)}},
+		Runner:          core.Options{Hooks: hooks},
+		WrapTransport:   func(rt http.RoundTripper) http.RoundTripper { return telemetry.Transport(rt, o) },
 	})
 	if err != nil {
 		log.Fatal(err)

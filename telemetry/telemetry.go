@@ -10,7 +10,7 @@
 // so that the handler's own spans nest in it. [Transport] wraps an HTTP
 // transport so that the requests to the service are spans inside the step
 // that made them (pass it to a backend's HTTPClient, or to
-// config.Options.Transport).
+// adapter.Options.WrapTransport).
 //
 // Spans carry gen_ai.operation.name, gen_ai.provider.name,
 // gen_ai.agent.name (when set), gen_ai.conversation.id (the thread),

@@ -24,7 +24,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/foundry"
@@ -42,9 +42,9 @@ var backends = []struct {
 	settings                []any
 }{
 	{"openai", "fake-openai", "openai", nil},
-	{"openai-polling", "fake-openai", "openai", []any{&openai.Settings{Transport: "polling"}}},
+	{"openai-polling", "fake-openai", "openai", []any{&openai.Settings{Delivery: "polling"}}},
 	{"foundry", "fake-foundry", "azure.ai.openai", nil},
-	{"foundry-chain-streaming", "fake-foundry", "azure.ai.openai", []any{&foundry.Settings{Mode: "chain", Transport: "streaming"}}},
+	{"foundry-chain-streaming", "fake-foundry", "azure.ai.openai", []any{&foundry.Settings{Mode: "chain", Delivery: "streaming"}}},
 	{"responses", "fake-responses", "openai", nil},
 }
 
@@ -88,11 +88,11 @@ func newEnv(t *testing.T, name string, script *coretest.Script, tools func(*env)
 		t.Fatal(err)
 	}
 	ro.Hooks, ro.Logger = hooks, slog.New(slog.NewTextHandler(io.Discard, nil))
-	r, err := config.Open(t.Context(), tb, &config.Options{
-		Config:        config.Config{Backend: be.backend},
-		Settings:      append([]any{&coretest.FakeSettings{Script: script}}, be.settings...),
-		Runner:        ro,
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return telemetry.Transport(rt, &opts) },
+	r, err := adapter.Open(t.Context(), tb, &adapter.Options{
+		Settings:        adapter.Settings{Backend: be.backend},
+		BackendSettings: append([]any{&coretest.FakeSettings{Script: script}}, be.settings...),
+		Runner:          ro,
+		WrapTransport:   func(rt http.RoundTripper) http.RoundTripper { return telemetry.Transport(rt, &opts) },
 	})
 	if err != nil {
 		t.Fatal(err)

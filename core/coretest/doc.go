@@ -9,11 +9,11 @@
 // Scripts are plain data and load from JSON ([LoadScript]), so a fake
 // server started from the command line can play them too.
 //
-// The fake backends of package config (fake-openai, fake-foundry) play the
+// The fake backends of package adapter (fake-openai, fake-foundry) play the
 // script their [FakeSettings] name:
 //
 //	Setting                  Environment variable   File key
 //	script file (JSON)       TOOLRELAY_SCRIPT       fake.script
 //
-// or a *Script set in code: config.Options{Settings: []any{coretest.FakeSettings{Script: s}}}.
+// or a *Script set in code: adapter.Options{BackendSettings: []any{coretest.FakeSettings{Script: s}}}.
 package coretest

@@ -9,9 +9,9 @@ import (
 // FakeSettings are the configuration settings of the fake backends
 // (fake-openai, fake-foundry, fake-responses): section "fake" of the
 // configuration file and TOOLRELAY_SCRIPT in the environment. A program
-// passes its script in code as config.Options.Settings:
+// passes its script in code as adapter.Options.BackendSettings:
 //
-//	&config.Options{DefaultBackend: "fake-openai", Settings: []any{coretest.FakeSettings{Script: script}}}
+//	&adapter.Options{DefaultBackend: "fake-openai", BackendSettings: []any{coretest.FakeSettings{Script: script}}}
 type FakeSettings struct {
 	// ScriptFile is the path of a JSON model script (see [LoadScript]).
 	ScriptFile string `json:"script,omitempty" env:"TOOLRELAY_SCRIPT"`
@@ -26,12 +26,12 @@ func (s *FakeSettings) Load(backend string) (*Script, error) {
 	case s.Script != nil:
 		return s.Script, nil
 	case s.ScriptFile == "":
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "config: " + backend,
-			Err: fmt.Errorf("the fake backend needs a model script: pass coretest.FakeSettings in config.Options.Settings, or set TOOLRELAY_SCRIPT to a JSON script file")}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: " + backend,
+			Err: fmt.Errorf("the fake backend needs a model script: pass coretest.FakeSettings in adapter.Options.BackendSettings, or set TOOLRELAY_SCRIPT to a JSON script file")}
 	}
 	sc, err := LoadScript(s.ScriptFile)
 	if err != nil {
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "config: " + backend + ": script " + s.ScriptFile, Err: err}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: " + backend + ": script " + s.ScriptFile, Err: err}
 	}
 	return sc, nil
 }

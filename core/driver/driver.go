@@ -1,7 +1,7 @@
 // Package driver defines the interface a backend implements: the service
 // behind a [Backend] runs the model, and the runner in package core runs
 // the tools. Application code does not use this package; it uses package
-// core and opens a backend through package config. Backend authors
+// core and opens a backend through package adapter. Backend authors
 // implement [Backend] and test it with the conformance suite (package
 // conformance).
 package driver

@@ -32,8 +32,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolrelay/toolrelay/adapter"
 	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
-	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/foundry"
@@ -98,10 +98,10 @@ func newTools() (*core.Toolbox, error) {
 func settings() []any {
 	s := []any{coretest.FakeSettings{Script: script}}
 	if os.Getenv("TOOLRELAY_FOUNDRY_TRANSPORT") == "" {
-		s = append(s, foundry.Settings{Transport: string(foundry.Streaming)})
+		s = append(s, foundry.Settings{Delivery: string(foundry.Streaming)})
 	}
 	if os.Getenv("TOOLRELAY_RESPONSES_TRANSPORT") == "" {
-		s = append(s, responses.Settings{Transport: string(responses.Streaming)})
+		s = append(s, responses.Settings{Delivery: string(responses.Streaming)})
 	}
 	return s
 }
@@ -112,10 +112,10 @@ func run(ctx context.Context, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runner, err := config.Open(ctx, tools, &config.Options{
-		DefaultBackend: "fake-openai",
-		Settings:       settings(),
-		Config:         config.Config{Instructions: instructions},
+	runner, err := adapter.Open(ctx, tools, &adapter.Options{
+		DefaultBackend:  "fake-openai",
+		BackendSettings: settings(),
+		Settings:        adapter.Settings{Instructions: instructions},
 		// The chat shows each run's error itself.
 		Runner: core.Options{Logger: slog.New(slog.DiscardHandler)},
 	})

@@ -21,7 +21,7 @@ import (
 	"log"
 	"os"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	_ "github.com/toolrelay/toolrelay/foundry/foundrytest" // fake-foundry and foundry
@@ -75,9 +75,9 @@ func run(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runner, err := config.Open(ctx, tools, &config.Options{
-		DefaultBackend: "fake-openai",
-		Settings:       []any{coretest.FakeSettings{Script: script}},
+	runner, err := adapter.Open(ctx, tools, &adapter.Options{
+		DefaultBackend:  "fake-openai",
+		BackendSettings: []any{coretest.FakeSettings{Script: script}},
 		Runner: core.Options{OnEvent: func(e core.Event) {
 			if e.Kind == core.EventCallStarted {
 				fmt.Fprintf(stdout, "Calling %s...\n", e.Call.Name)

@@ -27,7 +27,7 @@ import (
 	"log"
 	"os"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	_ "github.com/toolrelay/toolrelay/foundry/foundrytest" // fake-foundry and foundry
@@ -69,10 +69,10 @@ func run(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runner, err := config.Open(ctx, tools, &config.Options{
-		DefaultBackend: "fake-foundry",
-		Settings:       []any{coretest.FakeSettings{Script: script}},
-		Config:         config.Config{Instructions: instructions},
+	runner, err := adapter.Open(ctx, tools, &adapter.Options{
+		DefaultBackend:  "fake-foundry",
+		BackendSettings: []any{coretest.FakeSettings{Script: script}},
+		Settings:        adapter.Settings{Instructions: instructions},
 	})
 	if err != nil {
 		return err

@@ -29,8 +29,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/toolrelay/toolrelay/adapter"
 	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
-	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 )
@@ -78,9 +78,9 @@ func run(ctx context.Context, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runner, err := config.Open(ctx, tools, &config.Options{
-		DefaultBackend: "fake-openai",
-		Settings:       []any{coretest.FakeSettings{Script: script}},
+	runner, err := adapter.Open(ctx, tools, &adapter.Options{
+		DefaultBackend:  "fake-openai",
+		BackendSettings: []any{coretest.FakeSettings{Script: script}},
 		Runner: core.Options{Logger: slog.New(slog.DiscardHandler), OnEvent: func(e core.Event) {
 			if e.Kind == core.EventCallFinished {
 				fmt.Fprintf(out, "ran %s: %s\n", e.Call.Name, e.Outcome)

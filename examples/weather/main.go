@@ -37,8 +37,8 @@ import (
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/toolrelay/toolrelay/adapter"
 	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
-	"github.com/toolrelay/toolrelay/config"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/telemetry"
@@ -121,7 +121,7 @@ func newTools() (*core.Toolbox, error) {
 
 // tracing returns the options that trace the run to w (spans as JSON, with
 // OpenTelemetry's stdout exporter), and a function that flushes them.
-func tracing(w io.Writer) (*config.Options, func(context.Context) error, error) {
+func tracing(w io.Writer) (*adapter.Options, func(context.Context) error, error) {
 	exp, err := stdouttrace.New(stdouttrace.WithWriter(w), stdouttrace.WithPrettyPrint())
 	if err != nil {
 		return nil, nil, err
@@ -132,7 +132,7 @@ func tracing(w io.Writer) (*config.Options, func(context.Context) error, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	return &config.Options{
+	return &adapter.Options{
 		Runner:        core.Options{Hooks: hooks},
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return telemetry.Transport(rt, to) },
 	}, tp.Shutdown, nil
@@ -143,7 +143,7 @@ func run(ctx context.Context, stdout io.Writer, trace bool) error {
 	if err != nil {
 		return err
 	}
-	traced := &config.Options{}
+	traced := &adapter.Options{}
 	if trace {
 		o, flush, err := tracing(stdout)
 		if err != nil {
@@ -152,11 +152,11 @@ func run(ctx context.Context, stdout io.Writer, trace bool) error {
 		defer flush(context.WithoutCancel(ctx))
 		traced = o
 	}
-	runner, err := config.Open(ctx, tools, &config.Options{
-		DefaultBackend: "fake-foundry",
-		Settings:       []any{coretest.FakeSettings{Script: script}},
-		Config:         config.Config{Instructions: instructions},
-		WrapTransport:  traced.WrapTransport,
+	runner, err := adapter.Open(ctx, tools, &adapter.Options{
+		DefaultBackend:  "fake-foundry",
+		BackendSettings: []any{coretest.FakeSettings{Script: script}},
+		Settings:        adapter.Settings{Instructions: instructions},
+		WrapTransport:   traced.WrapTransport,
 		Runner: core.Options{
 			Hooks: traced.Runner.Hooks,
 			// One call at a time, so that the lines come in the model's order.

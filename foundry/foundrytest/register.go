@@ -7,7 +7,7 @@ import (
 
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
@@ -15,8 +15,8 @@ import (
 )
 
 func init() {
-	config.Register("fake-foundry", openFake)
-	config.Register("fake-responses", openFakeResponses)
+	adapter.Register("fake-foundry", openFake)
+	adapter.Register("fake-responses", openFakeResponses)
 }
 
 // fakeToken is the static bearer token of the fake-foundry backend.
@@ -29,9 +29,9 @@ const fakeToken = "fake-foundry-token"
 // and no credentials. The agent version is always created from the
 // toolbox; the foundry settings that name things on the real service
 // (endpoint, credentials, an existing agent's version) are ignored.
-func openFake(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+func openFake(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 	var fs coretest.FakeSettings
-	if err := req.Settings("fake", &fs); err != nil {
+	if err := req.BackendSettings("fake", &fs); err != nil {
 		return nil, err
 	}
 	script, err := fs.Load("fake-foundry")
@@ -44,7 +44,7 @@ func openFake(ctx context.Context, req *config.OpenRequest) (driver.Backend, err
 	}
 	srv := NewServer(script, &Options{Token: fakeToken})
 	if o.Definition == nil {
-		o.Definition = &foundry.AgentDefinition{Name: o.Agent, Model: foundry.DefaultModel, Instructions: req.Config.Instructions}
+		o.Definition = &foundry.AgentDefinition{Name: o.Agent, Model: foundry.DefaultModel, Instructions: req.Settings.Instructions}
 	}
 	o.Endpoint, o.Token, o.APIKey, o.Credential, o.Agent, o.AgentVersion = srv.ProjectEndpoint(), fakeToken, "", nil, "", ""
 	o.HTTPClient = req.Client(srv.Client())
@@ -61,9 +61,9 @@ func openFake(ctx context.Context, req *config.OpenRequest) (driver.Backend, err
 // plain Responses API on loopback, playing the script of the configuration,
 // and the real responses backend against it; the responses settings that
 // name the real service (base URL, key) are ignored.
-func openFakeResponses(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+func openFakeResponses(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 	var fs coretest.FakeSettings
-	if err := req.Settings("fake", &fs); err != nil {
+	if err := req.BackendSettings("fake", &fs); err != nil {
 		return nil, err
 	}
 	script, err := fs.Load("fake-responses")

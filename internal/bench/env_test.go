@@ -262,7 +262,7 @@ func (f *fake) helper(agent string, fns map[string]Func) *flow {
 
 // backendOf opens toolrelay's backend on f for agent, with the Foundry
 // transport transport.
-func (f *fake) backendOf(tb testing.TB, agent string, tools *core.Toolbox, transport foundry.Transport) driver.Backend {
+func (f *fake) backendOf(tb testing.TB, agent string, tools *core.Toolbox, transport foundry.Delivery) driver.Backend {
 	tb.Helper()
 	ctx := context.Background()
 	var b driver.Backend
@@ -274,7 +274,7 @@ func (f *fake) backendOf(tb testing.TB, agent string, tools *core.Toolbox, trans
 		})
 	case "foundry":
 		b, err = foundry.Open(ctx, tools, &foundry.Options{
-			Endpoint: f.url, Token: token, Agent: agent, HTTPClient: f.client, Keep: true, Logger: quiet, Transport: transport,
+			Endpoint: f.url, Token: token, Agent: agent, HTTPClient: f.client, Keep: true, Logger: quiet, Delivery: transport,
 		})
 	}
 	if err != nil {

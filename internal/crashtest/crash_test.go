@@ -119,15 +119,15 @@ func TestCrash(t *testing.T) {
 	}
 }
 
-// TestCrashRecover kills the worker at each point of the side-effecting
+// TestCrashTakeOver kills the worker at each point of the side-effecting
 // call's life, as TestCrash does, and also once the service created the
 // thread but before the run's record moved to it; a second worker, which
 // is not told the thread, takes the run over from the SQLite journal's run
-// records once the first's lease expired (Runner.Recover) and finishes it
+// records once the first's lease expired (Runner.TakeOver) and finishes it
 // (the last case: starts it again, on a new thread): the side effect
 // happens at most once, and is reported in doubt where the tool cannot
 // tell. It logs how long the takeover took after the kill.
-func TestCrashRecover(t *testing.T) {
+func TestCrashTakeOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns worker processes")
 	}
@@ -350,7 +350,7 @@ func worker() error {
 		// Without the thread: the journal's run records name it once the
 		// dead worker's lease expired.
 		for deadline := time.Now().Add(20 * time.Second); res == nil; time.Sleep(20 * time.Millisecond) {
-			got, rerr := r.Recover(ctx)
+			got, rerr := r.TakeOver(ctx)
 			switch {
 			case rerr != nil:
 				return rerr

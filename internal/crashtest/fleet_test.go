@@ -43,7 +43,7 @@ const (
 // TOOLRELAY_TEST_POSTGRES names a database), 2 on one SQLite file. Every
 // ~2 s a random worker is killed (SIGKILL) and started again. Each worker
 // starts the runs of its share that no one started, and recovers the runs
-// whose worker died (Runner.KeepRecovering). Every run must complete;
+// whose worker died (Runner.KeepTakingOver). Every run must complete;
 // every side effect must happen once, or be reported in doubt (the tool is
 // not idempotent and has no Verify hook); the longest takeover (from a kill
 // to the recovery of the run it interrupted) is logged and must stay under
@@ -377,7 +377,7 @@ func fleetWorker() error {
 	write := func(name, text string) { os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600) }
 	// A recovered run is a resume: the Run hook notes when it was adopted.
 	adopted := &core.Hooks{Run: func(ctx context.Context, info *core.RunInfo) (context.Context, func(*core.Result, error)) {
-		if info.Recovered {
+		if info.TakenOver {
 			write("recovered-"+info.Thread, strconv.FormatInt(time.Now().UnixNano(), 10))
 		}
 		return ctx, nil
@@ -389,7 +389,7 @@ func fleetWorker() error {
 	wg.Go(func() {
 		ctx, cancel := context.WithCancel(ctx)
 		go func() { <-stop; cancel() }()
-		r.KeepRecovering(ctx, 100*time.Millisecond, func(res *core.Result, err error) {
+		r.KeepTakingOver(ctx, 100*time.Millisecond, func(res *core.Result, err error) {
 			if err != nil || res == nil {
 				fmt.Fprintf(os.Stderr, "recover: %v\n", err)
 				return

@@ -1,5 +1,5 @@
 // Package depcheck checks that each program links only what it uses: a
-// program importing a backend, the configuration package or the journal
+// program importing a backend, the adapter package or the journal
 // mux links no fake, no test helper and no database driver.
 package depcheck
 
@@ -30,11 +30,11 @@ func TestDependencies(t *testing.T) {
 	}{
 		{pkgs: []string{"core"}},
 		{pkgs: []string{"errcode"}},
-		{pkgs: []string{"config"}},
+		{pkgs: []string{"adapter"}},
 		{pkgs: []string{"journal"}},
-		{pkgs: []string{"config", "openai"}, also: []string{"github.com/Azure/azure-sdk-for-go/sdk/azcore", "github.com/Azure/azure-sdk-for-go/sdk/azidentity"}},
-		{pkgs: []string{"config", "responses"}, also: []string{"github.com/Azure/azure-sdk-for-go/sdk/azcore", "github.com/Azure/azure-sdk-for-go/sdk/azidentity", mod + "foundry"}},
-		{pkgs: []string{"config", "foundry"}},
+		{pkgs: []string{"adapter", "openai"}, also: []string{"github.com/Azure/azure-sdk-for-go/sdk/azcore", "github.com/Azure/azure-sdk-for-go/sdk/azidentity"}},
+		{pkgs: []string{"adapter", "responses"}, also: []string{"github.com/Azure/azure-sdk-for-go/sdk/azcore", "github.com/Azure/azure-sdk-for-go/sdk/azidentity", mod + "foundry"}},
+		{pkgs: []string{"adapter", "foundry"}},
 		{pkgs: []string{"journal", "journal/sqlitejournal"}, may: []string{"modernc.org/sqlite"}},
 		{pkgs: []string{"journal", "journal/pgjournal"}, may: []string{"github.com/jackc/pgx/v5"}},
 	}

@@ -233,7 +233,7 @@ var sides = []side{{
 			Endpoint:       p.URL + strings.TrimPrefix(srv.ProjectEndpoint(), srv.URL),
 			Token:          "t",
 			Definition:     &foundry.AgentDefinition{Model: "gpt-4.1-mini"},
-			Transport:      transport,
+			Delivery:       transport,
 			HTTPClient:     p.Client(),
 			Logger:         quiet,
 			RequestOptions: []option.RequestOption{option.WithMaxRetries(0)},

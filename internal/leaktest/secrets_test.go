@@ -19,7 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -337,7 +337,7 @@ func attempts(t *testing.T) []attempt {
 			t.Setenv("OPENAI_API_KEY", secOpenAIEnvKey)
 			t.Setenv("OPENAI_BASE_URL", srv.URL)
 			tools := weather(t)
-			r, err := config.Open(ctx, tools, &config.Options{Runner: *c.runnerOptions()})
+			r, err := adapter.Open(ctx, tools, &adapter.Options{Runner: *c.runnerOptions()})
 			if err != nil {
 				return err
 			}
@@ -398,7 +398,7 @@ func attempts(t *testing.T) []attempt {
 			srv := foundrytest.NewServer(weatherScript(), &foundrytest.Options{APIKey: secFoundryKey})
 			t.Cleanup(srv.Close)
 			tools := weather(t)
-			b, err := foundry.Open(ctx, tools, &foundry.Options{Endpoint: srv.ProjectEndpoint(), APIKey: secFoundryKey, Transport: foundry.Streaming,
+			b, err := foundry.Open(ctx, tools, &foundry.Options{Endpoint: srv.ProjectEndpoint(), APIKey: secFoundryKey, Delivery: foundry.Streaming,
 				Definition: &foundry.AgentDefinition{Model: "gpt-4.1-mini"}, HTTPClient: srv.Client(), Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
@@ -477,14 +477,14 @@ func attempts(t *testing.T) []attempt {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("AZURE_AI_PROJECT_ENDPOINT", "https://127.0.0.1"+project+"?sig="+secEndpoint)
 			t.Setenv("AGENT_TOKEN", secFoundryEnvToken)
-			_, err := config.Open(ctx, weather(t), &config.Options{Runner: *c.runnerOptions()})
+			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Runner: *c.runnerOptions()})
 			return err
 		}},
 		{"foundry/TOOLRELAY_FOUNDRY_API_KEY through config, plain http", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("FOUNDRY_PROJECT_ENDPOINT", "http://me:"+secEndpoint+"@"+closedPort(t)+project)
 			t.Setenv("TOOLRELAY_FOUNDRY_API_KEY", secFoundryEnvKey)
-			_, err := config.Open(ctx, weather(t), &config.Options{Runner: *c.runnerOptions()})
+			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Runner: *c.runnerOptions()})
 			return err
 		}},
 		{"foundry/two credentials through config", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
@@ -492,7 +492,7 @@ func attempts(t *testing.T) []attempt {
 			t.Setenv("AZURE_AI_PROJECT_ENDPOINT", "https://127.0.0.1"+project)
 			t.Setenv("AGENT_TOKEN", secFoundryEnvToken)
 			t.Setenv("TOOLRELAY_FOUNDRY_API_KEY", secFoundryEnvKey)
-			_, err := config.Open(ctx, weather(t), &config.Options{Runner: *c.runnerOptions()})
+			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Runner: *c.runnerOptions()})
 			return err
 		}},
 
@@ -522,7 +522,7 @@ func attempts(t *testing.T) []attempt {
 			t.Setenv("OPENAI_API_KEY", secOpenAIEnvKey)
 			t.Setenv("OPENAI_BASE_URL", s.URL+"/v1")
 			tools := weather(t)
-			r, err := config.Open(ctx, tools, &config.Options{Runner: *c.runnerOptions()})
+			r, err := adapter.Open(ctx, tools, &adapter.Options{Runner: *c.runnerOptions()})
 			if err != nil {
 				return err
 			}
@@ -553,13 +553,13 @@ func attempts(t *testing.T) []attempt {
 		{"journal/config, TOOLRELAY_JOURNAL refused", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "fake-openai")
 			t.Setenv("TOOLRELAY_JOURNAL", "postgres://toolrelay:"+secJournalEnv+"@"+closedPort(t)+"/db?sslmode=disable&connect_timeout=5")
-			_, err := config.Open(ctx, weather(t), &config.Options{Settings: []any{coretest.FakeSettings{Script: weatherScript()}}, Runner: *c.runnerOptions()})
+			_, err := adapter.Open(ctx, weather(t), &adapter.Options{BackendSettings: []any{coretest.FakeSettings{Script: weatherScript()}}, Runner: *c.runnerOptions()})
 			return err
 		}},
 		{"journal/config, TOOLRELAY_JOURNAL key/value", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "fake-openai")
 			t.Setenv("TOOLRELAY_JOURNAL", "host=127.0.0.1 port=1 password="+secJournalEnv)
-			_, err := config.Open(ctx, weather(t), &config.Options{Settings: []any{coretest.FakeSettings{Script: weatherScript()}}, Runner: *c.runnerOptions()})
+			_, err := adapter.Open(ctx, weather(t), &adapter.Options{BackendSettings: []any{coretest.FakeSettings{Script: weatherScript()}}, Runner: *c.runnerOptions()})
 			return err
 		}},
 	}

@@ -49,7 +49,7 @@ func TestStatusCodes(t *testing.T) {
 // TestSameNames checks that the options and methods of both backends
 // name the same concepts the same way.
 func TestSameNames(t *testing.T) {
-	fields := []string{"Agent", "Transport", "HTTPClient", "RequestOptions", "Keep", "Logger"}
+	fields := []string{"Agent", "Delivery", "HTTPClient", "RequestOptions", "Keep", "Logger"}
 	methods := []string{"Agent", "MissingTools", "Client", "ErrorCode", "Capabilities", "Close"}
 	for _, tc := range []struct {
 		name    string
@@ -84,15 +84,15 @@ func TestSameNames(t *testing.T) {
 	}
 }
 
-// TestUnknownTransport checks that both backends refuse a transport they
+// TestUnknownDelivery checks that both backends refuse a delivery they
 // do not have, before sending anything.
-func TestUnknownTransport(t *testing.T) {
+func TestUnknownDelivery(t *testing.T) {
 	ctx := t.Context()
-	_, oerr := openai.Open(ctx, nil, &openai.Options{APIKey: "k", BaseURL: "https://openai.invalid/v1", Transport: "blocking"})
-	_, ferr := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://foundry.invalid/api/projects/p", Token: "t", Agent: "a", Transport: "polling"})
+	_, oerr := openai.Open(ctx, nil, &openai.Options{APIKey: "k", BaseURL: "https://openai.invalid/v1", Delivery: "blocking"})
+	_, ferr := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "https://foundry.invalid/api/projects/p", Token: "t", Agent: "a", Delivery: "polling"})
 	for name, err := range map[string]error{"openai": oerr, "foundry": ferr} {
 		if errcode.Of(err) != errcode.InvalidArgument {
-			t.Errorf("%s: Open with an unknown transport = %v, want InvalidArgument", name, err)
+			t.Errorf("%s: Open with an unknown delivery = %v, want InvalidArgument", name, err)
 		}
 	}
 }

@@ -59,27 +59,27 @@ func CheckMode(name string, m, def Mode, allowed ...Mode) (Mode, error) {
 	return "", errcode.Errorf(errcode.InvalidArgument, "%s: unknown mode %q: want one of %q", name, m, allowed)
 }
 
-// Transport says how a backend receives a response.
-type Transport string
+// Delivery says how a backend receives a response.
+type Delivery string
 
-// The transports of the Responses API.
+// The deliveries of the Responses API.
 const (
 	// Blocking sends each request and reads the whole response as one
 	// JSON body (the default).
-	Blocking Transport = "blocking"
+	Blocking Delivery = "blocking"
 	// Streaming receives each response as server-sent events.
-	Streaming Transport = "streaming"
+	Streaming Delivery = "streaming"
 )
 
-// CheckTransport reports whether t streams, refusing an unknown one.
-func CheckTransport(name string, t Transport) (bool, error) {
+// CheckDelivery reports whether t streams, refusing an unknown one.
+func CheckDelivery(name string, t Delivery) (bool, error) {
 	switch t {
 	case "", Blocking:
 		return false, nil
 	case Streaming:
 		return true, nil
 	}
-	return false, errcode.Errorf(errcode.InvalidArgument, "%s: unknown transport %q: want %q or %q", name, t, Blocking, Streaming)
+	return false, errcode.Errorf(errcode.InvalidArgument, "%s: unknown delivery (transport) %q: want %q or %q", name, t, Blocking, Streaming)
 }
 
 // FunctionTool is a tool as the Responses API and the agents API define

@@ -1,5 +1,5 @@
 // Package runnerhook lets toolrelay's own packages attach to a core.Runner
-// what they open for it alone (the journal package config opens from
+// what they open for it alone (the journal package adapter opens from
 // configuration), without a field for it in core's public options.
 package runnerhook
 

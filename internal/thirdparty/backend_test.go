@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
@@ -41,9 +41,9 @@ type echo struct {
 }
 
 func init() {
-	config.Register("echo", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+	adapter.Register("echo", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 		var s echoSettings
-		if err := req.Settings("echo", &s); err != nil {
+		if err := req.BackendSettings("echo", &s); err != nil {
 			return nil, err
 		}
 		if s.Tool == "" {
@@ -113,23 +113,23 @@ func TestThirdPartyBackend(t *testing.T) {
 	tests := []struct {
 		name string
 		env  map[string]string
-		opts *config.Options
+		opts *adapter.Options
 		want string
 	}{
 		{"environment", map[string]string{"TOOLRELAY_BACKEND": "echo", "ECHO_TOOL": "shout", "ECHO_PREFIX": "env: "}, nil, "env: hello!"},
-		{"file", map[string]string{config.ConfigFileEnv: file}, nil, "file: hello!"},
-		{"file and code", map[string]string{config.ConfigFileEnv: file}, &config.Options{Settings: []any{echoSettings{Prefix: "code: "}}}, "code: hello!"},
-		{"default backend", map[string]string{"ECHO_TOOL": "shout"}, &config.Options{DefaultBackend: "echo"}, "hello!"},
+		{"file", map[string]string{adapter.SettingsFileEnv: file}, nil, "file: hello!"},
+		{"file and code", map[string]string{adapter.SettingsFileEnv: file}, &adapter.Options{BackendSettings: []any{echoSettings{Prefix: "code: "}}}, "code: hello!"},
+		{"default backend", map[string]string{"ECHO_TOOL": "shout"}, &adapter.Options{DefaultBackend: "echo"}, "hello!"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{"TOOLRELAY_BACKEND", config.ConfigFileEnv, "ECHO_TOOL", "ECHO_PREFIX"} {
+			for _, k := range []string{"TOOLRELAY_BACKEND", adapter.SettingsFileEnv, "ECHO_TOOL", "ECHO_PREFIX"} {
 				t.Setenv(k, "")
 			}
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			r, err := config.Open(t.Context(), shout(t), tt.opts)
+			r, err := adapter.Open(t.Context(), shout(t), tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,8 +146,8 @@ func TestThirdPartyBackend(t *testing.T) {
 	t.Run("missing setting", func(t *testing.T) {
 		t.Setenv("TOOLRELAY_BACKEND", "echo")
 		t.Setenv("ECHO_TOOL", "")
-		t.Setenv(config.ConfigFileEnv, "")
-		_, err := config.Open(t.Context(), shout(t), nil)
+		t.Setenv(adapter.SettingsFileEnv, "")
+		_, err := adapter.Open(t.Context(), shout(t), nil)
 		if errcode.Of(err) != errcode.InvalidArgument {
 			t.Errorf("Open without the tool setting = %v, want InvalidArgument", err)
 		}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/journal"
 	"github.com/toolrelay/toolrelay/journal/driver"
@@ -49,13 +49,13 @@ func init() {
 // packages by configuration, as sqlite: and postgres: are selected, and
 // checks that the runner keeps its results there and closes it.
 func TestThirdPartyJournal(t *testing.T) {
-	for _, k := range []string{config.ConfigFileEnv, "ECHO_PREFIX"} {
+	for _, k := range []string{adapter.SettingsFileEnv, "ECHO_PREFIX"} {
 		t.Setenv(k, "")
 	}
 	t.Setenv("TOOLRELAY_BACKEND", "echo")
 	t.Setenv("ECHO_TOOL", "shout")
 	t.Setenv("TOOLRELAY_JOURNAL", "thirdparty:counting")
-	r, err := config.Open(t.Context(), shout(t), nil)
+	r, err := adapter.Open(t.Context(), shout(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@
 //	defer j.Close()
 //	runner := core.NewRunner(backend, tools, &core.Options{Journal: j})
 //
-// Programs that use package config set
+// Programs that use package adapter set
 // TOOLRELAY_JOURNAL=postgres://… instead (see package journal).
 //
 // # Storage

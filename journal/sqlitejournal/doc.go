@@ -8,7 +8,7 @@
 //	defer j.Close()
 //	runner := core.NewRunner(backend, tools, &core.Options{Journal: j})
 //
-// Programs that use package config set TOOLRELAY_JOURNAL=sqlite:///path/file.db
+// Programs that use package adapter set TOOLRELAY_JOURNAL=sqlite:///path/file.db
 // instead (see package journal).
 //
 // # Storage

@@ -3,13 +3,13 @@ package openaitest
 import (
 	"context"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/openai"
 )
 
-func init() { config.Register("fake-openai", openFake) }
+func init() { adapter.Register("fake-openai", openFake) }
 
 // openFake opens the fake-openai backend: a fake Agents API server on
 // loopback playing the script of the configuration (coretest.FakeSettings),
@@ -17,9 +17,9 @@ func init() { config.Register("fake-openai", openFake) }
 // wire path without credentials or network. The openai settings that name
 // things on the real service (API key, base URL, agent, session) are
 // ignored.
-func openFake(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+func openFake(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 	var fs coretest.FakeSettings
-	if err := req.Settings("fake", &fs); err != nil {
+	if err := req.BackendSettings("fake", &fs); err != nil {
 		return nil, err
 	}
 	script, err := fs.Load("fake-openai")

@@ -1,13 +1,13 @@
-// Package config opens a backend by name, from configuration, and returns a
-// [core.Runner] over it. The same program runs against any backend by
+// Package adapter is the door to toolrelay: it opens a backend by name, from
+// configuration, and returns a [core.Runner] over it. The same program runs against any backend by
 // configuration alone:
 //
 //	import (
-//		"github.com/toolrelay/toolrelay/config"
+//		"github.com/toolrelay/toolrelay/adapter"
 //		_ "github.com/toolrelay/toolrelay/openai" // links the "openai" backend
 //	)
 //
-//	runner, err := config.Open(ctx, tools, &config.Options{DefaultBackend: "openai"})
+//	runner, err := adapter.Open(ctx, tools, &adapter.Options{DefaultBackend: "openai"})
 //
 // # Backends
 //
@@ -26,14 +26,14 @@
 // Opening a built-in backend the program does not import fails with code
 // Unimplemented and an error naming the import to add. Third-party
 // backends register under names of their own, and read their settings
-// with [OpenRequest.Settings], as the built-in ones do.
+// with [OpenRequest.BackendSettings], as the built-in ones do.
 //
 // # Configuration
 //
 // Settings come from three places: the JSON file named by TOOLRELAY_CONFIG,
 // environment variables, and values set in code ([Options]). Code wins
 // over the environment, which wins over the file. The shared settings, in
-// [Config]:
+// [Settings]:
 //
 //	Setting                  Environment variable          File key            Default
 //	backend to open          TOOLRELAY_BACKEND             backend
@@ -56,7 +56,7 @@
 // Each backend's own settings go in an object of the file named after its
 // section ("openai", "foundry", "responses", "fake"), in environment
 // variables, or in code as a value of the backend's settings type in
-// Options.Settings; the backend's package doc lists them
+// Options.BackendSettings; the backend's package doc lists them
 // (openai.Settings, foundry.Settings, responses.Settings, and
 // coretest.FakeSettings, the script the fakes play: TOOLRELAY_SCRIPT, or
 // "script" in section "fake"). A file may hold the sections of several
@@ -80,7 +80,7 @@
 // none may be negative unless its doc says what a negative value means. A
 // file that cannot be read or decoded (bad JSON, an unknown key, a value
 // of the wrong type), a variable that does not parse, or a value out of
-// range fails [Load], [Open] and [OpenRequest.Settings] with an error
+// range fails [Load], [Open] and [OpenRequest.BackendSettings] with an error
 // whose code is InvalidArgument, naming the variable or key but never
 // repeating its value (which may be a secret).
-package config
+package adapter

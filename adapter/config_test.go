@@ -1,4 +1,4 @@
-package config_test
+package adapter_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -40,19 +40,19 @@ func writeConfig(t *testing.T, v any) string {
 // TestLoadPrecedence checks that code wins over the environment, which
 // wins over the file.
 func TestLoadPrecedence(t *testing.T) {
-	t.Setenv(config.ConfigFileEnv, writeConfig(t, map[string]any{
+	t.Setenv(adapter.SettingsFileEnv, writeConfig(t, map[string]any{
 		"backend": "from-file", "max_steps": 3, "concurrency": 2, "tool_timeout": "5s", "instructions": "from-file",
 		"test": map[string]any{"region": "file", "zone": "file"},
 	}))
 	t.Setenv("TOOLRELAY_MAX_STEPS", "7")
 	t.Setenv("TOOLRELAY_CONCURRENCY", "")
 	t.Setenv("TOOLRELAY_INSTRUCTIONS", "from-env")
-	got, err := config.Load(&config.Config{Backend: "from-code"})
+	got, err := adapter.Load(&adapter.Settings{Backend: "from-code"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &config.Config{
-		Backend: "from-code", MaxSteps: 7, Concurrency: 2, ToolTimeout: config.Duration(5 * time.Second), Instructions: "from-env",
+	want := &adapter.Settings{
+		Backend: "from-code", MaxSteps: 7, Concurrency: 2, ToolTimeout: adapter.Duration(5 * time.Second), Instructions: "from-env",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Load (-want +got):\n%s", diff)
@@ -61,33 +61,33 @@ func TestLoadPrecedence(t *testing.T) {
 
 // testSettings are the settings of the test backends, in section "test".
 type testSettings struct {
-	Region   string          `json:"region,omitempty" env:"TOOLRELAY_TEST_REGION"`
-	Zone     string          `json:"zone,omitempty" env:"TOOLRELAY_TEST_ZONE"`
-	Interval config.Duration `json:"interval,omitempty" env:"TOOLRELAY_TEST_INTERVAL"`
-	Retries  int             `json:"retries,omitempty" env:"TOOLRELAY_TEST_RETRIES" min:"none"`
-	Workers  int             `json:"workers,omitempty" env:"TOOLRELAY_TEST_WORKERS" min:"2"`
+	Region   string           `json:"region,omitempty" env:"TOOLRELAY_TEST_REGION"`
+	Zone     string           `json:"zone,omitempty" env:"TOOLRELAY_TEST_ZONE"`
+	Interval adapter.Duration `json:"interval,omitempty" env:"TOOLRELAY_TEST_INTERVAL"`
+	Retries  int              `json:"retries,omitempty" env:"TOOLRELAY_TEST_RETRIES" min:"none"`
+	Workers  int              `json:"workers,omitempty" env:"TOOLRELAY_TEST_WORKERS" min:"2"`
 }
 
 // TestSettingsPrecedence checks that a backend's settings come from its
 // section of the file, overlaid by the environment, overlaid by a value of
 // its settings type in code.
 func TestSettingsPrecedence(t *testing.T) {
-	t.Setenv(config.ConfigFileEnv, writeConfig(t, map[string]any{
+	t.Setenv(adapter.SettingsFileEnv, writeConfig(t, map[string]any{
 		"backend": "test-script",
 		"test":    map[string]any{"region": "file", "zone": "file", "interval": "2s"},
 		"other":   map[string]any{"anything": true}, // another backend's section: not read
 	}))
 	t.Setenv("TOOLRELAY_TEST_ZONE", "env")
 	t.Setenv("TOOLRELAY_TEST_RETRIES", "-1")
-	req, err := config.NewRequest(nil, &config.Options{Settings: []any{"unrelated", &testSettings{Interval: config.Duration(time.Minute)}}})
+	req, err := adapter.NewRequest(nil, &adapter.Options{BackendSettings: []any{"unrelated", &testSettings{Interval: adapter.Duration(time.Minute)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got testSettings
-	if err := req.Settings("test", &got); err != nil {
+	if err := req.BackendSettings("test", &got); err != nil {
 		t.Fatal(err)
 	}
-	want := testSettings{Region: "file", Zone: "env", Interval: config.Duration(time.Minute), Retries: -1}
+	want := testSettings{Region: "file", Zone: "env", Interval: adapter.Duration(time.Minute), Retries: -1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Settings (-want +got):\n%s", diff)
 	}
@@ -113,19 +113,19 @@ func TestSettingsErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(config.ConfigFileEnv, "")
+			t.Setenv(adapter.SettingsFileEnv, "")
 			if tt.file != nil {
-				t.Setenv(config.ConfigFileEnv, writeConfig(t, tt.file))
+				t.Setenv(adapter.SettingsFileEnv, writeConfig(t, tt.file))
 			}
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			req, err := config.NewRequest(nil, nil)
+			req, err := adapter.NewRequest(nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var s testSettings
-			err = req.Settings("test", &s)
+			err = req.BackendSettings("test", &s)
 			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Settings error = %v, want InvalidArgument saying %q", err, tt.wantErr)
 			}
@@ -152,15 +152,15 @@ func TestLoadErrors(t *testing.T) {
 		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		return map[string]string{config.ConfigFileEnv: path}
+		return map[string]string{adapter.SettingsFileEnv: path}
 	}
 	tests := []struct {
 		name    string
 		env     map[string]string
-		code    *config.Config
+		code    *adapter.Settings
 		wantErr string
 	}{
-		{"missing file", map[string]string{config.ConfigFileEnv: "/nonexistent/toolrelay.json"}, nil, "config file /nonexistent/toolrelay.json"},
+		{"missing file", map[string]string{adapter.SettingsFileEnv: "/nonexistent/toolrelay.json"}, nil, "config file /nonexistent/toolrelay.json"},
 		{"unknown key", file(`{"backnd":"x"}`), nil, `unknown setting "backnd"`},
 		{"trailing data", file(`{"backend":"x"} {}`), nil, "not valid JSON"},
 		{"bad JSON", file(`{"openai":{"api_key":` + secret + `}}`), nil, "not valid JSON at byte 22"},
@@ -184,7 +184,7 @@ func TestLoadErrors(t *testing.T) {
 		{"negative retention", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "-720h"}, nil, "journal_retention (TOOLRELAY_JOURNAL_RETENTION): -720h0m0s is negative"},
 		{"retention shorter than a run", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "10m"}, nil, "journal_retention (TOOLRELAY_JOURNAL_RETENTION): 10m0s is shorter than the run time limit (30m0s)"},
 		{"retention shorter than the configured run", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "1h", "TOOLRELAY_RUN_TIMEOUT": "2h"}, nil, "1h0m0s is shorter than the run time limit (2h0m0s)"},
-		{"negative value in code", nil, &config.Config{MaxSteps: -2}, "max_steps (TOOLRELAY_MAX_STEPS): -2 is negative"},
+		{"negative value in code", nil, &adapter.Settings{MaxSteps: -2}, "max_steps (TOOLRELAY_MAX_STEPS): -2 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,23 +194,23 @@ func TestLoadErrors(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			_, err := config.Load(tt.code)
+			_, err := adapter.Load(tt.code)
 			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Load error = %v, want InvalidArgument saying %q", err, tt.wantErr)
 			}
 			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "tenfold") || strings.Contains(err.Error(), "parsecs") {
 				t.Errorf("Load error repeats a value: %v", err)
 			}
-			if _, err := config.Open(t.Context(), nil, &config.Options{Config: derefConfig(tt.code), DefaultBackend: "test-script"}); errcode.Of(err) != errcode.InvalidArgument {
+			if _, err := adapter.Open(t.Context(), nil, &adapter.Options{Settings: derefConfig(tt.code), DefaultBackend: "test-script"}); errcode.Of(err) != errcode.InvalidArgument {
 				t.Errorf("Open error = %v, want InvalidArgument", err)
 			}
 		})
 	}
 }
 
-func derefConfig(c *config.Config) config.Config {
+func derefConfig(c *adapter.Settings) adapter.Settings {
 	if c == nil {
-		return config.Config{}
+		return adapter.Settings{}
 	}
 	return *c
 }
@@ -219,7 +219,7 @@ func derefConfig(c *config.Config) config.Config {
 // for the defaults, the floors themselves, and the negative values a
 // setting documents.
 func TestLoadAcceptsRanges(t *testing.T) {
-	t.Setenv(config.ConfigFileEnv, "")
+	t.Setenv(adapter.SettingsFileEnv, "")
 	env := map[string]string{
 		"TOOLRELAY_CONCURRENCY": "0", "TOOLRELAY_MAX_STEPS": "1", "TOOLRELAY_JOURNAL_LEASE": "1s",
 		"TOOLRELAY_JOURNAL_RETENTION":  "30m",
@@ -229,23 +229,23 @@ func TestLoadAcceptsRanges(t *testing.T) {
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	got, err := config.Load(nil)
+	got, err := adapter.Load(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Config{
-		MaxSteps: 1, JournalLease: config.Duration(time.Second), JournalRetention: config.Duration(30 * time.Minute),
+	want := adapter.Settings{
+		MaxSteps: 1, JournalLease: adapter.Duration(time.Second), JournalRetention: adapter.Duration(30 * time.Minute),
 		MaxArgumentBytes: 1, MaxOutputBytes: 1, TruncateOutput: true, RunTimeout: 1,
 	}
-	if diff := cmp.Diff(&want, got, cmpopts.IgnoreFields(config.Config{}, "Journal", "Backend", "Instructions")); diff != "" {
+	if diff := cmp.Diff(&want, got, cmpopts.IgnoreFields(adapter.Settings{}, "Journal", "Backend", "Instructions")); diff != "" {
 		t.Errorf("Load (-want +got):\n%s", diff)
 	}
 }
 
 var registerOnce = func() bool {
-	config.Register("test-script", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+	adapter.Register("test-script", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 		var fs coretest.FakeSettings
-		if err := req.Settings("fake", &fs); err != nil {
+		if err := req.BackendSettings("fake", &fs); err != nil {
 			return nil, err
 		}
 		script, err := fs.Load("test-script")
@@ -271,7 +271,7 @@ func TestOpenByName(t *testing.T) {
 
 	t.Setenv("TOOLRELAY_BACKEND", "test-script")
 	t.Setenv("TOOLRELAY_MAX_STEPS", "1")
-	r, err := config.Open(t.Context(), tb, &config.Options{DefaultBackend: "does-not-matter", Settings: []any{coretest.FakeSettings{Script: script}}})
+	r, err := adapter.Open(t.Context(), tb, &adapter.Options{DefaultBackend: "does-not-matter", BackendSettings: []any{coretest.FakeSettings{Script: script}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,16 +284,16 @@ func TestOpenByName(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	t.Setenv("TOOLRELAY_BACKEND", "")
-	_, err := config.Open(t.Context(), nil, nil)
+	_, err := adapter.Open(t.Context(), nil, nil)
 	if !errors.Is(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), "no backend configured") {
 		t.Errorf("Open with no backend: %v", err)
 	}
-	_, err = config.Open(t.Context(), nil, &config.Options{Config: config.Config{Backend: "opneai"}})
+	_, err = adapter.Open(t.Context(), nil, &adapter.Options{Settings: adapter.Settings{Backend: "opneai"}})
 	if !errors.Is(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), `unknown backend "opneai" (registered: `) || !strings.Contains(err.Error(), "test-script") {
 		t.Errorf("Open of an unknown backend: %v", err)
 	}
 	for name, pkg := range map[string]string{"openai": "github.com/toolrelay/toolrelay/openai", "fake-foundry": "github.com/toolrelay/toolrelay/foundry/foundrytest"} {
-		_, err = config.Open(t.Context(), nil, &config.Options{Config: config.Config{Backend: name}})
+		_, err = adapter.Open(t.Context(), nil, &adapter.Options{Settings: adapter.Settings{Backend: name}})
 		if !errors.Is(err, errcode.Unimplemented) || !strings.Contains(err.Error(), "not linked into this program: import _ \""+pkg+"\"") {
 			t.Errorf("Open of %s, not linked: %v", name, err)
 		}
@@ -301,7 +301,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestRegisterPanics(t *testing.T) {
-	open := func(context.Context, *config.OpenRequest) (driver.Backend, error) { return nil, nil }
+	open := func(context.Context, *adapter.OpenRequest) (driver.Backend, error) { return nil, nil }
 	for _, name := range []string{"test-script", ""} {
 		func() {
 			defer func() {
@@ -309,7 +309,7 @@ func TestRegisterPanics(t *testing.T) {
 					t.Errorf("Register(%q) did not panic", name)
 				}
 			}()
-			config.Register(name, open)
+			adapter.Register(name, open)
 		}()
 	}
 }
@@ -330,7 +330,7 @@ func TestOpenAppliesLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(config.ConfigFileEnv, "")
+			t.Setenv(adapter.SettingsFileEnv, "")
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
@@ -343,7 +343,7 @@ func TestOpenAppliesLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 			tb, _ := core.NewToolbox(tool)
-			r, err := config.Open(t.Context(), tb, &config.Options{DefaultBackend: "test-script", Settings: []any{coretest.FakeSettings{Script: coretest.Simple("repeat", tt.args, "{{result 0}}")}}, Runner: quiet()})
+			r, err := adapter.Open(t.Context(), tb, &adapter.Options{DefaultBackend: "test-script", BackendSettings: []any{coretest.FakeSettings{Script: coretest.Simple("repeat", tt.args, "{{result 0}}")}}, Runner: quiet()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -362,7 +362,7 @@ func TestOpenAppliesLimits(t *testing.T) {
 // TestOpenAppliesRunTimeout checks that TOOLRELAY_RUN_TIMEOUT bounds the
 // runs of the runner Open returns.
 func TestOpenAppliesRunTimeout(t *testing.T) {
-	t.Setenv(config.ConfigFileEnv, "")
+	t.Setenv(adapter.SettingsFileEnv, "")
 	t.Setenv("TOOLRELAY_RUN_TIMEOUT", "90s")
 	synctest.Test(t, func(t *testing.T) {
 		tool, err := core.NewTool("wait", "", func(ctx context.Context, _ struct{}) (string, error) {
@@ -373,7 +373,7 @@ func TestOpenAppliesRunTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		tb, _ := core.NewToolbox(tool)
-		r, err := config.Open(t.Context(), tb, &config.Options{DefaultBackend: "test-script", Settings: []any{coretest.FakeSettings{Script: coretest.Simple("wait", `{}`, "never")}}, Runner: quiet()})
+		r, err := adapter.Open(t.Context(), tb, &adapter.Options{DefaultBackend: "test-script", BackendSettings: []any{coretest.FakeSettings{Script: coretest.Simple("wait", `{}`, "never")}}, Runner: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package config
+package adapter
 
 import (
 	"bytes"
@@ -14,13 +14,13 @@ import (
 	"github.com/toolrelay/toolrelay/errcode"
 )
 
-// Config holds the settings every backend shares: which backend to open,
+// Settings holds the settings every backend shares: which backend to open,
 // the runner's limits and the journal. [Load] fills it from a JSON file, the
 // environment and code; the package doc lists each setting with its
 // environment variable and file key. Each backend reads settings of its own
 // from a section of the file and from the environment (see
-// [OpenRequest.Settings]).
-type Config struct {
+// [OpenRequest.BackendSettings]).
+type Settings struct {
 	// Backend names the backend to open (see [Backends]).
 	Backend string `json:"backend,omitempty" env:"TOOLRELAY_BACKEND"`
 	// Instructions are the model's instructions, for backends that make
@@ -94,9 +94,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ConfigFileEnv names the environment variable that names the JSON
+// SettingsFileEnv names the environment variable that names the JSON
 // configuration file.
-const ConfigFileEnv = "TOOLRELAY_CONFIG"
+const SettingsFileEnv = "TOOLRELAY_CONFIG"
 
 // Load returns the configuration in effect: the JSON file named by
 // TOOLRELAY_CONFIG (if set), overlaid by the environment, overlaid by the
@@ -107,22 +107,22 @@ const ConfigFileEnv = "TOOLRELAY_CONFIG"
 // of the wrong type), an environment variable that does not parse, or a
 // setting out of range (see the package doc) gives an error whose code is
 // InvalidArgument; it names the variable or key, never its value.
-func Load(code *Config) (*Config, error) {
+func Load(code *Settings) (*Settings, error) {
 	cfg, _, err := load(code)
 	return cfg, err
 }
 
 // file is a configuration file: its path and its backend sections, which
-// the backends decode (see [OpenRequest.Settings]).
+// the backends decode (see [OpenRequest.BackendSettings]).
 type file struct {
 	path     string
 	sections map[string]json.RawMessage
 }
 
 // load is Load, also returning the file's sections.
-func load(code *Config) (*Config, *file, error) {
-	cfg, f := new(Config), new(file)
-	if path := os.Getenv(ConfigFileEnv); path != "" {
+func load(code *Settings) (*Settings, *file, error) {
+	cfg, f := new(Settings), new(file)
+	if path := os.Getenv(SettingsFileEnv); path != "" {
 		var err error
 		if f, err = readFile(path, cfg); err != nil {
 			return nil, nil, err
@@ -143,19 +143,19 @@ func load(code *Config) (*Config, *file, error) {
 // readFile reads the JSON configuration file at path: its shared settings
 // into cfg, and its sections (the keys that are not shared settings and
 // hold objects) into the file it returns.
-func readFile(path string, cfg *Config) (*file, error) {
-	op := "config: config file " + path
+func readFile(path string, cfg *Settings) (*file, error) {
+	op := "adapter: config file " + path
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: err}
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, decodeError(op, b, reflect.TypeFor[Config](), err)
+		return nil, decodeError(op, b, reflect.TypeFor[Settings](), err)
 	}
 	f := &file{path: path, sections: map[string]json.RawMessage{}}
 	shared := map[string]json.RawMessage{}
-	keys := jsonKeys(reflect.TypeFor[Config]())
+	keys := jsonKeys(reflect.TypeFor[Settings]())
 	for k, v := range doc {
 		switch {
 		case keys[k]:
@@ -259,7 +259,7 @@ func fromEnv(v reflect.Value) error {
 			continue
 		}
 		if err := setString(fv, s); err != nil {
-			return &errcode.Error{Code: errcode.InvalidArgument, Op: "config: " + name, Err: err}
+			return &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: " + name, Err: err}
 		}
 	}
 	return nil

@@ -26,12 +26,12 @@ func (deadJournal) RenewRun(context.Context, string, string, string, time.Durati
 	return nil
 }
 
-// TestRecover: a run whose worker stopped renewing its lease (here: stuck
+// TestTakeOver: a run whose worker stopped renewing its lease (here: stuck
 // in a handler, its renewals lost, as a killed process's would be) is
 // found by another worker sharing the journal, without being named, and
 // finished there; the first worker's late result is refused; the records
-// say who finished it; a second Recover finds nothing.
-func TestRecover(t *testing.T) {
+// say who finished it; a second TakeOver finds nothing.
+func TestTakeOver(t *testing.T) {
 	mem := jdriver.NewMemory()
 	release := make(chan struct{})
 	var runs atomic.Int32
@@ -58,13 +58,13 @@ func TestRecover(t *testing.T) {
 	for runs.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if got, _ := alive.Recover(t.Context()); len(got) != 0 {
-		t.Fatalf("Recover while the lease holds took %d runs, want none", len(got))
+	if got, _ := alive.TakeOver(t.Context()); len(got) != 0 {
+		t.Fatalf("TakeOver while the lease holds took %d runs, want none", len(got))
 	}
 	time.Sleep(lease + 20*time.Millisecond)
-	got, err := alive.Recover(t.Context())
+	got, err := alive.TakeOver(t.Context())
 	if err != nil || len(got) != 1 || got[0].Text != "booked" {
-		t.Fatalf("Recover = %+v, %v; want the run finished here", got, err)
+		t.Fatalf("TakeOver = %+v, %v; want the run finished here", got, err)
 	}
 	close(release)
 	if err := <-firstDone; !errors.Is(err, jdriver.ErrLeaseLost) {
@@ -74,8 +74,8 @@ func TestRecover(t *testing.T) {
 	if len(list) != 1 || list[0].State != jdriver.RunFinished || list[0].Owner != "alive" {
 		t.Errorf("run records %+v, want one, finished by alive", list)
 	}
-	if again, err := alive.Recover(t.Context()); err != nil || len(again) != 0 {
-		t.Errorf("a second Recover = %d runs, %v; want none", len(again), err)
+	if again, err := alive.TakeOver(t.Context()); err != nil || len(again) != 0 {
+		t.Errorf("a second TakeOver = %d runs, %v; want none", len(again), err)
 	}
 }
 
@@ -96,11 +96,11 @@ func (b *stuckStart) Start(ctx context.Context, req *driver.StartRequest) (*driv
 	return b.Backend.Start(ctx, req)
 }
 
-// TestRecoverStart: a run whose worker stopped before its thread existed
+// TestTakeOverStart: a run whose worker stopped before its thread existed
 // is recorded all the same (its input kept), and another worker, not told
 // of it, starts it again on a thread of its own; the stopped worker, if it
 // goes on after all, finds its run taken over, and runs nothing.
-func TestRecoverStart(t *testing.T) {
+func TestTakeOverStart(t *testing.T) {
 	mem := jdriver.NewMemory()
 	var runs atomic.Int32
 	book := mustTool(t)(core.NewTool("book", "Books a table.", func(ctx context.Context, _ struct{}) (string, error) {
@@ -133,15 +133,15 @@ func TestRecoverStart(t *testing.T) {
 	var recovered []bool
 	alive := core.NewRunner(backend, tools, &core.Options{Journal: mem, Owner: "alive", Lease: lease, Logger: quiet, Hooks: &core.Hooks{
 		Run: func(ctx context.Context, info *core.RunInfo) (context.Context, func(*core.Result, error)) {
-			recovered = append(recovered, info.Recovered && !info.Resume)
+			recovered = append(recovered, info.TakenOver && !info.Resume)
 			return ctx, nil
 		}}})
-	got, err := alive.Recover(t.Context())
+	got, err := alive.TakeOver(t.Context())
 	if err != nil || len(got) != 1 || got[0].Text != "booked" {
-		t.Fatalf("Recover = %+v, %v; want the run started again and finished here", got, err)
+		t.Fatalf("TakeOver = %+v, %v; want the run started again and finished here", got, err)
 	}
 	if diff := cmp.Diff([]bool{true}, recovered); diff != "" {
-		t.Errorf("RunInfo.Recovered of a start recovered (-want +got):\n%s", diff)
+		t.Errorf("RunInfo.TakenOver of a start taken over (-want +got):\n%s", diff)
 	}
 	close(backend.gate)
 	if err := <-firstDone; !errors.Is(err, jdriver.ErrLeaseLost) {

@@ -1,4 +1,4 @@
-package config
+package adapter
 
 import (
 	"encoding/json"
@@ -29,7 +29,7 @@ func FuzzLoadFile(f *testing.F) {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var cfg Config
+		var cfg Settings
 		_, err := readFile(path, &cfg)
 		if err == nil {
 			err = cfg.check()
@@ -47,7 +47,7 @@ func FuzzLoadFile(f *testing.F) {
 		if err := os.WriteFile(path, again, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var back Config
+		var back Settings
 		if _, err := readFile(path, &back); err != nil {
 			t.Fatalf("%s (written from %q) does not read: %v", again, b, err)
 		}
@@ -65,7 +65,7 @@ func FuzzLoadEnv(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v := reflect.ValueOf(new(Config)).Elem()
+		v := reflect.ValueOf(new(Settings)).Elem()
 		for i := range v.NumField() {
 			err := setString(v.Field(i), s)
 			if err != nil && len(s) >= 4 && strings.Contains(err.Error(), s) {

@@ -1,4 +1,4 @@
-package config
+package adapter
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 
 // OpenRequest is what an [Opener] gets to open its backend.
 type OpenRequest struct {
-	// Config holds the shared settings in effect (after [Load]).
-	Config *Config
+	// Settings holds the shared settings in effect (after [Load]).
+	Settings *Settings
 	// Tools are the program's tools, for backends that define them on the
 	// service (an agent made from the toolbox).
 	Tools *core.Toolbox
@@ -33,25 +33,25 @@ type OpenRequest struct {
 	wrap func(http.RoundTripper) http.RoundTripper // Options.WrapTransport
 
 	file *file // the configuration file's sections
-	code []any // Options.Settings
+	code []any // Options.BackendSettings
 }
 
-// Settings fills s, a pointer to a backend's settings struct, for the
+// BackendSettings fills s, a pointer to a backend's settings struct, for the
 // backend whose file section is named section. The struct's fields carry
 // a json tag (their key in the section) and an env tag (their environment
-// variable), as [Config]'s do, and optionally a min tag (see the package
+// variable), as [Settings]'s do, and optionally a min tag (see the package
 // doc). s is filled from the file's section, then the environment, then a
-// value of the same type in Options.Settings (its non-zero fields), and
+// value of the same type in Options.BackendSettings (its non-zero fields), and
 // checked. Errors are as [Load]'s: InvalidArgument, naming the key or
 // variable and never its value.
-func (r *OpenRequest) Settings(section string, s any) error {
+func (r *OpenRequest) BackendSettings(section string, s any) error {
 	v := reflect.ValueOf(s)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		panic(fmt.Sprintf("config: Settings of a %T, not a pointer to a struct", s))
+		panic(fmt.Sprintf("adapter: BackendSettings of a %T, not a pointer to a struct", s))
 	}
 	if r.file != nil {
 		if b, ok := r.file.sections[section]; ok {
-			if err := decodeStrict("config: config file "+r.file.path+": "+section, b, s); err != nil {
+			if err := decodeStrict("adapter: config file "+r.file.path+": "+section, b, s); err != nil {
 				return err
 			}
 		}
@@ -119,10 +119,10 @@ func Register(name string, open Opener) {
 	regMu.Lock()
 	defer regMu.Unlock()
 	if name == "" || open == nil {
-		panic("config: Register with an empty name or a nil opener")
+		panic("adapter: Register with an empty name or a nil opener")
 	}
 	if _, dup := registry[name]; dup {
-		panic(fmt.Sprintf("config: backend %q registered twice", name))
+		panic(fmt.Sprintf("adapter: backend %q registered twice", name))
 	}
 	registry[name] = open
 }
@@ -142,16 +142,16 @@ func Backends() []string {
 
 // Options configure [Open]. nil is usable.
 type Options struct {
-	// Config holds shared settings made in code; they win over the
+	// Settings holds shared settings made in code; they win over the
 	// environment and the configuration file.
-	Config Config
+	Settings Settings
 	// DefaultBackend is opened when no backend is configured anywhere.
 	DefaultBackend string
-	// Settings holds backend settings made in code, such as an
+	// BackendSettings holds backend settings made in code, such as an
 	// *openai.Settings or a coretest.FakeSettings: each backend reads the
 	// value of its own settings type, whose non-zero fields win over the
 	// environment and the file.
-	Settings []any
+	BackendSettings []any
 	// Runner is the base of the runner's options; the configuration's
 	// MaxSteps, Concurrency, ToolTimeout, RunTimeout, MaxArgumentBytes,
 	// MaxOutputBytes, TruncateOutput and JournalLease override it when
@@ -180,7 +180,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner
 	if opts != nil {
 		o = *opts
 	}
-	cfg := req.Config
+	cfg := req.Settings
 	if cfg.Backend == "" {
 		cfg.Backend = o.DefaultBackend
 	}
@@ -220,15 +220,15 @@ func notRegistered(name string) error {
 	known := strings.Join(Backends(), ", ")
 	switch pkg, ok := builtin[name]; {
 	case name == "":
-		return &errcode.Error{Code: errcode.InvalidArgument, Op: "config: open", Err: fmt.Errorf("no backend configured: set TOOLRELAY_BACKEND (registered: %s)", known)}
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: open", Err: fmt.Errorf("no backend configured: set TOOLRELAY_BACKEND (registered: %s)", known)}
 	case ok:
-		return &errcode.Error{Code: errcode.Unimplemented, Op: "config: open", Err: fmt.Errorf("backend %q is not linked into this program: import _ %q (or github.com/toolrelay/toolrelay/all)", name, pkg)}
+		return &errcode.Error{Code: errcode.Unimplemented, Op: "adapter: open", Err: fmt.Errorf("backend %q is not linked into this program: import _ %q (or github.com/toolrelay/toolrelay/all)", name, pkg)}
 	}
-	return &errcode.Error{Code: errcode.InvalidArgument, Op: "config: open", Err: fmt.Errorf("unknown backend %q (registered: %s)", name, known)}
+	return &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: open", Err: fmt.Errorf("unknown backend %q (registered: %s)", name, known)}
 }
 
 // runnerOptions returns base overridden by the runner settings of cfg.
-func runnerOptions(cfg *Config, ro core.Options) core.Options {
+func runnerOptions(cfg *Settings, ro core.Options) core.Options {
 	if cfg.MaxSteps > 0 {
 		ro.MaxSteps = cfg.MaxSteps
 	}
@@ -277,7 +277,7 @@ func NewRequest(tools *core.Toolbox, opts *Options) (*OpenRequest, error) {
 	if opts != nil {
 		o = *opts
 	}
-	cfg, f, err := load(&o.Config)
+	cfg, f, err := load(&o.Settings)
 	if err != nil {
 		return nil, err
 	}
@@ -285,5 +285,5 @@ func NewRequest(tools *core.Toolbox, opts *Options) (*OpenRequest, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &OpenRequest{Config: cfg, Tools: tools, Logger: logger, file: f, code: o.Settings, wrap: o.WrapTransport}, nil
+	return &OpenRequest{Settings: cfg, Tools: tools, Logger: logger, file: f, code: o.BackendSettings, wrap: o.WrapTransport}, nil
 }

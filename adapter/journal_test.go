@@ -1,4 +1,4 @@
-package config_test
+package adapter_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolrelay/toolrelay/config"
+	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -22,7 +22,7 @@ import (
 var opened atomic.Int32
 
 func init() {
-	config.Register("journal-test", func(ctx context.Context, req *config.OpenRequest) (driver.Backend, error) {
+	adapter.Register("journal-test", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
 		opened.Add(1)
 		return coretest.NewBackend(coretest.Simple("get_weather", `{"city":"Paris"}`, "done"), nil), nil
 	})
@@ -55,7 +55,7 @@ func TestOpenJournal(t *testing.T) {
 	t.Setenv("TOOLRELAY_JOURNAL", "sqlite://"+path)
 	t.Setenv("TOOLRELAY_JOURNAL_LEASE", "2s")
 	t.Setenv("TOOLRELAY_JOURNAL_RETENTION", "720h")
-	r, err := config.Open(ctx, weatherTools(t), &config.Options{DefaultBackend: "journal-test"})
+	r, err := adapter.Open(ctx, weatherTools(t), &adapter.Options{DefaultBackend: "journal-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestOpenJournalFromCode(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	t.Setenv("TOOLRELAY_JOURNAL", "sqlite://"+path)
 	mine := jdriver.NewMemory()
-	r, err := config.Open(t.Context(), weatherTools(t), &config.Options{DefaultBackend: "journal-test", Runner: core.Options{Journal: mine}})
+	r, err := adapter.Open(t.Context(), weatherTools(t), &adapter.Options{DefaultBackend: "journal-test", Runner: core.Options{Journal: mine}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestOpenJournalFromCode(t *testing.T) {
 func TestOpenBadJournal(t *testing.T) {
 	t.Setenv("TOOLRELAY_JOURNAL", "sqlite://relative.db")
 	before := opened.Load()
-	_, err := config.Open(t.Context(), weatherTools(t), &config.Options{DefaultBackend: "journal-test"})
+	_, err := adapter.Open(t.Context(), weatherTools(t), &adapter.Options{DefaultBackend: "journal-test"})
 	if errcode.Of(err) != errcode.InvalidArgument {
 		t.Errorf("Open: %v, want InvalidArgument", err)
 	}

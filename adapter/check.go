@@ -1,4 +1,4 @@
-package config
+package adapter
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // tag (a number, or a Go duration), which is 0 when the field has none;
 // min:"none" lets a field take any value (its doc says what a negative one
 // means). The journal retention must also cover the run time limit.
-func (c *Config) check() error {
+func (c *Settings) check() error {
 	if err := checkRanges(reflect.ValueOf(c).Elem(), ""); err != nil {
 		return err
 	}
@@ -96,5 +96,5 @@ func checkInt(n int, min string) error {
 // invalidSetting returns the InvalidArgument error of the setting with file
 // key key and environment variable env.
 func invalidSetting(key, env string, err error) error {
-	return &errcode.Error{Code: errcode.InvalidArgument, Op: fmt.Sprintf("config: %s (%s)", key, env), Err: err}
+	return &errcode.Error{Code: errcode.InvalidArgument, Op: fmt.Sprintf("adapter: %s (%s)", key, env), Err: err}
 }

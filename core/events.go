@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // EventKind names what an [Event] reports.
@@ -92,6 +94,11 @@ type Event struct {
 	Calls int
 	// Outcome is the call's outcome (CallFinished, CallReused, CallInDoubt).
 	Outcome Outcome
+	// Result is the call's result as the model gets it (its output, or
+	// the failure message it reads), on the event that decided it:
+	// CallFinished, CallReused, and CallInDoubt when no handler runs
+	// after it; nil otherwise (a call interrupted, or about to run again).
+	Result *driver.ToolResult
 	// Duration is how long the handler ran (CallFinished) or the run took
 	// (RunFinished).
 	Duration time.Duration

@@ -695,6 +695,13 @@ func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcom
 	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: o, Duration: d, Err: err})
 }
 
+// decided reports the event that decided the call's result tr, and
+// returns tr.
+func (r *Runner) decided(ctx context.Context, c *callRun, kind EventKind, tr driver.ToolResult, d time.Duration, err error) driver.ToolResult {
+	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: tr.Outcome, Duration: d, Err: err, Result: &tr})
+	return tr
+}
+
 // runCall produces the result of one call: from the journal when it holds
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
@@ -767,8 +774,7 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 			tr := toResult(call, entry.Result, entry.IdempotencyKey)
 			tr.Resend = entry.State == jdriver.Submitted
 			c.reused = true
-			r.event(ctx, c, EventCallReused, tr.Outcome, 0, nil)
-			return tr, nil
+			return r.decided(ctx, c, EventCallReused, tr, 0, nil), nil
 		}
 		// Started: wait for its owner to finish, unless its lease expired.
 		if !time.Now().Before(entry.LeaseUntil) {
@@ -802,8 +808,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		if err := r.finish(ctx, c, jr); err != nil {
 			return driver.ToolResult{}, err
 		}
-		r.event(ctx, c, EventCallFinished, jr.Outcome, 0, nil)
-		return toResult(c.call, &jr, c.idem), nil
+		return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), 0, nil), nil
 	}
 	r.holdLease(c.key)
 	r.event(ctx, c, EventCallStarted, OK, 0, nil)
@@ -823,8 +828,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 	if err := r.finish(ctx, c, jr); err != nil {
 		return driver.ToolResult{}, err
 	}
-	r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
-	return toResult(c.call, &jr, c.idem), nil
+	return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), d, cause), nil
 }
 
 // runInDoubt decides a call found started but not finished, now owned by
@@ -855,8 +859,7 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 			if err := r.finish(ctx, c, jr); err != nil {
 				return driver.ToolResult{}, err
 			}
-			r.event(ctx, c, EventCallInDoubt, jr.Outcome, 0, nil)
-			return toResult(call, &jr, c.idem), nil
+			return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, nil), nil
 		case err == nil:
 			r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
 			return r.runClaimed(ctx, c)
@@ -873,8 +876,7 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 		return driver.ToolResult{}, err
 	}
 	c.cause = errors.New("call started but not finished; not verified and not idempotent")
-	r.event(ctx, c, EventCallInDoubt, InDoubt, 0, c.cause)
-	return toResult(call, &jr, c.idem), nil
+	return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, c.cause), nil
 }
 
 // finish records the result of call c in the journal.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
@@ -317,3 +318,60 @@ func TestStreamNestedRun(t *testing.T) {
 		}
 	}
 }
+
+// TestEventResults checks that the event deciding a call's result carries
+// that result, as the model gets it: on the run that runs the calls, and
+// on the resume that reuses them from the journal and answers a denial.
+func TestEventResults(t *testing.T) {
+	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "ok"}, {Name: "bad"}, {Name: "ask"}}},
+		{Text: "done"},
+	}}}}
+	r, _ := streamRunner(t, script, 0,
+		mustTool(t)(core.NewTool("ok", "", func(context.Context, struct{}) (string, error) { return "fine", nil }, nil)),
+		mustTool(t)(core.NewTool("bad", "", func(context.Context, struct{}) (string, error) { return "", core.ModelErrorf("nope") }, nil)),
+		mustTool(t)(core.NewTool("ask", "", func(context.Context, struct{}) (string, error) { return "asked", nil }, &core.ToolOptions{Approval: core.Always("why not")})))
+	results := func(st *core.Stream) []string {
+		var got []string
+		for ev := range st.Events() {
+			switch ev.Kind {
+			case core.EventCallFinished, core.EventCallReused, core.EventCallInDoubt:
+				if ev.Result == nil {
+					got = append(got, ev.Kind.String()+" "+ev.Call.Name+" without a result")
+					continue
+				}
+				res := ev.Result.Output.Text
+				if ev.Result.Failed {
+					res = "failed: " + ev.Result.Error
+				}
+				if ev.Result.Outcome != ev.Outcome || ev.Result.Call.ID != ev.Call.ID {
+					t.Errorf("%v of %s: result of %s with outcome %v, event's %v", ev.Kind, ev.Call.Name, ev.Result.Call.ID, ev.Result.Outcome, ev.Outcome)
+				}
+				got = append(got, ev.Kind.String()+" "+ev.Call.Name+" "+res)
+			}
+		}
+		return got
+	}
+	st := r.Stream(t.Context(), "go", nil)
+	got := results(st)
+	want := []string{"call_finished ok fine", "call_finished bad failed: nope"}
+	if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+	res, err := st.Result()
+	if !errors.Is(err, core.ErrAwaitingApproval) {
+		t.Fatalf("run: %v, want a pause", err)
+	}
+	if err := r.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Reason: "no", Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	got = results(r.ResumeStream(t.Context(), res.Thread, nil))
+	want = []string{"call_reused ok fine", "call_reused bad failed: nope", "call_finished ask failed: a person denied this call: no"}
+	if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
+		t.Errorf("resume (-want +got):\n%s", diff)
+	}
+}
+
+// cmpSorted compares string slices in any order (calls of a step finish
+// in any order).
+var cmpSorted = cmpopts.SortSlices(func(a, b string) bool { return a < b })

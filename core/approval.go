@@ -114,9 +114,19 @@ func (r *Runner) approve(ctx context.Context, c *callRun, rule ApprovalRule) err
 			return r.journalError(ctx, err)
 		}
 	}
-	switch d := a.Decision; {
-	case d == nil:
+	if a.Decision == nil {
 		return errPaused
+	}
+	c.decided(a.Decision)
+	return nil
+}
+
+// decided applies a person's decision d to the call: denied, it runs no
+// handler; a service's approval request approved is answered "approved";
+// approved with edits, the handler gets the edited arguments (the journal
+// keys the call by those the model sent).
+func (c *callRun) decided(d *Decision) {
+	switch {
 	case !d.Approved:
 		c.denial = "a person denied this call"
 		if d.Reason != "" {
@@ -125,11 +135,8 @@ func (r *Runner) approve(ctx context.Context, c *callRun, rule ApprovalRule) err
 	case c.call.Kind == ServiceApproval:
 		c.approved = true
 	case len(d.Arguments) > 0:
-		// Approved with edits: the handler gets the edited arguments (the
-		// journal keys the call by those the model sent).
 		c.args, c.obj, c.argErr = parseArgs(d.Arguments)
 	}
-	return nil
 }
 
 // approvalRule returns the rule that says whether call, of tool (nil if

@@ -688,6 +688,9 @@ type callRun struct {
 	// unsynced: the call's tool may run again, and the journal can write
 	// its claim and result without waiting for the disk.
 	unsynced jdriver.Unsynced
+	// detached: the call is answered for a loop run elsewhere
+	// ([Runner.Call]), which keeps its result: no journal, no lease.
+	detached bool
 }
 
 // event reports an event about the call.
@@ -726,9 +729,10 @@ func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (
 	return tr, err
 }
 
-// answer is runCall without its hook.
-func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
-	j, call := r.opts.Journal, c.call
+// prepare reads a call's arguments (unless they pass the limit), and
+// works out their digest and the call's idempotency key.
+func (r *Runner) prepare(c *callRun) {
+	call := c.call
 	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
 		// Too large to parse: the handler will not run, and the digest is
 		// of the bytes as received.
@@ -738,6 +742,12 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 	}
 	c.digest = digestOf(call.Arguments, c.args)
 	c.idem = jdriver.IdempotencyKey(c.key, c.digest)
+}
+
+// answer is runCall without its hook.
+func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+	j, call := r.opts.Journal, c.call
+	r.prepare(c)
 	if c.tool != nil && c.tool.mayRerun() {
 		c.unsynced, _ = j.(jdriver.Unsynced)
 	}
@@ -810,16 +820,23 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		}
 		return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), 0, nil), nil
 	}
-	r.holdLease(c.key)
+	if !c.detached {
+		r.holdLease(c.key)
+	}
 	r.event(ctx, c, EventCallStarted, OK, 0, nil)
 	t0 := time.Now()
 	jr, cause := r.handle(ctx, c)
 	d := time.Since(t0)
-	r.dropLease(c.key)
+	if !c.detached {
+		r.dropLease(c.key)
+	}
 	c.cause = cause
 	if jr.Outcome == Interrupted {
 		// The run was canceled and the handler gave up: let it run again.
 		r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
+		if c.detached {
+			return driver.ToolResult{}, r.ctxError(ctx)
+		}
 		t0 := r.journalClock()
 		err := r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
 		r.journalWrote(ctx, "release", t0, err)
@@ -879,8 +896,12 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 	return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, c.cause), nil
 }
 
-// finish records the result of call c in the journal.
+// finish records the result of call c in the journal (none for a
+// detached call).
 func (r *Runner) finish(ctx context.Context, c *callRun, jr jdriver.Result) error {
+	if c.detached {
+		return nil
+	}
 	t0 := r.journalClock()
 	var err error
 	if c.unsynced != nil {

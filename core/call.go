@@ -1,0 +1,104 @@
+package core
+
+import (
+	"context"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+)
+
+// A CallRequest asks [Runner.Call] to answer one call for a loop that is
+// run elsewhere than in [Runner.Run], such as a durable-execution engine's
+// workflow (module toolrelay/temporal), which keeps the results itself.
+type CallRequest struct {
+	// Call is the call to answer.
+	Call Call
+	// Step is the number of the step the call belongs to (from 1), for
+	// events and hooks.
+	Step int
+	// Again says the call was started before, here or in another process,
+	// and its result was lost: it is decided as [Runner.Resume] decides a
+	// call its journal found started and not finished. The tool's Verify
+	// hook, if it has one, says what became of it; without one (or when
+	// the hook cannot tell), an idempotent or read-only tool runs again,
+	// and any other call gets a failed result saying its outcome is
+	// unknown (outcome InDoubt): never a second effect.
+	Again bool
+	// IdempotencyKey, if set, is the result's key in place of the one
+	// the runner derives from the call's backend, thread, turn, id and
+	// arguments.
+	IdempotencyKey string
+	// Decision is a person's decision about a call that needed one (see
+	// [Runner.ApprovalNeeded]); nil when none was needed. A denied call
+	// runs no handler and gets a failed result telling the model why
+	// (outcome Denied); an approved service's approval request is
+	// answered "approved"; an approval with Arguments runs the handler
+	// with them.
+	Decision *Decision
+}
+
+// Call answers one call as a step of [Runner.Run] does, but without the
+// runner's journal: the arguments are checked against the runner's limit
+// and the tool's schema, the middleware and the handler run (a panic
+// recovered, the time bounded), the output is encoded within the limit,
+// and the runner's events and call hook report it. Every failure of the
+// call is a failed result; the error is non-nil only when ctx ended while
+// the handler ran (the call may then run again). Keeping the result,
+// and running a call only once, is the caller's part.
+func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
+	c := &callRun{call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, detached: true}
+	c.key = r.key(c.call)
+	h := r.opts.Hooks
+	if h == nil || h.Call == nil {
+		return r.callDetached(ctx, c, req)
+	}
+	ctx, end := h.Call(ctx, &CallInfo{Backend: r.b.Name(), Call: c.call, Step: req.Step})
+	tr, err := r.callDetached(ctx, c, req)
+	e := &CallEnd{Cause: c.cause, Err: err}
+	if err == nil {
+		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
+	}
+	end(e)
+	return tr, err
+}
+
+// callDetached is Call without its hook.
+func (r *Runner) callDetached(ctx context.Context, c *callRun, req *CallRequest) (driver.ToolResult, error) {
+	r.prepare(c)
+	if req.IdempotencyKey != "" {
+		c.idem = req.IdempotencyKey
+	}
+	if req.Decision != nil {
+		c.decided(req.Decision)
+	}
+	if req.Again && c.denial == "" && !c.approved {
+		return r.runInDoubt(ctx, c)
+	}
+	return r.runClaimed(ctx, c)
+}
+
+// ApprovalNeeded reports whether call needs a person's decision before it
+// runs, and why, as [Runner.Run] would ask: a call of a tool with an
+// approval rule ([ToolOptions.Approval]) whose arguments are valid and
+// that the rule covers (a rule that fails covers it), or the service's own
+// approval request (kind ServiceApproval). A call of an unknown tool, or
+// whose arguments are not valid, needs none: it fails as usual.
+func (r *Runner) ApprovalNeeded(ctx context.Context, call Call) (need bool, why string) {
+	rule := approvalRule(&call, r.tools.Lookup(call.Name))
+	if rule == nil {
+		return false, ""
+	}
+	c := &callRun{call: &call}
+	c.key = r.key(c.call)
+	r.prepare(c)
+	if c.argErr != nil && call.Kind != ServiceApproval {
+		return false, ""
+	}
+	need, why, err := rule(ctx, call, c.args)
+	if err != nil {
+		return true, "the approval rule failed: " + err.Error()
+	}
+	if !need {
+		return false, ""
+	}
+	return true, why
+}

@@ -1,0 +1,214 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+)
+
+// TestRunnerCall answers single calls outside a run (Runner.Call): every
+// case gives the result Run would send, and the handler runs only where
+// it should.
+func TestRunnerCall(t *testing.T) {
+	type charge struct {
+		Order  string `json:"order"`
+		Amount int    `json:"amount"`
+	}
+	var (
+		runs     atomic.Int32
+		verified = map[string]bool{"paid": true}
+		gotArgs  atomic.Value
+	)
+	do := func(_ context.Context, in charge) (string, error) {
+		runs.Add(1)
+		gotArgs.Store(in)
+		if in.Order == "boom" {
+			panic("boom")
+		}
+		return "charged " + in.Order, nil
+	}
+	mk := func(name string, opts *core.ToolOptions) *core.Tool {
+		tl, err := core.NewTool(name, "charges an order", do, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tl
+	}
+	verify := func(_ context.Context, c core.Call) (any, bool, error) {
+		var in charge
+		json.Unmarshal(c.Arguments, &in)
+		if verified[in.Order] {
+			return "charged " + in.Order + " (verified)", true, nil
+		}
+		return nil, false, nil
+	}
+	tb, err := core.NewToolbox(
+		mk("charge", nil),
+		mk("lookup", &core.ToolOptions{ReadOnly: true}),
+		mk("verified_charge", &core.ToolOptions{Verify: verify}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	r := core.NewRunner(&canned{}, tb, &core.Options{Logger: quiet, MaxArgumentBytes: 100, OnEvent: func(e core.Event) {
+		events = append(events, e.Kind.String()+":"+e.Outcome.String())
+	}})
+	args := func(order string) json.RawMessage { return json.RawMessage(`{"order":"` + order + `","amount":5}`) }
+	tests := []struct {
+		name       string
+		req        core.CallRequest
+		want       driver.ToolResult // Call and IdempotencyKey are not compared
+		wantRuns   int32
+		wantEvents []string
+	}{
+		{"ok", core.CallRequest{Call: core.Call{ID: "c1", Name: "charge", Arguments: args("a")}},
+			driver.ToolResult{Output: core.Output{Text: "charged a"}}, 1, []string{"call_started:ok", "call_finished:ok"}},
+		{"unknown tool", core.CallRequest{Call: core.Call{ID: "c1", Name: "nope", Arguments: args("a")}},
+			driver.ToolResult{Failed: true, Outcome: core.UnknownTool, Error: `unknown tool "nope"; available tools: charge, lookup, verified_charge`}, 0, []string{"call_started:ok", "call_finished:unknown_tool"}},
+		{"schema violation", core.CallRequest{Call: core.Call{ID: "c1", Name: "charge", Arguments: json.RawMessage(`{"order":1}`)}},
+			driver.ToolResult{Failed: true, Outcome: core.InvalidArguments}, 0, []string{"call_started:ok", "call_finished:invalid_arguments"}},
+		{"arguments too large", core.CallRequest{Call: core.Call{ID: "c1", Name: "charge", Arguments: json.RawMessage(`{"order":"` + strings.Repeat("x", 100) + `"}`)}},
+			driver.ToolResult{Failed: true, Outcome: core.TooLarge, Error: "arguments too large (112 bytes; the limit is 100)"}, 0, []string{"call_started:ok", "call_finished:too_large"}},
+		{"panic", core.CallRequest{Call: core.Call{ID: "c1", Name: "charge", Arguments: args("boom")}},
+			driver.ToolResult{Failed: true, Outcome: core.Panicked, Error: `tool "charge" failed`}, 1, []string{"call_started:ok", "call_finished:panicked"}},
+		{"again, side effect, no verify: in doubt", core.CallRequest{Call: core.Call{ID: "c1", Name: "charge", Arguments: args("a")}, Again: true},
+			driver.ToolResult{Failed: true, Outcome: core.InDoubt, Error: `the outcome of this call of "charge" is unknown: it may or may not have taken effect, and it was not run again`}, 0, []string{"call_in_doubt:in_doubt"}},
+		{"again, read-only: runs again", core.CallRequest{Call: core.Call{ID: "c1", Name: "lookup", Arguments: args("a")}, Again: true},
+			driver.ToolResult{Output: core.Output{Text: "charged a"}}, 1, []string{"call_in_doubt:ok", "call_started:ok", "call_finished:ok"}},
+		{"again, verified", core.CallRequest{Call: core.Call{ID: "c1", Name: "verified_charge", Arguments: args("paid")}, Again: true},
+			driver.ToolResult{Output: core.Output{Text: "charged paid (verified)"}}, 0, []string{"call_in_doubt:ok"}},
+		{"again, verify finds nothing: runs", core.CallRequest{Call: core.Call{ID: "c1", Name: "verified_charge", Arguments: args("b")}, Again: true},
+			driver.ToolResult{Output: core.Output{Text: "charged b"}}, 1, []string{"call_in_doubt:ok", "call_started:ok", "call_finished:ok"}},
+		{"denied", core.CallRequest{Call: core.Call{ID: "c1", Name: "charge", Arguments: args("a")}, Decision: &core.Decision{Reason: "too much"}},
+			driver.ToolResult{Failed: true, Outcome: core.Denied, Error: "a person denied this call: too much"}, 0, []string{"call_finished:denied"}},
+		{"denied, again: still denied", core.CallRequest{Call: core.Call{ID: "c1", Name: "charge", Arguments: args("a")}, Decision: &core.Decision{}, Again: true},
+			driver.ToolResult{Failed: true, Outcome: core.Denied, Error: "a person denied this call"}, 0, []string{"call_finished:denied"}},
+		{"approved with edits", core.CallRequest{Call: core.Call{ID: "c1", Name: "charge", Arguments: args("a")}, Decision: &core.Decision{Approved: true, Arguments: args("edited")}},
+			driver.ToolResult{Output: core.Output{Text: "charged edited"}}, 1, []string{"call_started:ok", "call_finished:ok"}},
+		{"service approval approved", core.CallRequest{Call: core.Call{ID: "c1", Name: "mcp_delete", Kind: core.ServiceApproval}, Decision: &core.Decision{Approved: true}},
+			driver.ToolResult{Output: core.Output{Text: "approved"}}, 0, []string{"call_finished:ok"}},
+		{"key given", core.CallRequest{Call: core.Call{ID: "c1", Name: "charge", Arguments: args("a")}, IdempotencyKey: "wf-1/2/c1"},
+			driver.ToolResult{Output: core.Output{Text: "charged a"}, IdempotencyKey: "wf-1/2/c1"}, 1, []string{"call_started:ok", "call_finished:ok"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs.Store(0)
+			events = nil
+			got, err := r.Call(t.Context(), &tt.req)
+			if err != nil {
+				t.Fatalf("Call: %v", err)
+			}
+			if got.Call.ID != tt.req.Call.ID || got.IdempotencyKey == "" {
+				t.Errorf("result answers %q with key %q, want call %q and a key", got.Call.ID, got.IdempotencyKey, tt.req.Call.ID)
+			}
+			if tt.want.IdempotencyKey == "" {
+				got.IdempotencyKey = ""
+			}
+			got.Call = driver.Call{}
+			if tt.want.Outcome == core.InvalidArguments {
+				if !strings.Contains(got.Error, "order:") {
+					t.Errorf("error %q does not name the field", got.Error)
+				}
+				got.Error = ""
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if n := runs.Load(); n != tt.wantRuns {
+				t.Errorf("handler ran %d times, want %d", n, tt.wantRuns)
+			}
+			if diff := cmp.Diff(tt.wantEvents, events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunnerCallStable: the derived idempotency key depends on the call
+// alone, not on the runner or the attempt.
+func TestRunnerCallStable(t *testing.T) {
+	tl, err := core.NewTool("echo", "echoes", func(_ context.Context, in struct{ S string }) (string, error) { return in.S, nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := core.NewToolbox(tl)
+	call := core.Call{Thread: "th", Turn: "tu", ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"S":"x"}`)}
+	var keys []string
+	for range 2 {
+		r := core.NewRunner(&canned{}, tb, &core.Options{Logger: quiet})
+		tr, err := r.Call(t.Context(), &core.CallRequest{Call: call, Step: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tr.IdempotencyKey)
+	}
+	if keys[0] != keys[1] {
+		t.Errorf("keys %q and %q differ", keys[0], keys[1])
+	}
+}
+
+// TestRunnerCallCanceled: a call whose context ends while its handler runs
+// is an error (it may run again), not a result.
+func TestRunnerCallCanceled(t *testing.T) {
+	started := make(chan struct{})
+	tl, err := core.NewTool("wait", "waits", func(ctx context.Context, _ struct{}) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := core.NewToolbox(tl)
+	r := core.NewRunner(&canned{}, tb, &core.Options{Logger: quiet})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-started; cancel() }()
+	_, err = r.Call(ctx, &core.CallRequest{Call: core.Call{ID: "c1", Name: "wait", Arguments: json.RawMessage(`{}`)}})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Call: %v, want context.Canceled", err)
+	}
+}
+
+// TestApprovalNeeded asks the approval rule as Run would.
+func TestApprovalNeeded(t *testing.T) {
+	type refund struct {
+		Amount int `json:"amount"`
+	}
+	tl, err := core.NewTool("refund", "refunds", func(context.Context, refund) (string, error) { return "ok", nil }, &core.ToolOptions{
+		Approval: core.ApprovalIf(func(_ context.Context, in refund) (bool, string) { return in.Amount > 100, "over 100" }),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := core.NewTool("lookup", "looks", func(context.Context, refund) (string, error) { return "ok", nil }, nil)
+	tb, _ := core.NewToolbox(tl, plain)
+	r := core.NewRunner(&canned{}, tb, &core.Options{Logger: quiet})
+	tests := []struct {
+		name     string
+		call     core.Call
+		need     bool
+		whyWants string
+	}{
+		{"over", core.Call{Name: "refund", Arguments: json.RawMessage(`{"amount":500}`)}, true, "over 100"},
+		{"under", core.Call{Name: "refund", Arguments: json.RawMessage(`{"amount":5}`)}, false, ""},
+		{"not JSON: fails as usual", core.Call{Name: "refund", Arguments: json.RawMessage(`{`)}, false, ""},
+		{"no rule", core.Call{Name: "lookup", Arguments: json.RawMessage(`{"amount":500}`)}, false, ""},
+		{"unknown tool", core.Call{Name: "nope"}, false, ""},
+		{"service approval", core.Call{Name: "mcp_delete", Kind: core.ServiceApproval}, true, "the service asks a person to approve mcp_delete"},
+	}
+	for _, tt := range tests {
+		need, why := r.ApprovalNeeded(t.Context(), tt.call)
+		if need != tt.need || why != tt.whyWants {
+			t.Errorf("%s: ApprovalNeeded = %v, %q; want %v, %q", tt.name, need, why, tt.need, tt.whyWants)
+		}
+	}
+}

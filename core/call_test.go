@@ -212,3 +212,14 @@ func TestApprovalNeeded(t *testing.T) {
 		}
 	}
 }
+
+// TestRunnerHooks: a runner hands out the hooks it was given.
+func TestRunnerHooks(t *testing.T) {
+	h := &core.Hooks{}
+	if got := core.NewRunner(&canned{}, nil, &core.Options{Hooks: h}).Hooks(); got != h {
+		t.Errorf("Hooks() = %p, want %p", got, h)
+	}
+	if got := core.NewRunner(&canned{}, nil, nil).Hooks(); got != nil {
+		t.Errorf("Hooks() of a runner without = %p, want nil", got)
+	}
+}

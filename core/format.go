@@ -51,6 +51,10 @@ func (f *Format) Name() string { return f.wire.Name }
 // Schema returns the format's JSON Schema.
 func (f *Format) Schema() json.RawMessage { return f.wire.Schema }
 
+// Strict reports whether the service is asked to keep to the schema
+// exactly (ToolOptions.Strict).
+func (f *Format) Strict() bool { return f.wire.Strict }
+
 // Decode decodes the answer of a run made with format f into a T. An
 // answer that is not JSON, or not of the format's schema, gives an error
 // saying so (code Internal: the model did not keep to the format).

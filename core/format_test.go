@@ -24,6 +24,12 @@ func TestFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if f.Strict() {
+		t.Error("Strict() of a format made without ToolOptions.Strict = true")
+	}
+	if sf, err := core.NewFormat[point]("point", &core.ToolOptions{Strict: true}); err != nil || !sf.Strict() {
+		t.Errorf("Strict() of a strict format = false (err %v)", err)
+	}
 	for _, tc := range []struct {
 		text string
 		want point

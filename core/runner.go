@@ -184,6 +184,11 @@ func (r *Runner) Toolbox() *Toolbox { return r.tools }
 // Journal returns the runner's journal.
 func (r *Runner) Journal() jdriver.Journal { return r.opts.Journal }
 
+// Hooks returns the runner's hooks (Options.Hooks), nil if none: a loop
+// run elsewhere (see [Runner.Call]) calls Hooks.Step around the backend
+// requests it makes itself.
+func (r *Runner) Hooks() *Hooks { return r.opts.Hooks }
+
 // Close closes the backend, and then what was opened for the runner alone
 // (such as the journal package adapter opens from configuration).
 func (r *Runner) Close() error {

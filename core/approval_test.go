@@ -311,3 +311,61 @@ func TestApprovalStream(t *testing.T) {
 		t.Errorf("resumed stream: %q, %v, refunds %d; want the answer and one refund", text.String(), err, e.refunds.Load())
 	}
 }
+
+// TestPruneDuringApproval (issue 30, item 1): a step whose lookup ran (its
+// result journaled, not sent) pauses for the refund's approval; the
+// journal is pruned past every age while the run waits, before and after
+// the decision. The resume must send the lookup's kept result (not run it
+// again) and run the approved refund, on every store.
+func TestPruneDuringApproval(t *testing.T) {
+	stores := map[string]func(t *testing.T) jdriver.Journal{
+		"memory": func(*testing.T) jdriver.Journal { return jdriver.NewMemory() },
+		"sqlite": func(t *testing.T) jdriver.Journal {
+			return openStore(t, "sqlite://"+filepath.Join(t.TempDir(), "journal.db"))
+		},
+	}
+	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
+		stores["postgres"] = func(t *testing.T) jdriver.Journal { return openStore(t, pgtest.FreshTable(t, u, "prune")) }
+	} else {
+		t.Log("TOOLRELAY_TEST_POSTGRES is not set: PostgreSQL is not tried")
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			e := newApprovalEnv(t, refundScript("150"), nil)
+			j := open(t)
+			r := core.NewRunner(e.backend, e.runner.Toolbox(), &core.Options{Logger: quiet, Journal: j})
+			defer r.Close()
+			res, err := r.Run(t.Context(), "refund", nil)
+			if !errors.Is(err, core.ErrAwaitingApproval) {
+				t.Fatalf("Run = %v, want ErrAwaitingApproval", err)
+			}
+			prune := func(when string) {
+				if _, err := j.Prune(t.Context(), time.Now().Add(time.Hour)); err != nil {
+					t.Fatalf("Prune %s: %v", when, err)
+				}
+			}
+			prune("while the approval is pending")
+			if err := r.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true, Actor: "ops"}); err != nil {
+				t.Fatal(err)
+			}
+			prune("once the call is decided, before the resume")
+			if res, err = r.Resume(t.Context(), res.Thread, nil); err != nil || res.Text != "refunded / order 7: 150" {
+				t.Fatalf("Resume = %+v, %v; want the answer", res, err)
+			}
+			if e.refunds.Load() != 1 || e.lookups.Load() != 1 {
+				t.Errorf("refunds %d, lookups %d; want each once (the lookup's unsent result and the decision kept through the prunes)", e.refunds.Load(), e.lookups.Load())
+			}
+		})
+	}
+}
+
+// openStore opens the journal at u for the test.
+func openStore(t *testing.T, u string) jdriver.Journal {
+	t.Helper()
+	j, err := journal.Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}

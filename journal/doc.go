@@ -53,5 +53,11 @@
 // Finished entries are kept until pruned: driver.Journal.Prune deletes
 // those finished before a given time, on demand, and [StartPruning] does it
 // periodically for a given retention (package adapter starts it when
-// TOOLRELAY_JOURNAL_RETENTION is set).
+// TOOLRELAY_JOURNAL_RETENTION is set). Whatever the retention, a prune
+// never takes what a run that is not over may still need: the claims of
+// calls under way, and, of a thread whose run is running or awaiting
+// approval, the results not yet sent to the service and the decisions
+// not yet acted on (a short retention cannot make a paused run run a
+// call twice). A run that ended with an error keeps its unsent results
+// for the retention only: resume it before then.
 package journal

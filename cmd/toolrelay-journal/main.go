@@ -17,7 +17,8 @@
 // started, its worker's lease over —, succeeded, failed, submitted);
 // show prints one thread's run record, its calls and its approvals
 // (pending and decided, with who decided); prune deletes what finished
-// before -older ago. The journal URL may also come from TOOLRELAY_JOURNAL.
+// before -older ago, but never what a run still running or awaiting
+// approval needs (see driver.Journal.Prune). The journal URL may also come from TOOLRELAY_JOURNAL.
 package main
 
 import (

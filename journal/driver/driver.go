@@ -58,11 +58,15 @@ type Journal interface {
 	MarkSubmitted(ctx context.Context, keys []Key) error
 	// Get returns the entry for key, and whether there is one.
 	Get(ctx context.Context, key Key) (Entry, bool, error)
-	// Prune deletes finished and submitted entries last updated before t
-	// (and, in a journal that keeps approvals, the approvals decided
-	// before t; in one that keeps notes, the notes set before t; in one
-	// that keeps runs, the ended runs last updated before t) and
-	// returns how many it deleted.
+	// Prune deletes the entries with a result last updated before t (and,
+	// in a journal that keeps approvals, the approvals decided before t;
+	// in one that keeps notes, the notes set before t; in one that keeps
+	// runs, the ended runs last updated before t) and returns how many
+	// entries it deleted. Whatever t, it never deletes what a run that is
+	// not over may still need: a Started entry; in a journal that keeps
+	// runs, a result not yet Submitted, or a decided approval, of a thread
+	// whose run is running or awaiting approval (see [Runs]); a pending
+	// approval; a run that has not ended.
 	Prune(ctx context.Context, before time.Time) (int, error)
 }
 
@@ -262,13 +266,13 @@ func (j *Memory) Prune(_ context.Context, before time.Time) (int, error) {
 	defer j.mu.Unlock()
 	n := 0
 	for _, k := range slices.Collect(maps.Keys(j.entries)) {
-		if e := j.entries[k]; e.State.Finished() && e.Updated.Before(before) {
+		if e := j.entries[k]; e.State.Finished() && e.Updated.Before(before) && (e.State == Submitted || !j.live(k.Backend, k.Thread)) {
 			delete(j.entries, k)
 			n++
 		}
 	}
 	for k, a := range j.approvals {
-		if a.Decision != nil && a.Decision.At.Before(before) {
+		if a.Decision != nil && a.Decision.At.Before(before) && !j.live(k.Backend, k.Thread) {
 			delete(j.approvals, k)
 		}
 	}
@@ -283,6 +287,13 @@ func (j *Memory) Prune(_ context.Context, before time.Time) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// live reports whether the thread of backend has a run that is not over:
+// running, or awaiting approval.
+func (j *Memory) live(backend, thread string) bool {
+	r := j.runs[runKey{backend, thread}]
+	return r != nil && !r.State.Ended()
 }
 
 // Forget deletes the submitted entries of keys. The runner calls it on

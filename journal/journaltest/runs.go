@@ -234,4 +234,68 @@ var runCases = []optionalCase[jdriver.Runs]{
 			}
 		},
 	},
+	{
+		name: "PruneKeepsLiveRuns",
+		explanation: "Prune never deletes what a run that is not over may still need, however old: of a thread whose run is running or awaiting approval, the results not yet submitted and (in a journal that keeps approvals) the decided approvals stay; " +
+			"their submitted results go, as do the results and decided approvals of threads whose run ended or that have no run; pending approvals always stay.",
+		f: func(t *testing.T, j jdriver.Runs) {
+			ctx := t.Context()
+			jj := j.(jdriver.Journal)
+			ap, approvals := j.(jdriver.Approvals)
+			liveRuns := map[string]bool{"running": true, "paused": true, "failed": false, "unrecorded": false}
+			for _, r := range []jdriver.Run{
+				{Backend: "journaltest", Thread: "running", State: jdriver.RunRunning, Owner: "a", LeaseUntil: time.Now().Add(time.Hour)},
+				{Backend: "journaltest", Thread: "paused", State: jdriver.RunAwaiting},
+				{Backend: "journaltest", Thread: "failed", State: jdriver.RunFailed, Error: "the backend failed"},
+			} {
+				if err := j.PutRun(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			threadKey := func(thread, call string) jdriver.Key {
+				return jdriver.Key{Backend: "journaltest", Thread: thread, Turn: "turn-1", Call: call}
+			}
+			for thread := range liveRuns {
+				kept, sent := threadKey(thread, "kept"), threadKey(thread, "sent")
+				for _, k := range []jdriver.Key{kept, sent} {
+					claim(t, jj, k, "owner-a", live)
+					finish(t, jj, k, "owner-a", textResult("charged"))
+				}
+				markSubmitted(t, jj, sent)
+				if !approvals {
+					continue
+				}
+				for _, call := range []string{"decided", "pending"} {
+					a := approval(call, time.Now().Add(-2*time.Hour))
+					a.Key = threadKey(thread, call)
+					if _, _, err := ap.RequestApproval(ctx, a); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := ap.DecideApproval(ctx, threadKey(thread, "decided"), jdriver.Decision{Approved: true, At: time.Now().Add(-2 * time.Hour)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := jj.Prune(ctx, time.Now().Add(time.Hour))
+			if err != nil || n != 6 {
+				t.Errorf("Prune = %d, %v; want 6 (the submitted results of the live runs, every result of the others), nil", n, err)
+			}
+			for thread, isLive := range liveRuns {
+				if _, ok := get(t, jj, threadKey(thread, "kept")); ok != isLive {
+					t.Errorf("thread %s: the result not submitted present %v after Prune, want %v", thread, ok, isLive)
+				}
+				if _, ok := get(t, jj, threadKey(thread, "sent")); ok {
+					t.Errorf("thread %s: the submitted result is still there after Prune", thread)
+				}
+				if !approvals {
+					continue
+				}
+				for call, want := range map[string]bool{"decided": isLive, "pending": true} {
+					if _, ok, err := ap.GetApproval(ctx, threadKey(thread, call)); ok != want || err != nil {
+						t.Errorf("thread %s: the %s approval present %v (%v) after Prune, want %v", thread, call, ok, err, want)
+					}
+				}
+			}
+		},
+	},
 }

@@ -178,7 +178,7 @@ func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, 
 		// One statement per key: a join with a list of keys lets the
 		// planner scan the whole table while it is small.
 		mark:  `UPDATE ` + e + ` SET state = 'submitted', updated = now() WHERE ` + key + ` AND state IN ('succeeded', 'failed')`,
-		prune: `DELETE FROM ` + e + ` WHERE state <> 'started' AND updated < $1`,
+		prune: `DELETE FROM ` + e + ` AS e WHERE state <> 'started' AND updated < $1 AND (state = 'submitted' OR NOT ` + t.liveRun() + `)`,
 	}
 	j.w.init(j)
 	return j, nil
@@ -370,7 +370,7 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 	if err != nil {
 		return 0, j.opError("prune", err)
 	}
-	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.approvals+` WHERE decided < $1`, before); err != nil {
+	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.approvals+` AS e WHERE decided < $1 AND NOT `+j.t.liveRun(), before); err != nil {
 		return int(tag.RowsAffected()), j.opError("prune approvals", err)
 	}
 	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.notes+` WHERE updated < $1`, before); err != nil {

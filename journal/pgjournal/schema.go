@@ -64,6 +64,14 @@ func (t tables) create() []string {
 	}
 }
 
+// liveRun holds, in a statement on the row e of a thread's entry or
+// approval, when the thread has a run that is not over (running, or
+// awaiting approval), which may still need it.
+func (t tables) liveRun() string {
+	return `EXISTS (SELECT FROM ` + t.runs + ` AS r
+		WHERE r.backend = e.backend AND r.thread = e.thread AND r.state IN ('running', 'awaiting_approval'))`
+}
+
 // createApprovals creates the approvals table (schema version 2).
 func (t tables) createApprovals() string {
 	return `CREATE TABLE ` + t.approvals + ` (

@@ -186,13 +186,13 @@ func (j *Journal) init(ctx context.Context, o *Options) error {
 		{&j.release, `DELETE FROM ` + entriesTable + ` WHERE ` + keyMatch + ` AND state = 'started' AND owner = ?`},
 		{&j.finish, `UPDATE ` + entriesTable + ` SET state = ?, result = ?, updated = ? WHERE ` + keyMatch + ` AND state = 'started' AND owner = ?`},
 		{&j.prune, `DELETE FROM ` + entriesTable + ` WHERE (backend, thread, turn, call) IN
-			(SELECT backend, thread, turn, call FROM ` + entriesTable + `
-				WHERE (backend, thread, turn, call) > (?, ?, ?, ?) AND state <> 'started' AND updated < ?
+			(SELECT backend, thread, turn, call FROM ` + entriesTable + ` AS e
+				WHERE (backend, thread, turn, call) > (?, ?, ?, ?) AND state <> 'started' AND updated < ? AND ` + unneeded + `
 				ORDER BY backend, thread, turn, call LIMIT ?)
 			RETURNING backend, thread, turn, call`},
 		{&j.pruneFirst, `DELETE FROM ` + entriesTable + ` WHERE (backend, thread, turn, call) IN
-			(SELECT backend, thread, turn, call FROM ` + entriesTable + `
-				WHERE state <> 'started' AND updated < ?
+			(SELECT backend, thread, turn, call FROM ` + entriesTable + ` AS e
+				WHERE state <> 'started' AND updated < ? AND ` + unneeded + `
 				ORDER BY backend, thread, turn, call LIMIT ?)
 			RETURNING backend, thread, turn, call`},
 	} {
@@ -481,7 +481,7 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 		total, last = total+n, lastHere
 		if n < pruneBatch {
 			err := j.w.q.Do(ctx, &op{run: func(ctx context.Context) error {
-				if _, err := j.conn.ExecContext(ctx, `DELETE FROM `+approvalsTable+` WHERE decided < ?`, before.UnixNano()); err != nil {
+				if _, err := j.conn.ExecContext(ctx, `DELETE FROM `+approvalsTable+` AS e WHERE decided < ? AND NOT `+liveRun, before.UnixNano()); err != nil {
 					return err
 				}
 				if _, err := j.conn.ExecContext(ctx, `DELETE FROM `+notesTable+` WHERE updated < ?`, before.UnixNano()); err != nil {
@@ -497,6 +497,17 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 		}
 	}
 }
+
+// liveRun holds, in a statement on the row e of a thread's entry or
+// approval, when the thread has a run that is not over (running, or
+// awaiting approval), which may still need it.
+const liveRun = `EXISTS (SELECT 1 FROM ` + runsTable + ` AS r
+	WHERE r.backend = e.backend AND r.thread = e.thread AND r.state IN ('running', 'awaiting_approval'))`
+
+// unneeded holds, in a statement on the row e of an entry with a result,
+// when no run needs it any more: it was submitted, or its thread's run is
+// over.
+const unneeded = `(e.state = 'submitted' OR NOT ` + liveRun + `)`
 
 // keyLess orders keys as SQLite's BINARY collation orders the primary key.
 func keyLess(a, b driver.Key) bool {

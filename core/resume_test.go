@@ -448,3 +448,43 @@ func TestUnsyncedWrites(t *testing.T) {
 		t.Fatalf("Run on a journal without unsynced writes = %+v, %v", res, err)
 	}
 }
+
+// resultless is a journal (a third party's, or a store reading a damaged
+// row) that returns finished entries without their result.
+type resultless struct{ *jdriver.Memory }
+
+func (j resultless) Claim(ctx context.Context, key jdriver.Key, digest, idem, owner string, lease time.Duration) (jdriver.Entry, bool, error) {
+	e, created, err := j.Memory.Claim(ctx, key, digest, idem, owner, lease)
+	e.Result = nil
+	return e, created, err
+}
+
+// TestFinishedEntryWithoutResult (issue 30, item 7): a finished entry that
+// holds no result is a damaged one: the run ends with a DataLoss error
+// naming the call, without a panic, without running the handler again,
+// and without sending anything for the call.
+func TestFinishedEntryWithoutResult(t *testing.T) {
+	tool, runs := counter(t, nil)
+	tb, _ := core.NewToolbox(tool)
+	backend := coretest.NewBackend(bookScript, &coretest.BackendOptions{Fault: func(op string, n int) error {
+		if op == "submit" {
+			return errors.New("connection reset") // the result is journaled, not sent
+		}
+		return nil
+	}})
+	j := jdriver.NewMemory()
+	r := core.NewRunner(backend, tb, &core.Options{Journal: j, Logger: quiet})
+	res, err := r.Run(t.Context(), "book table 7", nil)
+	if err == nil || runs.Load() != 1 {
+		t.Fatalf("Run = %v after %d runs, want the lost submission after 1", err, runs.Load())
+	}
+	r2 := core.NewRunner(backend, tb, &core.Options{Journal: resultless{j}, Logger: quiet})
+	defer r2.Close()
+	_, err = r2.Resume(t.Context(), res.Thread, nil)
+	if errcode.Of(err) != errcode.DataLoss || !strings.Contains(err.Error(), "call_1") {
+		t.Errorf("Resume over an entry without its result = %v (%v), want DataLoss naming the call", err, errcode.Of(err))
+	}
+	if runs.Load() != 1 {
+		t.Errorf("the handler ran %d times, want once", runs.Load())
+	}
+}

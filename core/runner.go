@@ -786,6 +786,11 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 			return driver.ToolResult{}, &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: journal", Err: err}
 		}
 		if entry.State.Finished() {
+			if entry.Result == nil {
+				err := fmt.Errorf("call %q is in the journal as %v, without its result: the entry is damaged (its handler is not run again)", call.ID, entry.State)
+				r.event(ctx, c, EventCallReused, Conflict, 0, err)
+				return driver.ToolResult{}, &errcode.Error{Code: errcode.DataLoss, Op: "core: journal", Err: err}
+			}
 			tr := toResult(call, entry.Result, entry.IdempotencyKey)
 			tr.Resend = entry.State == jdriver.Submitted
 			c.reused = true

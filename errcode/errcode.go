@@ -46,6 +46,10 @@ const (
 	// Unavailable: the service is unavailable (HTTP 502, 503, 504);
 	// retrying later may succeed.
 	Unavailable
+	// DataLoss: stored data is lost or damaged (such as a journal entry
+	// that says its call finished but holds no result); it cannot be
+	// used, and retrying does not help.
+	DataLoss
 )
 
 var names = [...]string{
@@ -60,6 +64,7 @@ var names = [...]string{
 	DeadlineExceeded:   "DeadlineExceeded",
 	Internal:           "Internal",
 	Unavailable:        "Unavailable",
+	DataLoss:           "DataLoss",
 }
 
 // String returns the name of the code, such as "NotFound".

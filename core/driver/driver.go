@@ -318,7 +318,8 @@ const (
 	// InDoubt: the call was started before but its result was lost, and it
 	// could neither be verified nor safely run again.
 	InDoubt
-	// Conflict: the journal holds the call with different arguments.
+	// Conflict: the journal holds the call with different arguments, or
+	// damaged (finished, without its result).
 	Conflict
 	// TooLarge: the call's arguments or its output passed the runner's
 	// size limit (see [Options.MaxArgumentBytes], [Options.MaxOutputBytes]).

@@ -125,7 +125,11 @@ type Entry struct {
 	// Owner and LeaseUntil say who may run the call, until when.
 	Owner      string
 	LeaseUntil time.Time
-	// Result is set once the state is Succeeded, Failed or Submitted.
+	// Result is set once the state is Succeeded, Failed or Submitted. A
+	// journal that reads a finished entry without one (a damaged row)
+	// returns an error whose code is errcode.DataLoss instead; the
+	// runner treats such an entry the same way, without running the call
+	// again (see journaltest.RunDamaged).
 	Result *Result
 	// Created and Updated are when the entry was made and last changed.
 	Created, Updated time.Time

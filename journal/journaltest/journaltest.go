@@ -1,7 +1,7 @@
 // Package journaltest checks implementations of [jdriver.Journal]: [Run] is the
-// contract every journal keeps, [Race] has several owners race for the same
-// calls, and [Benchmark] measures what the runner's journal writes cost per
-// call. A journal's whole contract test is one call:
+// contract every journal keeps, [RunDamaged] how a store reads a damaged
+// entry, [Race] has several owners race for the same calls, and
+// [Benchmark] measures what the runner's journal writes cost per call. A journal's whole contract test is one call:
 //
 //	func TestContract(t *testing.T) {
 //		journaltest.Run(t, func(t *testing.T) driver.Journal {

@@ -401,12 +401,8 @@ func scanEntry(row pgx.Row, created *bool) (driver.Entry, error) {
 	if e.State, err = record.ParseState(state); err != nil {
 		return e, err
 	}
-	if result != nil {
-		if e.Result, err = record.DecodeResult(*result); err != nil {
-			return e, err
-		}
-	}
-	return e, nil
+	e.Result, err = record.EntryResult(e.Key, e.State, result)
+	return e, err
 }
 
 // opError wraps the error of an operation; the driver's error (such as a

@@ -100,6 +100,22 @@ func TestContract(t *testing.T) {
 	}
 }
 
+// TestDamaged: an entry finished without its result (its result column
+// NULL) reads as DataLoss.
+func TestDamaged(t *testing.T) {
+	testURL(t)
+	var schema string
+	journaltest.RunDamaged(t, func(t *testing.T) driver.Journal {
+		schema = newSchema(t)
+		return open(t, schema, nil)
+	}, func(t *testing.T, j driver.Journal, k driver.Key) {
+		table := pgx.Identifier{schema, "toolrelay_journal"}.Sanitize()
+		if err := pgjournal.ExecForTest(t.Context(), j.(*pgjournal.Journal), `UPDATE `+table+` SET result = NULL WHERE call_id = '`+k.Call+`'`); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestRace has four journals, each with its own connection pool (as four
 // workers on four machines would have), race for the same 1,000 calls.
 func TestRace(t *testing.T) {

@@ -548,10 +548,12 @@ func scanEntry(row scanner) (driver.Entry, error) {
 	if e.State, err = record.ParseState(state); err != nil {
 		return e, err
 	}
+	var column *string
 	if result.Valid {
-		if e.Result, err = record.DecodeResult(result.String); err != nil {
-			return e, err
-		}
+		column = &result.String
+	}
+	if e.Result, err = record.EntryResult(e.Key, e.State, column); err != nil {
+		return e, err
 	}
 	e.LeaseUntil, e.Created, e.Updated = time.Unix(0, lease), time.Unix(0, created), time.Unix(0, update)
 	return e, nil

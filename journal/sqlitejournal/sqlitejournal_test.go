@@ -46,6 +46,23 @@ func TestContract(t *testing.T) {
 	}
 }
 
+// TestDamaged: an entry finished without its result (its result column
+// NULL) reads as DataLoss.
+func TestDamaged(t *testing.T) {
+	journaltest.RunDamaged(t, func(t *testing.T) driver.Journal {
+		return open(t, filepath.Join(t.TempDir(), "journal.db"), nil)
+	}, func(t *testing.T, j driver.Journal, k driver.Key) {
+		db, err := sql.Open("sqlite", j.(*sqlitejournal.Journal).Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(t.Context(), `UPDATE toolrelay_journal SET result = NULL WHERE call = ?`, k.Call); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestRace has four journals on one file, as four processes would have,
 // race for the same 1,000 calls.
 func TestRace(t *testing.T) {

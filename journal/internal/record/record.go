@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
@@ -45,6 +46,25 @@ func DecodeResult(s string) (*jdriver.Result, error) {
 		return nil, fmt.Errorf("decode result: unknown outcome %d", int(r.Outcome))
 	}
 	return &jdriver.Result{Output: driver.Output{Text: r.Text, Parts: r.Parts, Null: r.Null}, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome}, nil
+}
+
+// EntryResult reads the result column (nil for NULL) of the entry of key
+// in state: nil for a Started entry; for a finished one its result, or,
+// when the column is empty or cannot be read, an error whose code is
+// DataLoss (a damaged row: the call must not be run again, nor its
+// result guessed).
+func EntryResult(key jdriver.Key, state jdriver.State, column *string) (*jdriver.Result, error) {
+	switch {
+	case column != nil:
+		r, err := DecodeResult(*column)
+		if err != nil {
+			return nil, &errcode.Error{Code: errcode.DataLoss, Op: fmt.Sprintf("journal: the %s entry of call %q (thread %q)", state, key.Call, key.Thread), Err: err}
+		}
+		return r, nil
+	case state.Finished():
+		return nil, errcode.Errorf(errcode.DataLoss, "journal: the entry of call %q (thread %q) is %s but holds no result: the row is damaged", key.Call, key.Thread, state)
+	}
+	return nil, nil
 }
 
 // known reports whether o is one of the outcomes driver defines: one whose

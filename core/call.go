@@ -2,8 +2,10 @@ package core
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/toolrelay/toolrelay/core/driver"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // A CallRequest asks [Runner.Call] to answer one call for a loop that is
@@ -27,6 +29,16 @@ type CallRequest struct {
 	// the runner derives from the call's backend, thread, turn, id and
 	// arguments.
 	IdempotencyKey string
+	// Journaled puts the call through the runner's journal, as a step's
+	// call goes, for a toolbox served to other clients (package mcptools
+	// serves one over MCP): a result the journal holds for the call's
+	// key (the runner's backend name, the call's thread, turn and id) is
+	// returned without running anything, a call found started and not
+	// finished is decided as a resume decides it, and the result is kept
+	// before it is returned. Again, IdempotencyKey and Decision are
+	// ignored: a call whose tool needs a person's approval gets a failed
+	// result (outcome Denied), as no one can be asked.
+	Journaled bool
 	// Decision is a person's decision about a call that needed one (see
 	// [Runner.ApprovalNeeded]); nil when none was needed. A denied call
 	// runs no handler and gets a failed result telling the model why
@@ -45,13 +57,16 @@ type CallRequest struct {
 // the handler ran (the call may then run again). Keeping the result,
 // and running a call only once, is the caller's part.
 func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
+	if req.Journaled {
+		return r.callJournaled(ctx, req)
+	}
 	c := &callRun{call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, detached: true}
 	c.key = r.key(c.call)
 	h := r.opts.Hooks
 	if h == nil || h.Call == nil {
 		return r.callDetached(ctx, c, req)
 	}
-	ctx, end := h.Call(ctx, &CallInfo{Backend: r.b.Name(), Call: c.call, Step: req.Step})
+	ctx, end := h.Call(ctx, r.callInfo(c))
 	tr, err := r.callDetached(ctx, c, req)
 	e := &CallEnd{Cause: c.cause, Err: err}
 	if err == nil {
@@ -101,4 +116,44 @@ func (r *Runner) ApprovalNeeded(ctx context.Context, call Call) (need bool, why 
 		return false, ""
 	}
 	return true, why
+}
+
+// callJournaled is Call of a Journaled request.
+func (r *Runner) callJournaled(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
+	call := req.Call
+	c := &callRun{call: &call, tool: r.tools.Lookup(call.Name), key: r.key(&call), step: req.Step, outside: true}
+	tr, err := r.hookedAnswer(ctx, c)
+	if r.own != nil {
+		// The runner's own journal keeps a call no longer than it runs:
+		// nothing will ask for it again.
+		r.own.Forget([]jdriver.Key{c.key})
+	}
+	return tr, err
+}
+
+// outsideApproval answers a journaled call of Runner.Call whose tool has
+// an approval rule: "" when the rule asks for no one, else the denial the
+// model reads.
+func (r *Runner) outsideApproval(ctx context.Context, c *callRun, rule ApprovalRule) (deny string) {
+	need, why, err := rule(ctx, *c.call, c.args)
+	if err != nil {
+		need, why = true, "the approval rule failed"
+	}
+	if !need {
+		return ""
+	}
+	msg := fmt.Sprintf("tool %q needs a person's approval, which cannot be asked for here", c.call.Name)
+	if why != "" {
+		msg += " (" + why + ")"
+	}
+	return msg
+}
+
+// callInfo describes c to the call hook.
+func (r *Runner) callInfo(c *callRun) *CallInfo {
+	info := &CallInfo{Backend: r.b.Name(), Call: c.call, Step: c.step}
+	if c.tool != nil {
+		info.Server = c.tool.opts.Server
+	}
+	return info
 }

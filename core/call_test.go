@@ -11,7 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // TestRunnerCall answers single calls outside a run (Runner.Call): every
@@ -221,5 +223,65 @@ func TestRunnerHooks(t *testing.T) {
 	}
 	if got := core.NewRunner(&canned{}, nil, nil).Hooks(); got != nil {
 		t.Errorf("Hooks() of a runner without = %p, want nil", got)
+	}
+}
+
+// TestCallJournaled: a journaled call outside a run is validated, bounded,
+// run through the middleware and journaled as a step's call is, one the
+// journal holds is not run again, and one that needs approval is denied.
+func TestCallJournaled(t *testing.T) {
+	var runs atomic.Int32
+	w := mustTool(t)(core.NewTool("weather", "", func(ctx context.Context, in weatherArgs) (string, error) {
+		runs.Add(1)
+		return weather(ctx, in)
+	}, weatherOpts))
+	refund := mustTool(t)(core.NewTool("refund", "", func(context.Context, struct{}) (string, error) {
+		runs.Add(1)
+		return "refunded", nil
+	}, &core.ToolOptions{Approval: core.Always("money goes out")}))
+	var mw atomic.Int32
+	r, _ := newRunner(t, &coretest.Script{}, []*core.Tool{w, refund}, &core.Options{
+		Journal: jdriver.NewMemory(),
+		Middleware: []core.Middleware{func(next core.CallFunc) core.CallFunc {
+			return func(ctx context.Context, c *core.Call) (core.CallResult, error) {
+				mw.Add(1)
+				return next(ctx, c)
+			}
+		}},
+	})
+	tests := []struct {
+		name     string
+		call     core.Call
+		want     core.CallResult
+		wantRuns int32
+	}{
+		{"ok", core.Call{ID: "1", Thread: "s", Name: "weather", Arguments: json.RawMessage(`{"location":"Seattle, WA"}`)},
+			core.CallResult{Output: core.Output{Text: "70f"}, Outcome: core.OK}, 1},
+		{"journaled, not run again", core.Call{ID: "1", Thread: "s", Name: "weather", Arguments: json.RawMessage(`{"location":"Seattle, WA"}`)},
+			core.CallResult{Output: core.Output{Text: "70f"}, Outcome: core.OK}, 1},
+		{"schema violation", core.Call{ID: "2", Thread: "s", Name: "weather", Arguments: json.RawMessage(`{"location":1}`)},
+			core.CallResult{Failed: true, Outcome: core.InvalidArguments, Error: `invalid arguments for tool "weather": location: type: 1 has type "integer", want "string"`}, 1},
+		{"unknown tool", core.Call{ID: "3", Thread: "s", Name: "nope", Arguments: json.RawMessage(`{}`)},
+			core.CallResult{Failed: true, Outcome: core.UnknownTool, Error: `unknown tool "nope"; available tools: weather, refund`}, 1},
+		{"approval cannot be asked", core.Call{ID: "4", Thread: "s", Name: "refund", Arguments: json.RawMessage(`{}`)},
+			core.CallResult{Failed: true, Outcome: core.Denied, Error: `tool "refund" needs a person's approval, which cannot be asked for here (money goes out)`}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := r.Call(t.Context(), &core.CallRequest{Call: tt.call, Journaled: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := core.CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if n := runs.Load(); n != tt.wantRuns {
+				t.Errorf("handlers ran %d times, want %d", n, tt.wantRuns)
+			}
+		})
+	}
+	if n := mw.Load(); n != 3 {
+		t.Errorf("middleware ran %d times, want 3 (the calls that ran or failed their arguments)", n)
 	}
 }

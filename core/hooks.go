@@ -74,8 +74,12 @@ type CallInfo struct {
 	Backend string
 	// Call is the call; hooks must not change it.
 	Call *Call
-	// Step is the run's step the call belongs to, from 1.
+	// Step is the run's step the call belongs to, from 1 (0 for a call
+	// outside a run: [Runner.Call]).
 	Step int
+	// Server is where the tool forwards the call ([ToolOptions.Server]),
+	// if anywhere.
+	Server string
 }
 
 // CallEnd says how a call ended, to the end function of [Hooks].Call.

@@ -693,6 +693,9 @@ type callRun struct {
 	// unsynced: the call's tool may run again, and the journal can write
 	// its claim and result without waiting for the disk.
 	unsynced jdriver.Unsynced
+	// outside: a journaled call of Runner.Call, which no person can
+	// approve.
+	outside bool
 	// detached: the call is answered for a loop run elsewhere
 	// ([Runner.Call]), which keeps its result: no journal, no lease.
 	detached bool
@@ -714,12 +717,16 @@ func (r *Runner) decided(ctx context.Context, c *callRun, kind EventKind, tr dri
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
 func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (driver.ToolResult, error) {
-	c := &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out}
+	return r.hookedAnswer(ctx, &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out})
+}
+
+// hookedAnswer is answer inside the call hook.
+func (r *Runner) hookedAnswer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
 	h := r.opts.Hooks
 	if h == nil || h.Call == nil {
 		return r.answer(ctx, c)
 	}
-	ctx, end := h.Call(ctx, &CallInfo{Backend: r.b.Name(), Call: call, Step: step})
+	ctx, end := h.Call(ctx, r.callInfo(c))
 	tr, err := r.answer(ctx, c)
 	e := &CallEnd{Reused: c.reused, Cause: c.cause}
 	switch {
@@ -757,7 +764,13 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 		c.unsynced, _ = j.(jdriver.Unsynced)
 	}
 	if rule := approvalRule(call, c.tool); rule != nil && (c.argErr == nil || call.Kind == ServiceApproval) {
-		if err := r.approve(ctx, c, rule); err != nil {
+		if c.outside {
+			// A journaled call of Runner.Call: no one to ask.
+			if deny := r.outsideApproval(ctx, c, rule); deny != "" {
+				tr := toResult(call, &jdriver.Result{Failed: true, Error: deny, Outcome: Denied}, c.idem)
+				return r.decided(ctx, c, EventCallFinished, tr, 0, nil), nil
+			}
+		} else if err := r.approve(ctx, c, rule); err != nil {
 			return driver.ToolResult{}, err
 		}
 	}

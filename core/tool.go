@@ -87,6 +87,11 @@ type ToolOptions struct {
 	// runner's (Options.Middleware), the first outermost (see
 	// [Middleware]).
 	Middleware []Middleware
+	// Server names where the tool's calls go, for a tool that forwards
+	// them (such as an MCP server's, from package mcptools): hooks get it
+	// in [CallInfo], and package telemetry records it on the call's
+	// span.
+	Server string
 	// Fields refines the inferred schema of a typed tool, property by
 	// property. Keys are JSON property names; a nested property is named by
 	// its path, as in "address.city". Raw tools refuse Fields.
@@ -226,6 +231,9 @@ func (t *Tool) ReadOnly() bool { return t.opts.ReadOnly }
 // mayRerun reports whether a call of t may run again without harm: t is
 // idempotent or read-only.
 func (t *Tool) mayRerun() bool { return t.opts.Idempotent || t.opts.ReadOnly }
+
+// Server returns where the tool's calls go ([ToolOptions.Server]).
+func (t *Tool) Server() string { return t.opts.Server }
 
 // Timeout returns the tool's own timeout; zero means the runner's.
 func (t *Tool) Timeout() time.Duration { return t.opts.Timeout }

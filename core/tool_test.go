@@ -212,6 +212,57 @@ func TestToolboxRefusesDuplicates(t *testing.T) {
 	}
 }
 
+func TestToolboxReplace(t *testing.T) {
+	mk := func(name string) *core.Tool {
+		return mustTool(t)(core.NewTool(name, "", func(context.Context, struct{}) (string, error) { return name, nil }, nil))
+	}
+	tests := []struct {
+		name     string
+		remove   []string
+		add      []string
+		want     []string
+		wantErr  string
+		wantBump bool
+	}{
+		{name: "swap one", remove: []string{"b"}, add: []string{"b", "d"}, want: []string{"a", "c", "b", "d"}, wantBump: true},
+		{name: "remove only", remove: []string{"a", "c"}, want: []string{"b"}, wantBump: true},
+		{name: "unknown names ignored", remove: []string{"zz"}, want: []string{"a", "b", "c"}},
+		{name: "clash with a kept tool", remove: []string{"b"}, add: []string{"a"}, want: []string{"a", "b", "c"}, wantErr: `duplicate tool name "a"`},
+		{name: "repeated in the new set", add: []string{"d", "d"}, want: []string{"a", "b", "c"}, wantErr: `duplicate tool name "d"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tb, err := core.NewToolbox(mk("a"), mk("b"), mk("c"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v0 := tb.Version()
+			var add []*core.Tool
+			for _, n := range tt.add {
+				add = append(add, mk(n))
+			}
+			err = tb.Replace(tt.remove, add...)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Replace error = %v, want %q", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, tb.Names()); diff != "" {
+				t.Errorf("names (-want +got):\n%s", diff)
+			}
+			if got := tb.Version() != v0; got != tt.wantBump {
+				t.Errorf("version changed = %v, want %v", got, tt.wantBump)
+			}
+			for _, n := range tt.want {
+				if tb.Lookup(n) == nil {
+					t.Errorf("Lookup(%q) = nil", n)
+				}
+			}
+			if tools, v := tb.Snapshot(); len(tools) != len(tt.want) || v != tb.Version() {
+				t.Errorf("Snapshot = %d tools at version %d, want %d at %d", len(tools), v, len(tt.want), tb.Version())
+			}
+		})
+	}
+}
+
 func mustTool(t *testing.T) func(*core.Tool, error) *core.Tool {
 	return func(tool *core.Tool, err error) *core.Tool {
 		t.Helper()

@@ -89,6 +89,9 @@ const (
 	ReusedKey     = attribute.Key("toolrelay.call.reused")
 	RunOutcomeKey = attribute.Key("toolrelay.run.outcome")
 	JournalOpKey  = attribute.Key("toolrelay.journal.op")
+	// ServerKey names where a tool forwards its calls, such as an MCP
+	// server (core.ToolOptions.Server).
+	ServerKey     = attribute.Key("toolrelay.tool.server")
 	ToolArgsKey   = attribute.Key("gen_ai.tool.call.arguments")
 	ToolResultKey = attribute.Key("gen_ai.tool.call.result")
 )
@@ -318,6 +321,9 @@ func (t *telemetry) call(ctx context.Context, info *core.CallInfo) (context.Cont
 		semconv.GenAIOperationNameExecuteTool, provider(info.Backend), BackendKey.String(info.Backend),
 		semconv.GenAIToolNameKey.String(c.Name), semconv.GenAIToolCallIDKey.String(c.ID), semconv.GenAIToolTypeKey.String("function"),
 		semconv.GenAIConversationIDKey.String(c.Thread), TurnKey.String(c.Turn), StepKey.Int(info.Step),
+	}
+	if info.Server != "" {
+		attrs = append(attrs, ServerKey.String(info.Server))
 	}
 	if t.o.RecordContent {
 		attrs = append(attrs, ToolArgsKey.String(string(c.Arguments)))

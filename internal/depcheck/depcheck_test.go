@@ -1,6 +1,7 @@
 // Package depcheck checks that each program links only what it uses: a
 // program importing a backend, the adapter package or the journal
-// mux links no fake, no test helper and no database driver.
+// mux links no fake, no test helper, no database driver and no MCP SDK
+// (which only package mcptools links).
 package depcheck
 
 import (
@@ -19,6 +20,8 @@ var forbidden = []string{
 	"github.com/jackc/pgx/v5",
 	"modernc.org/sqlite",
 	"go.opentelemetry.io/otel",
+	"github.com/modelcontextprotocol/go-sdk",
+	"github.com/toolrelay/toolrelay/mcptools/mcptest",
 }
 
 func TestDependencies(t *testing.T) {
@@ -37,6 +40,7 @@ func TestDependencies(t *testing.T) {
 		{pkgs: []string{"adapter", "foundry"}},
 		{pkgs: []string{"journal", "journal/sqlitejournal"}, may: []string{"modernc.org/sqlite"}},
 		{pkgs: []string{"journal", "journal/pgjournal"}, may: []string{"github.com/jackc/pgx/v5"}},
+		{pkgs: []string{"mcptools"}, may: []string{"github.com/modelcontextprotocol/go-sdk"}, also: []string{"github.com/openai/openai-go/v3", "github.com/Azure/azure-sdk-for-go/sdk/azcore"}},
 	}
 	for _, tt := range tests {
 		name := strings.Join(tt.pkgs, "+")

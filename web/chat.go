@@ -1,0 +1,415 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/errcode"
+)
+
+// A chat is one chat of the handler's, while a request or a run holds it.
+type chat struct {
+	id   string
+	refs int // requests and runs holding it; guarded by handler.mu
+
+	mu     sync.Mutex
+	loaded bool
+	rec    record
+	turn   *turn // the answer being written (or just written), if any
+}
+
+// A turn is a run writing an assistant message: the pages reading it
+// follow its message's log.
+type turn struct {
+	msg *message
+	// changed is closed, and replaced, when the log grows or the turn
+	// ends, if a reader waits on it.
+	changed chan struct{}
+	waiting bool
+	ended   bool
+	// closing is what every reader writes after the log when the turn
+	// ended: the finish chunk and [DONE].
+	closing []byte
+	readers int
+	stop    context.CancelCauseFunc
+	idle    *time.Timer // stops the run once no page read it for a while
+	// full is set when the message passed MaxMessageBytes: the run is
+	// being stopped, and shows nothing more.
+	full bool
+	// usage is the run's, for the finish chunk.
+	usage core.Usage
+}
+
+var (
+	// errDetached stops a run whose pages all went away.
+	errDetached = errors.New("web: no page reads the answer")
+	// errTooLong stops a run whose message passed MaxMessageBytes.
+	errTooLong = &errcode.Error{Code: errcode.ResourceExhausted, Op: "web", Err: errors.New("the answer is too long to show")}
+)
+
+// acquire returns chat id, held until release.
+func (h *handler) acquire(id string) *chat {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.chats[id]
+	if c == nil {
+		c = &chat{id: id}
+		h.chats[id] = c
+	}
+	c.refs++
+	return c
+}
+
+// release lets go of c; the last one forgets it (the journal keeps it).
+func (h *handler) release(c *chat) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.refs--; c.refs == 0 {
+		delete(h.chats, c.id)
+	}
+}
+
+// load reads c's record from the journal, once. c.mu is held.
+func (h *handler) load(ctx context.Context, c *chat) error {
+	if c.loaded {
+		return nil
+	}
+	rec, err := h.store.load(ctx, c.id)
+	if err != nil {
+		return err
+	}
+	if rec.Message != nil {
+		rec.Message.limit = h.opts.MaxShownBytes
+	}
+	c.rec, c.loaded = rec, true
+	return nil
+}
+
+// post serves a POST: the user's message, or answers to approvals.
+func (h *handler) post(w http.ResponseWriter, r *http.Request, who string) {
+	req, err := h.parseRequest(w, r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	c := h.acquire(req.chat)
+	defer h.release(c)
+	c.mu.Lock()
+	t, from, err := h.begin(r, c, who, req)
+	c.mu.Unlock()
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.follow(w, r, c, t, from)
+}
+
+// begin starts the run a POST asks for, and returns its turn, attached to
+// the request, and where in its log the request's answer starts. c.mu is
+// held.
+func (h *handler) begin(r *http.Request, c *chat, who string, req *turnRequest) (*turn, int, error) {
+	ctx := r.Context()
+	if err := h.load(ctx, c); err != nil {
+		return nil, 0, err
+	}
+	if c.rec.Owner != "" && c.rec.Owner != who {
+		return nil, 0, errNoChat
+	}
+	if c.turn != nil && !c.turn.ended {
+		return nil, 0, refuse(http.StatusConflict, "an answer is being written on this chat")
+	}
+	thread := c.rec.Thread
+	if req.decisions != nil {
+		if c.rec.Owner == "" {
+			return nil, 0, errNoChat
+		}
+		if c.rec.State != statePaused || c.rec.Message == nil {
+			return nil, 0, refuse(http.StatusConflict, "no approval awaits an answer on this chat")
+		}
+		m := c.rec.Message
+		from := len(m.Log)
+		for _, d := range req.decisions {
+			dec := core.Decision{Approved: d.approved, Reason: d.reason, Actor: who}
+			err := h.r.Decide(ctx, thread, d.approval, dec)
+			switch code := errcode.Of(err); {
+			case err == nil:
+				m.decided(d.approval, d.approved, d.reason)
+			case code == errcode.FailedPrecondition:
+				// Decided before (a page sending its answer again), or too
+				// late: the run says which.
+			case code == errcode.NotFound:
+				return nil, 0, refuse(http.StatusBadRequest, "no approval of this chat has the id %q", truncate(d.approval, 64))
+			default:
+				return nil, 0, err
+			}
+		}
+		m.resume()
+		return h.start(r, c, m, func(ctx context.Context) *core.Stream {
+			return h.r.ResumeStream(ctx, thread, h.runOptions(r, thread, nil))
+		}), from, nil
+	}
+	switch c.rec.State {
+	case statePaused:
+		return nil, 0, refuse(http.StatusConflict, "the last answer awaits approvals: answer them first")
+	case stateInterrupted:
+		return nil, 0, refuse(http.StatusConflict, "the last answer was interrupted: reconnect to it (GET %s/stream) first", req.chat)
+	}
+	if c.rec.Owner == "" {
+		// A new chat: it is this identity's before anything runs.
+		c.rec = record{Owner: who}
+		if err := h.store.save(ctx, c.id, &c.rec); err != nil {
+			c.loaded = false
+			return nil, 0, err
+		}
+	}
+	m := newMessage(h.newID(), h.opts.MaxShownBytes)
+	input, parts := req.input, req.parts
+	return h.start(r, c, m, func(ctx context.Context) *core.Stream {
+		return h.r.Stream(ctx, input, h.runOptions(r, thread, parts))
+	}), 0, nil
+}
+
+// errNoChat is the answer about a chat that does not exist, or is
+// another identity's.
+var errNoChat = refuse(http.StatusNotFound, "no such chat")
+
+// reconnect serves a GET of {api}/{id}/stream: the answer being written,
+// replayed from its start; an interrupted one is resumed.
+func (h *handler) reconnect(w http.ResponseWriter, r *http.Request, who, id string) {
+	if err := checkChatID(id); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	c := h.acquire(id)
+	defer h.release(c)
+	c.mu.Lock()
+	t, err := h.rejoin(r, c, who)
+	c.mu.Unlock()
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if t == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	h.follow(w, r, c, t, 0)
+}
+
+// rejoin returns the turn of chat c a page reconnects to, attached to it,
+// or nil if none is being written. c.mu is held.
+func (h *handler) rejoin(r *http.Request, c *chat, who string) (*turn, error) {
+	if err := h.load(r.Context(), c); err != nil {
+		return nil, err
+	}
+	if c.rec.Owner == "" || c.rec.Owner != who {
+		return nil, errNoChat
+	}
+	if t := c.turn; t != nil {
+		t.attach()
+		return t, nil
+	}
+	if c.rec.State != stateInterrupted || c.rec.Message == nil {
+		return nil, nil
+	}
+	m, thread := c.rec.Message, c.rec.Thread
+	m.resume()
+	return h.start(r, c, m, func(ctx context.Context) *core.Stream {
+		return h.r.ResumeStream(ctx, thread, h.runOptions(r, thread, nil))
+	}), nil
+}
+
+// start starts a run writing m on chat c, and returns its turn, attached
+// to the request. c.mu is held.
+func (h *handler) start(r *http.Request, c *chat, m *message, stream func(context.Context) *core.Stream) *turn {
+	t := &turn{msg: m, readers: 1}
+	c.turn = t
+	c.rec.State, c.rec.Message = "", nil
+	h.mu.Lock()
+	c.refs++ // the run's, until its turn is forgotten
+	h.mu.Unlock()
+	h.turns.Add(1)
+	go h.run(detachedContext(r), c, t, stream)
+	return t
+}
+
+func (t *turn) attach() {
+	t.readers++
+	if t.idle != nil {
+		t.idle.Stop()
+		t.idle = nil
+	}
+}
+
+// notify wakes the readers waiting for the log to grow.
+func (t *turn) notify() {
+	if t.waiting {
+		close(t.changed)
+		t.changed, t.waiting = nil, false
+	}
+}
+
+// wait returns a channel closed when the log grows or the turn ends.
+func (t *turn) wait() <-chan struct{} {
+	if t.changed == nil {
+		t.changed = make(chan struct{})
+	}
+	t.waiting = true
+	return t.changed
+}
+
+// run runs the turn's run, writing its events into its message, until it
+// ends; a run stopped because its readers went away is resumed at once
+// if one came back meanwhile.
+func (h *handler) run(ctx context.Context, c *chat, t *turn, stream func(context.Context) *core.Stream) {
+	defer h.turns.Done()
+	for {
+		rctx, stop := context.WithCancelCause(ctx)
+		c.mu.Lock()
+		t.stop = stop
+		if t.readers == 0 {
+			t.idleSoon(h.opts.ReconnectWindow)
+		}
+		c.mu.Unlock()
+		st := stream(rctx)
+		for ev := range st.Events() {
+			if ev.Kind == core.EventRunFinished {
+				c.mu.Lock()
+				t.usage.Add(ev.Usage)
+				c.mu.Unlock()
+				continue
+			}
+			h.show(ctx, c, t, &ev)
+		}
+		res, err := st.Result()
+		stop(nil)
+		cause := context.Cause(rctx)
+		c.mu.Lock()
+		if res != nil && res.Thread != "" {
+			c.rec.Thread = res.Thread
+		}
+		if errors.Is(cause, errDetached) && err != nil {
+			if t.readers > 0 {
+				// A page came back as the run stopped: go on.
+				c.mu.Unlock()
+				thread := c.rec.Thread
+				t.msg.resume()
+				stream = func(ctx context.Context) *core.Stream { return h.r.ResumeStream(ctx, thread, nil) }
+				continue
+			}
+			c.rec.State, c.rec.Message = stateInterrupted, t.msg
+			c.turn = nil
+			rec := encode(&c.rec)
+			c.mu.Unlock()
+			h.saveRecord(ctx, c, rec)
+			h.release(c)
+			return
+		}
+		c.mu.Unlock()
+		if errors.Is(cause, errTooLong) {
+			err = errTooLong
+		}
+		h.finish(ctx, c, t, err)
+		return
+	}
+}
+
+// show writes event ev into the turn's message. c.mu is not held.
+func (h *handler) show(ctx context.Context, c *chat, t *turn, ev *core.Event) {
+	c.mu.Lock()
+	if !t.full {
+		t.msg.event(ev)
+		if len(t.msg.Log) > h.opts.MaxMessageBytes {
+			t.full = true
+			t.stop(errTooLong)
+		}
+		t.notify()
+	}
+	rec := ""
+	if ev.Thread != "" && c.rec.Thread == "" {
+		// The service made the thread: the chat's next request, in any
+		// process, goes on it.
+		c.rec.Thread = ev.Thread
+		rec = encode(&c.rec)
+	}
+	c.mu.Unlock()
+	if rec != "" {
+		h.saveRecord(ctx, c, rec)
+	}
+}
+
+// finish ends turn t of a run that ended with err: its message's last
+// chunks, the chat's state, and the turn kept for pages that reconnect
+// within the window.
+func (h *handler) finish(ctx context.Context, c *chat, t *turn, err error) {
+	c.mu.Lock()
+	text := ""
+	if err != nil && !errors.Is(err, core.ErrAwaitingApproval) {
+		text = h.opts.ErrorText(err)
+		h.opts.Logger.WarnContext(ctx, "web: the run failed", "chat", c.id, "thread", c.rec.Thread, "error", err)
+	}
+	reason := t.msg.end(err, text)
+	fc := finishChunk{Type: "finish", FinishReason: reason}
+	if u := t.usage; u != (core.Usage{}) {
+		fc.Metadata = &metadata{Usage: usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}}
+	}
+	closing := append(appendFrame(nil, fc), doneFrame...)
+	if errors.Is(err, core.ErrAwaitingApproval) {
+		c.rec.State, c.rec.Message = statePaused, t.msg
+	}
+	rec := encode(&c.rec)
+	c.mu.Unlock()
+	// The chat's state is recorded before any page hears the end: the
+	// next request, in any process, finds it.
+	h.saveRecord(ctx, c, rec)
+	c.mu.Lock()
+	t.closing, t.ended = closing, true
+	t.notify()
+	c.mu.Unlock()
+	// Kept a while for a page that reconnects as the answer ends.
+	time.AfterFunc(max(h.opts.ReconnectWindow, 0), func() {
+		c.mu.Lock()
+		if c.turn == t {
+			c.turn = nil
+		}
+		c.mu.Unlock()
+		h.release(c)
+	})
+}
+
+// saveRecord records c's encoded record, logging a failure.
+func (h *handler) saveRecord(ctx context.Context, c *chat, rec string) {
+	if err := h.store.put(ctx, c.id, rec); err != nil {
+		h.opts.Logger.WarnContext(ctx, "web: the chat's record could not be saved", "chat", c.id, "error", err)
+	}
+}
+
+// idleSoon stops the run after d, unless a page attaches before. c.mu is
+// held.
+func (t *turn) idleSoon(d time.Duration) {
+	if t.ended || t.stop == nil {
+		return
+	}
+	if d < 0 {
+		t.stop(errDetached)
+		return
+	}
+	stop := t.stop
+	t.idle = time.AfterFunc(d, func() { stop(errDetached) })
+}
+
+// detach counts a reader of t out. c.mu is held.
+func (h *handler) detach(t *turn) {
+	t.readers--
+	if t.readers == 0 && !t.ended {
+		t.idleSoon(h.opts.ReconnectWindow)
+	}
+}
+
+// newID returns a new message id.
+func newID() string { return "msg-" + rand.Text()[:20] }

@@ -1,0 +1,71 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// A record is what the journal keeps of a chat, so that any process
+// sharing it serves the chat's next request.
+type record struct {
+	// Owner is the identity that created the chat.
+	Owner string `json:"owner"`
+	// Thread is the runner's thread, once the service made it.
+	Thread string `json:"thread,omitempty"`
+	// State is "" when the chat awaits the user's next message,
+	// "paused" when its answer awaits approvals, "interrupted" when its
+	// answer's run stopped as its pages went away.
+	State string `json:"state,omitempty"`
+	// Message is the answer paused or interrupted, to continue.
+	Message *message `json:"message,omitempty"`
+}
+
+const (
+	statePaused      = "paused"
+	stateInterrupted = "interrupted"
+)
+
+// store keeps chats' records as notes of the journal, under the runner's
+// backend, a thread name of their own ("web-chat/" + id) and the name
+// "web".
+type store struct {
+	notes   jdriver.Notes
+	backend string
+}
+
+func noteThread(id string) string { return "web-chat/" + id }
+
+// load returns the record of chat id; a zero record if there is none.
+func (s *store) load(ctx context.Context, id string) (record, error) {
+	v, ok, err := s.notes.Note(ctx, s.backend, noteThread(id), "web")
+	if err != nil || !ok {
+		return record{}, err
+	}
+	var rec record
+	if err := json.Unmarshal([]byte(v), &rec); err != nil {
+		return record{}, fmt.Errorf("web: the record of chat %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// save records rec for chat id.
+func (s *store) save(ctx context.Context, id string, rec *record) error {
+	return s.put(ctx, id, encode(rec))
+}
+
+// encode returns rec as a note's value.
+func encode(rec *record) string {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		panic("web: encoding a chat's record: " + err.Error()) // it holds no value JSON cannot encode
+	}
+	return string(b)
+}
+
+// put records the encoded record of chat id.
+func (s *store) put(ctx context.Context, id, rec string) error {
+	return s.notes.SetNote(context.WithoutCancel(ctx), s.backend, noteThread(id), "web", rec)
+}

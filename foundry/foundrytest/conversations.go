@@ -169,11 +169,15 @@ func (s *Server) conversation(id string) (*conversation, *apiError) {
 
 func (s *Server) createConversation(ex *exchange, _ []string, _ *Fault) (any, error) {
 	var req struct {
-		Items    json.RawMessage   `json:"items"`
-		Metadata map[string]string `json:"metadata"`
+		Items    json.RawMessage `json:"items"`
+		Metadata json.RawMessage `json:"metadata"`
 	}
 	if err := json.Unmarshal(ex.body, &req); err != nil {
 		return nil, schemaError("/")
+	}
+	metadata, _, refusal := fakeapi.Metadata(req.Metadata)
+	if refusal != "" {
+		return nil, badRequest("invalid_request", "metadata", "%s", refusal)
 	}
 	in, e := parseInput(req.Items)
 	if e != nil {
@@ -182,7 +186,7 @@ func (s *Server) createConversation(ex *exchange, _ []string, _ *Fault) (any, er
 	if len(in) > 20 {
 		return nil, badRequest("invalid_request", "items", "You may add up to 20 items at a time.")
 	}
-	c := &conversation{id: s.newID("conv_"), seq: len(s.conversations), created: now(), metadata: req.Metadata, model: s.script.NewModel()}
+	c := &conversation{id: s.newID("conv_"), seq: len(s.conversations), created: now(), metadata: metadata, model: s.script.NewModel()}
 	items, texts, e := s.takeInput(nil, nil, in, true)
 	if e != nil {
 		return nil, e

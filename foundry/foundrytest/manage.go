@@ -58,22 +58,25 @@ func (s *Server) updateAgent(ex *exchange, args []string, _ *Fault) (any, error)
 }
 
 // updateConversation answers POST conversations/{id}: its metadata
-// replaces the conversation's.
+// replaces the conversation's ({} or null clears it).
 func (s *Server) updateConversation(ex *exchange, args []string, _ *Fault) (any, error) {
 	c, e := s.conversation(args[0])
 	if e != nil {
 		return nil, e
 	}
 	var body struct {
-		Metadata map[string]string `json:"metadata"`
+		Metadata json.RawMessage `json:"metadata"`
 	}
 	if err := json.Unmarshal(ex.body, &body); err != nil {
 		return nil, schemaError("/")
 	}
-	if len(body.Metadata) > 16 {
-		return nil, badRequest("invalid_request", "metadata", "Invalid 'metadata': at most 16 pairs.")
+	metadata, given, refusal := fakeapi.Metadata(body.Metadata)
+	if refusal != "" {
+		return nil, badRequest("invalid_request", "metadata", "%s", refusal)
 	}
-	c.metadata = body.Metadata
+	if given {
+		c.metadata = metadata
+	}
 	return c.json(), nil
 }
 

@@ -5,6 +5,7 @@ package fakeapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -141,4 +142,33 @@ func InputParts(raw json.RawMessage) []driver.Part {
 		}
 	}
 	return parts
+}
+
+// Metadata reads the metadata member of a request as the APIs do: absent
+// (given false) leaves an object's metadata as it was; null or {} clears
+// it (md is empty, not nil); more than 16 pairs, a key longer than 64
+// characters or a value longer than 512 is refused, with the service's
+// message in refusal.
+func Metadata(raw json.RawMessage) (md map[string]string, given bool, refusal string) {
+	if len(raw) == 0 {
+		return nil, false, ""
+	}
+	if err := json.Unmarshal(raw, &md); err != nil {
+		return nil, true, "Invalid 'metadata': expected an object of string values."
+	}
+	if md == nil {
+		md = map[string]string{}
+	}
+	if len(md) > 16 {
+		return nil, true, fmt.Sprintf("Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", len(md))
+	}
+	for k, v := range md {
+		if n := utf8.RuneCountInString(k); n > 64 {
+			return nil, true, fmt.Sprintf("Invalid 'metadata': keys must be at most 64 characters, but a key has %d.", n)
+		}
+		if n := utf8.RuneCountInString(v); n > 512 {
+			return nil, true, fmt.Sprintf("Invalid 'metadata.%s': string too long. Expected a string with maximum length 512, but got a string with length %d instead.", k, n)
+		}
+	}
+	return md, true, ""
 }

@@ -1,7 +1,9 @@
 package fakeapi_test
 
 import (
+	"encoding/json"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -83,6 +85,35 @@ func TestChunks(t *testing.T) {
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, fakeapi.Chunks(tt.text, tt.size)); diff != "" {
 			t.Errorf("Chunks(%q, %d) (-want +got):\n%s", tt.text, tt.size, diff)
+		}
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	tests := []struct {
+		name    string
+		raw     string
+		want    map[string]string
+		given   bool
+		refused bool
+	}{
+		{"absent", ``, nil, false, false},
+		{"null clears", `null`, map[string]string{}, true, false},
+		{"{} clears", `{}`, map[string]string{}, true, false},
+		{"pairs", `{"a":"1","b":"2"}`, map[string]string{"a": "1", "b": "2"}, true, false},
+		{"a 64-rune key", `{"` + strings.Repeat("é", 64) + `":"v"}`, map[string]string{strings.Repeat("é", 64): "v"}, true, false},
+		{"a 65-rune key", `{"` + strings.Repeat("k", 65) + `":"v"}`, nil, true, true},
+		{"a 513-rune value", `{"k":"` + strings.Repeat("v", 513) + `"}`, nil, true, true},
+		{"17 pairs", `{"a":"","b":"","c":"","d":"","e":"","f":"","g":"","h":"","i":"","j":"","k":"","l":"","m":"","n":"","o":"","p":"","q":""}`, nil, true, true},
+		{"a number", `{"a":1}`, nil, true, true},
+	}
+	for _, tt := range tests {
+		md, given, refusal := fakeapi.Metadata(json.RawMessage(tt.raw))
+		if diff := cmp.Diff(tt.want, md); diff != "" {
+			t.Errorf("%s: metadata (-want +got):\n%s", tt.name, diff)
+		}
+		if given != tt.given || (refusal != "") != tt.refused {
+			t.Errorf("%s: given %v, refusal %q; want given %v, refused %v", tt.name, given, refusal, tt.given, tt.refused)
 		}
 	}
 }

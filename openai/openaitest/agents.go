@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // agentDef is an agent: saved (POST agents) or given inline with a session.
@@ -17,7 +18,9 @@ type agentDef struct {
 	instructions string
 	tools        json.RawMessage // as given; "[]" when none
 	infos        []coretest.ToolInfo
+	metadata     map[string]string // never nil
 	created      int64
+	updated      int64
 	seq          int // creation order
 }
 
@@ -97,6 +100,7 @@ func (s *Server) createAgent(req *Request) reply {
 		Instructions *string         `json:"instructions"`
 		Name         *string         `json:"name"`
 		Tools        json.RawMessage `json:"tools"`
+		Metadata     json.RawMessage `json:"metadata"`
 	}
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		return errorReply(http.StatusBadRequest, "invalid_request_error", "invalid_json", "We could not parse the JSON body of your request.")
@@ -104,13 +108,21 @@ func (s *Server) createAgent(req *Request) reply {
 	if body.Model == "" {
 		return errorReply(http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "Missing required parameter: 'model'.")
 	}
+	metadata, _, refusal := fakeapi.Metadata(body.Metadata)
+	if refusal != "" {
+		return errorReply(http.StatusBadRequest, "invalid_request_error", "invalid_value", refusal)
+	}
+	if metadata == nil {
+		metadata = map[string]string{}
+	}
 	tools, infos, err := parseTools(body.Tools)
 	if err != nil {
 		return errorReply(http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := &agentDef{id: s.newID("agent"), name: body.Name, model: body.Model, tools: tools, infos: infos, created: s.now(), seq: len(s.agents) + s.deletedAgents}
+	now := s.now()
+	a := &agentDef{id: s.newID("agent"), name: body.Name, model: body.Model, tools: tools, infos: infos, metadata: metadata, created: now, updated: now, seq: len(s.agents) + s.deletedAgents}
 	if body.Instructions != nil {
 		a.instructions = *body.Instructions
 	}
@@ -149,8 +161,8 @@ func (a *agentDef) json() map[string]any {
 	m := a.sessionJSON()
 	m["object"] = "agent"
 	m["created_at"] = a.created
-	m["updated_at"] = a.created
-	m["metadata"] = map[string]string{}
+	m["updated_at"] = a.updated
+	m["metadata"] = a.metadata
 	return m
 }
 

@@ -2,9 +2,14 @@ package openaitest_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	oai "github.com/openai/openai-go/v3"
 )
 
@@ -124,5 +129,76 @@ func TestManagementEndpoints(t *testing.T) {
 	}
 	if got, err := c.Beta.Agents.Sessions.Get(ctx, first); err != nil || got.Metadata["ticket"] != "42" {
 		t.Errorf("the session after the update: metadata %v, %v", got.Metadata, err)
+	}
+}
+
+// TestAgentMetadata: an agent (and a session) keeps the metadata it is
+// created or updated with, as the service does: an update without metadata
+// leaves it, one with {} clears it, and more than 16 pairs or an over-long
+// key or value is refused.
+func TestAgentMetadata(t *testing.T) {
+	_, c := newServer(t, customerScript(), nil)
+	ctx := t.Context()
+	a, err := c.Beta.Agents.New(ctx, oai.BetaAgentNewParams{Model: "gpt-5", Metadata: map[string]string{"team": "support"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name   string
+		update oai.BetaAgentUpdateParams
+		want   map[string]string
+	}{
+		{"created with", oai.BetaAgentUpdateParams{}, map[string]string{"team": "support"}},
+		{"replaced", oai.BetaAgentUpdateParams{Metadata: map[string]string{"team": "billing", "tier": "2"}}, map[string]string{"team": "billing", "tier": "2"}},
+		{"left alone by an update without it", oai.BetaAgentUpdateParams{Instructions: oai.String("Be brief.")}, map[string]string{"team": "billing", "tier": "2"}},
+		{"cleared by {}", oai.BetaAgentUpdateParams{Metadata: map[string]string{}}, map[string]string{}},
+	}
+	for _, st := range steps {
+		if st.name != "created with" {
+			u, err := c.Beta.Agents.Update(ctx, a.ID, st.update)
+			if err != nil {
+				t.Fatalf("%s: agents.update: %v", st.name, err)
+			}
+			if diff := cmp.Diff(st.want, u.Metadata); diff != "" {
+				t.Errorf("%s: the update's answer (-want +got):\n%s", st.name, diff)
+			}
+		}
+		got, err := c.Beta.Agents.Get(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(st.want, got.Metadata); diff != "" {
+			t.Errorf("%s: agents.retrieve metadata (-want +got):\n%s", st.name, diff)
+		}
+	}
+	sess, err := c.Beta.Agents.Sessions.New(ctx, oai.BetaAgentSessionNewParams{
+		Environment: oai.EnvironmentParamUnion{OfParamNone: &oai.EnvironmentParamNone{}},
+		AgentID:     oai.String(a.ID),
+		Input:       oai.BetaAgentSessionNewParamsInputUnion{OfString: oai.String("Hi")},
+		Metadata:    map[string]string{"ticket": "42"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Beta.Agents.Sessions.Get(ctx, sess.ID); err != nil || got.Metadata["ticket"] != "42" {
+		t.Errorf("a session created with metadata reads back %v, %v", got.Metadata, err)
+	}
+	tooMany := map[string]string{}
+	for i := range 17 {
+		tooMany[fmt.Sprint("k", i)] = "v"
+	}
+	for name, md := range map[string]map[string]string{
+		"17 pairs":         tooMany,
+		"a 65-char key":    {strings.Repeat("k", 65): "v"},
+		"a 513-char value": {"k": strings.Repeat("v", 513)},
+	} {
+		_, err := c.Beta.Agents.Update(ctx, a.ID, oai.BetaAgentUpdateParams{Metadata: md})
+		var apiErr *oai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest {
+			t.Errorf("agents.update with %s: %v, want a 400", name, err)
+		}
+		if _, err := c.Beta.Agents.New(ctx, oai.BetaAgentNewParams{Model: "gpt-5", Metadata: md}); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest {
+			t.Errorf("agents.create with %s: %v, want a 400", name, err)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // listAgents answers GET agents: the saved agents, newest first unless
@@ -54,16 +56,23 @@ func (s *Server) writePage(w http.ResponseWriter, r *http.Request, all []entry) 
 }
 
 // updateAgent answers POST agents/{id}: the fields given replace the
-// agent's; sessions made before keep the agent they were made with.
+// agent's (metadata whole: {} or null clears it); sessions made before keep
+// the agent they were made with.
 func (s *Server) updateAgent(w http.ResponseWriter, req *Request, id string) {
 	var body struct {
 		Model        *string         `json:"model"`
 		Instructions *string         `json:"instructions"`
 		Name         *string         `json:"name"`
 		Tools        json.RawMessage `json:"tools"`
+		Metadata     json.RawMessage `json:"metadata"`
 	}
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "We could not parse the JSON body of your request.")
+		return
+	}
+	metadata, newMetadata, refusal := fakeapi.Metadata(body.Metadata)
+	if refusal != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", refusal)
 		return
 	}
 	s.mu.Lock()
@@ -95,22 +104,27 @@ func (s *Server) updateAgent(w http.ResponseWriter, req *Request, id string) {
 	if body.Name != nil {
 		updated.name = body.Name
 	}
+	if newMetadata {
+		updated.metadata = metadata
+	}
+	updated.updated = s.now()
 	s.agents[id] = &updated
 	writeJSON(w, http.StatusOK, updated.json())
 }
 
 // updateSession answers POST agents/sessions/{id}: its metadata (up to 16
-// pairs) replaces the session's.
+// pairs; {} or null clears it) replaces the session's.
 func (s *Server) updateSession(w http.ResponseWriter, req *Request, id string) {
 	var body struct {
-		Metadata map[string]string `json:"metadata"`
+		Metadata json.RawMessage `json:"metadata"`
 	}
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "We could not parse the JSON body of your request.")
 		return
 	}
-	if len(body.Metadata) > 16 {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "Invalid 'metadata': at most 16 pairs.")
+	metadata, newMetadata, refusal := fakeapi.Metadata(body.Metadata)
+	if refusal != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", refusal)
 		return
 	}
 	sess := s.lockSession(w, id)
@@ -118,8 +132,8 @@ func (s *Server) updateSession(w http.ResponseWriter, req *Request, id string) {
 		return
 	}
 	defer s.mu.Unlock()
-	if body.Metadata != nil {
-		sess.metadata = body.Metadata
+	if newMetadata {
+		sess.metadata = metadata
 	}
 	writeJSON(w, http.StatusOK, sess.json())
 }

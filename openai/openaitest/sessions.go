@@ -63,8 +63,9 @@ type createSessionBody struct {
 		Instructions *string         `json:"instructions"`
 		Tools        json.RawMessage `json:"tools"`
 	} `json:"agent"`
-	Input  json.RawMessage `json:"input"`
-	Stream bool            `json:"stream"`
+	Input    json.RawMessage `json:"input"`
+	Stream   bool            `json:"stream"`
+	Metadata json.RawMessage `json:"metadata"`
 }
 
 // newSession validates a creation request and makes the session (not yet
@@ -85,6 +86,10 @@ func (s *Server) newSession(body []byte) (*session, string, *reply) {
 	}
 	if b.Environment.Type != "none" {
 		return bad("invalid_value", "This fake supports only environment type 'none' (function tools run in the client).")
+	}
+	metadata, _, refusal := fakeapi.Metadata(b.Metadata)
+	if refusal != "" {
+		return bad("invalid_value", refusal)
 	}
 	input, ok := inputText(b.Input)
 	if !ok {
@@ -130,6 +135,7 @@ func (s *Server) newSession(body []byte) (*session, string, *reply) {
 		created:   now,
 		active:    now,
 		subs:      map[*subscriber]bool{},
+		metadata:  metadata,
 	}
 	if len(a.infos) > 0 {
 		sess.model.SetTools(a.infos)

@@ -4,7 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Agent, setGlobalDispatcher } from 'undici';
 import OpenAI from 'openai';
 
@@ -12,10 +14,21 @@ const fakeBinary = process.env.TOOLRELAY_FAKE;
 if (!fakeBinary) throw new Error('TOOLRELAY_FAKE must name the built cmd/toolrelay-fake');
 const testdata = new URL('../../testdata/', import.meta.url);
 
-// startFake runs the fake for backend with script, and returns its settings
-// (BASE_URL, OPENAI_BASE_URL, CERT) and a stop function.
+// startFake runs the fake for backend with script (a file of testdata/, or
+// a script object), and returns its settings (BASE_URL, OPENAI_BASE_URL,
+// CERT) and a stop function.
 function startFake(backend, script) {
-  const child = spawn(fakeBinary, ['-backend', backend, '-script', new URL(script, testdata).pathname, '-addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let path;
+  let cleanup = () => {};
+  if (typeof script === 'string') {
+    path = new URL(script, testdata).pathname;
+  } else {
+    const dir = mkdtempSync(join(tmpdir(), 'toolrelay-js-'));
+    path = join(dir, 'script.json');
+    writeFileSync(path, JSON.stringify(script));
+    cleanup = () => rmSync(dir, { recursive: true, force: true });
+  }
+  const child = spawn(fakeBinary, ['-backend', backend, '-script', path, '-addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
     const settings = {};
@@ -30,7 +43,7 @@ function startFake(backend, script) {
         settings[l.slice(0, i)] = l.slice(i + 1);
       }
       if (Object.keys(settings).length >= want) {
-        resolve({ ...settings, stop: () => child.kill('SIGTERM') });
+        resolve({ ...settings, stop: () => { child.kill('SIGTERM'); cleanup(); } });
       }
     });
   });
@@ -151,4 +164,70 @@ test('foundry: a conversation loop with agent_reference', async (t) => {
     response = await client.responses.create({ conversation: conversation.id, input, ...agent });
   }
   assert.equal(response.output_text, weatherAnswer);
+});
+
+test('sessions: an agent keeps the metadata it is created and updated with', async (t) => {
+  const fake = await startFake('openai', 'weather.json');
+  t.after(fake.stop);
+  const client = new OpenAI({ apiKey: 'sk-test', baseURL: fake.BASE_URL, maxRetries: 0 });
+  const agent = await client.beta.agents.create({ model: 'gpt-5', tools: weatherTools, metadata: { team: 'support' } });
+  assert.deepEqual(agent.metadata, { team: 'support' });
+  const updated = await client.beta.agents.update(agent.id, { metadata: { team: 'billing', tier: '2' } });
+  assert.deepEqual(updated.metadata, { team: 'billing', tier: '2' });
+  await client.beta.agents.update(agent.id, { instructions: 'Be brief.' });
+  assert.deepEqual((await client.beta.agents.retrieve(agent.id)).metadata, { team: 'billing', tier: '2' });
+  await assert.rejects(client.beta.agents.update(agent.id, { metadata: { k: 'v'.repeat(513) } }), (err) => err.status === 400);
+});
+
+// A strict json_schema text.format, and answers that keep to it or not.
+const signFormat = {
+  type: 'json_schema', name: 'sign', strict: true,
+  schema: { type: 'object', properties: { sign: { type: 'string' } }, required: ['sign'], additionalProperties: false },
+};
+
+test('responses: text.format json_schema is echoed; under strict, an answer off the schema fails the response', async (t) => {
+  const fake = await startFake('responses', { turns: [{ steps: [{ text: '{"sign":"Aquarius"}' }] }, { steps: [{ text: '{"sign":3}' }] }] });
+  t.after(fake.stop);
+  setGlobalDispatcher(new Agent({ connect: { ca: readFileSync(fake.CERT) } }));
+  const client = new OpenAI({ apiKey: 'any-token', baseURL: fake.BASE_URL, maxRetries: 0 });
+  const first = await client.responses.create({ model: 'gpt-4.1-mini', input: 'My sign?', text: { format: signFormat } });
+  assert.equal(first.status, 'completed');
+  assert.deepEqual(JSON.parse(first.output_text), { sign: 'Aquarius' });
+  assert.equal(first.text.format.type, 'json_schema');
+  assert.equal(first.text.format.name, 'sign');
+  assert.equal(first.text.format.strict, true);
+  assert.deepEqual(first.text.format.schema, signFormat.schema);
+  // Through the SDK's parse helper: an answer off the strict schema fails the response, nothing to parse.
+  const parsed = await client.responses.parse({ model: 'gpt-4.1-mini', input: 'Again?', previous_response_id: first.id, text: { format: signFormat } });
+  assert.equal(parsed.status, 'failed');
+  assert.equal(parsed.error.code, 'server_error');
+  assert.match(parsed.error.message, /sign/);
+  assert.equal(parsed.output_text, '');
+});
+
+test('responses: an MCP approval request names the declared server; once approved the output holds the mcp_call', async (t) => {
+  const fake = await startFake('responses', { turns: [{ steps: [
+    { calls: [{ name: 'ask_question', arguments: { repo: 'toolrelay' }, approval: true }] },
+    { text: 'Asked: {{result 0}}' },
+  ] }] });
+  t.after(fake.stop);
+  setGlobalDispatcher(new Agent({ connect: { ca: readFileSync(fake.CERT) } }));
+  const client = new OpenAI({ apiKey: 'any-token', baseURL: fake.BASE_URL, maxRetries: 0 });
+  const tools = [{ type: 'mcp', server_label: 'deepwiki', server_url: 'https://deepwiki.example/mcp', require_approval: 'always' }];
+  const first = await client.responses.create({ model: 'gpt-4.1-mini', input: 'Ask the wiki.', tools });
+  const request = first.output.find((o) => o.type === 'mcp_approval_request');
+  assert.ok(request, `an mcp_approval_request in ${JSON.stringify(first.output)}`);
+  assert.equal(request.server_label, 'deepwiki');
+  assert.equal(request.name, 'ask_question');
+  const second = await client.responses.create({
+    model: 'gpt-4.1-mini', tools, previous_response_id: first.id,
+    input: [{ type: 'mcp_approval_response', approval_request_id: request.id, approve: true }],
+  });
+  assert.deepEqual(second.output.map((o) => o.type), ['mcp_call', 'message']);
+  const call = second.output[0];
+  assert.equal(call.server_label, 'deepwiki');
+  assert.equal(call.name, 'ask_question');
+  assert.equal(call.approval_request_id, request.id);
+  assert.deepEqual(JSON.parse(call.arguments), { repo: 'toolrelay' });
+  assert.equal(second.output_text, 'Asked: approved');
 });

@@ -15,6 +15,22 @@
 //     /openai/v1/responses/{id}, GET /openai/v1/responses/{id}/input_items,
 //     GET /openai/v1/models.
 //
+// A plain request's text.format is echoed in its response as the service
+// echoes it (json_schema with its name, schema, description and strict).
+// Under a strict json_schema the model never answers text that does not
+// validate, as Structured Outputs hold the real model to the schema: a
+// scripted answer that breaks the schema fails the response (status
+// failed, code server_error, the reason in the message), so that a test
+// cannot pass on an answer the service would never send.
+//
+// A call scripted with coretest.Call.Approval is an MCP tool's: the
+// response asks for its approval with an mcp_approval_request item whose
+// server_label is the declared MCP tool's (the one whose allowed_tools
+// name the call, else the first; "fake-mcp" when the request declares
+// none); once approved, the next response's output begins with the
+// mcp_call item of the call the service made (its output "approved",
+// which is also what the model is told: the fake runs no MCP server).
+//
 // A plain request (Options.Plain; no agent_reference) may resend a whole
 // history instead of naming a previous response, as the Responses
 // function-calling loop does with store false: its function_call,

@@ -27,7 +27,7 @@ type responseWire struct {
 	Status             string          `json:"status"`
 	Store              bool            `json:"store"`
 	Temperature        float64         `json:"temperature"`
-	Text               textWire        `json:"text"`
+	Text               json.RawMessage `json:"text"`
 	ToolChoice         string          `json:"tool_choice"`
 	Tools              json.RawMessage `json:"tools"`
 	TopP               float64         `json:"top_p"`
@@ -42,12 +42,6 @@ type idWire struct {
 type errorWire struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-}
-
-type textWire struct {
-	Format struct {
-		Type string `json:"type"`
-	} `json:"format"`
 }
 
 type usageWire struct {
@@ -73,7 +67,7 @@ func (r *response) wire() *responseWire {
 	if len(r.tools) > 0 {
 		w.Tools = r.tools
 	}
-	w.Text.Format.Type = "text"
+	w.Text = r.textJSON()
 	if w.Output == nil {
 		w.Output = []*item{}
 	}
@@ -116,6 +110,8 @@ type itemWire struct {
 	ApprovalRequestID *string `json:"approval_request_id,omitempty"`
 	Approve           *bool   `json:"approve,omitempty"`
 	Reason            *string `json:"reason,omitempty"`
+	// mcp_call: its error (null).
+	Error *json.RawMessage `json:"error,omitempty"`
 	// Tool search: the call's arguments (an object) and the tools loaded.
 	Execution  *string          `json:"execution,omitempty"`
 	SearchArgs *json.RawMessage `json:"-"`
@@ -158,6 +154,9 @@ func (it *item) MarshalJSON() ([]byte, error) {
 		w.CallID, w.Output = &it.CallID, &it.Output
 	case "mcp_approval_request":
 		w.Name, w.Arguments, w.ServerLabel = &it.Name, &it.Arguments, &it.ServerLabel
+	case "mcp_call":
+		null := json.RawMessage("null")
+		w.ApprovalRequestID, w.Name, w.Arguments, w.ServerLabel, w.Output, w.Error = &it.CallID, &it.Name, &it.Arguments, &it.ServerLabel, &it.Output, &null
 	case "mcp_approval_response":
 		w.ApprovalRequestID, w.Approve = &it.CallID, &it.Approve
 		if it.Reason != "" {

@@ -29,6 +29,7 @@ type response struct {
 	deleted      bool
 	store        bool            // kept, to be read and continued
 	tools        json.RawMessage // the tools in effect, echoed
+	format       *textFormat     // the request's text.format, echoed
 	inputs       []*item         // the request's input, for input_items
 
 	// In a chain of responses: the operations that bring a new model to
@@ -75,7 +76,7 @@ func (r *response) json() map[string]any {
 		"id": r.id, "object": "response", "created_at": r.created, "status": r.status,
 		"error": errv, "incomplete_details": nil, "instructions": instr, "model": r.model,
 		"output": output, "parallel_tool_calls": true, "temperature": 1.0, "top_p": 1.0,
-		"tool_choice": "auto", "tools": tools, "text": map[string]any{"format": map[string]any{"type": "text"}},
+		"tool_choice": "auto", "tools": tools, "text": r.textJSON(),
 		"truncation": "disabled", "metadata": map[string]any{}, "store": r.store, "background": false,
 		"conversation": conv, "previous_response_id": prev, "agent_reference": ref, "usage": usageJSON(r.usage),
 	}
@@ -96,7 +97,7 @@ type request struct {
 	previous     string
 	input        []inputItem
 	stream       bool
-	format       string          // the name of the json_schema text.format asked for
+	format       *textFormat     // the text.format asked for
 	store        bool            // false: the response is not kept
 	tools        json.RawMessage // the request's tools, or its agent's
 	thread       string          // the client's thread, from metadata toolrelay_thread
@@ -201,28 +202,12 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 		return nil, e
 	}
 	req.input = in
+	var text json.RawMessage
 	if present(m, "text") {
-		var text struct {
-			Format struct {
-				Type   string          `json:"type"`
-				Name   string          `json:"name"`
-				Schema json.RawMessage `json:"schema"`
-			} `json:"format"`
-		}
-		if json.Unmarshal(m["text"], &text) != nil {
-			return nil, schemaError("text")
-		}
-		switch f := text.Format; f.Type {
-		case "", "text", "json_object":
-		case "json_schema":
-			var schema map[string]any
-			if f.Name == "" || json.Unmarshal(f.Schema, &schema) != nil || schema == nil {
-				return nil, schemaError("text.format")
-			}
-			req.format = f.Name
-		default:
-			return nil, badRequest("invalid_value", "text.format.type", "Invalid value: '%s'.", f.Type)
-		}
+		text = m["text"]
+	}
+	if req.format, e = parseTextFormat(text); e != nil {
+		return nil, e
 	}
 	if present(m, "stream") {
 		json.Unmarshal(m["stream"], &req.stream)
@@ -251,7 +236,7 @@ func (s *Server) createResponse(ex *exchange, _ []string, f *Fault) (any, error)
 		}
 	}
 	r := &response{id: s.newID("resp_"), created: now(), status: "completed", usage: s.opts.Usage, agentRef: req.agentRef, model: req.model,
-		instructions: req.instructions, previous: req.previous, store: req.store, tools: req.tools}
+		instructions: req.instructions, previous: req.previous, store: req.store, tools: req.tools, format: req.format}
 	if conv != nil {
 		r.conversation = conv.id
 	}
@@ -261,7 +246,7 @@ func (s *Server) createResponse(ex *exchange, _ []string, f *Fault) (any, error)
 	}
 	var a *coretest.Action
 	if conv != nil {
-		a, e = s.playConversation(conv, req)
+		a, e = s.playConversation(r, conv, req)
 	} else {
 		a, e = s.playChain(r, prev, req)
 	}
@@ -324,12 +309,15 @@ func (s *Server) faultResponse(r, prev *response, stream bool, f *Fault) (any, e
 }
 
 // playConversation takes the request's input into conv and plays the
-// model's next action.
-func (s *Server) playConversation(conv *conversation, req *request) (*coretest.Action, *apiError) {
-	items, texts, e := s.takeInput(conv.pending(), conv.knows, req.input, true)
+// model's next action; r's output begins with the MCP calls the input
+// approved.
+func (s *Server) playConversation(r *response, conv *conversation, req *request) (*coretest.Action, *apiError) {
+	waiting := conv.pending()
+	items, texts, e := s.takeInput(waiting, conv.knows, req.input, true)
 	if e != nil {
 		return nil, e
 	}
+	r.output = s.mcpCalls(waiting, items)
 	s.add(conv, items, texts)
 	if len(conv.unbegun) > 0 {
 		input := strings.Join(conv.unbegun, "\n")
@@ -351,7 +339,8 @@ func (s *Server) playConversation(conv *conversation, req *request) (*coretest.A
 }
 
 // playChain takes the request's input into a chain of responses (a new
-// one when prev is nil) and plays the model's next action; it sets r.hist.
+// one when prev is nil) and plays the model's next action; it sets r.hist,
+// and begins r's output with the MCP calls the input approved.
 func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *apiError) {
 	if prev == nil && slices.ContainsFunc(req.input, func(it inputItem) bool {
 		return it.Type == "function_call" || it.Type == "mcp_approval_request" || it.Type == "message" && it.Role == "assistant"
@@ -371,6 +360,7 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 	if e != nil {
 		return nil, e
 	}
+	r.output = s.mcpCalls(waiting, items)
 	model := s.chainModel(prev)
 	thread := r.id
 	if prev != nil {
@@ -379,7 +369,7 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 	if req.thread != "" {
 		thread = req.thread
 	}
-	s.record(thread, items, req.format)
+	s.record(thread, items, req.format.name)
 	if len(waiting) > 0 {
 		outputs := map[string]*item{}
 		for _, it := range items {
@@ -482,9 +472,10 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 			text, _ := messageText(it.Content)
 			texts = append(texts, text)
 			tail = append(tail, it)
-		case it.Type == "reasoning", it.Type == "tool_search_call", it.Type == "tool_search_output":
+		case it.Type == "reasoning", it.Type == "tool_search_call", it.Type == "tool_search_output", it.Type == "mcp_call":
 			// The model's (or the service's search for it), before the
-			// calls they go with: nothing to play.
+			// calls they go with, or the service's own calls: nothing to
+			// play.
 		case it.Type == "function_call" || it.Type == "mcp_approval_request" || it.Type == "message" && it.Role == "assistant":
 			if it.Type == "mcp_approval_request" {
 				it.CallID = it.ID
@@ -522,6 +513,18 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 		}
 	}
 	if len(group) > 0 {
+		// The answers of the model's last calls are new: the service makes
+		// the MCP calls they approve.
+		var waiting, answers []*item
+		for _, c := range group {
+			var args string
+			json.Unmarshal(c.Args, &args)
+			waiting = append(waiting, &item{Type: c.Type, CallID: c.CallID, Name: c.Name, Arguments: args, ServerLabel: c.ServerLabel})
+			if out, ok := outputs[c.CallID]; ok {
+				answers = append(answers, answerItem(out))
+			}
+		}
+		r.output = s.mcpCalls(waiting, answers)
 		if e := deliver(); e != nil {
 			return nil, e
 		}
@@ -550,7 +553,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 	if req.thread != "" {
 		thread = req.thread
 	}
-	s.record(thread, recorded, req.format)
+	s.record(thread, recorded, req.format.name)
 	a, e := next()
 	if e != nil {
 		return nil, e
@@ -676,11 +679,13 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 				// The service runs this tool itself, once a person
 				// approves: it asks for the approval.
 				id = s.newID("mcpr_")
-				it = &item{Type: "mcp_approval_request", ID: id, CallID: id, ServerLabel: "fake-mcp", Name: c.Name, Arguments: c.Arguments}
+				it = &item{Type: "mcp_approval_request", ID: id, CallID: id, ServerLabel: mcpServerLabel(r.tools, c.Name), Name: c.Name, Arguments: c.Arguments}
 			}
 			r.output = append(r.output, it)
 			r.calls = append(r.calls, it)
 		}
+	case r.format.refusal(a.Text) != "":
+		r.status, r.errCode, r.errMessage = "failed", "server_error", r.format.refusal(a.Text)
 	default:
 		r.output = append(r.output, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: "assistant", Text: a.Text})
 		r.text = a.Text

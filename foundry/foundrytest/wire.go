@@ -30,8 +30,9 @@ type item struct {
 	// ResponseID names the response that produced or received the item
 	// (a Foundry extension of the item shape).
 	ResponseID string
-	// mcp_approval_request (CallID is its id) and mcp_approval_response
-	// (CallID is the request's id).
+	// mcp_approval_request (CallID is its id), mcp_approval_response and
+	// mcp_call (CallID is the request's id; a call's Output is its output
+	// as a JSON string).
 	ServerLabel string
 	Approve     bool
 	Reason      string
@@ -81,6 +82,8 @@ type inputItem struct {
 	Args    json.RawMessage `json:"arguments"` // a function call's: a JSON string
 
 	ID string `json:"id"`
+	// mcp_approval_request and mcp_call
+	ServerLabel string `json:"server_label"`
 	// mcp_approval_response
 	ApprovalRequestID string  `json:"approval_request_id"`
 	Approve           *bool   `json:"approve"`
@@ -94,7 +97,8 @@ func parseInput(raw json.RawMessage) ([]inputItem, *apiError) { return parseInpu
 
 // parseInputOf is parseInput; with resent set (a plain Responses request,
 // which may resend a history the service did not store), it also accepts
-// the model's reasoning items and MCP approval requests.
+// the model's reasoning items, MCP approval requests and the service's MCP
+// calls.
 func parseInputOf(raw json.RawMessage, resent bool) ([]inputItem, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -134,7 +138,7 @@ func parseInputOf(raw json.RawMessage, resent bool) ([]inputItem, *apiError) {
 			if it.ApprovalRequestID == "" || it.Approve == nil {
 				return nil, schemaError(fmt.Sprintf("input[%d]", i))
 			}
-		case "reasoning", "mcp_approval_request", "tool_search_call", "tool_search_output":
+		case "reasoning", "mcp_approval_request", "mcp_call", "tool_search_call", "tool_search_output":
 			if !resent || it.ID == "" {
 				return nil, schemaError(fmt.Sprintf("input[%d]", i))
 			}

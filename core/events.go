@@ -3,10 +3,13 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/internal/redact"
 )
 
 // EventKind names what an [Event] reports.
@@ -128,7 +131,12 @@ func (e *Event) level() slog.Level {
 	return slog.LevelDebug
 }
 
-func (e *Event) log(ctx context.Context, l *slog.Logger) {
+// log writes e to l at its level. The internal error of a call (e.Call
+// set: a handler's or a middleware's error, a panic's value) is written
+// only when callErrors is set or l is enabled at Debug; every error
+// passes [errorAttr]. A pause is no error: it is written as
+// awaiting_approval.
+func (e *Event) log(ctx context.Context, l *slog.Logger, callErrors bool) {
 	lvl := e.level()
 	if !l.Enabled(ctx, lvl) {
 		return
@@ -151,11 +159,29 @@ func (e *Event) log(ctx context.Context, l *slog.Logger) {
 	if e.Duration > 0 {
 		attrs = append(attrs, slog.Duration("duration", e.Duration))
 	}
-	if e.Err != nil {
-		attrs = append(attrs, slog.Any("error", e.Err))
-		if pe, ok := e.Err.(*PanicError); ok {
-			attrs = append(attrs, slog.String("stack", string(pe.Stack)))
-		}
+	switch {
+	case e.Err == nil:
+	case e.Kind == EventRunFinished && errors.Is(e.Err, ErrAwaitingApproval):
+		attrs = append(attrs, slog.Bool("awaiting_approval", true))
+	case e.Call == nil || callErrors || l.Enabled(ctx, slog.LevelDebug):
+		attrs = append(attrs, errorAttr(e.Err))
+	}
+	if pe, ok := e.Err.(*PanicError); ok {
+		attrs = append(attrs, slog.String("stack", string(pe.Stack)))
 	}
 	l.LogAttrs(ctx, lvl, "toolrelay: "+e.Kind.String(), attrs...)
+}
+
+// maxLoggedError bounds the text of an error in a log line.
+const maxLoggedError = 2 << 10
+
+// errorAttr returns err as a log attribute: its text cut to
+// maxLoggedError bytes, then redacted ([redact.Text]: URL passwords,
+// password=… and other secret settings, tokens).
+func errorAttr(err error) slog.Attr {
+	s := err.Error()
+	if len(s) > maxLoggedError {
+		s = fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(s[:maxLoggedError], ""), len(s))
+	}
+	return slog.String("error", redact.Text(s))
 }

@@ -128,7 +128,7 @@ func (r *Runner) saveOrigin(ctx context.Context, info *RunInfo, thread string) {
 	}
 	if n, ok := r.opts.Journal.(jdriver.Notes); ok {
 		if err := n.SetNote(ctx, info.Backend, thread, originNote, info.Origin); err != nil {
-			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's origin", "thread", thread, "error", err)
+			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's origin", "thread", thread, errorAttr(err))
 		}
 	}
 }

@@ -102,7 +102,7 @@ func (r *Runner) renewLeases(stop chan struct{}) {
 			// A claim dropped meanwhile was finished or released: its
 			// renewal may fail.
 			if err != nil && l.holds(key) {
-				r.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", key.Call, "error", err)
+				r.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", key.Call, errorAttr(err))
 			}
 		}
 	}

@@ -92,8 +92,18 @@ type Options struct {
 	// DefaultLease.
 	Lease time.Duration
 	// Logger receives the run's events: routine ones at Debug, failed calls
-	// at Info, panics (with their stack) at Error. Nil means slog.Default().
+	// and pauses at Info, panics (with their stack) at Error. Nil means
+	// slog.Default(). The internal error of a failed call (what its
+	// handler or a middleware returned, a panic's value, a Verify hook's
+	// error), which may hold anything the program's code put in it, is
+	// logged only when the logger is enabled at Debug, or LogCallErrors
+	// is set. Every error logged is cut to 2 KiB and passes the redaction
+	// of secrets (URL passwords, password=… and other secret settings,
+	// bearer tokens).
 	Logger *slog.Logger
+	// LogCallErrors logs the internal error of a failed call with its
+	// event at every level (see Logger).
+	LogCallErrors bool
 	// OnEvent, if set, is called with every event, one at a time (never
 	// concurrently), in the goroutine that produced it.
 	OnEvent func(Event)
@@ -904,7 +914,11 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 			r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
 			return r.runClaimed(ctx, c)
 		default:
-			r.opts.Logger.WarnContext(ctx, "toolrelay: verify failed", "call_id", call.ID, "tool", call.Name, "error", err)
+			attrs := []any{"call_id", call.ID, "tool", call.Name}
+			if r.opts.LogCallErrors || r.opts.Logger.Enabled(ctx, slog.LevelDebug) {
+				attrs = append(attrs, errorAttr(err))
+			}
+			r.opts.Logger.WarnContext(ctx, "toolrelay: verify failed", attrs...)
 		}
 	}
 	if tool == nil || tool.mayRerun() {
@@ -960,7 +974,7 @@ func (r *Runner) cancelTurn(ctx context.Context, thread string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := c.Cancel(cctx, thread); err != nil {
-		r.opts.Logger.WarnContext(ctx, "toolrelay: cancel turn failed", "thread", thread, "error", err)
+		r.opts.Logger.WarnContext(ctx, "toolrelay: cancel turn failed", "thread", thread, errorAttr(err))
 	}
 }
 
@@ -989,7 +1003,7 @@ func (r *Runner) send(ctx context.Context, sk *sink, e *Event) {
 }
 
 func (r *Runner) emit(ctx context.Context, e *Event) {
-	e.log(ctx, r.opts.Logger)
+	e.log(ctx, r.opts.Logger, r.opts.LogCallErrors)
 	if r.opts.OnEvent == nil {
 		return
 	}

@@ -91,7 +91,7 @@ func (rec *runRecord) put(ctx context.Context, thread, options string) bool {
 	err := rec.runs.PutRun(ctx, jdriver.Run{Backend: r.b.Name(), Thread: thread, State: jdriver.RunRunning, Owner: r.opts.Owner,
 		LeaseUntil: time.Now().Add(r.opts.Lease), Options: options})
 	if err != nil {
-		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", thread, "error", err)
+		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", thread, errorAttr(err))
 		return false
 	}
 	r.holdLease(r.runKey(thread))
@@ -159,7 +159,7 @@ func (rec *runRecord) endAs(ctx context.Context, state jdriver.RunState, msg str
 	case errors.Is(err, jdriver.ErrLeaseLost):
 		r.opts.Logger.InfoContext(ctx, "toolrelay: another worker took the run over", "thread", rec.thread)
 	case err != nil:
-		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", rec.thread, "state", state, "error", err)
+		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", rec.thread, "state", state, errorAttr(err))
 	}
 }
 

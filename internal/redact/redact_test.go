@@ -76,3 +76,30 @@ func TestSecret(t *testing.T) {
 		}
 	}
 }
+
+func TestText(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"no secret", "dial tcp 10.0.0.1:5432: connection refused", "dial tcp 10.0.0.1:5432: connection refused"},
+		{"key/value", "connect host=db password=SECRET user=app: refused", "connect host=db password=xxxxx user=app: refused"},
+		{"empty value before", "host= password=SECRET", "host= password=xxxxx"},
+		{"spaced", "password = SECRET dbname=x", "password = xxxxx dbname=x"},
+		{"quoted", "password='SEC RET' x=1", "password=xxxxx x=1"},
+		{"escaped space", `password=SEC\ RET x=1`, "password=xxxxx x=1"},
+		{"unterminated quote", "password='SEC RET", "password=xxxxx"},
+		{"URL password", "open postgres://u:SECRET@db:5432/app: refused", "open postgres://u:xxxxx@db:5432/app: refused"},
+		{"URL query", "GET https://h/v1?api-key=SECRET&x=1: 401", "GET https://h/v1?api-key=xxxxx&x=1: 401"},
+		{"header", "Authorization: Bearer SECRET", "Authorization: Bearer xxxxx"},
+		{"api-key header", "api-key: SECRET\nnext", "api-key: xxxxx\nnext"},
+		{"JSON", `{"client_secret": "SECRET", "id": 1}`, `{"client_secret": xxxxx, "id": 1}`},
+		{"bare bearer", "sent bearer SECRET to x", "sent bearer xxxxx to x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := redact.Text(tc.in)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Text(%q) mismatch (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}

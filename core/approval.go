@@ -117,23 +117,33 @@ func (r *Runner) approve(ctx context.Context, c *callRun, rule ApprovalRule) err
 	if a.Decision == nil {
 		return errPaused
 	}
-	c.decided(a.Decision)
+	c.decided(a.Decision, &r.opts)
 	return nil
 }
 
-// decided applies a person's decision d to the call: denied, it runs no
-// handler; a service's approval request approved is answered "approved";
-// approved with edits, the handler gets the edited arguments (the journal
-// keys the call by those the model sent).
-func (c *callRun) decided(d *Decision) {
+// decided applies a person's decision d to the call, under the runner's
+// options o: denied, it runs no handler; a service's approval request
+// approved is answered "approved"; approved with edits, the handler gets
+// the edited arguments (the journal keys the call by those the model
+// sent), validated as the model's are, unless they are past
+// o.MaxArgumentBytes.
+func (c *callRun) decided(d *Decision, o *Options) {
 	switch {
 	case !d.Approved:
 		c.denial = "a person denied this call"
 		if d.Reason != "" {
-			c.denial += ": " + d.Reason
+			// Cut to the limit before the copy (finish cuts the whole
+			// message, saying so).
+			c.denial += ": " + d.Reason[:min(len(d.Reason), o.MaxOutputBytes)]
 		}
 	case c.call.Kind == ServiceApproval:
 		c.approved = true
+	case len(d.Arguments) > o.MaxArgumentBytes:
+		// Edits past the limit (Decide refuses them; another process's
+		// Decide, with other limits, may not have): the handler does not
+		// run.
+		c.args, c.obj = nil, nil
+		c.argErr = &tooLargeError{what: "arguments", size: len(d.Arguments), limit: o.MaxArgumentBytes}
 	case len(d.Arguments) > 0:
 		c.args, c.obj, c.argErr = parseArgs(d.Arguments)
 	}
@@ -254,14 +264,49 @@ func (r *Runner) resumeAll(ctx context.Context, todo []resumption) ([]*Result, e
 	return out, errors.Join(errs...)
 }
 
+// checkDecision returns why d cannot be recorded for a: a reason the
+// model could not read whole (past Options.MaxOutputBytes), or edited
+// arguments the model could not have sent: not a JSON object, past
+// Options.MaxArgumentBytes, invalid against the schema of a's tool, or
+// for a call of no tool of the runner's (a service's approval request).
+func (r *Runner) checkDecision(a *Approval, d *Decision) error {
+	if n := len(d.Reason); n > r.opts.MaxOutputBytes {
+		return &tooLargeError{what: "reason", size: n, limit: r.opts.MaxOutputBytes}
+	}
+	if len(d.Arguments) == 0 {
+		return nil
+	}
+	if n := len(d.Arguments); n > r.opts.MaxArgumentBytes {
+		return fmt.Errorf("the edited arguments: %w", &tooLargeError{what: "arguments", size: n, limit: r.opts.MaxArgumentBytes})
+	}
+	if raw := trimJSONSpace(d.Arguments); len(raw) == 0 || raw[0] != '{' {
+		return errors.New("the edited arguments must be a JSON object")
+	}
+	tool := r.tools.Lookup(a.Tool)
+	if tool == nil {
+		return fmt.Errorf("the edited arguments: %q is not a tool of this runner, and a service's approval request takes none", a.Tool)
+	}
+	canon, obj, err := parseArgs(d.Arguments)
+	if err == nil {
+		_, err = tool.prepareArgs(canon, obj)
+	}
+	if err != nil {
+		return fmt.Errorf("the edited arguments are not valid for tool %q: %w", a.Tool, err)
+	}
+	return nil
+}
+
 // Decide records d about the call callID of thread, which awaits a decision;
 // the run then goes on with [Runner.Resume] (once every call of the step is
 // decided), in this process or another sharing the journal. An approved
 // call runs (with d.Arguments, if set, in place of the model's); a denied
-// one gets a failed result telling the model it was denied, and why. An
-// unknown call gives an error whose code is NotFound; a call decided
-// before, or whose time to decide passed, FailedPrecondition; neither
-// changes anything.
+// one gets a failed result telling the model it was denied, and why.
+// Edited arguments pass what the model's do (a JSON object within
+// Options.MaxArgumentBytes, valid against the tool's schema), and a reason
+// fits Options.MaxOutputBytes; otherwise the error's code is
+// InvalidArgument. An unknown call gives an error whose code is NotFound;
+// a call decided before, or whose time to decide passed,
+// FailedPrecondition. No error changes anything.
 func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) error {
 	ap, err := r.approvals()
 	if err != nil {
@@ -281,10 +326,8 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) 
 		if d.At.IsZero() {
 			d.At = time.Now()
 		}
-		if len(d.Arguments) > 0 {
-			if _, _, err := parseArgs(d.Arguments); err != nil {
-				return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: decide", Err: fmt.Errorf("the edited arguments: %w", err)}
-			}
+		if err := r.checkDecision(&a, &d); err != nil {
+			return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, err)}
 		}
 		_, err := ap.DecideApproval(ctx, a.Key, d)
 		if errors.Is(err, jdriver.ErrDecided) {

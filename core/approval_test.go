@@ -60,7 +60,7 @@ func newApprovalEnv(t *testing.T, script *coretest.Script, opts *core.Options) *
 	e.backend = coretest.NewBackend(script, &coretest.BackendOptions{Tools: tools})
 	o := core.Options{Logger: quiet, Journal: e.journal}
 	if opts != nil {
-		o.ApprovalTimeout, o.Hooks = opts.ApprovalTimeout, opts.Hooks
+		o.ApprovalTimeout, o.Hooks, o.MaxOutputBytes, o.MaxArgumentBytes = opts.ApprovalTimeout, opts.Hooks, opts.MaxOutputBytes, opts.MaxArgumentBytes
 	}
 	e.runner = core.NewRunner(e.backend, tools, &o)
 	t.Cleanup(func() { e.runner.Close() })
@@ -368,4 +368,60 @@ func openStore(t *testing.T, u string) jdriver.Journal {
 	}
 	t.Cleanup(func() { j.Close() })
 	return j
+}
+
+// TestDecideValidatesEdits: Decide refuses edited arguments that the
+// tool's schema or the runner's limits refuse (InvalidArgument), records
+// nothing, and a valid decision is taken after.
+func TestDecideValidatesEdits(t *testing.T) {
+	tests := []struct {
+		name string
+		args string
+		want string // in the error
+	}{
+		{"not JSON", `{"order":"7","amount":{`, "not valid JSON"},
+		{"wrong type", `{"order":7,"amount":90}`, "order: "},
+		{"missing field", `{"order":"7"}`, `"amount"`},
+		{"extra property", `{"order":"7","amount":90,"note":"x"}`, "note"},
+		{"null", `null`, "a JSON object"},
+		{"a JSON string", `"{\"order\":\"7\",\"amount\":90}"`, "a JSON object"},
+		{"array", `[1]`, "a JSON object"},
+		{"number out of range", `{"order":"7","amount":1e400}`, "amount: number 1e400 is out of range"},
+		{"past the argument limit", `{"order":"7","amount":90,"pad":"` + strings.Repeat("x", 200) + `"}`, "too large (234 bytes; the limit is 200)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newApprovalEnv(t, refundScript("150"), &core.Options{MaxArgumentBytes: 200})
+			res, err := e.runner.Run(t.Context(), "refund", nil)
+			if !errors.Is(err, core.ErrAwaitingApproval) {
+				t.Fatalf("Run = %v, want a pause", err)
+			}
+			call := res.Pending[0].Key.Call
+			err = e.runner.Decide(t.Context(), res.Thread, call, core.Decision{Approved: true, Arguments: []byte(tt.args)})
+			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Decide = %v, want InvalidArgument saying %q", err, tt.want)
+			}
+			list, err := e.runner.Approvals(t.Context(), res.Thread)
+			if err != nil || len(list) != 1 || list[0].Decision != nil {
+				t.Fatalf("Approvals = %+v, %v; want the call still undecided", list, err)
+			}
+			if err := e.runner.Decide(t.Context(), res.Thread, call, core.Decision{Approved: true, Arguments: []byte(`{"order":"7","amount":90}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.runner.Resume(t.Context(), res.Thread, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-e.amounts; got != 90 {
+				t.Errorf("the handler got amount %d, want the edited 90", got)
+			}
+		})
+	}
+	t.Run("reason past the output limit", func(t *testing.T) {
+		e := newApprovalEnv(t, refundScript("150"), &core.Options{MaxOutputBytes: 100})
+		res, _ := e.runner.Run(t.Context(), "refund", nil)
+		err := e.runner.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Reason: strings.Repeat("r", 101)})
+		if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "reason too large (101 bytes; the limit is 100)") {
+			t.Errorf("Decide = %v, want InvalidArgument saying the reason is too large", err)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // parseArgs parses the arguments of a call and returns them in canonical
@@ -54,25 +55,40 @@ func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
 // floatNumbers replaces, in place, the json.Numbers of a parsed JSON value
 // with float64s, as encoding/json decodes numbers into an interface, and
-// returns the value. (The schema validator takes numbers that way.)
-func floatNumbers(v any) any {
+// returns the value. (The schema validator takes numbers that way.) A
+// number no float64 holds (1e400) is an error naming its field: path is
+// the value's ("" for the arguments).
+func floatNumbers(v any, path string) (any, error) {
+	var err error
 	switch v := v.(type) {
 	case json.Number:
-		f, err := v.Float64()
+		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
-			return v
+			return nil, fmt.Errorf("%snumber %.40s is out of range (a JSON number here must fit a 64-bit float)", fieldPrefix(path), v)
 		}
-		return f
+		return f, nil
 	case map[string]any:
 		for k, e := range v {
-			v[k] = floatNumbers(e)
+			if v[k], err = floatNumbers(e, joinPath(path, k)); err != nil {
+				return nil, err
+			}
 		}
 	case []any:
 		for i, e := range v {
-			v[i] = floatNumbers(e)
+			if v[i], err = floatNumbers(e, path+"[]"); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return v
+	return v, nil
+}
+
+// fieldPrefix returns "path: ", or "" for the arguments themselves.
+func fieldPrefix(path string) string {
+	if path == "" {
+		return ""
+	}
+	return path + ": "
 }
 
 func jsonKind(v any) string {

@@ -83,7 +83,7 @@ func (r *Runner) callDetached(ctx context.Context, c *callRun, req *CallRequest)
 		c.idem = req.IdempotencyKey
 	}
 	if req.Decision != nil {
-		c.decided(req.Decision)
+		c.decided(req.Decision, &r.opts)
 	}
 	if req.Again && c.denial == "" && !c.approved {
 		return r.runInDoubt(ctx, c)

@@ -57,7 +57,11 @@ func (r *Runner) outputLimit(tool *Tool) outputLimit {
 // prepareArgs validates arguments, in canonical form and parsed, against
 // the schema, and returns them with its defaults applied. It changes obj.
 func (t *Tool) prepareArgs(canon []byte, obj map[string]any) ([]byte, error) {
-	inst := floatNumbers(obj).(map[string]any)
+	v, err := floatNumbers(obj, "")
+	if err != nil {
+		return nil, err
+	}
+	inst := v.(map[string]any)
 	if err := t.resolved.Validate(inst); err != nil {
 		return nil, errors.New(validationMessage(err))
 	}

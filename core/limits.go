@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // tooLargeError reports arguments or an output past the runner's limit.
@@ -52,6 +54,38 @@ func (l outputLimit) parts(p []Part) (Output, error) {
 		return Output{}, l.tooLarge(n, false)
 	}
 	return Output{Parts: p}, nil
+}
+
+// result returns jr within the limit, whatever produced it (a handler, a
+// middleware, a *ModelError, a person's denial): a failure's message cut
+// to the limit (a failure stays a failure); an output as [encodeOutput]
+// bounds a handler's, refused (a TooLarge failure, with the error) or cut
+// when l.truncate is set. Only lengths are read when jr is within the
+// limit.
+func (l outputLimit) result(jr jdriver.Result) (jdriver.Result, error) {
+	switch {
+	case jr.Failed:
+		if len(jr.Error) > l.max {
+			jr.Error = truncateText(jr.Error, l.max)
+		}
+		return jr, nil
+	case jr.Output.Null:
+		return jr, nil
+	}
+	var (
+		out Output
+		err error
+	)
+	if jr.Output.Parts != nil {
+		out, err = l.parts(jr.Output.Parts)
+	} else {
+		out, err = l.text(jr.Output.Text)
+	}
+	if err != nil {
+		return failed(TooLarge, err.Error()), err
+	}
+	jr.Output = out
+	return jr, nil
 }
 
 // partsSize counts the bytes of the parts' contents.

@@ -19,6 +19,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
@@ -300,4 +301,135 @@ func TestLargeValuesMemory(t *testing.T) {
 			t.Errorf("ran %d times and sent %+v, want no run and the too-large failure", runs.Load(), submits)
 		}
 	})
+}
+
+// TestLimitsOnEveryPath checks that what the model reads passes
+// Options.MaxOutputBytes, and what a handler gets MaxArgumentBytes,
+// whatever path produced it: a *ModelError's message, a middleware's own
+// result (output, content or failure), a person's reason for a denial and
+// edited arguments (recorded in the journal by another process, whose
+// Decide was not this runner's). Each value is 50 MB (10 MB for the
+// decisions), made before the run; the run allocates at most 4 × the
+// output limit.
+func TestLimitsOnEveryPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 100 MB")
+	}
+	const bound = 4 * core.DefaultMaxOutputBytes
+	big := strings.Repeat("y", 50<<20)
+	tooLarge := "output too large (52428800 bytes; the limit is 4194304)"
+	tests := []struct {
+		name     string
+		handler  func() (any, error)
+		mw       func() core.CallResult // a middleware's own result, if set
+		truncate bool
+		want     string // the start of what the model reads
+		outcome  core.Outcome
+	}{
+		{name: "model error", handler: func() (any, error) { return nil, &core.ModelError{Message: big} }, want: "yyyy", outcome: core.ToolError},
+		{name: "middleware output", mw: func() core.CallResult { return core.CallResult{Output: core.Output{Text: big}} }, want: tooLarge, outcome: core.TooLarge},
+		{name: "middleware output, truncated", mw: func() core.CallResult { return core.CallResult{Output: core.Output{Text: big}} }, truncate: true, want: "yyyy", outcome: core.OK},
+		{name: "middleware content", mw: func() core.CallResult {
+			return core.CallResult{Output: core.Output{Parts: []core.Part{core.TextPart(big)}}}
+		}, want: "output too large (52428804 bytes", outcome: core.TooLarge},
+		{name: "middleware failure", mw: func() core.CallResult { return core.Failure(core.Denied, big) }, want: "yyyy", outcome: core.Denied},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			handler := tt.handler
+			if handler == nil {
+				handler = func() (any, error) { return "small", nil }
+			}
+			tool := mustTool(t)(core.NewTool("big", "", func(context.Context, struct{}) (any, error) { return handler() }, nil))
+			opts := &core.Options{TruncateOutput: tt.truncate}
+			if tt.mw != nil {
+				opts.Middleware = []core.Middleware{func(core.CallFunc) core.CallFunc {
+					return func(context.Context, *core.Call) (core.CallResult, error) { return tt.mw(), nil }
+				}}
+			}
+			r, b := newRunner(t, coretest.Simple("big", `{}`, "done"), []*core.Tool{tool}, opts)
+			var (
+				res *core.Result
+				err error
+			)
+			n := allocated(func() { res, err = r.Run(t.Context(), "go", nil) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("the run allocated %.1f MiB", float64(n)/(1<<20))
+			if n > bound {
+				t.Errorf("the run allocated %d bytes, want at most %d (4 × the limit)", n, bound)
+			}
+			got := results(b.Received())
+			if len(got) != 1 || !strings.HasPrefix(got[0].Text(), tt.want) || len(got[0].Text()) > core.DefaultMaxOutputBytes {
+				t.Fatalf("the model read %d bytes starting %.80q, want at most the limit, starting %q", len(got[0].Text()), got[0].Text(), tt.want)
+			}
+			if o := res.Calls[0].Outcome; o != tt.outcome {
+				t.Errorf("outcome %v, want %v", o, tt.outcome)
+			}
+		})
+	}
+
+	// Decisions recorded by another process, past this runner's limits.
+	const limit = 1000
+	decisions := []struct {
+		name string
+		d    core.Decision
+		want string // the start of what the model reads
+	}{
+		{"denial reason", core.Decision{Reason: big[:10<<20]}, "a person denied this call: yyyy"},
+		{"edited arguments", core.Decision{Approved: true, Arguments: []byte(`{"order":"7","amount":` + strings.Repeat("1", 10<<20) + `}`)}, "arguments too large (10485783 bytes; the limit is 1000)"},
+	}
+	for _, tt := range decisions {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newApprovalEnv(t, refundScript("150"), &core.Options{MaxOutputBytes: limit, MaxArgumentBytes: limit})
+			res, err := e.runner.Run(t.Context(), "refund", nil)
+			if !errors.Is(err, core.ErrAwaitingApproval) {
+				t.Fatalf("Run = %v, want a pause", err)
+			}
+			if err := e.runner.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, tt.d); errcode.Of(err) != errcode.InvalidArgument {
+				t.Errorf("Decide = %v, want InvalidArgument", err)
+			}
+			if _, err := e.journal.DecideApproval(t.Context(), res.Pending[0].Key, tt.d); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.runner.Resume(t.Context(), res.Thread, nil); err != nil {
+				t.Fatal(err)
+			}
+			got := results(e.backend.Received())
+			if len(got) != 2 || !strings.HasPrefix(got[0].Text(), tt.want) || len(got[0].Text()) > limit {
+				t.Fatalf("the model read %d bytes starting %.80q, want at most %d, starting %q", len(got[0].Text()), got[0].Text(), limit, tt.want)
+			}
+			if e.refunds.Load() != 0 {
+				t.Errorf("the handler ran %d times, want none", e.refunds.Load())
+			}
+		})
+	}
+}
+
+// TestNumberOutOfRange: a number no float64 holds (1e400) is refused as
+// invalid arguments naming the field and saying why, not as a value of
+// the wrong type.
+func TestNumberOutOfRange(t *testing.T) {
+	var runs atomic.Int32
+	tb, err := core.NewToolbox(mustTool(t)(core.NewTool("count", "", func(_ context.Context, in struct {
+		N float64 `json:"n"`
+	}) (string, error) {
+		runs.Add(1)
+		return "ok", nil
+	}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := core.Call{Thread: "thread_1", Turn: "turn_1", ID: "call_1", Name: "count", Arguments: json.RawMessage(`{"n":1e400}`)}
+	b := &canned{steps: []*driver.Step{{Thread: "thread_1", Turn: "turn_1", Calls: []core.Call{call}}, {Thread: "thread_1", Text: "done"}}}
+	r := core.NewRunner(b, tb, &core.Options{Logger: quiet})
+	if _, err := r.Run(t.Context(), "go", nil); err != nil {
+		t.Fatal(err)
+	}
+	submits, _ := b.received()
+	want := `invalid arguments for tool "count": n: number 1e400 is out of range (a JSON number here must fit a 64-bit float)`
+	if len(submits) != 1 || submits[0][0].Error != want || runs.Load() != 0 {
+		t.Errorf("sent %+v (ran %d times), want %q and no run", submits, runs.Load(), want)
+	}
 }

@@ -848,7 +848,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		if c.approved {
 			jr = jdriver.Result{Output: Output{Text: "approved"}, Outcome: OK}
 		}
-		if err := r.finish(ctx, c, jr); err != nil {
+		if err := r.finish(ctx, c, &jr); err != nil {
 			return driver.ToolResult{}, err
 		}
 		return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), 0, nil), nil
@@ -875,10 +875,10 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		r.journalWrote(ctx, "release", t0, err)
 		return driver.ToolResult{}, r.ctxError(ctx)
 	}
-	if err := r.finish(ctx, c, jr); err != nil {
+	if err := r.finish(ctx, c, &jr); err != nil {
 		return driver.ToolResult{}, err
 	}
-	return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), d, cause), nil
+	return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), d, c.cause), nil
 }
 
 // runInDoubt decides a call found started but not finished, now owned by
@@ -906,7 +906,7 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 			} else if err != nil {
 				break
 			}
-			if err := r.finish(ctx, c, jr); err != nil {
+			if err := r.finish(ctx, c, &jr); err != nil {
 				return driver.ToolResult{}, err
 			}
 			return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, nil), nil
@@ -926,25 +926,29 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 		return r.runClaimed(ctx, c)
 	}
 	jr := failed(InDoubt, fmt.Sprintf("the outcome of this call of %q is unknown: it may or may not have taken effect, and it was not run again", call.Name))
-	if err := r.finish(ctx, c, jr); err != nil {
+	if err := r.finish(ctx, c, &jr); err != nil {
 		return driver.ToolResult{}, err
 	}
 	c.cause = errors.New("call started but not finished; not verified and not idempotent")
 	return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, c.cause), nil
 }
 
-// finish records the result of call c in the journal (none for a
-// detached call).
-func (r *Runner) finish(ctx context.Context, c *callRun, jr jdriver.Result) error {
+// finish bounds the result of call c as the model reads it (see
+// [outputLimit.result]: the one check every result passes, whatever
+// produced it) and records it in the journal (none for a detached call).
+func (r *Runner) finish(ctx context.Context, c *callRun, jr *jdriver.Result) error {
+	var err error
+	if *jr, err = r.outputLimit(c.tool).result(*jr); err != nil && c.cause == nil {
+		c.cause = err
+	}
 	if c.detached {
 		return nil
 	}
 	t0 := r.journalClock()
-	var err error
 	if c.unsynced != nil {
-		err = c.unsynced.FinishUnsynced(ctx, c.key, r.opts.Owner, jr)
+		err = c.unsynced.FinishUnsynced(ctx, c.key, r.opts.Owner, *jr)
 	} else {
-		err = r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, jr)
+		err = r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, *jr)
 	}
 	r.journalWrote(ctx, "finish", t0, err)
 	if err != nil {

@@ -14,7 +14,8 @@
 // worker died and none took them over yet); calls lists the calls
 // (backend, thread, call, state, owner, lease, outcome), least recently
 // changed first, by -backend, -thread and -state (started, in_doubt —
-// started, its worker's lease over —, succeeded, failed, submitted);
+// started, its worker's lease over —, awaiting_approval — a paused run's
+// calls that await a person's decision —, succeeded, failed, submitted);
 // show prints one thread's run record, its calls and its approvals
 // (pending and decided, with who decided); prune deletes what finished
 // before -older ago, but never what a run still running or awaiting
@@ -28,10 +29,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	_ "github.com/toolrelay/toolrelay/all" // every journal store
+	"github.com/toolrelay/toolrelay/internal/redact"
 	"github.com/toolrelay/toolrelay/journal"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
@@ -50,10 +54,13 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	fs.SetOutput(io.Discard)
 	url := fs.String("journal", os.Getenv("TOOLRELAY_JOURNAL"), "the journal's URL (sqlite://… or postgres://…)")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%v\n%s", err, usage)
+		return fmt.Errorf("%s\n%s", redact.Text(err.Error()), usage)
 	}
 	if *url == "" || fs.NArg() == 0 {
 		return errors.New(usage)
+	}
+	if !commands[fs.Arg(0)] {
+		return fmt.Errorf("unknown command %s\n%s", shown(fs.Arg(0)), usage)
 	}
 	store, err := journal.Open(ctx, *url)
 	if err != nil {
@@ -69,13 +76,19 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	limit := sub.Int("limit", 1000, "at most this many runs or calls")
 	older := sub.Duration("older", 0, "prune what finished longer ago than this")
 	if err := sub.Parse(rest); err != nil {
-		return fmt.Errorf("%s: %v\n%s", cmd, err, usage)
+		return fmt.Errorf("%s: %s\n%s", cmd, redact.Text(err.Error()), usage)
+	}
+	if cmd != "show" && sub.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %s\n%s", cmd, shown(sub.Arg(0)), usage)
 	}
 	runs, _ := store.(jdriver.Runs)
 	switch cmd {
 	case "runs", "orphans":
 		if runs == nil {
 			return fmt.Errorf("the journal (%T) keeps no run records", store)
+		}
+		if *state != "" && !runStates[jdriver.RunState(*state)] {
+			return fmt.Errorf("runs: unknown state %s (want running, awaiting_approval, finished, failed or continued)", shown(*state))
 		}
 		list, err := runs.ListRuns(ctx, *backend, jdriver.RunState(*state), *limit)
 		if err != nil {
@@ -92,10 +105,12 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		case "":
 		case "in_doubt":
 			f.InDoubt = true
+		case string(jdriver.RunAwaiting):
+			return awaiting(ctx, w, store, f, *limit)
 		default:
 			st, ok := entryStates[*state]
 			if !ok {
-				return fmt.Errorf("calls: unknown state %q (want started, in_doubt, succeeded, failed or submitted)", *state)
+				return fmt.Errorf("calls: unknown state %s (want started, in_doubt, awaiting_approval, succeeded, failed or submitted)", shown(*state))
 			}
 			f.State = st
 		}
@@ -116,7 +131,28 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		fmt.Fprintf(w, "pruned %d calls (and the runs, approvals and notes that ended before %v)\n", n, time.Now().Add(-*older).Format(time.RFC3339))
 		return nil
 	}
-	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	return nil
+}
+
+// commands are the commands run knows.
+var commands = map[string]bool{"runs": true, "orphans": true, "calls": true, "show": true, "prune": true}
+
+// plainRE matches the arguments an error may quote as they are.
+var plainRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// shown returns an argument as an error quotes it: as it is when it is a
+// plain word, else redacted, for it may be a journal URL or settings with
+// a password given where a word goes.
+func shown(arg string) string {
+	if plainRE.MatchString(arg) {
+		return strconv.Quote(arg)
+	}
+	return "(" + redact.ConnString(arg) + ")"
+}
+
+// runStates are the run states runs -state takes.
+var runStates = map[jdriver.RunState]bool{
+	jdriver.RunRunning: true, jdriver.RunAwaiting: true, jdriver.RunFinished: true, jdriver.RunFailed: true, jdriver.RunContinued: true,
 }
 
 // orphans returns the running runs whose lease expired at now.
@@ -177,6 +213,45 @@ func calls(ctx context.Context, w io.Writer, store journal.Store, f jdriver.Entr
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d calls\n", len(list))
+	return nil
+}
+
+// awaiting prints the calls that await a person's decision, of the runs
+// paused for one (f's thread and backend, if set): they are in the
+// journal's approvals, not yet among its calls.
+func awaiting(ctx context.Context, w io.Writer, store journal.Store, f jdriver.EntryFilter, limit int) error {
+	runs, ok := store.(jdriver.Runs)
+	ap, ok2 := store.(jdriver.Approvals)
+	if !ok || !ok2 {
+		return fmt.Errorf("the journal (%T) keeps no run records or no approvals", store)
+	}
+	paused, err := runs.ListRuns(ctx, f.Backend, jdriver.RunAwaiting, 1<<20)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKEND\tTHREAD\tTURN\tCALL\tSTATE\tTOOL\tEXPIRES\tREQUESTED\tWHY")
+	n := 0
+	for _, r := range paused {
+		if f.Thread != "" && r.Thread != f.Thread {
+			continue
+		}
+		list, err := ap.ListApprovals(ctx, r.Backend, r.Thread)
+		if err != nil {
+			return err
+		}
+		for _, a := range list {
+			if !a.Pending(now) || n == limit {
+				continue
+			}
+			n++
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Key.Backend, a.Key.Thread, a.Key.Turn, a.Key.Call, jdriver.RunAwaiting,
+				a.Tool, a.Expires.Format(time.RFC3339), a.Requested.Format(time.RFC3339), a.Why)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d calls\n", n)
 	return nil
 }
 

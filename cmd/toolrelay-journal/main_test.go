@@ -82,6 +82,8 @@ func TestCommands(t *testing.T) {
 		{[]string{"calls", "-state", "in_doubt"}, []string{"sess_dead", "call_9", "in_doubt", "w2", "1 calls"}, []string{"call_1", "call_3"}},
 		{[]string{"calls", "-thread", "sess_done"}, []string{"call_3", "succeeded", "ok", "1 calls"}, []string{"call_9"}},
 		{[]string{"calls", "-state", "submitted"}, []string{"call_1", "1 calls"}, []string{"call_3"}},
+		{[]string{"calls", "-state", "awaiting_approval"}, []string{"sess_paused", "call_7", "awaiting_approval", "refund", "over 100", "1 calls"}, []string{"call_1", "call_3", "call_9"}},
+		{[]string{"runs", "-state", "awaiting_approval"}, []string{"sess_paused", "1 runs"}, []string{"sess_done"}},
 		{[]string{"show", "-backend", "openai", "sess_paused"}, []string{"awaiting_approval", "call_1", "submitted", "1 calls", "call_7", "refund", "over 100", "pending", "1 approvals"}, nil},
 		{[]string{"prune", "-older", "1ns"}, []string{"pruned"}, nil},
 		{[]string{"runs"}, []string{"sess_dead", "sess_paused", "2 runs"}, []string{"sess_done"}},
@@ -107,5 +109,35 @@ func TestCommands(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"runs"}, &out); err == nil || !strings.Contains(err.Error(), "usage") {
 		t.Errorf("no journal: %v, want the usage", err)
+	}
+}
+
+// TestArgumentsNotShown: an argument given where a command, a state, a
+// number or a flag goes (a journal URL with its password, settings) is
+// not shown by the error that refuses it.
+func TestArgumentsNotShown(t *testing.T) {
+	const secret = "PLANTED-secret"
+	url := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
+	dsn := "postgres://app:" + secret + "@db.example:5432/app"
+	for _, args := range [][]string{
+		{"-journal", url, dsn},
+		{"-journal", url, "host=db password=" + secret},
+		{"-journal", url, "runs", dsn},
+		{"-journal", url, "calls", "-state", dsn},
+		{"-journal", url, "runs", "-state", dsn},
+		{"-journal", url, "runs", "-limit", dsn},
+		{"-journal", url, "runs", "-" + dsn},
+		{"-" + dsn, "runs"},
+		{"-journal", url, "show", "-backend", dsn},
+	} {
+		var out bytes.Buffer
+		err := run(t.Context(), args, &out)
+		if err == nil {
+			t.Errorf("%q: no error", args)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) || strings.Contains(out.String(), secret) {
+			t.Errorf("%q: the secret is shown:\n%v\n%s", args, err, out.String())
+		}
 	}
 }

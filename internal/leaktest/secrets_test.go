@@ -56,13 +56,14 @@ const (
 	secJournalSQLite   = "PLANTED-journal-sqlite-param" // sqlite:…?password=secret
 	secJournalBadPort  = "PLANTED-journal-bad-port"     // postgres://…:abc/…?password=secret
 	secJournalEnv      = "PLANTED-journal-env"          // TOOLRELAY_JOURNAL
+	secJournalAfter    = "PLANTED-journal-after-empty"  // host= password=secret: pgx reads host "password=secret"
 )
 
 var planted = []string{
 	secOpenAIKey, secOpenAIEnvKey, secOpenAIBaseURL, secFoundryToken, secFoundryEnvToken,
 	secFoundryKey, secFoundryEnvKey, secCredential, secEndpoint, secResponsesKey,
 	secJournalUser, secJournalQuery, secJournalSSL, secJournalKV, secJournalKVSpaced,
-	secJournalQuoted, secJournalSQLite, secJournalBadPort, secJournalEnv,
+	secJournalQuoted, secJournalSQLite, secJournalBadPort, secJournalEnv, secJournalAfter,
 }
 
 // capture collects everything a program could print: the JSON lines of a
@@ -577,6 +578,9 @@ func attempts(t *testing.T) []attempt {
 		{"key/value", "host=127.0.0.1 port=1 password=" + secJournalKV, errcode.InvalidArgument},
 		{"key/value, spaced", "host=127.0.0.1 password = " + secJournalKVSpaced + " port=1", errcode.InvalidArgument},
 		{"key/value, quoted", "host=127.0.0.1 password='a " + secJournalQuoted + "' port=1", errcode.InvalidArgument},
+		{"key/value, empty host before the password", "host= password=" + secJournalAfter + " port=1", errcode.InvalidArgument},
+		{"key/value, empty user before the password", "host=127.0.0.1 user= password=" + secJournalAfter, errcode.InvalidArgument},
+		{"key/value, empty dbname before the password", "dbname= password=" + secJournalAfter + " host=127.0.0.1", errcode.InvalidArgument},
 		{"sqlite parameter", "sqlite:///nonexistent/j.db?password=" + secJournalSQLite, errcode.InvalidArgument},
 		{"sqlite fragment", "sqlite:" + t.TempDir() + "/j.db?check=maybe#" + secJournalSQLite, errcode.InvalidArgument},
 	} {
@@ -597,6 +601,11 @@ func attempts(t *testing.T) []attempt {
 		{"key/value quoted, bad port", "host=127.0.0.1 password='a " + secJournalQuoted + "' port=abc", errcode.InvalidArgument},
 		{"key/value, unterminated quote", "host=127.0.0.1 password='" + secJournalQuoted, errcode.InvalidArgument},
 		{"key/value, stray word", "host=127.0.0.1 " + secJournalKV, errcode.InvalidArgument},
+		// A template with an unset variable: pgx reads the next setting as
+		// the empty one's value.
+		{"key/value, empty host before the password", "host= password=" + secJournalAfter + " port=" + strings.Split(refused, ":")[1] + " sslmode=disable", errcode.InvalidArgument},
+		{"key/value, empty user before the password", "host=127.0.0.1 port=" + strings.Split(refused, ":")[1] + " sslmode=disable user= password=" + secJournalAfter, errcode.InvalidArgument},
+		{"key/value, empty dbname before the password", "host=127.0.0.1 port=" + strings.Split(refused, ":")[1] + " sslmode=disable dbname= password=" + secJournalAfter, errcode.InvalidArgument},
 	} {
 		list = append(list, attempt{"journal/pgjournal.Open, " + j.name, j.code, func(ctx context.Context, t *testing.T, c *capture) error {
 			s, err := pgjournal.Open(ctx, j.conn, nil)

@@ -24,15 +24,19 @@ const Unparsable = "(not shown: it does not parse as a URL or as key=value setti
 //   - a URL (scheme://user:password@host/path?query, or sqlite:path or
 //     file:path): the password of its user info, the value of every query parameter
 //     whose name looks secret (password, sslpassword, token, key,
-//     secret, sig, auth, credential and the like, in any case), and the
-//     fragment are masked; the rest is kept;
+//     secret, sig, auth, credential and the like, in any case) or whose
+//     value holds an =, and the fragment are masked; the rest is kept;
 //   - libpq key/value settings (host=db password=secret, values quoted
 //     with ' or not, spaces around =): the value of every key that looks
-//     secret is masked, the other settings are kept;
+//     secret is masked, and every value that holds an = (libpq reads
+//     "host= password=secret" as a host "password=secret"); the other
+//     settings are kept;
 //   - anything else, or a URL or key/value string that does not parse
 //     cleanly: only the scheme (if the string starts with one) is kept,
 //     followed by [Unparsable]; nothing of the rest is shown.
 //
+// What is kept then passes [Text], so that a secret the form hides
+// (another connection string in a value, a path or a host) is masked too.
 // The empty string is returned as it is. ConnString never returns any
 // part of s it could not place in one of those forms, so a secret in a
 // malformed string is never echoed.
@@ -42,12 +46,12 @@ func ConnString(s string) string {
 	}
 	if scheme := schemeRE.FindString(s); scheme != "" {
 		if r, ok := redactURL(s); ok {
-			return r
+			return Text(r)
 		}
 		return scheme + Unparsable
 	}
 	if r, ok := redactKeyValues(s); ok {
-		return r
+		return Text(r)
 	}
 	return Unparsable
 }
@@ -88,6 +92,10 @@ func redactURL(s string) (string, bool) {
 		// part has no structure that says where a secret would be.
 		return "", false
 	}
+	if strings.Contains(u.Host+u.Path+u.Opaque, "=") || u.User != nil && strings.Contains(u.User.Username(), "=") {
+		// A setting where a name goes: a secret, perhaps.
+		return "", false
+	}
 	if u.User != nil {
 		if _, has := u.User.Password(); has {
 			u.User = url.UserPassword(u.User.Username(), Mask)
@@ -117,7 +125,11 @@ func redactQuery(raw string) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		if Secret(name) {
+		_, v, _ := strings.Cut(p, "=")
+		if uv, err := url.QueryUnescape(v); err == nil {
+			v = uv
+		}
+		if Secret(name) || holdsSetting(v) {
 			params[i] = k + "=" + Mask
 		}
 	}
@@ -138,7 +150,7 @@ func redactKeyValues(s string) (string, bool) {
 		}
 		b.WriteString(kv[0])
 		b.WriteByte('=')
-		if Secret(kv[0]) {
+		if Secret(kv[0]) || holdsSetting(kv[1]) {
 			b.WriteString(Mask)
 		} else {
 			b.WriteString(quoteValue(kv[1]))
@@ -146,6 +158,11 @@ func redactKeyValues(s string) (string, bool) {
 	}
 	return b.String(), true
 }
+
+// holdsSetting reports whether a setting's value holds a setting (an =):
+// libpq and pgx read "host= password=S" as a host "password=S", so such a
+// value is masked, whatever its name.
+func holdsSetting(v string) bool { return strings.Contains(v, "=") }
 
 // keyRE matches the keys of libpq key/value settings.
 var keyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)

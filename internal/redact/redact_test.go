@@ -48,6 +48,10 @@ func TestConnString(t *testing.T) {
 		{"opaque of another scheme", "api.example.com:SECRET/v1", "api.example.com:" + u},
 		{"mailto", "mailto:SECRET@example.com", "mailto:" + u},
 		{"file opaque", "file:rel/j.db", "file:rel/j.db"},
+		{"key/value empty value before password", "host= password=SECRET dbname=app", "host=xxxxx dbname=app"},
+		{"key/value empty quoted value before password", "user='' host= password=SECRET", "user='' host=xxxxx"},
+		{"key/value value holding a setting", `host='a password=SECRET'`, "host=xxxxx"},
+		{"parameter value holding a setting", "postgres://db/app?host=password=SECRET", "postgres://db/app?host=xxxxx"},
 		{"bare word", "SECRET", u},
 		{"path", "/var/lib/SECRET.db", u},
 	} {

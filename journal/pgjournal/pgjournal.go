@@ -90,8 +90,10 @@ var (
 // creating its tables if they do not exist. It fails, with a *[errcode.Error],
 // within the connect timeout if the server cannot be reached, with code
 // FailedPrecondition if the tables exist but are of another schema version,
-// and with code InvalidArgument if connString does not parse; no error
-// shows a password of connString.
+// and with code InvalidArgument if connString does not parse or gives
+// host, user or dbname a value holding an = (as "host= password=secret"
+// does: the error names the setting); no error shows a password of
+// connString.
 // opts may be nil. The caller must Close the journal.
 func Open(ctx context.Context, connString string, opts *Options) (*Journal, error) {
 	var o Options
@@ -101,6 +103,10 @@ func Open(ctx context.Context, connString string, opts *Options) (*Journal, erro
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "pgjournal: open " + redact.ConnString(connString), Err: parseConfigError(err)}
+	}
+	if name := settingInValue(cfg.ConnConfig); name != "" {
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "pgjournal: open " + redact.ConnString(connString),
+			Err: fmt.Errorf("the value of %s holds another setting (an empty value, as in %q, takes the next setting as its value): quote an empty value (%s='') or leave the setting out", name, name+"= password=…", name)}
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)
@@ -436,6 +442,29 @@ func openError(cfg *pgx.ConnConfig, err error) error {
 		code, err = errcode.PermissionDenied, fmt.Errorf("cannot create or read the journal's tables: %w", err)
 	}
 	return &errcode.Error{Code: code, Op: op, Err: err}
+}
+
+// settingInValue returns the name of the setting among host, user and
+// dbname (whose values are names, never holding an =) whose value holds
+// another setting, or "". pgx reads "host= password=secret" as libpq does,
+// as a host "password=secret", which would go on to be shown in every
+// error about the connection.
+func settingInValue(cfg *pgx.ConnConfig) string {
+	if strings.Contains(cfg.Host, "=") {
+		return "host"
+	}
+	for _, fb := range cfg.Fallbacks {
+		if strings.Contains(fb.Host, "=") {
+			return "host"
+		}
+	}
+	switch {
+	case strings.Contains(cfg.User, "="):
+		return "user"
+	case strings.Contains(cfg.Database, "="):
+		return "dbname"
+	}
+	return ""
 }
 
 // isUndefined reports whether err says a table or schema does not exist.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -264,7 +265,10 @@ type Result struct {
 // reached (ErrMaxSteps), when the context is canceled (the error wraps
 // context.Canceled) or the run passes its time limit (Options.RunTimeout;
 // the error wraps context.DeadlineExceeded), or when the journal fails.
-// Errors are *[errcode.Error]s whose Code says what kind of failure it was. On
+// No handler starts once the run's context is done, nor, in a step whose
+// call could not be recorded (the journal failed), once that happened:
+// the calls not started are left to run on resume, and the error says
+// what became of the step's calls, with the journal's code. Errors are *[errcode.Error]s whose Code says what kind of failure it was. On
 // error, the returned Result is non-nil once a thread exists: it holds the
 // Thread, from which [Runner.Resume] can pick the turn up again.
 func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Result, error) {
@@ -590,9 +594,69 @@ func checkResults(calls []Call, results []driver.ToolResult) error {
 	return nil
 }
 
+// A halt stops the calls of a step from starting their handlers once one
+// of them failed (the journal failed, or holds a call it cannot use): a
+// handler started then would end in doubt too. The calls it stops are
+// left to run on resume.
+type halt struct{ stopped atomic.Bool }
+
+func (h *halt) stop() {
+	if h != nil {
+		h.stopped.Store(true)
+	}
+}
+
+func (h *halt) halted() bool { return h != nil && h.stopped.Load() }
+
+// errNotStarted is the "error" of a call that a halt kept from starting.
+var errNotStarted = errors.New("core: the call was not started")
+
+// mayStart returns nil if a call of the step may start its handler (or
+// claim it): not once the run's context is done (its error), nor once the
+// step halted (errNotStarted).
+func (r *Runner) mayStart(ctx context.Context, c *callRun) error {
+	switch {
+	case ctx.Err() != nil:
+		return r.ctxError(ctx)
+	case c.halt.halted():
+		return errNotStarted
+	}
+	return nil
+}
+
+// stepStopped is the error of a step whose call failed with first (the
+// journal's error, whose code it keeps), saying what became of the step's
+// calls: errs holds each call's error (nil for those whose result is
+// recorded; calls never launched have errNotStarted).
+func stepStopped(first error, errs []error) error {
+	var recorded, paused, notStarted, failed int
+	for _, err := range errs {
+		switch err {
+		case nil:
+			recorded++
+		case errPaused:
+			paused++
+		case errNotStarted:
+			notStarted++
+		default:
+			failed++
+		}
+	}
+	msg := fmt.Sprintf("the step stopped: of its %d calls, %d failed", len(errs), failed)
+	if recorded > 0 {
+		msg += fmt.Sprintf(", %d have their result recorded", recorded)
+	}
+	if paused > 0 {
+		msg += fmt.Sprintf(", %d await a decision", paused)
+	}
+	msg += fmt.Sprintf(", %d were not started (they run when the run is resumed)", notStarted)
+	return &errcode.Error{Code: errcode.Of(first), Op: "core: step", Err: fmt.Errorf("%w; %s", first, msg)}
+}
+
 // runCalls runs the calls of a step, at most Concurrency at once, and returns
 // their results in call order. It returns early, with the context's error,
-// when ctx is canceled.
+// when ctx is canceled. Once a call fails (the journal failed), the calls
+// not started yet are not started (see halt).
 func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sink) ([]driver.ToolResult, error) {
 	if sk != nil {
 		// The handlers' own backend calls (a run inside a tool) are not
@@ -606,12 +670,13 @@ func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sin
 		// which a canceled context or the call's timeout leaves behind
 		// (see invoke).
 		var err error
-		if results[0], err = r.runCall(ctx, &step.Calls[0], n, sk); err != nil && err != errPaused {
+		if results[0], err = r.runCall(ctx, &step.Calls[0], n, sk, nil); err != nil && err != errPaused {
 			return nil, err
 		}
 		return results, err
 	}
 	errs := make([]error, len(step.Calls))
+	h := new(halt)
 	// Otherwise calls run in goroutines, even one at a time (when the
 	// bound is 1), so that a canceled context ends the run at once. Each
 	// reports on done when it has finished; their events reach a stream
@@ -636,9 +701,18 @@ launch:
 			}
 			break
 		}
+		if h.halted() {
+			for j := i; j < len(step.Calls); j++ {
+				errs[j] = errNotStarted
+			}
+			break
+		}
 		launched++
 		go func() {
-			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n, ask)
+			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n, ask, h)
+			if errs[i] != nil && errs[i] != errPaused {
+				h.stop()
+			}
 			if sem != nil {
 				<-sem
 			}
@@ -664,8 +738,8 @@ launch:
 		switch {
 		case err == errPaused:
 			paused = err
-		case err != nil:
-			return nil, err
+		case err != nil && err != errNotStarted:
+			return nil, stepStopped(err, errs)
 		}
 	}
 	return results, paused
@@ -709,6 +783,7 @@ type callRun struct {
 	// detached: the call is answered for a loop run elsewhere
 	// ([Runner.Call]), which keeps its result: no journal, no lease.
 	detached bool
+	halt     *halt // the step's, if it has several calls
 }
 
 // event reports an event about the call.
@@ -726,8 +801,8 @@ func (r *Runner) decided(ctx context.Context, c *callRun, kind EventKind, tr dri
 // runCall produces the result of one call: from the journal when it holds
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
-func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink) (driver.ToolResult, error) {
-	return r.hookedAnswer(ctx, &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out})
+func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink, stop *halt) (driver.ToolResult, error) {
+	return r.hookedAnswer(ctx, &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out, halt: stop})
 }
 
 // hookedAnswer is answer inside the call hook.
@@ -769,6 +844,9 @@ func (r *Runner) prepare(c *callRun) {
 // answer is runCall without its hook.
 func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
 	j, call := r.opts.Journal, c.call
+	if err := r.mayStart(ctx, c); err != nil {
+		return driver.ToolResult{}, err
+	}
 	r.prepare(c)
 	if c.tool != nil && c.tool.mayRerun() {
 		c.unsynced, _ = j.(jdriver.Unsynced)
@@ -852,6 +930,16 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 			return driver.ToolResult{}, err
 		}
 		return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), 0, nil), nil
+	}
+	if err := r.mayStart(ctx, c); err != nil {
+		// The run's context ended, or the step halted, since the claim:
+		// the call is left to run on resume.
+		if !c.detached {
+			t0 := r.journalClock()
+			rerr := r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
+			r.journalWrote(ctx, "release", t0, rerr)
+		}
+		return driver.ToolResult{}, err
 	}
 	if !c.detached {
 		r.holdLease(c.key)

@@ -124,14 +124,18 @@ type Options struct {
 // A Runner runs the tool loop over a [driver.Backend]: it sends the user's input,
 // runs the calls the model asks for with the tools of its [Toolbox], sends
 // their results back, and repeats until the model answers. A Runner is safe
-// for concurrent use by several runs on different threads.
+// for concurrent use by several runs. Its runs on one thread are taken one
+// at a time: a run (or resume) of a thread that another run of the runner
+// works on waits for it to end, within its own time limit (runners in
+// other processes are kept apart by the journal's claims).
 type Runner struct {
 	b     driver.Backend
 	tools *Toolbox
 	opts  Options
 
-	emitMu sync.Mutex
-	leases leases
+	emitMu  sync.Mutex
+	leases  leases
+	threads threadLocks
 	// own is the journal when the runner made it: it forgets the calls
 	// of each run that ends with an answer.
 	own *jdriver.Memory
@@ -292,6 +296,8 @@ type beginning struct {
 	// existed goes on under that worker's record of it (see recordStart).
 	startRecord string
 	recovered   bool // taken over by TakeOver
+	// hold holds the threads the run works on (see threadLocks).
+	hold *threadHold
 }
 
 func start(input string) beginning   { return beginning{input: input} }
@@ -312,6 +318,12 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 	thread := ro.Thread
 	if b.thread != "" {
 		thread = b.thread
+	}
+	b.hold = r.threads.hold()
+	defer b.hold.release()
+	if err := b.hold.take(ctx, thread); err != nil {
+		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		return &Result{Thread: thread}, err
 	}
 	ctx, info, end := r.hookRun(ctx, thread, b.thread != "", b.recovered)
 	res, err := r.begin(ctx, ro, b, sk, info)
@@ -400,7 +412,13 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return &Result{Thread: thread}, err
 	}
-	return r.loop(ctx, step, ro, thread, sk, info, rec)
+	if step != nil {
+		if err := b.hold.take(ctx, step.Thread); err != nil {
+			r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: step.Thread, Err: err})
+			return &Result{Thread: step.Thread}, err
+		}
+	}
+	return r.loop(ctx, step, ro, thread, sk, info, rec, b.hold)
 }
 
 func (r *Runner) runOptions(opts *RunOptions) RunOptions {
@@ -425,7 +443,7 @@ func runContext(ctx context.Context, d time.Duration) (context.Context, context.
 // loop runs the steps of a turn, from step, until the model answers. thread
 // is the thread the run was started or resumed on, if known, for a step
 // that does not name one.
-func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, sk *sink, info *RunInfo, rec *runRecord) (*Result, error) {
+func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, sk *sink, info *RunInfo, rec *runRecord, hold *threadHold) (*Result, error) {
 	t0 := time.Now()
 	res := &Result{Thread: thread}
 	finish := func(err error) (*Result, error) {
@@ -441,9 +459,12 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		}
 		if step.Thread != res.Thread && res.Thread != "" {
 			// A chained thread moves on: its resumes must find the origin,
-			// and its record follows.
+			// its record follows, and the run holds it.
 			r.saveOrigin(ctx, info, step.Thread)
 			rec.move(ctx, step.Thread)
+			if err := hold.take(ctx, step.Thread); err != nil {
+				return finish(err)
+			}
 		}
 		res.Thread, res.Turn = step.Thread, step.Turn
 		res.Usage.Add(step.Usage)

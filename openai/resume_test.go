@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -560,6 +561,47 @@ func TestClose(t *testing.T) {
 			if _, err := h.runner.Run(t.Context(), "hi", nil); errcode.Of(err) != errcode.FailedPrecondition {
 				t.Errorf("Run after Close: err = %v, want FailedPrecondition", err)
 			}
+		})
+	}
+}
+
+// TestConcurrentResume (issue 30, item 5): several Resumes of one thread
+// in one process at once (a user clicking twice, two handlers of one
+// request) are taken one at a time: each ends with the answer, no
+// function runs twice, and none hangs (under -race: no data race in the
+// backend's handling of the session's stream).
+func TestConcurrentResume(t *testing.T) {
+	for attempt := range 3 {
+		t.Run(fmt.Sprint(attempt), func(t *testing.T) {
+			h := start(t, setup{
+				script:  oneTurn(twoSteps()...),
+				server:  &openaitest.Options{Fault: onFirst(resultsPost, openaitest.Fault{Status: 500, RetryAfter: time.Millisecond})},
+				backend: openai.Options{RequestOptions: []option.RequestOption{option.WithMaxRetries(0)}, MaxReconnects: -1, Keep: true},
+				runner:  core.Options{Journal: driver.NewMemory()},
+			})
+			first, err := h.runner.Run(t.Context(), "hi", nil)
+			if err == nil {
+				t.Fatal("the first run succeeded; want it to fail on the 500")
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			const n = 4
+			errs := make(chan error, n)
+			for range n {
+				go func() {
+					res, err := h.runner.Resume(ctx, first.Thread, nil)
+					if err == nil && res.Text != twoStepsAnswer {
+						err = fmt.Errorf("answer %q", res.Text)
+					}
+					errs <- err
+				}()
+			}
+			for range n {
+				if err := <-errs; err != nil {
+					t.Errorf("Resume: %v", err)
+				}
+			}
+			h.checkOnce()
 		})
 	}
 }

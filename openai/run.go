@@ -383,7 +383,7 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 			return nil, st.emit(driver.TextDone, it.ID, text)
 		}
 	case "agent.session.requires_action":
-		return b.actions(st, ev.Session.RequiredActions)
+		return b.actions(st, ev.Session.RequiredActions, false)
 	case "agent.session.turn.completed", "agent.session.turn.failed", "agent.session.turn.cancelled":
 		if ev.TurnID != st.turn {
 			if st.turn != "" || !b.newRootTurn(st, ev) {
@@ -485,14 +485,16 @@ func actionID(a *oai.AgentSessionRequiredActionUnion) string {
 }
 
 // actions turns required actions into a step: the function calls whose
-// results were not delivered yet. Any other kind of action is an error.
-func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion) (*driver.Step, error) {
+// results were not delivered yet (with all, every call listed: a resume
+// answers again those whose delivery is in doubt, which deliver tells
+// apart). Any other kind of action is an error.
+func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion, all bool) (*driver.Step, error) {
 	if err := unsupported(st, list); err != nil {
 		return nil, err
 	}
 	var calls []driver.Call
 	for _, a := range list {
-		if st.sent[callKey{a.TurnID, actionID(&a)}] {
+		if !all && st.sent[callKey{a.TurnID, actionID(&a)}] {
 			continue
 		}
 		switch a.Type {
@@ -586,7 +588,10 @@ func (b *Backend) reconcile(ctx context.Context, st *thread, subscribe, resume b
 		if err := b.findTurn(ctx, st, resume); err != nil {
 			return nil, sess, err
 		}
-		step, err := b.actions(st, sess.RequiredActions)
+		// A resume answers every call still listed: a result whose
+		// request failed may or may not have been applied, and the
+		// service waits for it if it was not.
+		step, err := b.actions(st, sess.RequiredActions, resume)
 		return step, sess, err
 	case "idle":
 		step, err := b.finishIdle(ctx, st, resume)

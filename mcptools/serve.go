@@ -1,0 +1,256 @@
+package mcptools
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+)
+
+// ServeOptions configure a toolbox served over MCP. The zero value (or
+// nil) is usable.
+type ServeOptions struct {
+	// Runner holds what a runner of the toolbox would hold: the journal
+	// (a memory journal of the server's own when nil), limits, timeouts,
+	// middleware, hooks (package telemetry's), logger and OnEvent. Every
+	// call is answered as a step's call of a run is (core.Runner.Call,
+	// journaled), under the backend name "mcp", the session as its
+	// thread.
+	Runner core.Options
+	// Implementation names the server to its clients; nil means
+	// "toolrelay".
+	Implementation *mcp.Implementation
+}
+
+// NewServer returns an MCP server (the SDK's, to run over any of its
+// transports) offering the tools of tools: each tool's name, description
+// and schema as they are, ReadOnly and Idempotent as readOnlyHint and
+// idempotentHint. A tool added to or removed from the toolbox is offered
+// or withdrawn at the next request, and the clients are told
+// (notifications/tools/list_changed).
+//
+// A call gets what a model's call would: its arguments bounded and
+// validated, the middleware, the tool's timeout and output limit, the
+// journal, the hooks and events. A failed call (invalid arguments, a
+// handler's error, a timeout…) is a result with isError set whose text is
+// what the model would read; a call whose tool needs a person's approval
+// is refused so (no one can be asked over MCP). Text goes as text
+// content, images as image content (a data URL's bytes) or as a resource
+// link (a URL), files as embedded resources (their bytes) or resource
+// links; a file the service holds (a file id) as a text naming it.
+// opts may be nil.
+func NewServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
+	var o ServeOptions
+	if opts != nil {
+		o = *opts
+	}
+	impl := o.Implementation
+	if impl == nil {
+		impl = &mcp.Implementation{Name: "toolrelay", Version: "v1"}
+	}
+	e := &exported{tools: tools, runner: core.NewRunner(servedBackend{}, tools, &o.Runner), offered: map[string]bool{}}
+	e.srv = mcp.NewServer(impl, &mcp.ServerOptions{Logger: o.Runner.Logger})
+	e.sync()
+	e.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if strings.HasPrefix(method, "tools/") {
+				e.sync()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return e.srv
+}
+
+// ServeStdio serves tools over MCP on the process's standard input and
+// output until ctx ends or the client closes the connection.
+func ServeStdio(ctx context.Context, tools *core.Toolbox, opts *ServeOptions) error {
+	return NewServer(tools, opts).Run(ctx, &mcp.StdioTransport{})
+}
+
+// Handler returns an http.Handler serving tools over MCP's streamable
+// HTTP transport (the SDK's, with its limits and its protection of
+// localhost servers from other origins).
+func Handler(tools *core.Toolbox, opts *ServeOptions) http.Handler {
+	srv := NewServer(tools, opts)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+}
+
+// exported is a toolbox served over MCP.
+type exported struct {
+	tools  *core.Toolbox
+	runner *core.Runner
+	srv    *mcp.Server
+
+	mu      sync.Mutex
+	version uint64
+	synced  bool
+	offered map[string]bool
+	threads sync.Map // *mcp.ServerSession → its thread, for sessions without an id
+}
+
+// sync offers the toolbox's tools as they are now.
+func (e *exported) sync() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tools, v := e.tools.Snapshot()
+	if e.synced && v == e.version {
+		return
+	}
+	e.synced, e.version = true, v
+	now := make(map[string]bool, len(tools))
+	var gone []string
+	for _, t := range tools {
+		now[t.Name()] = true
+	}
+	for n := range e.offered {
+		if !now[n] {
+			gone = append(gone, n)
+		}
+	}
+	if len(gone) > 0 {
+		e.srv.RemoveTools(gone...)
+	}
+	for _, t := range tools {
+		e.srv.AddTool(mcpTool(t), e.handler(t.Name()))
+	}
+	e.offered = now
+}
+
+// mcpTool describes t to MCP clients.
+func mcpTool(t *core.Tool) *mcp.Tool {
+	schema := json.RawMessage(t.Parameters())
+	var m map[string]any
+	if json.Unmarshal(schema, &m) == nil && m["type"] == nil {
+		m["type"] = "object"
+		schema, _ = json.Marshal(m)
+	}
+	mt := &mcp.Tool{Name: t.Name(), Description: t.Description(), InputSchema: schema}
+	if t.ReadOnly() || t.Idempotent() {
+		mt.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: t.ReadOnly(), IdempotentHint: t.Idempotent() || t.ReadOnly()}
+	}
+	return mt
+}
+
+// handler answers the calls of the tool named name.
+func (e *exported) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		call := core.Call{ID: "mcp_" + randomID(), Thread: e.thread(req.Session), Name: name, Arguments: req.Params.Arguments}
+		if len(call.Arguments) == 0 {
+			call.Arguments = json.RawMessage(`{}`)
+		}
+		tr, err := e.runner.Call(ctx, &core.CallRequest{Call: call, Journaled: true})
+		if err != nil {
+			return nil, err
+		}
+		if tr.Failed {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: tr.Error}}}, nil
+		}
+		return served(tr.Output), nil
+	}
+}
+
+// thread returns the journal's thread of a session: its id, or one of
+// its own for a session without (stdio).
+func (e *exported) thread(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return "mcp"
+	}
+	if id := ss.ID(); id != "" {
+		return id
+	}
+	if t, ok := e.threads.Load(ss); ok {
+		return t.(string)
+	}
+	t, _ := e.threads.LoadOrStore(ss, "mcp_session_"+randomID())
+	return t.(string)
+}
+
+func randomID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// served maps an output to a tool result's content.
+func served(o core.Output) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{Content: []mcp.Content{}}
+	switch {
+	case o.Null:
+	case o.Parts == nil:
+		res.Content = append(res.Content, &mcp.TextContent{Text: o.Text})
+		if t := strings.TrimSpace(o.Text); strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+			res.StructuredContent = json.RawMessage(t)
+		}
+	default:
+		for _, p := range o.Parts {
+			res.Content = append(res.Content, servedPart(p))
+		}
+	}
+	return res
+}
+
+func servedPart(p core.Part) mcp.Content {
+	switch p.Type {
+	case core.PartText:
+		return &mcp.TextContent{Text: p.Text}
+	case core.PartImage:
+		if mt, data, ok := dataURL(p.URL); ok {
+			return &mcp.ImageContent{MIMEType: mt, Data: data}
+		}
+		if p.URL != "" {
+			return &mcp.ResourceLink{URI: p.URL, Name: "image"}
+		}
+	case core.PartFile:
+		if mt, data, ok := dataURL(p.Data); ok {
+			return &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///" + p.Filename, MIMEType: mt, Blob: data}}
+		}
+		if p.URL != "" {
+			return &mcp.ResourceLink{URI: p.URL, Name: p.Filename}
+		}
+	}
+	return &mcp.TextContent{Text: fmt.Sprintf("[a %s held by the service: %s]", p.Type, p.FileID)}
+}
+
+// dataURL decodes a base64 data: URL.
+func dataURL(u string) (mediaType string, data []byte, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", nil, false
+	}
+	meta, payload, found := strings.Cut(rest, ",")
+	mediaType, isB64 := strings.CutSuffix(meta, ";base64")
+	if !found || !isB64 {
+		return "", nil, false
+	}
+	data, err := base64.StdEncoding.DecodeString(payload)
+	return mediaType, data, err == nil
+}
+
+// servedBackend is the backend of a served toolbox's runner: it names
+// the journal's entries "mcp", and runs no model.
+type servedBackend struct{}
+
+var errNoModel = &errcode.Error{Code: errcode.Unimplemented, Op: "mcptools: served toolbox", Err: fmt.Errorf("a toolbox served over MCP runs no model")}
+
+func (servedBackend) Name() string { return "mcp" }
+func (servedBackend) Start(context.Context, *driver.StartRequest) (*driver.Step, error) {
+	return nil, errNoModel
+}
+func (servedBackend) Submit(context.Context, *driver.SubmitRequest) (*driver.Step, error) {
+	return nil, errNoModel
+}
+func (servedBackend) Resume(context.Context, string) (*driver.Step, error) { return nil, errNoModel }
+func (servedBackend) ErrorCode(err error) errcode.Code                     { return errcode.Of(err) }
+func (servedBackend) Close() error                                         { return nil }

@@ -1,0 +1,179 @@
+package mcptools_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrelay/toolrelay/core"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	"github.com/toolrelay/toolrelay/mcptools"
+)
+
+type cityArgs struct {
+	City string `json:"city" jsonschema:"a city"`
+}
+
+// program returns the tools a program would hand a hosted agent.
+func program(t *testing.T) *core.Toolbox {
+	t.Helper()
+	weather, err := core.NewTool("get_weather", "Gets the weather in a city.", func(_ context.Context, in cityArgs) (string, error) {
+		if in.City != "Seattle" {
+			return "", core.ModelErrorf("no weather for %s", in.City)
+		}
+		return "70f and rainy", nil
+	}, &core.ToolOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := core.NewTool("leak", "Fails with an internal error.", func(context.Context, struct{}) (string, error) {
+		return "", errors.New("db password is hunter2")
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refund, err := core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) { return "refunded", nil },
+		&core.ToolOptions{Approval: core.Always("money goes out")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	picture, err := core.NewTool("picture", "Returns a picture.", func(context.Context, struct{}) (core.Content, error) {
+		return core.Content{core.TextPart("here:"), core.ImageData("image/png", []byte("png!"))}, nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := core.NewToolbox(weather, secret, refund, picture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+func text(res *mcp.CallToolResult) string {
+	var out []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			out = append(out, tc.Text)
+		}
+	}
+	return strings.Join(out, "|")
+}
+
+// TestServe: a toolbox served over MCP (in memory and over streamable
+// HTTP) is listed and called by the SDK's client, with the runner's
+// validation, journal and events, and follows the toolbox's changes.
+func TestServe(t *testing.T) {
+	for _, tr := range []string{"memory", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			tb := program(t)
+			j := jdriver.NewMemory()
+			var events []core.Event
+			opts := &mcptools.ServeOptions{Runner: core.Options{Logger: quiet, Journal: j, OnEvent: func(e core.Event) { events = append(events, e) }}}
+			changed := make(chan struct{}, 8)
+			client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				changed <- struct{}{}
+			}})
+			var transport mcp.Transport
+			if tr == "memory" {
+				ct, st := mcp.NewInMemoryTransports()
+				if _, err := mcptools.NewServer(tb, opts).Connect(t.Context(), st, nil); err != nil {
+					t.Fatal(err)
+				}
+				transport = ct
+			} else {
+				hs := httptest.NewServer(mcptools.Handler(tb, opts))
+				t.Cleanup(hs.Close)
+				transport = &mcp.StreamableClientTransport{Endpoint: hs.URL}
+			}
+			cs, err := client.Connect(t.Context(), transport, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			list, err := cs.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range list.Tools {
+				names = append(names, tool.Name)
+				if tool.Name == "get_weather" && (tool.Annotations == nil || !tool.Annotations.ReadOnlyHint) {
+					t.Errorf("get_weather annotations = %+v, want read-only", tool.Annotations)
+				}
+			}
+			if diff := cmp.Diff([]string{"get_weather", "leak", "picture", "refund"}, names); diff != "" {
+				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+			tests := []struct {
+				name, args string
+				wantErr    bool
+				want       string
+			}{
+				{"get_weather", `{"city":"Seattle"}`, false, "70f and rainy"},
+				{"get_weather", `{"city":"Paris"}`, true, "no weather for Paris"},
+				{"get_weather", `{"city":7}`, true, `invalid arguments for tool "get_weather": city: type: 7 has type "integer", want "string"`},
+				{"leak", `{}`, true, `tool "leak" failed`},
+				{"refund", `{}`, true, `tool "refund" needs a person's approval, which cannot be asked for here (money goes out)`},
+				{"picture", `{}`, false, "here:"},
+			}
+			for _, tt := range tests {
+				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tt.name, Arguments: json.RawMessage(tt.args)})
+				if err != nil {
+					t.Fatalf("%s: %v", tt.name, err)
+				}
+				if res.IsError != tt.wantErr || text(res) != tt.want {
+					t.Errorf("%s(%s) = isError %v %q, want %v %q", tt.name, tt.args, res.IsError, text(res), tt.wantErr, tt.want)
+				}
+				if tt.name == "picture" {
+					img, ok := res.Content[1].(*mcp.ImageContent)
+					if !ok || string(img.Data) != "png!" || img.MIMEType != "image/png" {
+						t.Errorf("picture's second content = %#v", res.Content[1])
+					}
+				}
+			}
+			finished := 0
+			for _, e := range events {
+				if e.Kind == core.EventCallFinished {
+					finished++
+				}
+			}
+			if finished != 6 {
+				t.Errorf("%d call_finished events, want 6", finished)
+			}
+			// A tool the program adds is offered, and the client told.
+			extra, _ := core.NewTool("extra", "", func(context.Context, struct{}) (string, error) { return "more", nil }, nil)
+			if err := tb.Add(extra); err != nil {
+				t.Fatal(err)
+			}
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "extra", Arguments: map[string]any{}})
+			if err != nil || text(res) != "more" {
+				t.Errorf("extra = %v, %v", res, err)
+			}
+			select {
+			case <-changed:
+			case <-time.After(10 * time.Second):
+				t.Error("no tools/list_changed after the toolbox changed")
+			}
+		})
+	}
+}
+
+// TestBothWays: a toolbox served over MCP is a toolbox's MCP server.
+func TestBothWays(t *testing.T) {
+	srv := mcptools.NewServer(program(t), &mcptools.ServeOptions{Runner: core.Options{Logger: quiet}})
+	_, _, r, _ := connect(t, []mcptools.Server{{Name: "mirror", Transport: mcptools.InMemory(srv), Prefix: "m_"}}, nil)
+	if got := call(t, r, "m_get_weather", `{"city":"Seattle"}`); got.Output.Text != "70f and rainy" {
+		t.Errorf("m_get_weather = %+v", got)
+	}
+	if got := call(t, r, "m_get_weather", `{"city":"Paris"}`); !got.Failed || got.Error != "no weather for Paris" {
+		t.Errorf("m_get_weather(Paris) = %+v", got)
+	}
+}

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -30,7 +32,11 @@ type Backend struct {
 
 	agentName, agentVersion string
 	createdVersion          bool
-	missing                 []string // set by Open, read-only after
+	// versionsMu guards agentVersion and the versions made from the
+	// toolbox (a new one when it changed); Close deletes them.
+	versionsMu sync.Mutex
+	versions   []string
+	missing    []string // set by Open, read-only after
 }
 
 var (
@@ -107,15 +113,17 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		option.WithHTTPClient(&http.Client{Transport: transport}),
 	}, o.RequestOptions)...)
 
+	list, toolsVersion := tools.Snapshot()
 	if o.Definition != nil {
 		v, err := b.agents.createVersion(ctx, name, &versionRequest{
 			Description: o.Definition.Description,
-			Definition:  promptDefinition{Kind: "prompt", Model: o.Definition.Model, Instructions: o.Definition.Instructions, Tools: respond.FunctionTools(tools)},
+			Definition:  promptDefinition{Kind: "prompt", Model: o.Definition.Model, Instructions: o.Definition.Instructions, Tools: respond.FunctionToolsOf(list)},
 		})
 		if err != nil {
 			return nil, b.openError(err)
 		}
 		b.agentName, b.agentVersion, b.createdVersion = v.Name, v.Version, true
+		b.versions = []string{v.Version}
 		if b.agentName == "" {
 			b.agentName = name
 		}
@@ -131,13 +139,40 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if b.agentVersion != "" {
 		ref["version"] = b.agentVersion
 	}
+	var offer func(context.Context) ([]responses.ToolUnionParam, map[string]any, error)
+	if o.Definition != nil {
+		// A version made from the toolbox follows it: a change makes a
+		// new version, which the next request names.
+		def := *o.Definition
+		offer = respond.NewOffering(tools, toolsVersion, nil, ref, func(ctx context.Context, list []*core.Tool) ([]responses.ToolUnionParam, map[string]any, error) {
+			v, err := b.agents.createVersion(ctx, b.agentName, &versionRequest{
+				Description: def.Description,
+				Definition:  promptDefinition{Kind: "prompt", Model: def.Model, Instructions: def.Instructions, Tools: respond.FunctionToolsOf(list)},
+			})
+			if err != nil {
+				return nil, nil, &errcode.Error{Code: errorCode(err), Op: "foundry: a new agent version for the changed tools", Err: err}
+			}
+			b.versionsMu.Lock()
+			b.versions = append(b.versions, v.Version)
+			b.agentVersion = v.Version
+			b.versionsMu.Unlock()
+			return nil, map[string]any{"type": "agent_reference", "name": b.agentName, "version": v.Version}, nil
+		}).Offer
+	}
 	b.loop = respond.New(respond.Config{
-		Name: "foundry", Client: client, Mode: mode, Stream: stream, Keep: o.Keep, Logger: b.logger, AgentRef: ref,
+		Name: "foundry", Client: client, Mode: mode, Stream: stream, Keep: o.Keep, Logger: b.logger, AgentRef: ref, Offer: offer,
 		OnClose: func(ctx context.Context) error {
 			if !b.createdVersion {
 				return nil
 			}
-			return b.agents.deleteVersion(ctx, b.agentName, b.agentVersion)
+			b.versionsMu.Lock()
+			versions := slices.Clone(b.versions)
+			b.versionsMu.Unlock()
+			var errs []error
+			for _, v := range versions {
+				errs = append(errs, b.agents.deleteVersion(ctx, b.agentName, v))
+			}
+			return errors.Join(errs...)
 		},
 	})
 	return b, nil
@@ -191,7 +226,11 @@ func (b *Backend) Mode() Mode { return b.loop.Mode() }
 
 // Agent returns the name and version of the agent the backend runs (the
 // version is empty when it runs the latest).
-func (b *Backend) Agent() (name, version string) { return b.agentName, b.agentVersion }
+func (b *Backend) Agent() (name, version string) {
+	b.versionsMu.Lock()
+	defer b.versionsMu.Unlock()
+	return b.agentName, b.agentVersion
+}
 
 // MissingTools returns the function tools of the agent named by
 // Options.Agent that the toolbox does not implement, sorted (nil for an

@@ -49,6 +49,19 @@ func (b *Backend) agent(ctx context.Context) (string, error) {
 	}
 	b.agentMu.Lock()
 	defer b.agentMu.Unlock()
+	v := b.tools.Version()
+	if b.agentID != "" && v != b.agentTools {
+		// The toolbox changed since the agent was made: new sessions get
+		// the new set.
+		params, err := agentParams(b.tools, b.opts.Model, b.opts.Instructions)
+		if err != nil {
+			return "", err
+		}
+		if _, err := b.client.Beta.Agents.Update(ctx, b.agentID, oai.BetaAgentUpdateParams{Tools: params.Tools}); err != nil {
+			return "", apiError("update agent", err)
+		}
+		b.agentTools = v
+	}
 	if b.agentID != "" {
 		return b.agentID, nil
 	}
@@ -60,7 +73,7 @@ func (b *Backend) agent(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", apiError("create agent", err)
 	}
-	b.agentID, b.agentCreated = agent.ID, true
+	b.agentID, b.agentCreated, b.agentTools = agent.ID, true, v
 	return agent.ID, nil
 }
 

@@ -126,6 +126,7 @@ type Backend struct {
 	agentMu      sync.Mutex
 	agentID      string
 	agentCreated bool
+	agentTools   uint64 // the toolbox's version the agent was made (or updated) with
 	missing      []string
 
 	mu      sync.Mutex

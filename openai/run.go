@@ -90,6 +90,9 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	if st.turn == "" && req.Step.Turn != "" {
 		st.beginTurn(req.Step.Turn)
 	}
+	if err := b.reoffer(ctx, st); err != nil {
+		return nil, err
+	}
 	st.observe(ctx)
 	if b.opts.Delivery != Polling && st.stream == nil {
 		if st.stream, err = b.subscribe(ctx, st.id); err != nil {

@@ -49,6 +49,10 @@ type thread struct {
 	gap       bool             // events of the turn may have been missed
 	sent      map[callKey]bool // results delivered, or maybe delivered
 	created   func(string)     // StartRequest.Created of the run that made the session
+	// offered is the toolbox's version last offered to the session, once
+	// offeredKnown (see reoffer).
+	offered      uint64
+	offeredKnown bool
 
 	// lastErr is the error of the latest "error" event of the turn.
 	lastErr oai.SessionError

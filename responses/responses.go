@@ -2,7 +2,6 @@ package responses
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
 	oairesponses "github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolrelay/toolrelay/adapter"
@@ -140,21 +138,22 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if o.HTTPClient != nil {
 		ro = append(ro, option.WithHTTPClient(o.HTTPClient))
 	}
-	var params []oairesponses.ToolUnionParam
-	for _, t := range respond.FunctionTools(tools) {
-		raw, err := json.Marshal(t)
-		if err != nil {
-			return nil, err
-		}
-		params = append(params, param.Override[oairesponses.ToolUnionParam](json.RawMessage(raw)))
+	list, version := tools.Snapshot()
+	params, err := respond.ToolParams(list)
+	if err != nil {
+		return nil, err
 	}
+	offering := respond.NewOffering(tools, version, params, nil, func(_ context.Context, tools []*core.Tool) ([]oairesponses.ToolUnionParam, map[string]any, error) {
+		params, err := respond.ToolParams(tools)
+		return params, nil, err
+	})
 	return &Backend{loop: respond.New(respond.Config{
 		Name: "responses",
 		// The middleware comes last, so that it sees the request as the
 		// request options left it.
 		Client: openai.NewClient(slices.Concat(ro, o.RequestOptions, []option.RequestOption{option.WithMiddleware(lim.Do, origin.Middleware)})...),
 		Mode:   mode, Stream: stream, Keep: o.Keep, Logger: o.Logger,
-		Model: o.Model, Instructions: o.Instructions, Tools: params,
+		Model: o.Model, Instructions: o.Instructions, Offer: offering.Offer,
 	})}, nil
 }
 

@@ -44,7 +44,8 @@ type thread struct {
 type BackendOptions struct {
 	// Name is the backend's name; empty means "coretest".
 	Name string
-	// Tools, if set, tells the model which tools exist, for deferred
+	// Tools, if set, tells the model which tools exist (as they are at
+	// each start and submission), for deferred
 	// loading: a deferred tool can be called only after a search found it.
 	Tools *core.Toolbox
 	// Fault, if set, is called before each operation (op is "start",
@@ -209,6 +210,11 @@ func (b *Backend) submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	}
 	if err := th.model.Deliver(got); err != nil {
 		return nil, err
+	}
+	if b.opts.Tools != nil {
+		// The toolbox may have changed mid-run: the next step sees it
+		// as it is.
+		th.model.SetTools(toolInfos(b.opts.Tools))
 	}
 	th.pending = nil
 	step, err := b.next(req.Step.Thread, th)

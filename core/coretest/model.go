@@ -109,6 +109,19 @@ func (m *Model) SetTools(tools []ToolInfo) {
 	}
 }
 
+// AddTools adds tools to those the model knows of, unless it knows them
+// already or knows of none (then it may call any).
+func (m *Model) AddTools(tools ...ToolInfo) {
+	if m.tools == nil {
+		return
+	}
+	for _, t := range tools {
+		if _, ok := m.tools[t.Name]; !ok {
+			m.tools[t.Name] = t
+		}
+	}
+}
+
 // Begin starts the next turn with the user's input.
 func (m *Model) Begin(input string) error {
 	if len(m.pending) > 0 {

@@ -417,7 +417,15 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 // plays the model's next action; it sets r.hist.
 func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiError) {
 	model := s.script.NewModel()
+	// The history may call tools the request no longer offers (the
+	// client's tools changed mid-turn): the replay takes them as they
+	// were; the model's next action gets the tools offered now.
 	offer(model, req.tools)
+	for _, it := range req.input {
+		if it.Type == "function_call" {
+			model.AddTools(coretest.ToolInfo{Name: it.Name})
+		}
+	}
 	var (
 		hist     []modelOp
 		texts    []string    // user messages not yet given to the model
@@ -554,6 +562,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 		thread = req.thread
 	}
 	s.record(thread, recorded, req.format.name)
+	offer(model, req.tools)
 	a, e := next()
 	if e != nil {
 		return nil, e

@@ -97,10 +97,13 @@ type FunctionTool struct {
 // FunctionTools returns the toolbox's tools as function tools, deferred
 // ones with defer_loading, followed by a tool_search tool (executed by the
 // service) when there is any.
-func FunctionTools(tools *core.Toolbox) []FunctionTool {
+func FunctionTools(tools *core.Toolbox) []FunctionTool { return FunctionToolsOf(tools.Tools()) }
+
+// FunctionToolsOf is FunctionTools of a list of tools.
+func FunctionToolsOf(tools []*core.Tool) []FunctionTool {
 	var out []FunctionTool
 	deferred := false
-	for _, t := range tools.Tools() {
+	for _, t := range tools {
 		out = append(out, FunctionTool{Type: "function", Name: t.Name(), Description: t.Description(), Parameters: t.Parameters(), Strict: t.Strict(), DeferLoading: t.DeferLoading()})
 		deferred = deferred || t.DeferLoading()
 	}
@@ -125,6 +128,11 @@ type Config struct {
 	AgentRef            map[string]any
 	Model, Instructions string
 	Tools               []responses.ToolUnionParam
+	// Offer, if set, is called before each request, and returns what
+	// the request offers the model: the tools (when it carries them) or
+	// the agent reference, as they are now (a backend whose toolbox
+	// changed mid-run offers the new set from the next request).
+	Offer func(ctx context.Context) (tools []responses.ToolUnionParam, agentRef map[string]any, err error)
 	// OnClose, if set, runs at Close after the conversations were deleted
 	// (unless Keep); its error joins theirs.
 	OnClose func(ctx context.Context) error
@@ -142,6 +150,7 @@ type Backend struct {
 	model        string
 	instructions string
 	tools        []responses.ToolUnionParam
+	offer        func(ctx context.Context) ([]responses.ToolUnionParam, map[string]any, error)
 	onClose      func(ctx context.Context) error
 
 	mu            sync.Mutex
@@ -161,7 +170,7 @@ func New(c Config) *Backend {
 	}
 	return &Backend{
 		name: c.Name, client: c.Client, mode: c.Mode, stream: c.Stream, keep: c.Keep, logger: l,
-		agentRef: c.AgentRef, model: c.Model, instructions: c.Instructions, tools: c.Tools, onClose: c.OnClose,
+		agentRef: c.AgentRef, model: c.Model, instructions: c.Instructions, tools: c.Tools, offer: c.Offer, onClose: c.OnClose,
 	}
 }
 

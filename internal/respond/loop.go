@@ -224,14 +224,21 @@ func (b *Backend) respondWith(ctx context.Context, thread string, input []respon
 	case thread != "":
 		p.PreviousResponseID = openai.String(thread)
 	}
-	if b.agentRef != nil {
-		p.SetExtraFields(map[string]any{"agent_reference": b.agentRef})
+	tools, agentRef := b.tools, b.agentRef
+	if b.offer != nil {
+		var err error
+		if tools, agentRef, err = b.offer(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if agentRef != nil {
+		p.SetExtraFields(map[string]any{"agent_reference": agentRef})
 	} else {
 		p.Model = b.model
 		if b.instructions != "" {
 			p.Instructions = openai.String(b.instructions)
 		}
-		p.Tools = b.tools
+		p.Tools = tools
 		if format != nil {
 			var schema map[string]any
 			if err := json.Unmarshal(format.Schema, &schema); err != nil {

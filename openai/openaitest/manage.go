@@ -113,10 +113,14 @@ func (s *Server) updateAgent(w http.ResponseWriter, req *Request, id string) {
 }
 
 // updateSession answers POST agents/sessions/{id}: its metadata (up to 16
-// pairs; {} or null clears it) replaces the session's.
+// pairs; {} or null clears it) replaces the session's, and its
+// agent.tools the tools the session's model may call from its next step.
 func (s *Server) updateSession(w http.ResponseWriter, req *Request, id string) {
 	var body struct {
 		Metadata json.RawMessage `json:"metadata"`
+		Agent    *struct {
+			Tools json.RawMessage `json:"tools"`
+		} `json:"agent"`
 	}
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "We could not parse the JSON body of your request.")
@@ -132,6 +136,19 @@ func (s *Server) updateSession(w http.ResponseWriter, req *Request, id string) {
 		return
 	}
 	defer s.mu.Unlock()
+	if body.Agent != nil {
+		if t := bytes.TrimSpace(body.Agent.Tools); len(t) > 0 && string(t) != "null" {
+			tools, infos, err := parseTools(t)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error())
+				return
+			}
+			a := *sess.agent
+			a.tools, a.infos = tools, infos
+			sess.agent, sess.agentJSON = &a, mustJSON(a.sessionJSON())
+			sess.model.SetTools(infos)
+		}
+	}
 	if newMetadata {
 		sess.metadata = metadata
 	}

@@ -119,6 +119,15 @@ type file struct {
 	sections map[string]json.RawMessage
 }
 
+// section returns the file's section named name; f may be nil.
+func (f *file) section(name string) (json.RawMessage, bool) {
+	if f == nil {
+		return nil, false
+	}
+	b, ok := f.sections[name]
+	return b, ok
+}
+
 // load is Load, also returning the file's sections.
 func load(code *Settings) (*Settings, *file, error) {
 	cfg, f := new(Settings), new(file)

@@ -25,7 +25,8 @@ type OpenRequest struct {
 	// Settings holds the shared settings in effect (after [Load]).
 	Settings *Settings
 	// Tools are the program's tools, for backends that define them on the
-	// service (an agent made from the toolbox).
+	// service (an agent made from the toolbox), with those the
+	// configuration names (see [ToolSource]); never nil.
 	Tools *core.Toolbox
 	// Logger is the program's logger; never nil.
 	Logger *slog.Logger
@@ -50,7 +51,7 @@ func (r *OpenRequest) BackendSettings(section string, s any) error {
 		panic(fmt.Sprintf("adapter: BackendSettings of a %T, not a pointer to a struct", s))
 	}
 	if r.file != nil {
-		if b, ok := r.file.sections[section]; ok {
+		if b, ok := r.file.section(section); ok {
 			if err := decodeStrict("adapter: config file "+r.file.path+": "+section, b, s); err != nil {
 				return err
 			}
@@ -203,12 +204,18 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner
 		}
 		opened = append(opened, store)
 	}
+	added, err := addTools(ctx, req)
+	if err != nil {
+		opened.Close()
+		return nil, err
+	}
+	opened = append(added, opened...) // the tools' servers close before the journal
 	b, err := open(ctx, req)
 	if err != nil {
 		opened.Close()
 		return nil, err
 	}
-	r := core.NewRunner(b, tools, &ro)
+	r := core.NewRunner(b, req.Tools, &ro)
 	if len(opened) > 0 {
 		runnerhook.OnClose(r, opened)
 	}
@@ -284,6 +291,9 @@ func NewRequest(tools *core.Toolbox, opts *Options) (*OpenRequest, error) {
 	logger := o.Runner.Logger
 	if logger == nil {
 		logger = slog.Default()
+	}
+	if tools == nil {
+		tools = &core.Toolbox{}
 	}
 	return &OpenRequest{Settings: cfg, Tools: tools, Logger: logger, file: f, code: o.BackendSettings, wrap: o.WrapTransport}, nil
 }

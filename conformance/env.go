@@ -46,6 +46,13 @@ func (e *env) tryRunner(script *coretest.Script, opts *core.Options, tools ...*c
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return e.runnerOn(script, opts, tb)
+}
+
+// runnerOn makes the backend for script and tb, and returns a runner over
+// them.
+func (e *env) runnerOn(script *coretest.Script, opts *core.Options, tb *core.Toolbox) (*core.Runner, error) {
+	e.t.Helper()
 	b, err := e.h.MakeBackend(e.t.Context(), script, tb)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,9 @@
 //	P5 BenchmarkConformance  the conformance suite's wall time per backend
 //	P6 BenchmarkStream    per delta of a streamed answer: Runner.Stream
 //	                      against openai-go's own stream read alone
+//	P8 BenchmarkMCP       per call of an MCP server's tool (in memory,
+//	                      stdio) against the same function registered
+//	                      directly
 //
 // `go run ./internal/bench/compare` runs them all briefly and prints one ratio line
 // per measure.

@@ -46,6 +46,7 @@ var measures = []measure{
 	{"P5", "^BenchmarkConformance$", "1x", reportConformance},
 	{"P6", "^BenchmarkStream$", "5000x", reportStream},
 	{"P7", "^BenchmarkTracing", "2000x", reportTracing},
+	{"P8", "^BenchmarkMCP$", "2000x", reportMCP},
 }
 
 func main() {

@@ -179,3 +179,24 @@ func dur(ns float64) string {
 	}
 	return d.String()
 }
+
+// reportMCP prints P8: what a call of an MCP server's tool costs over the
+// same function registered directly, in memory and over stdio.
+func reportMCP(w io.Writer, rs results) {
+	direct, ok := rs.median("MCP/direct", "ns/op")
+	if !ok {
+		fmt.Fprintln(w, "P8 MCP call not measured")
+		return
+	}
+	aDirect, _ := rs.median("MCP/direct", "allocs/op")
+	for _, kind := range []string{"memory", "stdio"} {
+		ns, ok := rs.median("MCP/"+kind, "ns/op")
+		if !ok {
+			fmt.Fprintf(w, "P8 MCP %-6s not measured\n", kind)
+			continue
+		}
+		allocs, _ := rs.median("MCP/"+kind, "allocs/op")
+		fmt.Fprintf(w, "P8 MCP %-6s call %s = direct %s + %s per call (%.0f allocs more in this process); %.1fx\n",
+			kind, dur(ns), dur(direct), dur(ns-direct), allocs-aDirect, ns/direct)
+	}
+}

@@ -11,6 +11,12 @@
 // that broke. A scenario that needs something the backend or its fake does
 // not support is skipped with the reason, never silently passed.
 //
+// The MCP scenarios (named MCP…/memory, /stdio, /http) offer the tools of
+// an MCP server (package mcptools/mcptest's, through package mcptools)
+// beside the program's own, over the transports where they differ: they
+// check that the backend offers them, and offers a changed set from the
+// next step.
+//
 // The scenarios are written in the backend-neutral model scripts of package
 // coretest; what the fake received is compared in the neutral terms of
 // [coretest.Received].

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -186,6 +187,23 @@ func (r *Runner) awaiting(ctx context.Context, step *driver.Step) ([]Approval, e
 	return out, nil
 }
 
+// pause returns the approvals of step's calls still awaiting a decision.
+// When some do, it records that the run pauses (in rec, if any) and then
+// looks again: a decision recorded while the run was still running did
+// not wake it (see Decide), so if every call is decided by then, the run
+// is recorded running here again and pause returns none.
+func (r *Runner) pause(ctx context.Context, rec *runRecord, step *driver.Step) ([]Approval, error) {
+	pending, err := r.awaiting(ctx, step)
+	if err != nil || len(pending) == 0 || rec == nil {
+		return pending, err
+	}
+	rec.pause(ctx)
+	if pending, err = r.awaiting(ctx, step); err == nil && len(pending) == 0 {
+		rec.goOn(ctx)
+	}
+	return pending, err
+}
+
 // Approvals returns the approvals of the runner's backend on thread, oldest
 // first: those awaiting a decision and those decided.
 func (r *Runner) Approvals(ctx context.Context, thread string) ([]Approval, error) {
@@ -296,6 +314,59 @@ func (r *Runner) checkDecision(a *Approval, d *Decision) error {
 	return nil
 }
 
+// wakeRun records the run paused on thread as running under this runner,
+// with a lease it does not renew: if the runner does not resume it (or
+// stops), another worker takes it over once the lease passes (see
+// [jdriver.Runs]). It reports whether it did; it does nothing in a
+// journal that keeps no runs.
+func (r *Runner) wakeRun(ctx context.Context, thread string) bool {
+	runs, ok := r.opts.Journal.(jdriver.Runs)
+	if !ok || r.own != nil {
+		return false
+	}
+	woke, err := runs.WakeRun(context.WithoutCancel(ctx), r.b.Name(), thread, r.opts.Owner, r.opts.Lease)
+	if err != nil {
+		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the decided run", "thread", thread, errorAttr(err))
+	}
+	return woke
+}
+
+// wakeAfterDecision leaves the run of thread, after a decision, running
+// (to be resumed here or taken over) when no call of it awaits a decision
+// any more, and paused otherwise; woke says whether this runner woke it
+// before the decision. A run it puts back to paused is looked at again: a
+// decision recorded meanwhile by another worker may have found it awake,
+// and left it to this one.
+func (r *Runner) wakeAfterDecision(ctx context.Context, ap jdriver.Approvals, thread string, woke bool) {
+	runs, ok := r.opts.Journal.(jdriver.Runs)
+	if !ok || r.own != nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	for {
+		list, err := ap.ListApprovals(ctx, r.b.Name(), thread)
+		if err != nil {
+			// Left running if woken: a takeover resumes it, and pauses
+			// it again if calls still await a decision.
+			r.opts.Logger.WarnContext(ctx, "toolrelay: could not read the run's approvals", "thread", thread, errorAttr(err))
+			return
+		}
+		now := time.Now()
+		pending := slices.ContainsFunc(list, func(a Approval) bool { return a.Pending(now) })
+		switch {
+		case !pending && !woke:
+			r.wakeRun(ctx, thread)
+			return
+		case !pending, !woke:
+			return
+		}
+		if err := runs.EndRun(ctx, r.b.Name(), thread, r.opts.Owner, jdriver.RunAwaiting, ""); err != nil {
+			return // another worker took it over
+		}
+		woke = false
+	}
+}
+
 // Decide records d about the call callID of thread, which awaits a decision;
 // the run then goes on with [Runner.Resume] (once every call of the step is
 // decided), in this process or another sharing the journal. An approved
@@ -307,6 +378,13 @@ func (r *Runner) checkDecision(a *Approval, d *Decision) error {
 // InvalidArgument. An unknown call gives an error whose code is NotFound;
 // a call decided before, or whose time to decide passed,
 // FailedPrecondition. No error changes anything.
+//
+// In a journal that keeps runs, the decision that leaves no call of the
+// run awaiting one hands the run to this runner for Options.Lease: resume
+// it here within that time, or a worker's [Runner.TakeOver] (in any
+// process sharing the journal) resumes it once the lease passed, so that
+// a run whose every call is decided is never left parked, even when the
+// process that decided stops.
 func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) error {
 	ap, err := r.approvals()
 	if err != nil {
@@ -329,7 +407,13 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) 
 		if err := r.checkDecision(&a, &d); err != nil {
 			return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, err)}
 		}
+		// The paused run is handed to this runner before the decision is
+		// recorded, and given back (paused) after, if calls still await
+		// one: a worker that stops in between leaves it to a takeover
+		// (see wakeAfterDecision).
+		woke := r.wakeRun(ctx, thread)
 		_, err := ap.DecideApproval(ctx, a.Key, d)
+		r.wakeAfterDecision(ctx, ap, thread, woke)
 		if errors.Is(err, jdriver.ErrDecided) {
 			return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, err)}
 		}

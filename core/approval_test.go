@@ -425,3 +425,66 @@ func TestDecideValidatesEdits(t *testing.T) {
 		}
 	})
 }
+
+// diesAfterDecision is the journal of a worker that stops right after it
+// recorded a decision: every read of the approvals after the decision
+// fails.
+type diesAfterDecision struct {
+	*jdriver.Memory
+	decided atomic.Bool
+}
+
+func (j *diesAfterDecision) DecideApproval(ctx context.Context, key jdriver.Key, d jdriver.Decision) (jdriver.Approval, error) {
+	a, err := j.Memory.DecideApproval(ctx, key, d)
+	j.decided.Store(true)
+	return a, err
+}
+
+func (j *diesAfterDecision) ListApprovals(ctx context.Context, backend, thread string) ([]jdriver.Approval, error) {
+	if j.decided.Load() {
+		return nil, errors.New("the worker stopped")
+	}
+	return j.Memory.ListApprovals(ctx, backend, thread)
+}
+
+// TestDecidedRunTakenOver (issue 30, item 2): the worker that decides the
+// last pending call of a paused run stops before it resumes the run (it
+// never calls Resume, or it dies right after recording the decision):
+// another worker's TakeOver finds the run, once the decider's lease
+// passed, and finishes it, each call run once.
+func TestDecidedRunTakenOver(t *testing.T) {
+	for _, how := range []string{"never resumes", "dies after the decision"} {
+		t.Run(how, func(t *testing.T) {
+			e := newApprovalEnv(t, refundScript("150"), nil)
+			res, err := e.runner.Run(t.Context(), "refund", nil)
+			if !errors.Is(err, core.ErrAwaitingApproval) {
+				t.Fatalf("Run = %v, want ErrAwaitingApproval", err)
+			}
+			const lease = 100 * time.Millisecond
+			var dj jdriver.Journal = e.journal
+			if how == "dies after the decision" {
+				dj = &diesAfterDecision{Memory: e.journal}
+			}
+			decider := core.NewRunner(e.backend, e.runner.Toolbox(), &core.Options{Logger: quiet, Journal: dj, Owner: "decider", Lease: lease})
+			err = decider.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true, Actor: "ops"})
+			if how == "never resumes" && err != nil {
+				t.Fatal(err)
+			}
+			decider.Close()
+			taker := core.NewRunner(e.backend, e.runner.Toolbox(), &core.Options{Logger: quiet, Journal: e.journal, Owner: "taker", Lease: time.Minute})
+			defer taker.Close()
+			var got []*core.Result
+			for deadline := time.Now().Add(5 * time.Second); len(got) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if got, err = taker.TakeOver(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(got) != 1 || got[0].Text != "refunded / order 7: 150" {
+				t.Fatalf("TakeOver = %+v, want the decided run finished", got)
+			}
+			if e.refunds.Load() != 1 || e.lookups.Load() != 1 {
+				t.Errorf("refunds %d, lookups %d; want each once", e.refunds.Load(), e.lookups.Load())
+			}
+		})
+	}
+}

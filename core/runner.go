@@ -484,7 +484,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			r.cancelTurn(ctx, step.Thread)
 			return finish(&errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: err})
 		}
-		if pending, err := r.awaiting(ctx, step); err != nil || len(pending) > 0 {
+		if pending, err := r.pause(ctx, rec, step); err != nil || len(pending) > 0 {
 			if err == nil {
 				res.Pending = pending
 				err = awaitingError(step.Thread, len(pending), "resume")
@@ -498,9 +498,10 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		if err == errPaused {
 			// The calls that needed no decision ran, their results
 			// journaled; the step's results go when every call is decided.
-			if res.Pending, err = r.awaiting(ctx, step); err == nil && len(res.Pending) == 0 {
-				// Every call awaiting a decision expired meanwhile: the
-				// step goes again, and they are denied.
+			if res.Pending, err = r.pause(ctx, rec, step); err == nil && len(res.Pending) == 0 {
+				// Every call awaiting a decision was decided, or expired,
+				// meanwhile: the step goes again (the journal holds the
+				// results of the calls that ran).
 				res.Steps--
 				continue
 			}

@@ -21,6 +21,7 @@ type runRecord struct {
 	runs    jdriver.Runs
 	thread  string
 	options string
+	ended   bool // end recorded how the run ended (see pause)
 }
 
 // runOptionsJSON is what a run record keeps of a run's options, for the
@@ -136,9 +137,10 @@ func (rec *runRecord) move(ctx context.Context, thread string) error {
 
 // end records how the run ended, and stops renewing its lease.
 func (rec *runRecord) end(ctx context.Context, err error) {
-	if rec == nil || rec.thread == "" {
+	if rec == nil || rec.thread == "" || rec.ended {
 		return
 	}
+	rec.ended = true
 	rec.r.dropLease(rec.r.runKey(rec.thread))
 	state, msg := jdriver.RunFinished, ""
 	switch {
@@ -148,6 +150,16 @@ func (rec *runRecord) end(ctx context.Context, err error) {
 		state, msg = jdriver.RunFailed, err.Error()
 	}
 	rec.endAs(context.WithoutCancel(ctx), state, msg)
+}
+
+// pause records that the run waits for decisions on its thread; goOn
+// records it running here again (a decision came as it paused).
+func (rec *runRecord) pause(ctx context.Context) { rec.end(ctx, ErrAwaitingApproval) }
+
+func (rec *runRecord) goOn(ctx context.Context) {
+	if rec != nil && rec.ended && rec.put(ctx, rec.thread, rec.options) {
+		rec.ended = false
+	}
 }
 
 // endAs records the run on its thread ended in state, unless another

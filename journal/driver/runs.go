@@ -29,6 +29,15 @@ type Runs interface {
 	// thread). It returns an error matching ErrLeaseLost when the run is
 	// not running under owner any more.
 	RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error
+	// WakeRun records owner's run of (backend, thread), if it is awaiting
+	// approval, as running under owner with a lease ending lease from
+	// now, and reports whether it did; a run in another state, or none,
+	// is left as it is. A worker that records a decision wakes the run
+	// this way (see core's Runner.Decide), so that if the worker stops
+	// before it resumes the run, the lease expires and another worker
+	// takes the run over (ClaimRuns): a run whose every call is decided
+	// is never left parked.
+	WakeRun(ctx context.Context, backend, thread, owner string, lease time.Duration) (bool, error)
 	// ClaimRuns gives owner, with a new lease, at most limit runs of
 	// backend that are running and whose lease expired, oldest lease
 	// first, and returns them as updated. Of several owners claiming at
@@ -46,7 +55,8 @@ type RunState string
 const (
 	// RunRunning: a worker runs it, under a lease it renews.
 	RunRunning RunState = "running"
-	// RunAwaiting: it paused for a person's decision (no lease).
+	// RunAwaiting: it paused for a person's decision (no lease); the
+	// decision that leaves no call awaiting one wakes it (WakeRun).
 	RunAwaiting RunState = "awaiting_approval"
 	// RunFinished: it ended with the model's answer.
 	RunFinished RunState = "finished"
@@ -140,6 +150,19 @@ func (j *Memory) RenewRun(_ context.Context, backend, thread, owner string, leas
 	}
 	r.LeaseUntil, r.Updated = j.now().Add(lease), j.now()
 	return nil
+}
+
+// WakeRun implements [Runs].
+func (j *Memory) WakeRun(_ context.Context, backend, thread, owner string, lease time.Duration) (bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r := j.runs[runKey{backend, thread}]
+	if r == nil || r.State != RunAwaiting {
+		return false, nil
+	}
+	now := j.now()
+	r.State, r.Owner, r.LeaseUntil, r.Updated = RunRunning, owner, now.Add(lease), now
+	return true, nil
 }
 
 // ClaimRuns implements [Runs].

@@ -235,6 +235,50 @@ var runCases = []optionalCase[jdriver.Runs]{
 		},
 	},
 	{
+		name:        "RunWake",
+		explanation: "WakeRun moves a run awaiting approval to running under the given owner with a lease of the given length, so that ClaimRuns hands it out once that lease expires; it leaves a running, ended or unknown run as it is, and reports whether it changed one.",
+		f: func(t *testing.T, j jdriver.Runs) {
+			ctx := t.Context()
+			later := time.Now().Add(time.Hour)
+			for _, r := range []jdriver.Run{
+				{Backend: "journaltest", Thread: "paused", State: jdriver.RunAwaiting, Owner: "pauser"},
+				{Backend: "journaltest", Thread: "running", State: jdriver.RunRunning, Owner: "worker", LeaseUntil: later},
+				{Backend: "journaltest", Thread: "done", State: jdriver.RunFinished, Owner: "worker"},
+			} {
+				if err := j.PutRun(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for thread, want := range map[string]bool{"paused": true, "running": false, "done": false, "unknown": false} {
+				if woke, err := j.WakeRun(ctx, "journaltest", thread, "decider", expired); err != nil || woke != want {
+					t.Errorf("WakeRun(%s) = %v, %v; want %v, nil", thread, woke, err, want)
+				}
+			}
+			if woke, err := j.WakeRun(ctx, "journaltest", "paused", "other", live); err != nil || woke {
+				t.Errorf("a second WakeRun = %v, %v; want false (running already), nil", woke, err)
+			}
+			got, err := j.ClaimRuns(ctx, "journaltest", "taker", live, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].Thread != "paused" || got[0].State != jdriver.RunRunning || got[0].Owner != "taker" {
+				t.Errorf("ClaimRuns after the wake = %+v, want the woken run, running, now the taker's", got)
+			}
+			runs, err := j.ListRuns(ctx, "journaltest", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			states := map[string]string{}
+			for _, r := range runs {
+				states[r.Thread] = string(r.State) + "/" + r.Owner
+			}
+			want := map[string]string{"paused": "running/taker", "running": "running/worker", "done": "finished/worker"}
+			if diff := cmp.Diff(want, states); diff != "" {
+				t.Errorf("runs (-want +got):\n%s", diff)
+			}
+		},
+	},
+	{
 		name: "PruneKeepsLiveRuns",
 		explanation: "Prune never deletes what a run that is not over may still need, however old: of a thread whose run is running or awaiting approval, the results not yet submitted and (in a journal that keeps approvals) the decided approvals stay; " +
 			"their submitted results go, as do the results and decided approvals of threads whose run ended or that have no run; pending approvals always stay.",

@@ -54,6 +54,17 @@ func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, l
 	return j.changedOne("renew run", tag, err)
 }
 
+// WakeRun implements [driver.Runs]: a conditional UPDATE, synced (it
+// hands the run to a worker).
+func (j *Journal) WakeRun(ctx context.Context, backend, thread, owner string, lease time.Duration) (bool, error) {
+	tag, err := j.exec(ctx, true, runLock(backend, thread), `UPDATE `+j.t.runs+` SET state = 'running', owner = $1, lease_until = now() + $2 * interval '1 microsecond', updated = now()
+		WHERE backend = $3 AND thread = $4 AND state = 'awaiting_approval'`, owner, lease.Microseconds(), backend, thread)
+	if err != nil {
+		return false, j.opError("wake run", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // ClaimRuns implements [driver.Runs]: the expired runs are locked with FOR
 // UPDATE SKIP LOCKED, so that workers claiming at once take different
 // ones, and updated in the same statement.

@@ -58,6 +58,23 @@ func (j *Journal) RenewRun(ctx context.Context, backend, thread, owner string, l
 	})
 }
 
+// WakeRun implements [driver.Runs]: a conditional UPDATE, synced as
+// claims are (it hands the run to a worker).
+func (j *Journal) WakeRun(ctx context.Context, backend, thread, owner string, lease time.Duration) (bool, error) {
+	var n int64
+	err := j.w.q.Do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) (err error) {
+		now := time.Now()
+		n, err = affected(j.conn.ExecContext(ctx, `UPDATE `+runsTable+` SET state = 'running', owner = ?, lease_until = ?, updated = ?
+			WHERE backend = ? AND thread = ? AND state = 'awaiting_approval'`,
+			owner, now.Add(lease).UnixNano(), now.UnixNano(), backend, thread))
+		return err
+	}})
+	if err != nil {
+		return false, j.opError("wake run", err)
+	}
+	return n == 1, nil
+}
+
 // ClaimRuns implements [driver.Runs]: one UPDATE … RETURNING in a synced
 // write transaction; the single writer makes it atomic.
 func (j *Journal) ClaimRuns(ctx context.Context, backend, owner string, lease time.Duration, limit int) ([]driver.Run, error) {

@@ -3,13 +3,9 @@ package conformance
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
@@ -23,7 +19,7 @@ import (
 // reached through package mcptools) beside the program's own, over the
 // transports named in their names: in memory, stdio (the test binary
 // started again as the server) and streamable HTTP (on loopback).
-var mcpTransports = []string{"memory", "stdio", "http"}
+var mcpTransports = mcptest.Transports
 
 func init() {
 	type mcpScenario struct {
@@ -49,28 +45,11 @@ func init() {
 	}
 }
 
-// mcpServer returns the description of a fresh test server reached over
-// tr, and the directory where it records what happened.
+// mcpServer returns a fresh test server reached over tr, and the
+// directory where it records what happened.
 func (e *env) mcpServer(tr string) (mcptools.Server, string) {
 	e.t.Helper()
-	dir := e.t.TempDir()
-	s := mcptools.Server{Name: "tester"}
-	switch tr {
-	case "memory":
-		s.Transport = mcptools.InMemory(mcptest.NewServer(dir, nil))
-	case "stdio":
-		s.Command, s.Env = mcptest.Command(dir)
-	case "http":
-		var hs *httptest.Server
-		srv := mcptest.NewServer(dir, func(req *mcp.CallToolRequest) {
-			go req.Session.Close()
-			hs.CloseClientConnections()
-		})
-		hs = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-		e.t.Cleanup(hs.Close)
-		s.URL = hs.URL
-	}
-	return s, dir
+	return mcptest.Over(e.t, tr)
 }
 
 // mcpRunner connects to servers, with the program's tools own, and makes

@@ -3,7 +3,6 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -19,42 +18,6 @@ import (
 
 type cityArgs struct {
 	City string `json:"city" jsonschema:"a city"`
-}
-
-// program returns the tools a program would hand a hosted agent.
-func program(t *testing.T) *core.Toolbox {
-	t.Helper()
-	weather, err := core.NewTool("get_weather", "Gets the weather in a city.", func(_ context.Context, in cityArgs) (string, error) {
-		if in.City != "Seattle" {
-			return "", core.ModelErrorf("no weather for %s", in.City)
-		}
-		return "70f and rainy", nil
-	}, &core.ToolOptions{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret, err := core.NewTool("leak", "Fails with an internal error.", func(context.Context, struct{}) (string, error) {
-		return "", errors.New("db password is hunter2")
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refund, err := core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) { return "refunded", nil },
-		&core.ToolOptions{Approval: core.Always("money goes out")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	picture, err := core.NewTool("picture", "Returns a picture.", func(context.Context, struct{}) (core.Content, error) {
-		return core.Content{core.TextPart("here:"), core.ImageData("image/png", []byte("png!"))}, nil
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, err := core.NewToolbox(weather, secret, refund, picture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tb
 }
 
 func text(res *mcp.CallToolResult) string {
@@ -73,7 +36,7 @@ func text(res *mcp.CallToolResult) string {
 func TestServe(t *testing.T) {
 	for _, tr := range []string{"memory", "http"} {
 		t.Run(tr, func(t *testing.T) {
-			tb := program(t)
+			tb := served()
 			j := jdriver.NewMemory()
 			var events []core.Event
 			opts := &mcptools.ServeOptions{Runner: core.Options{Logger: quiet, Journal: j, OnEvent: func(e core.Event) { events = append(events, e) }}}
@@ -168,7 +131,7 @@ func TestServe(t *testing.T) {
 
 // TestBothWays: a toolbox served over MCP is a toolbox's MCP server.
 func TestBothWays(t *testing.T) {
-	srv := mcptools.NewServer(program(t), &mcptools.ServeOptions{Runner: core.Options{Logger: quiet}})
+	srv := mcptools.NewServer(served(), &mcptools.ServeOptions{Runner: core.Options{Logger: quiet}})
 	_, _, r, _ := connect(t, []mcptools.Server{{Name: "mirror", Transport: mcptools.InMemory(srv), Prefix: "m_"}}, nil)
 	if got := call(t, r, "m_get_weather", `{"city":"Seattle"}`); got.Output.Text != "70f and rainy" {
 		t.Errorf("m_get_weather = %+v", got)

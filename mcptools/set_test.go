@@ -26,33 +26,14 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// transports are the ways to reach the test server.
-var transports = []string{"memory", "stdio", "http"}
+var transports = mcptest.Transports
 
-// testServer returns a Server reaching a fresh test server over
-// transport, and the directory it records in.
+// testServer returns a Server reaching a fresh test server (named "test")
+// over transport, and the directory it records in.
 func testServer(t *testing.T, transport string) (mcptools.Server, string) {
 	t.Helper()
-	dir := t.TempDir()
-	s := mcptools.Server{Name: "test"}
-	switch transport {
-	case "memory":
-		s.Transport = mcptools.InMemory(mcptest.NewServer(dir, nil))
-	case "stdio":
-		s.Command, s.Env = mcptest.Command(dir)
-	case "http":
-		var hs *httptest.Server
-		srv := mcptest.NewServer(dir, func(req *mcp.CallToolRequest) {
-			// The server dies: its connections drop, its sessions are gone.
-			go req.Session.Close()
-			hs.CloseClientConnections()
-		})
-		hs = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-		t.Cleanup(hs.Close)
-		s.URL = hs.URL
-	default:
-		t.Fatalf("unknown transport %q", transport)
-	}
+	s, dir := mcptest.Over(t, transport)
+	s.Name = "test"
 	return s, dir
 }
 

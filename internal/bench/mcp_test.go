@@ -39,13 +39,7 @@ func BenchmarkMCP(b *testing.B) {
 				}
 				tb.Add(echo)
 			default:
-				dir := b.TempDir()
-				s := mcptools.Server{Name: "bench"}
-				if kind == "memory" {
-					s.Transport = mcptools.InMemory(mcptest.NewServer(dir, nil))
-				} else {
-					s.Command, s.Env = mcptest.Command(dir)
-				}
+				s, _ := mcptest.Over(b, kind)
 				set, err := mcptools.Connect(b.Context(), tb, []mcptools.Server{s}, &mcptools.Options{Logger: quiet})
 				if err != nil {
 					b.Fatal(err)

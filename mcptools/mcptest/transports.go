@@ -1,0 +1,45 @@
+package mcptest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrelay/toolrelay/mcptools"
+)
+
+// Transports name the ways [Over] reaches a test server.
+var Transports = []string{"memory", "stdio", "http"}
+
+// Over returns a fresh test server, named "tester", as a server of
+// package mcptools reached over transport: "memory" (the SDK's in-memory
+// transport), "stdio" (the test binary started again, see [Command]) or
+// "http" (streamable HTTP on a loopback port, whose crash drops the
+// connections and the session); and the directory it records in
+// ([Events]). What it starts ends with the test.
+func Over(t testing.TB, transport string) (mcptools.Server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s := mcptools.Server{Name: "tester"}
+	switch transport {
+	case "memory":
+		s.Transport = mcptools.InMemory(NewServer(dir, nil))
+	case "stdio":
+		s.Command, s.Env = Command(dir)
+	case "http":
+		var hs *httptest.Server
+		srv := NewServer(dir, func(req *mcp.CallToolRequest) {
+			// The server dies: its connections drop, its sessions are gone.
+			go req.Session.Close()
+			hs.CloseClientConnections()
+		})
+		hs = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		t.Cleanup(hs.Close)
+		s.URL = hs.URL
+	default:
+		t.Fatalf("mcptest: unknown transport %q", transport)
+	}
+	return s, dir
+}

@@ -3,6 +3,7 @@ package foundry
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/toolrelay/toolrelay/adapter"
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -78,6 +79,11 @@ func OptionsFor(req *adapter.OpenRequest) (*Options, error) {
 		Keep:       s.Keep,
 		Logger:     req.Logger,
 		HTTPClient: req.Client(nil),
+
+		MaxResponseBytes: req.Settings.MaxResponseBytes,
+		MaxEventBytes:    req.Settings.MaxEventBytes,
+		IdleTimeout:      time.Duration(req.Settings.IdleTimeout),
+		MaxSilence:       time.Duration(req.Settings.MaxSilence),
 	}
 	if s.Agent == "" || s.Model != "" {
 		model := s.Model

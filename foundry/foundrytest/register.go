@@ -93,6 +93,9 @@ type fakeResponses struct {
 	once sync.Once
 }
 
+// Server returns the fake, for tests.
+func (f *fakeResponses) Server() *Server { return f.srv }
+
 // Close closes the backend, then the fake. Later calls do nothing.
 func (f *fakeResponses) Close() error {
 	var err error

@@ -47,6 +47,9 @@ type fakeBackend struct {
 	srv *Server
 }
 
+// Server returns the fake server, for tests.
+func (f *fakeBackend) Server() *Server { return f.srv }
+
 func (f *fakeBackend) Close() error {
 	err := f.Backend.Close()
 	f.srv.Close()

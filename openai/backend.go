@@ -155,7 +155,12 @@ var (
 // to a host other than loopback (127.0.0.0/8, ::1, localhost) while there
 // is a key, gives an InvalidArgument error naming it redacted; a request
 // that would carry a key over plain http to such a host (as request
-// options may make one) is refused; openai-go refuses a redirect to
+// options may make one) is refused. With no key (neither APIKey nor
+// OPENAI_API_KEY) and no base URL, Open fails with FailedPrecondition,
+// naming OPENAI_API_KEY, rather than send requests to the OpenAI API
+// without one (with RequestOptions, which may set a key, the first
+// request found without one is refused before it is sent). openai-go
+// refuses a redirect to
 // another origin, with the HTTP client of RequestOptions too when it is an
 // *http.Client (another option.HTTPClient follows redirects as it will).
 func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, error) {
@@ -188,6 +193,9 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		b.log = slog.Default()
 	}
 	if err := origin.CheckOpenAIBaseURL("openai: base URL", o.BaseURL, o.APIKey); err != nil {
+		return nil, err
+	}
+	if err := origin.RequireOpenAIKey("openai: open", o.BaseURL, o.APIKey, len(o.RequestOptions) > 0); err != nil {
 		return nil, err
 	}
 	var ropts []option.RequestOption

@@ -290,7 +290,7 @@ func (b *Backend) await(ctx context.Context, st *thread) (*driver.Step, error) {
 	drops := 0
 	for {
 		if st.stream == nil {
-			return nil, errcode.Errorf(errcode.Internal, "openai: session %s: no event stream to follow", st.id)
+			return nil, errcode.Errorf(errcode.Internal, "openai: %s: no event stream to follow", st)
 		}
 		ev, err := st.stream.next(ctx, st.obs != nil)
 		if err != nil {
@@ -303,13 +303,13 @@ func (b *Backend) await(ctx context.Context, st *thread) (*driver.Step, error) {
 				// An event past MaxEventBytes: resubscribing would read
 				// it again.
 				st.closeStream()
-				return nil, fmt.Errorf("openai: session %s: %w", st.id, err)
+				return nil, fmt.Errorf("openai: %s: %w", st, err)
 			case st.id == "":
 				st.closeStream()
 				return nil, fmt.Errorf("openai: the creation stream ended before the session was created: %w", err)
 			case drops >= b.opts.MaxReconnects:
 				st.closeStream()
-				return nil, fmt.Errorf("%w %d times mid-turn (session %s): %w", errStreamDropped, drops+1, st.id, err)
+				return nil, fmt.Errorf("%w %d times mid-turn (%s): %w", errStreamDropped, drops+1, st, err)
 			}
 			drops++
 			b.log.InfoContext(ctx, "openai: event stream ended mid-turn; resuming", "session", st.id, "attempt", drops, "error", err)

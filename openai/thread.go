@@ -68,6 +68,15 @@ type thread struct {
 	active atomic.Bool
 }
 
+// String names the thread's session for messages: "session <id>", or, on
+// the creation stream before the id arrived, "the session being created".
+func (st *thread) String() string {
+	if st.id == "" {
+		return "the session being created"
+	}
+	return "session " + st.id
+}
+
 func newThread(id string) *thread {
 	return &thread{id: id, msgs: map[int64]string{}, sent: map[callKey]bool{}, live: map[string]bool{}}
 }

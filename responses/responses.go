@@ -107,7 +107,11 @@ var (
 // Open returns a backend that runs the tool loop with the functions of
 // tools over the Responses API. It returns an InvalidArgument error for
 // bad options (no model, an unknown mode or transport, a base URL that
-// would expose the key). The caller must Close the backend.
+// would expose the key), and a FailedPrecondition error naming
+// OPENAI_API_KEY when requests would go to the OpenAI API (no base URL)
+// without a key (no APIKey, no OPENAI_API_KEY, no RequestOptions that may
+// set one; a request found without one is refused before it is sent).
+// The caller must Close the backend.
 func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, error) {
 	var o Options
 	if opts != nil {
@@ -125,6 +129,9 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		return nil, errcode.Errorf(errcode.InvalidArgument, "responses: no model: set the model every request names")
 	}
 	if err := origin.CheckOpenAIBaseURL("responses: base URL", o.BaseURL, o.APIKey); err != nil {
+		return nil, err
+	}
+	if err := origin.RequireOpenAIKey("responses: open", o.BaseURL, o.APIKey, len(o.RequestOptions) > 0); err != nil {
 		return nil, err
 	}
 	lim := wirelimit.Limits{MaxResponseBytes: int64(o.MaxResponseBytes), MaxEventBytes: int64(o.MaxEventBytes), IdleTimeout: o.IdleTimeout, MaxSilence: o.MaxSilence}

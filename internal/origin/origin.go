@@ -141,6 +141,26 @@ func CheckOpenAIBaseURL(what, baseURL, apiKey string) error {
 	return CheckBaseURL(what, baseURL, cmp.Or(apiKey, os.Getenv("OPENAI_API_KEY")) != "")
 }
 
+// OpenAIHost is the host of openai-go's default base URL: the OpenAI API.
+const OpenAIHost = "api.openai.com"
+
+// ErrNoKey is matched (errors.Is) by the error of a client that would send
+// a request to the OpenAI API without a key.
+var ErrNoKey = errors.New("no API key: set OPENAI_API_KEY (or the backend's APIKey option)")
+
+// RequireOpenAIKey returns a *[errcode.Error] of code FailedPrecondition,
+// wrapping [ErrNoKey] (which names OPENAI_API_KEY), when an openai-go
+// client would send its requests to the OpenAI API (no base URL: neither
+// baseURL nor OPENAI_BASE_URL) without a key (neither apiKey nor
+// OPENAI_API_KEY) and no request options (optioned) that may set one.
+// [Middleware] refuses such a request when request options hid it here.
+func RequireOpenAIKey(what, baseURL, apiKey string, optioned bool) error {
+	if optioned || cmp.Or(baseURL, os.Getenv("OPENAI_BASE_URL"), apiKey, os.Getenv("OPENAI_API_KEY")) != "" {
+		return nil
+	}
+	return &errcode.Error{Code: errcode.FailedPrecondition, Op: what, Err: ErrNoKey}
+}
+
 // ErrPlainHTTP is matched (errors.Is) by the error of [Middleware] for a
 // request it refused to send.
 var ErrPlainHTTP = errors.New("credentials are sent over plain http only to a loopback host")
@@ -148,16 +168,24 @@ var ErrPlainHTTP = errors.New("credentials are sent over plain http only to a lo
 // Middleware is an openai-go middleware (option.WithMiddleware takes it)
 // that refuses to send a request that carries a credential (an
 // Authorization or api-key header) over plain http to a host that is not
-// loopback. Its error is a *[errcode.Error] of code InvalidArgument wrapping
-// [ErrPlainHTTP]. It guards what [CheckBaseURL] cannot see at Open: a base
-// URL or key set by request options.
+// loopback (a *[errcode.Error] of code InvalidArgument wrapping
+// [ErrPlainHTTP]), and one to the OpenAI API that carries none (code
+// FailedPrecondition, wrapping [ErrNoKey]). It guards what
+// [CheckBaseURL] and [RequireOpenAIKey] cannot see at Open: a base URL or
+// key set by request options.
 func Middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	if !strings.EqualFold(req.URL.Scheme, "https") && !Loopback(req.URL.Hostname()) &&
-		(req.Header.Get("Authorization") != "" || req.Header.Get("api-key") != "") {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Err: fmt.Errorf("%w: refused to send a request to %s", ErrPlainHTTP, Of(req.URL))}
+	keyed := req.Header.Get("Authorization") != "" || req.Header.Get("api-key") != ""
+	var err error
+	switch {
+	case !strings.EqualFold(req.URL.Scheme, "https") && !Loopback(req.URL.Hostname()) && keyed:
+		err = &errcode.Error{Code: errcode.InvalidArgument, Err: fmt.Errorf("%w: refused to send a request to %s", ErrPlainHTTP, Of(req.URL))}
+	case strings.EqualFold(req.URL.Hostname(), OpenAIHost) && !keyed:
+		err = &errcode.Error{Code: errcode.FailedPrecondition, Err: fmt.Errorf("%w: refused to send a request to %s", ErrNoKey, Of(req.URL))}
+	default:
+		return next(req)
 	}
-	return next(req)
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return nil, err
 }

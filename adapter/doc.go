@@ -16,12 +16,16 @@
 // links the backends it imports. The built-in ones:
 //
 //	Backend         Import
-//	openai          github.com/toolrelay/toolrelay/openai
-//	foundry         github.com/toolrelay/toolrelay/foundry
-//	responses       github.com/toolrelay/toolrelay/foundry (the plain Responses API)
+//	openai          github.com/toolrelay/toolrelay/openai (OpenAI Agents API sessions)
+//	foundry         github.com/toolrelay/toolrelay/foundry (Azure AI Foundry agents)
+//	responses       github.com/toolrelay/toolrelay/responses (the plain Responses API)
 //	fake-openai     github.com/toolrelay/toolrelay/openai/openaitest
 //	fake-foundry    github.com/toolrelay/toolrelay/foundry/foundrytest
+//	fake-responses  github.com/toolrelay/toolrelay/foundry/foundrytest
 //	all of them     github.com/toolrelay/toolrelay/all
+//
+// The fakes serve a scripted model (coretest.FakeSettings) on loopback,
+// for tests and for trying a program with no account and no network.
 //
 // Opening a built-in backend the program does not import fails with code
 // Unimplemented and an error naming the import to add. Third-party

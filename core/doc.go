@@ -1,8 +1,22 @@
-// Package core is the portable tool loop of toolrelay: tools made from Go
-// functions, the runner that executes them for a hosted agent, the results
-// journal and events (error codes are package errcode's). It does not
-// depend on any service; the backends (packages openai and foundry, chosen
-// by configuration through package adapter) plug into it through the narrow
+// Package core is the portable tool loop of toolrelay. Three steps run a
+// tool: make it from a Go function (in a toolbox), open a runner over the
+// backend that configuration names with [adapter.Open], the door to the
+// library, and run:
+//
+//	tool, err := core.NewTool("get_horoscope", "Get today's horoscope for a sign.", horoscope, nil)
+//	tools, err := core.NewToolbox(tool)
+//	runner, err := adapter.Open(ctx, tools, nil) // TOOLRELAY_BACKEND=openai, foundry, responses, fake-…
+//	res, err := runner.Run(ctx, "What is my horoscope? I am an Aquarius.", nil)
+//
+// where horoscope is a func(context.Context, In) (Out, error) whose In is
+// a struct of the call's arguments. res.Text is the agent's answer; the
+// runner ran every call the agent asked for on the way.
+//
+// Package core holds the tools and [Toolbox], the [Runner] that executes
+// them for a hosted agent, the run's [Result], its events ([Event]),
+// approvals and hooks (error codes are package errcode's). It depends on no service:
+// the backends (packages openai, foundry and responses, chosen by
+// configuration through package adapter) plug into it through the narrow
 // interface of package core/driver, and journals through journal/driver.
 //
 // # The loop
@@ -112,10 +126,11 @@
 //
 // # Errors
 //
-// Errors returned by the runner are *[errcode.Error] values with a [errcode.Code];
-// [errors.Is] matches them against ErrNotFound and the other sentinels,
-// and the backend's own error (an SDK error) stays reachable with
-// [errors.As].
+// Errors returned by the runner are *[errcode.Error] values with a
+// [errcode.Code]: [errors.Is] matches them against their code
+// (errors.Is(err, errcode.NotFound)) and against this package's sentinels
+// ([ErrAwaitingApproval], [ErrMaxSteps], [ErrStreamStopped]), and the
+// backend's own error (an SDK error) stays reachable with [errors.As].
 //
 // # Writing a backend
 //
@@ -123,4 +138,6 @@
 // [driver.CapabilityReporter], and proves itself with the conformance suite
 // (package conformance). Package coretest provides the backend-neutral
 // model script that fake servers play, and an in-memory backend.
+//
+// [adapter.Open]: https://pkg.go.dev/github.com/toolrelay/toolrelay/adapter#Open
 package core

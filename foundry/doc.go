@@ -65,7 +65,7 @@
 // program's own the same guard. Tokens and keys are never
 // logged, and errors name an endpoint with its secrets masked.
 //
-// Package config fills [Options] from [Settings] (section "foundry" of the
+// Package adapter fills [Options] from [Settings] (section "foundry" of the
 // configuration file, the environment, or a Settings value in code), with
 // the shared settings (instructions, the service's limits) of
 // adapter.Settings:

@@ -1,6 +1,6 @@
 // Package journal opens a durable results journal (a journal/driver.Journal)
 // from a URL, so that a program chooses where its journal lives by
-// configuration alone. Package config calls [Open] with the
+// configuration alone. Package adapter calls [Open] with the
 // TOOLRELAY_JOURNAL setting.
 //
 // Like database/sql, this package knows no store: each store's package

@@ -24,7 +24,7 @@
 //
 // # Configuration
 //
-// Package config fills [Options] from [Settings]: section "openai" of the
+// Package adapter fills [Options] from [Settings]: section "openai" of the
 // configuration file, the environment, or a Settings value in code, with
 // the shared settings (instructions) of adapter.Settings:
 //

@@ -15,7 +15,7 @@
 // # Configuration
 //
 // Importing the package registers the backend "responses" with package
-// config, which fills [Options] from [Settings]: section "responses" of
+// adapter, which fills [Options] from [Settings]: section "responses" of
 // the configuration file, the environment, or a Settings value in code,
 // with the shared settings (instructions, the service's limits) of
 // adapter.Settings:

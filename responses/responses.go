@@ -27,7 +27,7 @@ const DefaultModel = "gpt-4.1-mini"
 // Mode says how the responses of a thread are linked.
 type Mode = respond.Mode
 
-// The two ways the responses of a thread are linked.
+// The three ways the responses of a thread are linked.
 const (
 	// Chain links each response to the one before with
 	// previous_response_id; the thread is the latest response id. This

@@ -331,7 +331,7 @@ func attempts(t *testing.T) []attempt {
 			_, err := openai.Open(ctx, weather(t), &openai.Options{APIKey: secOpenAIKey, BaseURL: srv.URL, Agent: "agent_1", Logger: c.logger})
 			return err
 		}},
-		{"openai/401 from OPENAI_API_KEY, through config", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/401 from OPENAI_API_KEY, through adapter", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			srv := openaitest.NewServer(weatherScript(), &openaitest.Options{APIKey: "another-key"})
 			t.Cleanup(srv.Close)
 			t.Setenv("TOOLRELAY_BACKEND", "openai")
@@ -474,21 +474,21 @@ func attempts(t *testing.T) []attempt {
 			_, err := foundry.Open(ctx, nil, &foundry.Options{Endpoint: "http://me:" + secEndpoint + "@127.0.0.1" + project, APIKey: secFoundryKey, Agent: "a", Logger: c.logger})
 			return err
 		}},
-		{"foundry/AGENT_TOKEN through config, endpoint with a query", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/AGENT_TOKEN through adapter, endpoint with a query", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("AZURE_AI_PROJECT_ENDPOINT", "https://127.0.0.1"+project+"?sig="+secEndpoint)
 			t.Setenv("AGENT_TOKEN", secFoundryEnvToken)
 			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Runner: *c.runnerOptions()})
 			return err
 		}},
-		{"foundry/TOOLRELAY_FOUNDRY_API_KEY through config, plain http", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/TOOLRELAY_FOUNDRY_API_KEY through adapter, plain http", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("FOUNDRY_PROJECT_ENDPOINT", "http://me:"+secEndpoint+"@"+closedPort(t)+project)
 			t.Setenv("TOOLRELAY_FOUNDRY_API_KEY", secFoundryEnvKey)
 			_, err := adapter.Open(ctx, weather(t), &adapter.Options{Runner: *c.runnerOptions()})
 			return err
 		}},
-		{"foundry/two credentials through config", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"foundry/two credentials through adapter", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "foundry")
 			t.Setenv("AZURE_AI_PROJECT_ENDPOINT", "https://127.0.0.1"+project)
 			t.Setenv("AGENT_TOKEN", secFoundryEnvToken)
@@ -512,7 +512,7 @@ func attempts(t *testing.T) []attempt {
 			b, err := trresponses.Open(ctx, tools, &trresponses.Options{BaseURL: srv.OpenAIBaseURL(), APIKey: secResponsesKey, Model: "gpt-4.1-mini", HTTPClient: srv.Client(), Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"responses/401 from OPENAI_API_KEY, through config", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"responses/401 from OPENAI_API_KEY, through adapter", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusUnauthorized)
@@ -551,13 +551,13 @@ func attempts(t *testing.T) []attempt {
 		}},
 
 		// Journals.
-		{"journal/config, TOOLRELAY_JOURNAL refused", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"journal/adapter, TOOLRELAY_JOURNAL refused", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "fake-openai")
 			t.Setenv("TOOLRELAY_JOURNAL", "postgres://toolrelay:"+secJournalEnv+"@"+closedPort(t)+"/db?sslmode=disable&connect_timeout=5")
 			_, err := adapter.Open(ctx, weather(t), &adapter.Options{BackendSettings: []any{coretest.FakeSettings{Script: weatherScript()}}, Runner: *c.runnerOptions()})
 			return err
 		}},
-		{"journal/config, TOOLRELAY_JOURNAL key/value", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"journal/adapter, TOOLRELAY_JOURNAL key/value", errcode.InvalidArgument, func(ctx context.Context, t *testing.T, c *capture) error {
 			t.Setenv("TOOLRELAY_BACKEND", "fake-openai")
 			t.Setenv("TOOLRELAY_JOURNAL", "host=127.0.0.1 port=1 password="+secJournalEnv)
 			_, err := adapter.Open(ctx, weather(t), &adapter.Options{BackendSettings: []any{coretest.FakeSettings{Script: weatherScript()}}, Runner: *c.runnerOptions()})

@@ -28,7 +28,7 @@ import (
 // Mode says how the responses of a thread are linked.
 type Mode string
 
-// The two ways the service links the responses of a thread.
+// The three ways the responses of a thread are linked.
 const (
 	// Conversation keeps a thread in a conversation: the first user
 	// message creates it, and every response is made in it. The thread is

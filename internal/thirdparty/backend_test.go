@@ -1,6 +1,6 @@
 // Package thirdparty_test holds a backend written as a third party would
 // write one, outside the module's packages, with only the public driver
-// and config APIs: it registers itself, reads settings of its own, and is
+// and adapter APIs: it registers itself, reads settings of its own, and is
 // selected by configuration exactly as the built-in backends are.
 package thirdparty_test
 

@@ -71,7 +71,7 @@ func TestThirdPartyJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !j.closed.Load() {
-		t.Error("the runner's Close did not close the journal config opened")
+		t.Error("the runner's Close did not close the journal adapter opened")
 	}
 }
 

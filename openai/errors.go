@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/apierr"
 )
 
 // SessionError reports a session the service marked failed
@@ -123,19 +124,8 @@ func apiError(op string, err error) error {
 	switch api.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return fmt.Errorf("openai: %s: authentication failed: the service refused the API key (set OPENAI_API_KEY or Options.APIKey): %w", op, err)
-	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
-		if api.Message != "" {
-			return fmt.Errorf("openai: %s: %s: %w", op, truncate(api.Message, 300), err)
-		}
 	}
-	return fmt.Errorf("openai: %s: %w", op, err)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return fmt.Errorf("openai: %s: %w", op, apierr.WithRefusal(err))
 }
 
 // unknownPendingCall reports whether err is the service's refusal of a tool

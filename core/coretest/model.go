@@ -128,7 +128,7 @@ func (m *Model) Begin(input string) error {
 		return fmt.Errorf("coretest: a turn is waiting for %d results", len(m.pending))
 	}
 	if m.turn+1 >= len(m.script.Turns) {
-		return fmt.Errorf("coretest: the script has no turn %d", m.turn+2)
+		return fmt.Errorf("coretest: the model script has no more steps: input %d asks for turn %d, and the script has %d", m.turn+2, m.turn+2, len(m.script.Turns))
 	}
 	m.turn++
 	m.step = 0
@@ -164,7 +164,7 @@ func (m *Model) Next() (*Action, error) {
 	}
 	steps := m.script.Turns[m.turn].Steps
 	if m.step >= len(steps) {
-		return nil, fmt.Errorf("coretest: turn %d has no step %d", m.turn+1, m.step+1)
+		return nil, fmt.Errorf("coretest: the model script has no more steps: turn %d has %d", m.turn+1, len(steps))
 	}
 	st := steps[m.step]
 	m.step++

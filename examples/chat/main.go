@@ -2,7 +2,7 @@
 // weather bot's three functions: it reads a line, streams the answer as the
 // agent writes it, and shows each call as it runs and ends. The thread
 // carries on from line to line; Ctrl-D (end of input) ends the chat, and
-// Ctrl-C ends it at once.
+// Ctrl-C ends it at once, at the prompt or during an answer.
 //
 // With no configuration it runs on the embedded fake Agents API
 // (fake-openai), whose scripted model answers the first question (try
@@ -106,14 +106,16 @@ func settings() []any {
 	return s
 }
 
-// run chats: a line from in, the answer to out, until in ends.
+// run chats: a line from in, the answer to out, until in ends or ctx is
+// done (Ctrl-C), at the prompt or during an answer.
 func run(ctx context.Context, in io.Reader, out io.Writer) error {
 	tools, err := newTools()
 	if err != nil {
 		return err
 	}
+	const defaultBackend = "fake-openai"
 	runner, err := adapter.Open(ctx, tools, &adapter.Options{
-		DefaultBackend:  "fake-openai",
+		DefaultBackend:  defaultBackend,
 		BackendSettings: settings(),
 		Settings:        adapter.Settings{Instructions: instructions},
 		// The chat shows each run's error itself.
@@ -123,23 +125,55 @@ func run(ctx context.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer runner.Close()
-	fmt.Fprintf(out, "Chatting on %s. Ctrl-D ends.\n> ", runner.Backend().Name())
-	lines := bufio.NewScanner(in)
+	fmt.Fprintf(out, "Chatting on %s. Ctrl-D or Ctrl-C ends.\n> ", backendName(defaultBackend))
+	// Lines are read in their own goroutine, so that Ctrl-C ends the chat
+	// while it waits at the prompt.
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		readErr <- sc.Err()
+		close(lines)
+	}()
 	thread := ""
-	for lines.Scan() {
-		if line := strings.TrimSpace(lines.Text()); line != "" {
-			thread = turn(ctx, runner, thread, line, out)
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(out)
+			return runner.Close()
+		case line, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(out)
+				if err := <-readErr; err != nil {
+					return err
+				}
+				return runner.Close()
+			}
+			if line = strings.TrimSpace(line); line != "" {
+				thread = turn(ctx, runner, thread, line, out)
+			}
+			if ctx.Err() == nil {
+				fmt.Fprint(out, "> ")
+			}
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		fmt.Fprint(out, "> ")
 	}
-	fmt.Fprintln(out)
-	if err := lines.Err(); err != nil {
-		return err
+}
+
+// backendName returns the name of the backend the configuration selects,
+// or def when it names none: the name the program opened it by (a fake's
+// backend is named after the service it fakes).
+func backendName(def string) string {
+	if s, err := adapter.Load(nil); err == nil && s.Backend != "" {
+		return s.Backend
 	}
-	return runner.Close()
+	return def
 }
 
 // turn streams the answer to line on thread and returns the thread.

@@ -35,12 +35,14 @@ func TestRun(t *testing.T) {
 			clearEnv(t)
 			t.Setenv("TOOLRELAY_BACKEND", backend)
 			var out bytes.Buffer
-			in := strings.NewReader("What's the weather like in my favorite city?\nThanks!\n")
+			in := strings.NewReader("What's the weather like in my favorite city?\nThanks!\nOne more?\n")
 			if err := run(t.Context(), in, &out); err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"⚙ getUserFavoriteCity {}", `⚙ getCityNickname {"location":"Seattle, WA"}`, "✓ getCurrentWeatherAtLocation: ok in ",
-				answer + "\n> You're welcome! Ask me about the weather anytime.\n> \n"} {
+			for _, want := range []string{"Chatting on " + backend + ".", "⚙ getUserFavoriteCity {}", `⚙ getCityNickname {"location":"Seattle, WA"}`, "✓ getCurrentWeatherAtLocation: ok in ",
+				answer + "\n> You're welcome! Ask me about the weather anytime.\n> ",
+				// The script has two turns: the fake says so.
+				"the model script has no more steps"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}
@@ -79,6 +81,26 @@ func TestTerminal(t *testing.T) {
 			term.type_(t, "\x04") // Ctrl-D: end of input
 			if err := term.wait(10 * time.Second); err != nil {
 				t.Fatalf("the chat did not exit cleanly after Ctrl-D: %v\n%s", err, term.output())
+			}
+		})
+	}
+}
+
+// TestCtrlC: Ctrl-C ends the chat at once, waiting at the prompt or
+// while an answer streams, and the chat exits cleanly.
+func TestCtrlC(t *testing.T) {
+	for _, during := range []string{"at the prompt", "during an answer"} {
+		t.Run(during, func(t *testing.T) {
+			clearEnv(t)
+			term := startChat(t, "fake-openai")
+			term.waitFor(t, "> ")
+			if during == "during an answer" {
+				term.type_(t, "What's the weather like in my favorite city?\r")
+				term.waitFor(t, "⚙ getUserFavoriteCity")
+			}
+			term.type_(t, "\x03") // Ctrl-C: SIGINT to the chat
+			if err := term.wait(10 * time.Second); err != nil {
+				t.Fatalf("the chat did not exit cleanly after Ctrl-C %s: %v\n%s", during, err, term.output())
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/internal/apierr"
 )
 
 // history is what a conversation's items say about its last turn.
@@ -55,7 +56,7 @@ func (b *Backend) readConversation(ctx context.Context, conv string) (*history, 
 		}
 	}
 	if err := pager.Err(); err != nil {
-		return nil, err
+		return nil, apierr.WithRefusal(err)
 	}
 	for _, c := range calls {
 		if !h.answered[c.CallID] {

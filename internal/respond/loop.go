@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/apierr"
 )
 
 // Start implements [driver.Backend]. In Conversation mode a new thread is a
@@ -37,7 +38,7 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	if thread == "" {
 		conv, err := b.client.Conversations.New(ctx, conversations.ConversationNewParams{Items: input})
 		if err != nil {
-			return nil, fmt.Errorf("create a conversation: %w", err)
+			return nil, fmt.Errorf("create a conversation: %w", apierr.WithRefusal(err))
 		}
 		b.mu.Lock()
 		b.conversations = append(b.conversations, conv.ID)

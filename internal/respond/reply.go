@@ -9,6 +9,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/internal/apierr"
 )
 
 // reply is the part of a response the loop reads. openai-go decodes its
@@ -139,7 +140,7 @@ func replyOf(r *responses.Response) *reply {
 func (b *Backend) newReply(ctx context.Context, p *responses.ResponseNewParams) (*reply, error) {
 	rep := new(reply)
 	if _, err := b.client.Responses.New(ctx, *p, option.WithResponseBodyInto(rep)); err != nil {
-		return nil, err
+		return nil, apierr.WithRefusal(err)
 	}
 	return rep, nil
 }
@@ -149,7 +150,7 @@ func (b *Backend) newReply(ctx context.Context, p *responses.ResponseNewParams) 
 func (b *Backend) getReply(ctx context.Context, id string) (*reply, error) {
 	rep := new(reply)
 	if _, err := b.client.Responses.Get(ctx, id, responses.ResponseGetParams{}, option.WithResponseBodyInto(rep)); err != nil {
-		return nil, err
+		return nil, apierr.WithRefusal(err)
 	}
 	return rep, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/apierr"
 )
 
 // ThreadMetadata is the metadata key that carries a stateless request's
@@ -134,7 +135,7 @@ func (b *Backend) cancelStateless(thread string) error {
 func (b *Backend) newReplyItems(ctx context.Context, p *responses.ResponseNewParams) (*reply, error) {
 	var raw json.RawMessage
 	if _, err := b.client.Responses.New(ctx, *p, option.WithResponseBodyInto(&raw)); err != nil {
-		return nil, err
+		return nil, apierr.WithRefusal(err)
 	}
 	rep := new(reply)
 	var items struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/internal/apierr"
 	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
@@ -118,7 +119,7 @@ func (b *Backend) openStream(ctx context.Context, method, path string, params an
 	var res *http.Response
 	opts = append([]option.RequestOption{option.WithHeader("Accept", "text/event-stream")}, opts...)
 	if err := b.client.Execute(ctx, method, path, params, &res, opts...); err != nil {
-		return nil, err
+		return nil, apierr.WithRefusal(err)
 	}
 	return ssestream.NewDecoder(res), nil
 }

@@ -17,9 +17,11 @@
 //	export AGENT_TOKEN=$(az account get-access-token --scope https://ai.azure.com/.default --query accessToken -o tsv)
 //	TOOLRELAY_BACKEND=foundry TOOLRELAY_FOUNDRY_MODE=previous_response_id go run ./examples/weather
 //
-// With -trace it also prints the run's OpenTelemetry spans, as JSON, with
-// the stdout exporter: the run (invoke_agent), each request for a step
-// (chat) with its HTTP requests inside, each call (execute_tool):
+// With -trace it also prints the run's OpenTelemetry spans as a tree, each
+// with its duration and key attributes: the run (invoke_agent), each
+// request for a step (chat) with its HTTP requests inside, each call
+// (execute_tool); -trace-json prints every span whole, as JSON, with
+// OpenTelemetry's stdout exporter:
 //
 //	go run ./examples/weather -trace
 package main
@@ -31,17 +33,12 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net/http"
 	"os"
-
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/toolrelay/toolrelay/adapter"
 	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
-	"github.com/toolrelay/toolrelay/telemetry"
 )
 
 const (
@@ -119,33 +116,14 @@ func newTools() (*core.Toolbox, error) {
 	return core.NewToolbox(city, nickname, weather)
 }
 
-// tracing returns the options that trace the run to w (spans as JSON, with
-// OpenTelemetry's stdout exporter), and a function that flushes them.
-func tracing(w io.Writer) (*adapter.Options, func(context.Context) error, error) {
-	exp, err := stdouttrace.New(stdouttrace.WithWriter(w), stdouttrace.WithPrettyPrint())
-	if err != nil {
-		return nil, nil, err
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
-	to := &telemetry.Options{TracerProvider: tp, AgentName: "weather-bot"}
-	hooks, err := telemetry.Hooks(to)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &adapter.Options{
-		Runner:        core.Options{Hooks: hooks},
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return telemetry.Transport(rt, to) },
-	}, tp.Shutdown, nil
-}
-
-func run(ctx context.Context, stdout io.Writer, trace bool) error {
+func run(ctx context.Context, stdout io.Writer, trace traceMode) error {
 	tools, err := newTools()
 	if err != nil {
 		return err
 	}
 	traced := &adapter.Options{}
-	if trace {
-		o, flush, err := tracing(stdout)
+	if trace != noTrace {
+		o, flush, err := tracing(stdout, trace)
 		if err != nil {
 			return err
 		}
@@ -181,9 +159,17 @@ func run(ctx context.Context, stdout io.Writer, trace bool) error {
 }
 
 func main() {
-	trace := flag.Bool("trace", false, "print the run's OpenTelemetry spans (JSON) after the answer")
+	tree := flag.Bool("trace", false, "print the run's OpenTelemetry spans after the answer, as a tree")
+	asJSON := flag.Bool("trace-json", false, "print the run's OpenTelemetry spans after the answer, as JSON")
 	flag.Parse()
-	if err := run(context.Background(), os.Stdout, *trace); err != nil {
+	mode := noTrace
+	switch {
+	case *asJSON:
+		mode = traceJSON
+	case *tree:
+		mode = traceTree
+	}
+	if err := run(context.Background(), os.Stdout, mode); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -30,7 +30,7 @@ func TestRun(t *testing.T) {
 			clearEnv(t)
 			t.Setenv("TOOLRELAY_FOUNDRY_MODE", mode)
 			var out bytes.Buffer
-			if err := run(context.Background(), &out, false); err != nil {
+			if err := run(context.Background(), &out, noTrace); err != nil {
 				t.Fatalf("run: %v", err)
 			}
 			want := "Calling getUserFavoriteCity...\n" +
@@ -104,17 +104,62 @@ func TestScriptMatchesTestdata(t *testing.T) {
 // TestSameOnEveryFake checks that configuration alone moves the example
 // between the fakes, with the same output.
 func TestSameOnEveryFake(t *testing.T) {
-	exampletest.SameOnEveryFake(t, func(ctx context.Context, w io.Writer) error { return run(ctx, w, false) }, "Calling getUserFavoriteCity...\nCalling getCityNickname...\nCalling getCurrentWeatherAtLocation...\n"+
+	exampletest.SameOnEveryFake(t, func(ctx context.Context, w io.Writer) error { return run(ctx, w, noTrace) }, "Calling getUserFavoriteCity...\nCalling getCityNickname...\nCalling getCurrentWeatherAtLocation...\n"+
 		"Your favorite city, Seattle, WA, is also known as The Emerald City. The current weather there is 70f.\n")
 }
 
-// TestTrace: with -trace, the output holds the answer, then the spans of
-// the run as JSON: the run, its steps and its three calls, each call's
+// TestTraceTree: with -trace, the output holds the answer, then the spans
+// as a tree, one line each: the agent version made before the run, the
+// run, its steps with their HTTP requests inside and its calls between
+// them, and the clean-up after; each with its duration and key
+// attributes.
+func TestTraceTree(t *testing.T) {
+	clearEnv(t)
+	var out bytes.Buffer
+	if err := run(context.Background(), &out, traceTree); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	_, tree, ok := strings.Cut(out.String(), "70f.\n\n16 spans:\n")
+	if !ok {
+		t.Fatalf("output %q, want the answer, then 16 spans", out.String())
+	}
+	want := []struct{ label, attrs string }{
+		{"HTTP POST …/agents/toolrelay-agent/versions", "status=200"},
+		{"invoke_agent weather-bot", "thread=conv_"},
+		{"├─ chat", "op=start calls=1 results=0 tokens in=10 out=5"},
+		{"│  ├─ HTTP POST …/openai/v1/conversations", "status=200"},
+		{"│  └─ HTTP POST …/openai/v1/responses", "status=200"},
+		{"├─ execute_tool getUserFavoriteCity", "outcome=ok"},
+		{"├─ chat", "op=submit calls=1 results=1"},
+		{"│  └─ HTTP POST …/openai/v1/responses", "status=200"},
+		{"├─ execute_tool getCityNickname", "outcome=ok"},
+		{"├─ chat", "op=submit calls=1 results=1"},
+		{"│  └─ HTTP POST …/openai/v1/responses", "status=200"},
+		{"├─ execute_tool getCurrentWeatherAtLocation", "outcome=ok"},
+		{"└─ chat", "op=submit calls=0 results=1"},
+		{"   └─ HTTP POST …/openai/v1/responses", "status=200"},
+		{"HTTP DELETE …/openai/v1/conversations/conv_", "status=200"},
+		{"HTTP DELETE …/agents/toolrelay-agent/versions/1", "status=200"},
+	}
+	lines := strings.Split(strings.TrimSuffix(tree, "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), tree)
+	}
+	for i, w := range want {
+		_, rest, _ := strings.Cut(lines[i], "  ")
+		if !strings.HasPrefix(lines[i], w.label) || !strings.Contains(rest, w.attrs) || !strings.ContainsAny(rest, "µm") {
+			t.Errorf("line %d = %q, want %q with a duration and %q", i, lines[i], w.label, w.attrs)
+		}
+	}
+}
+
+// TestTrace: with -trace-json, the output holds the answer, then the
+// spans of the run as JSON: the run, its steps and its three calls, each call's
 // span inside the run's, each step's HTTP requests inside the step.
 func TestTrace(t *testing.T) {
 	clearEnv(t)
 	var out bytes.Buffer
-	if err := run(context.Background(), &out, true); err != nil {
+	if err := run(context.Background(), &out, traceJSON); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	answer, rest, ok := strings.Cut(out.String(), "70f.\n")

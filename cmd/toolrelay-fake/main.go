@@ -15,7 +15,8 @@
 //	CERT=…             for foundry, which serves HTTPS: the path of its
 //	                   certificate (PEM), for the client to trust
 //
-// then serves until interrupted. Any non-empty bearer token is accepted.
+// then serves until interrupted (and then removes the certificate it wrote
+// to a temporary folder). Any non-empty bearer token is accepted.
 // The Foundry fake also serves the plain Responses API (requests that name
 // a model instead of an agent); -backend responses serves the same, its
 // BASE_URL the OpenAI base URL.
@@ -65,22 +66,37 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		log.SetFlags(0)
 		log.Fatalf("toolrelay-fake: %v", err)
 	}
 }
 
-// run serves a fake until ctx ends.
+// run serves a fake until ctx ends. -h prints the usage to stdout and
+// returns flag.ErrHelp.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("toolrelay-fake", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: toolrelay-fake -backend openai|foundry|responses -script FILE [-addr 127.0.0.1:0] [-faults FILE] [-cert FILE]\n\n"+
+			"Serves a fake service on loopback whose model plays the script, and prints\n"+
+			"BASE_URL=… (and OPENAI_BASE_URL=…, CERT=… for foundry and responses).\n\n")
+		fs.PrintDefaults()
+	}
+	fs.SetOutput(io.Discard)
 	backend := fs.String("backend", "", "the service to fake: openai, foundry or responses")
 	faultsPath := fs.String("faults", "", "a JSON file of faults to inject (see the package doc)")
 	scriptPath := fs.String("script", "", "the model script to play (coretest JSON)")
 	addr := fs.String("addr", "127.0.0.1:0", "the loopback address to listen on")
-	certPath := fs.String("cert", "", "where to write the certificate (foundry); default: a new temporary file")
+	certPath := fs.String("cert", "", "where to write the certificate (foundry, responses); default: a temporary file, removed on exit")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return err
+		}
+		return fmt.Errorf("%v (-h for help)", err)
 	}
 	if *scriptPath == "" {
 		return errors.New("-script is required")
@@ -101,10 +117,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "foundry", "responses":
 		srv := foundrytest.NewServer(script, &foundrytest.Options{Listener: ln, Plain: true, Fault: foundryFaults(faults)})
 		defer srv.Close()
-		path, err := writeCert(*certPath, srv.CertificatePEM())
+		path, cleanup, err := writeCert(*certPath, srv.CertificatePEM())
 		if err != nil {
 			return err
 		}
+		defer cleanup()
 		base := srv.ProjectEndpoint()
 		if *backend == "responses" {
 			base = srv.OpenAIBaseURL()
@@ -134,13 +151,21 @@ func listen(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
-func writeCert(path string, pem []byte) (string, error) {
+// writeCert writes the certificate to path, or, without one, to a new
+// temporary folder that cleanup removes.
+func writeCert(path string, pem []byte) (written string, cleanup func(), err error) {
+	cleanup = func() {}
 	if path == "" {
 		dir, err := os.MkdirTemp("", "toolrelay-fake-")
 		if err != nil {
-			return "", err
+			return "", cleanup, err
 		}
+		cleanup = func() { os.RemoveAll(dir) }
 		path = filepath.Join(dir, "cert.pem")
 	}
-	return path, os.WriteFile(path, pem, 0o644)
+	if err := os.WriteFile(path, pem, 0o644); err != nil {
+		cleanup()
+		return "", func() {}, err
+	}
+	return path, cleanup, nil
 }

@@ -41,19 +41,45 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+	err := run(context.Background(), os.Args[1:], os.Stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(os.Stdout, usage)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "toolrelay-journal:", err)
 		os.Exit(2)
 	}
 }
 
-const usage = "usage: toolrelay-journal -journal URL runs [-backend B] [-state S] [-limit N] | orphans [-backend B] | calls [-backend B] [-thread T] [-state S] [-limit N] | show -backend B THREAD | prune -older DURATION"
+// usage is what -h prints, and what a wrong command line is answered with.
+const usage = `usage: toolrelay-journal [-journal URL] COMMAND [flags]
+
+The journal's URL is -journal or TOOLRELAY_JOURNAL: sqlite:///path/file.db or
+postgres://user@host/db.
+
+Commands:
+  runs    [-backend B] [-state S] [-limit N]
+          the run records, oldest first; -state running, awaiting_approval,
+          finished, failed or continued
+  orphans [-backend B]
+          the running runs whose worker's lease expired
+  calls   [-backend B] [-thread T] [-state S] [-limit N]
+          the calls, least recently changed first; -state started, in_doubt,
+          awaiting_approval, succeeded, failed or submitted
+  show    -backend B THREAD
+          one thread's run record, calls and approvals
+  prune   -older DURATION
+          delete what finished longer ago than DURATION (such as 720h)
+`
 
 func run(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("toolrelay-journal", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	url := fs.String("journal", os.Getenv("TOOLRELAY_JOURNAL"), "the journal's URL (sqlite://… or postgres://…)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return fmt.Errorf("%s\n%s", redact.Text(err.Error()), usage)
 	}
 	if *url == "" || fs.NArg() == 0 {
@@ -76,6 +102,9 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	limit := sub.Int("limit", 1000, "at most this many runs or calls")
 	older := sub.Duration("older", 0, "prune what finished longer ago than this")
 	if err := sub.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return fmt.Errorf("%s: %s\n%s", cmd, redact.Text(err.Error()), usage)
 	}
 	if cmd != "show" && sub.NArg() > 0 {

@@ -521,3 +521,29 @@ func TestRecordContent(t *testing.T) {
 type chargeArgs struct {
 	Amount int `json:"amount"`
 }
+
+// TestToolServer: the execute_tool span of a tool that forwards its calls
+// (an MCP server's, core.ToolOptions.Server) names where they go; the
+// program's own tools have no such attribute.
+func TestToolServer(t *testing.T) {
+	tools := func(e *env) []*core.Tool {
+		ts := e.weatherTools()
+		forwarded, err := core.NewTool("getCurrentWeatherAtLocation", "Gets the weather.", func(context.Context, cityArgs) (string, error) {
+			return "70f", nil
+		}, &core.ToolOptions{Server: "weather-mcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(ts[:2], forwarded)
+	}
+	e := newEnv(t, "openai", weatherScript, tools, nil, core.Options{})
+	if _, err := e.runner.Run(t.Context(), "weather?", nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"getCurrentWeatherAtLocation": "weather-mcp", "getCityNickname": ""} {
+		s := byName(e.spans.GetSpans(), "execute_tool "+name)[0]
+		if got := attrs(s.Attributes)[string(telemetry.ServerKey)]; got != want {
+			t.Errorf("%s: %s = %q, want %q", name, telemetry.ServerKey, got, want)
+		}
+	}
+}

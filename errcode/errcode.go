@@ -7,6 +7,38 @@
 //
 // A [Code] is itself an error, so it can be returned or wrapped as is; an
 // [*Error] adds what was being done and the underlying error.
+//
+// # The table
+//
+// Every package of the module gives the same situation the same code:
+//
+//	Code                Situation
+//	InvalidArgument     malformed input, options, settings or URL; HTTP 400, 422
+//	NotFound            no such thread, agent, call, approval or database; HTTP 404
+//	PermissionDenied    a credential refused or missing a right: HTTP 401, 403; a
+//	                    token the credential could not get; a redirect to another
+//	                    origin refused (on every HTTP client: openai-go's, azcore's);
+//	                    a database role without the privilege (SQLSTATE 42501, at
+//	                    open or at any later write); a journal file not writable
+//	ResourceExhausted   a rate limit or quota (HTTP 429), the step limit, a
+//	                    response or event of the service past its size limit, a
+//	                    full disk, a database out of resources (SQLSTATE 53)
+//	FailedPrecondition  the state refuses the request: a run awaiting approval, a call
+//	                    decided before, no API key where the service needs one, a
+//	                    journal whose tables are of another version or shape (a
+//	                    table dropped, or made by another program: refused at open,
+//	                    naming it), a journal file locked by another process past
+//	                    its busy timeout; HTTP 409
+//	Unimplemented       a backend or journal not linked into the program, a
+//	                    capability the service lacks; HTTP 501
+//	Canceled            the caller's context was canceled
+//	DeadlineExceeded    a deadline, a run's time limit, a wait past IdleTimeout or
+//	                    MaxSilence; HTTP 408
+//	Internal            the service or the library broke an invariant; other HTTP 5xx
+//	Unavailable         HTTP 502, 503, 504; a database shutting down or a connection
+//	                    lost mid-operation (SQLSTATE 08, 57P): retrying later may succeed
+//	DataLoss            stored data damaged: a journal entry finished without its result
+//	Unknown             what no package classified (a network error before any answer)
 package errcode
 
 import (

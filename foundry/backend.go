@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -18,6 +19,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/origin"
 	"github.com/toolrelay/toolrelay/internal/respond"
 )
 
@@ -110,7 +112,10 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	client := openai.NewClient(slices.Concat([]option.RequestOption{
 		option.WithBaseURL(ep + "/openai/v1/"),
 		option.WithAPIKey(""), // never send an OPENAI_API_KEY from the environment
-		option.WithHTTPClient(&http.Client{Transport: transport}),
+		// Redirects refused as the agents pipeline refuses them (a
+		// *origin.RedirectError, PermissionDenied), before openai-go's own
+		// origin check would.
+		option.WithHTTPClient(origin.Client(&http.Client{Transport: transport})),
 	}, o.RequestOptions)...)
 
 	list, toolsVersion := tools.Snapshot()
@@ -276,11 +281,22 @@ func (b *Backend) Cancel(ctx context.Context, thread string) error { return b.lo
 func (b *Backend) ErrorCode(err error) errcode.Code { return errorCode(err) }
 
 func errorCode(err error) errcode.Code {
-	var ae *azcore.ResponseError
-	if code := respond.ErrorCode(err); code != errcode.Unknown || !errors.As(err, &ae) {
+	var (
+		ae  *azcore.ResponseError
+		afe *azidentity.AuthenticationFailedError
+	)
+	if code := respond.ErrorCode(err); code != errcode.Unknown {
 		return code
 	}
-	return errcode.FromHTTPStatus(ae.StatusCode)
+	switch {
+	case errors.As(err, &ae):
+		return errcode.FromHTTPStatus(ae.StatusCode)
+	case errors.As(err, &afe):
+		// A credential that could not get a token (its authority refused
+		// it, or a redirect was refused), as a 401 would be.
+		return errcode.PermissionDenied
+	}
+	return errcode.Unknown
 }
 
 // Close deletes, unless the backend keeps them (Options.Keep), the

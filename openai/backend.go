@@ -205,9 +205,10 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if o.BaseURL != "" {
 		ropts = append(ropts, option.WithBaseURL(o.BaseURL))
 	}
-	if o.HTTPClient != nil {
-		ropts = append(ropts, option.WithHTTPClient(o.HTTPClient))
-	}
+	// Redirects to another origin refused with a *origin.RedirectError
+	// (PermissionDenied), as on every client of the module, before
+	// openai-go's own origin check would.
+	ropts = append(ropts, option.WithHTTPClient(origin.Client(o.HTTPClient)))
 	// The middleware comes last, so that it sees the request as the
 	// request options left it.
 	lim := wirelimit.Limits{MaxResponseBytes: int64(o.MaxResponseBytes), MaxEventBytes: int64(o.MaxEventBytes), IdleTimeout: o.IdleTimeout, MaxSilence: o.MaxSilence}

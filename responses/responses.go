@@ -142,9 +142,10 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if o.APIKey != "" {
 		ro = append(ro, option.WithAPIKey(o.APIKey))
 	}
-	if o.HTTPClient != nil {
-		ro = append(ro, option.WithHTTPClient(o.HTTPClient))
-	}
+	// Redirects to another origin refused with a *origin.RedirectError
+	// (PermissionDenied), as on every client of the module, before
+	// openai-go's own origin check would.
+	ro = append(ro, option.WithHTTPClient(origin.Client(o.HTTPClient)))
 	list, version := tools.Snapshot()
 	params, err := respond.ToolParams(list)
 	if err != nil {

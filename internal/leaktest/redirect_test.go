@@ -16,6 +16,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 	"github.com/toolrelay/toolrelay/openai"
@@ -202,6 +203,11 @@ var clientCases = []clientCase{{
 		if err == nil && tok.Token != "token-from-authority" {
 			t.Errorf("token %q, want the authority's", tok.Token)
 		}
+		if err != nil {
+			// The code the foundry backend gives a credential's error.
+			var fb foundry.Backend
+			err = &errcode.Error{Code: fb.ErrorCode(err), Op: "get token", Err: err}
+		}
 		return err
 	},
 }}
@@ -213,7 +219,8 @@ var clientCases = []clientCase{{
 // other origin must receive nothing (so no Authorization or api-key
 // header, no client secret); a redirect within the origin is followed.
 // The caller's HTTP client follows every redirect, and must not reopen
-// what the backends close.
+// what the backends close. The error's code is PermissionDenied on every
+// client (openai-go's and azcore's alike).
 func TestRedirects(t *testing.T) {
 	for _, cc := range clientCases {
 		for _, target := range []string{"http other origin", "https other origin", "same origin"} {
@@ -251,6 +258,9 @@ func TestRedirects(t *testing.T) {
 				}
 				if err == nil || !strings.Contains(err.Error(), "origin") {
 					t.Errorf("call = %v, want an error saying the redirect leaves the origin", err)
+				}
+				if code := errcode.Of(err); code != errcode.PermissionDenied {
+					t.Errorf("call = %v, of code %v; want PermissionDenied, on every client", err, code)
 				}
 				if err != nil && strings.Contains(err.Error(), cc.secret) {
 					t.Errorf("the error shows the secret: %v", err)

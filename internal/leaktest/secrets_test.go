@@ -351,7 +351,7 @@ func attempts(t *testing.T) []attempt {
 			b, err := openai.Open(ctx, tools, &openai.Options{APIKey: secOpenAIKey, BaseURL: "http://" + closedPort(t) + "/v1", RequestOptions: noRetries, Logger: c.logger})
 			return c.run(ctx, tools, b, err)
 		}},
-		{"openai/redirect", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"openai/redirect", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			p := redirecting(t, false)
 			tools := weather(t)
 			b, err := openai.Open(ctx, tools, &openai.Options{APIKey: secOpenAIKey, BaseURL: p.URL + "/v1", RequestOptions: noRetries, Logger: c.logger})
@@ -531,7 +531,7 @@ func attempts(t *testing.T) []attempt {
 			_, err = r.Run(ctx, "weather?", nil)
 			return err
 		}},
-		{"responses/redirect", errcode.Unknown, func(ctx context.Context, t *testing.T, c *capture) error {
+		{"responses/redirect", errcode.PermissionDenied, func(ctx context.Context, t *testing.T, c *capture) error {
 			p := redirecting(t, true)
 			tools := weather(t)
 			b, err := trresponses.Open(ctx, tools, &trresponses.Options{BaseURL: p.URL + "/v1", APIKey: secResponsesKey, Model: "m", HTTPClient: p.Client(), RequestOptions: noRetries, Logger: c.logger})

@@ -12,6 +12,9 @@ import (
 
 var _ driver.Approvals = (*Journal)(nil)
 
+// noteColumns are the columns of the notes table.
+const noteColumns = `backend, thread, name, value, updated`
+
 // approvalColumns are the columns of the approvals table, in the order
 // scanApproval reads them; expires and decided are NULL for none.
 const approvalColumns = `backend, thread, turn, call_id, tool, arguments, why, requested, expires, decided, approved, reason, edited, actor`
@@ -148,7 +151,7 @@ var _ driver.Notes = (*Journal)(nil)
 
 // SetNote implements [driver.Notes]: one upsert.
 func (j *Journal) SetNote(ctx context.Context, backend, thread, name, value string) error {
-	_, err := j.exec(ctx, j.sync == Full, lockOf('n', backend, thread, name), `INSERT INTO `+j.t.notes+` (backend, thread, name, value, updated) VALUES ($1, $2, $3, $4, now())
+	_, err := j.exec(ctx, j.sync == Full, lockOf('n', backend, thread, name), `INSERT INTO `+j.t.notes+` (`+noteColumns+`) VALUES ($1, $2, $3, $4, now())
 		ON CONFLICT (backend, thread, name) DO UPDATE SET value = excluded.value, updated = excluded.updated`, backend, thread, name, value)
 	if err != nil {
 		return j.opError("set note", err)

@@ -87,14 +87,17 @@ var (
 // Open connects to the PostgreSQL database that connString names (a URL,
 // postgres://user@host:5432/db?sslmode=disable, or key=value settings, as
 // pgx reads them, pool_max_conns included) and opens the journal there,
-// creating its tables if they do not exist. It fails, with a *[errcode.Error],
-// within the connect timeout if the server cannot be reached, with code
-// FailedPrecondition if the tables exist but are of another schema version,
-// and with code InvalidArgument if connString does not parse or gives
-// host, user or dbname a value holding an = (as "host= password=secret"
-// does: the error names the setting); no error shows a password of
-// connString.
-// opts may be nil. The caller must Close the journal.
+// creating its tables if they do not exist. It fails, with a
+// *[errcode.Error], within the connect timeout if the server cannot be
+// reached; with code FailedPrecondition if the tables exist but are of
+// another schema version, or one of them is missing or lacks a column
+// this version reads (the error names the table); with code
+// PermissionDenied if the user may not read them (a write refused later
+// has that code too); and with code InvalidArgument if connString does not
+// parse or gives host, user or dbname a value holding an = (as "host=
+// password=secret" does: the error names the setting). No error shows a
+// password of connString. opts may be nil. The caller must Close the
+// journal.
 func Open(ctx context.Context, connString string, opts *Options) (*Journal, error) {
 	var o Options
 	if opts != nil {
@@ -155,6 +158,9 @@ func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, 
 	}
 	defer conn.Release()
 	if err := ensureSchema(ctx, conn.Conn(), t); err != nil {
+		return nil, err
+	}
+	if err := t.check(ctx, conn.Conn()); err != nil {
 		return nil, err
 	}
 	e := t.entries
@@ -414,7 +420,34 @@ func scanEntry(row pgx.Row, created *bool) (driver.Entry, error) {
 // opError wraps the error of an operation; the driver's error (such as a
 // *pgconn.PgError) stays reachable with errors.As.
 func (j *Journal) opError(op string, err error) error {
-	return &errcode.Error{Code: errcode.Of(err), Op: "pgjournal: " + op, Err: err}
+	return &errcode.Error{Code: pgCode(err), Op: "pgjournal: " + op, Err: err}
+}
+
+// pgCode returns the code of err, by the table of package errcode's doc:
+// the code it has, else, for a PostgreSQL error, the code of its
+// SQLSTATE (no privilege: PermissionDenied; a table, column or schema
+// missing: FailedPrecondition; out of disk, memory or connections:
+// ResourceExhausted; the server shutting down or the connection lost:
+// Unavailable), else Unknown.
+func pgCode(err error) errcode.Code {
+	if code := errcode.Of(err); code != errcode.Unknown {
+		return code
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return errcode.Unknown
+	}
+	switch c := pgErr.Code; {
+	case c == "42501": // insufficient_privilege
+		return errcode.PermissionDenied
+	case c == "42P01", c == "42703", c == "3F000": // undefined table, column, schema
+		return errcode.FailedPrecondition
+	case strings.HasPrefix(c, "53"): // insufficient resources
+		return errcode.ResourceExhausted
+	case strings.HasPrefix(c, "08"), strings.HasPrefix(c, "57P"): // connection exception, operator intervention
+		return errcode.Unavailable
+	}
+	return errcode.Unknown
 }
 
 // openError returns the error of a failed Open, saying which server and
@@ -427,7 +460,7 @@ func openError(cfg *pgx.ConnConfig, err error) error {
 	}
 	var connErr *pgconn.ConnectError
 	var pgErr *pgconn.PgError
-	code := errcode.Of(err)
+	code := pgCode(err)
 	errors.As(err, &pgErr)
 	switch {
 	case errors.As(err, &connErr):

@@ -542,3 +542,60 @@ func TestBatch(t *testing.T) {
 		t.Errorf("the 4 writes made in %d commits, want them together (at most 2: the slow write's may be counted)", got)
 	}
 }
+
+// TestOpenChecksTables: a journal one of whose tables was dropped, or
+// replaced by one of another shape, is refused at open
+// (FailedPrecondition, naming the table), not at the first write that
+// needs it (a dropped runs table made run records fail silently).
+func TestOpenChecksTables(t *testing.T) {
+	for _, tc := range []struct {
+		table, setup string
+	}{
+		{"toolrelay_journal", `DROP TABLE %s; CREATE TABLE %[1]s (backend text, thread text, turn text, id text)`},
+		{"toolrelay_journal_runs", `DROP TABLE %s`},
+		{"toolrelay_journal_approvals", `ALTER TABLE %s DROP COLUMN edited`},
+		{"toolrelay_journal_notes", `DROP TABLE %s`},
+	} {
+		t.Run(tc.table, func(t *testing.T) {
+			schema := newSchema(t)
+			open(t, schema, nil).Close()
+			admin(t, fmt.Sprintf(tc.setup, pgx.Identifier{schema, tc.table}.Sanitize()))
+			_, err := pgjournal.Open(t.Context(), testURL(t), &pgjournal.Options{Schema: schema})
+			if errcode.Of(err) != errcode.FailedPrecondition || !strings.Contains(fmt.Sprint(err), schema+"."+tc.table+" ") {
+				t.Errorf("Open: %v; want FailedPrecondition naming %s.%s", err, schema, tc.table)
+			}
+		})
+	}
+}
+
+// TestPermissionDenied: a user who may read the journal's tables but not
+// write them opens it, and its first claim fails with PermissionDenied
+// (it was Unknown), as an open by a user who may not read them does.
+func TestPermissionDenied(t *testing.T) {
+	schema := newSchema(t)
+	open(t, schema, nil).Close()
+	role := "toolrelay_ro_" + strings.ToLower(rand.Text()[:8])
+	s := pgx.Identifier{schema}.Sanitize()
+	admin(t, `CREATE ROLE `+role+` LOGIN`)
+	t.Cleanup(func() { admin(t, `DROP OWNED BY `+role+`; DROP ROLE `+role) })
+	cfg, err := pgxpool.ParseConfig(testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", role, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+
+	_, err = pgjournal.Open(t.Context(), u, &pgjournal.Options{Schema: schema})
+	if errcode.Of(err) != errcode.PermissionDenied {
+		t.Errorf("Open without privileges: %v; want PermissionDenied", err)
+	}
+	admin(t, `GRANT USAGE ON SCHEMA `+s+` TO `+role+`; GRANT SELECT ON ALL TABLES IN SCHEMA `+s+` TO `+role)
+	j, err := pgjournal.Open(t.Context(), u, &pgjournal.Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("Open with SELECT only: %v", err)
+	}
+	defer j.Close()
+	_, _, err = j.Claim(t.Context(), driver.Key{Backend: "b", Thread: "t", Call: "c"}, "d", "i", "o", time.Minute)
+	if errcode.Of(err) != errcode.PermissionDenied {
+		t.Errorf("Claim with SELECT only: %v; want PermissionDenied", err)
+	}
+}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/journal/internal/shape"
 )
 
 // SchemaVersion is the version of the tables this package reads and
@@ -234,6 +236,28 @@ func ensureSchema(ctx context.Context, conn *pgx.Conn, t tables) error {
 		}
 	}
 	return tx.Commit(ctx)
+}
+
+// check checks that every table the journal reads and writes is there
+// with the columns it uses, and that this user may read it (see package
+// shape): a table dropped or made by another program is refused at open,
+// naming it, rather than at the first claim.
+func (t tables) check(ctx context.Context, conn *pgx.Conn) error {
+	cols := func(c string) []string { return strings.Split(c, ", ") }
+	name := func(suffix string) string { return t.name + suffix }
+	return shape.Check(ctx, func(ctx context.Context, stmt string) error {
+		_, err := conn.Exec(ctx, stmt)
+		if err != nil {
+			return &errcode.Error{Code: pgCode(err), Err: err}
+		}
+		return nil
+	}, SchemaVersion,
+		shape.Table{Name: name(""), SQL: t.entries, Columns: cols(columns)},
+		shape.Table{Name: name("_version"), SQL: t.version, Columns: []string{"version"}},
+		shape.Table{Name: name("_approvals"), SQL: t.approvals, Columns: cols(approvalColumns)},
+		shape.Table{Name: name("_notes"), SQL: t.notes, Columns: cols(noteColumns)},
+		shape.Table{Name: name("_runs"), SQL: t.runs, Columns: cols(runColumns)},
+	)
 }
 
 func checkVersion(v int) error {

@@ -11,6 +11,9 @@ import (
 
 var _ driver.Approvals = (*Journal)(nil)
 
+// noteColumns are the columns of the notes table.
+const noteColumns = `backend, thread, name, value, updated`
+
 // approvalColumns are the columns of the approvals table, in the order
 // scanApproval reads them. Times are Unix nanoseconds; expires is 0 for
 // none, decided NULL while the approval is pending.
@@ -161,7 +164,7 @@ var _ driver.Notes = (*Journal)(nil)
 // result).
 func (j *Journal) SetNote(ctx context.Context, backend, thread, name, value string) error {
 	err := j.w.q.Do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) error {
-		_, err := j.conn.ExecContext(ctx, `INSERT INTO `+notesTable+` (backend, thread, name, value, updated) VALUES (?, ?, ?, ?, ?)
+		_, err := j.conn.ExecContext(ctx, `INSERT INTO `+notesTable+` (`+noteColumns+`) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (backend, thread, name) DO UPDATE SET value = excluded.value, updated = excluded.updated`,
 			backend, thread, name, value, time.Now().UnixNano())
 		return err

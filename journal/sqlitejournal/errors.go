@@ -51,8 +51,9 @@ func (j *Journal) opError(op string, err error) error {
 	}
 	switch sqliteCode(err) {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		// As at open (see package errcode's table).
 		err = fmt.Errorf("the file is locked by another connection: %w", err)
-		code = errcode.Unknown
+		code = errcode.FailedPrecondition
 	case sqlite3.SQLITE_FULL:
 		code = errcode.ResourceExhausted
 	case sqlite3.SQLITE_READONLY:

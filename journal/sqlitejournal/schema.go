@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/journal/internal/shape"
 )
 
 // SchemaVersion is the version of the tables this package reads and writes.
@@ -151,6 +153,26 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// checkTables checks that every table the journal reads and writes is
+// there with the columns it uses (see package shape): a table dropped or
+// made by another program is refused at open, naming it.
+func checkTables(ctx context.Context, db *sql.DB) error {
+	cols := func(c string) []string { return strings.Split(c, ", ") }
+	return shape.Check(ctx, func(ctx context.Context, stmt string) error {
+		rows, err := db.QueryContext(ctx, stmt)
+		if err != nil {
+			return err
+		}
+		return rows.Close()
+	}, SchemaVersion,
+		shape.Table{Name: entriesTable, SQL: entriesTable, Columns: cols(columns)},
+		shape.Table{Name: versionTable, SQL: versionTable, Columns: []string{"version"}},
+		shape.Table{Name: approvalsTable, SQL: approvalsTable, Columns: cols(approvalColumns)},
+		shape.Table{Name: notesTable, SQL: notesTable, Columns: cols(noteColumns)},
+		shape.Table{Name: runsTable, SQL: runsTable, Columns: cols(runColumns)},
+	)
 }
 
 func checkVersion(v int) error {

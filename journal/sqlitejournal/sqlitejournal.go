@@ -84,7 +84,9 @@ var (
 // FailedPrecondition, leaving the file as it is, if the file is not an
 // SQLite database or is corrupt, if another connection holds a lock on it
 // for longer than the busy timeout, or if its tables are of another schema
-// version. opts may be nil. The caller must Close the journal.
+// version, or one of them is missing or lacks a column this version reads
+// (the error names the table). opts may be nil. The caller must Close the
+// journal.
 func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 	var o Options
 	if opts != nil {
@@ -163,6 +165,9 @@ func (j *Journal) init(ctx context.Context, o *Options) error {
 		}
 	}
 	if err := ensureSchema(ctx, j.db); err != nil {
+		return err
+	}
+	if err := checkTables(ctx, j.db); err != nil {
 		return err
 	}
 	var err error

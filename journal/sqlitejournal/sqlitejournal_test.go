@@ -517,3 +517,41 @@ func TestSyncs(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenChecksTables: a file one of whose tables was dropped, or
+// replaced by one of another shape, is refused at open
+// (FailedPrecondition, naming the table; an entries table of another
+// shape was Unknown, a dropped runs table passed and run records then
+// failed silently).
+func TestOpenChecksTables(t *testing.T) {
+	for _, tc := range []struct {
+		table, setup string
+	}{
+		{"toolrelay_journal", `DROP TABLE toolrelay_journal; CREATE TABLE toolrelay_journal (backend TEXT, thread TEXT, turn TEXT, id TEXT)`},
+		{"toolrelay_journal_runs", `DROP TABLE toolrelay_journal_runs`},
+		{"toolrelay_journal_approvals", `ALTER TABLE toolrelay_journal_approvals DROP COLUMN edited`},
+		{"toolrelay_journal_notes", `DROP TABLE toolrelay_journal_notes`},
+	} {
+		t.Run(tc.table, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db")
+			j, err := sqlitejournal.Open(t.Context(), path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j.Close()
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = db.Exec(tc.setup)
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = sqlitejournal.Open(t.Context(), path, nil)
+			if errcode.Of(err) != errcode.FailedPrecondition || !strings.Contains(fmt.Sprint(err), tc.table+" ") {
+				t.Errorf("Open: %v; want FailedPrecondition naming %s", err, tc.table)
+			}
+		})
+	}
+}

@@ -51,9 +51,11 @@ type Settings struct {
 	// limit (the backends' MaxResponseBytes and MaxEventBytes).
 	MaxResponseBytes int `json:"max_response_bytes,omitempty" env:"TOOLRELAY_MAX_RESPONSE_BYTES" min:"none"`
 	MaxEventBytes    int `json:"max_event_bytes,omitempty" env:"TOOLRELAY_MAX_EVENT_BYTES" min:"none"`
-	// IdleTimeout bounds each wait for the next byte from the service,
-	// and MaxSilence each wait for the next event of a stream
-	// (keep-alives do not count), as Go durations; negative means no
+	// IdleTimeout bounds the wait for an answer of the service (its
+	// headers, then the whole of a body that is not a stream, or the next
+	// bytes of a stream), and MaxSilence each wait for the next complete
+	// event of a stream (keep-alives, fields without data and an event's
+	// partial bytes do not count), as Go durations; negative means no
 	// limit (the backends' IdleTimeout and MaxSilence).
 	IdleTimeout Duration `json:"idle_timeout,omitempty" env:"TOOLRELAY_IDLE_TIMEOUT" min:"none"`
 	MaxSilence  Duration `json:"max_silence,omitempty" env:"TOOLRELAY_MAX_SILENCE" min:"none"`

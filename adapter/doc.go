@@ -51,7 +51,7 @@
 //	cut text past the limit  TOOLRELAY_TRUNCATE_OUTPUT     truncate_output     false
 //	service's response size  TOOLRELAY_MAX_RESPONSE_BYTES  max_response_bytes  67108864 (64 MiB)
 //	service's event size     TOOLRELAY_MAX_EVENT_BYTES     max_event_bytes     16777216 (16 MiB)
-//	wait for the next byte   TOOLRELAY_IDLE_TIMEOUT        idle_timeout        10m
+//	wait for an answer       TOOLRELAY_IDLE_TIMEOUT        idle_timeout        10m
 //	wait for the next event  TOOLRELAY_MAX_SILENCE         max_silence         10m
 //	results journal (URL)    TOOLRELAY_JOURNAL             journal             memory
 //	journal lease            TOOLRELAY_JOURNAL_LEASE       journal_lease       1m (at least 1s)

@@ -94,10 +94,13 @@ type Options struct {
 
 	// MaxResponseBytes bounds a response body (other than an event
 	// stream), MaxEventBytes one event of a stream; a larger one fails the
-	// request with a ResourceExhausted error. IdleTimeout bounds every
-	// wait for the next byte of an answer (its headers included);
-	// MaxSilence every wait for the next event of a stream, which
-	// keep-alive comments do not reset. A wait past either fails with a
+	// request with a ResourceExhausted error. IdleTimeout bounds the wait
+	// for an answer's headers, then for the whole of a body that is not a
+	// stream (one dripped a byte at a time is idle: no progress toward a
+	// complete response), or for the next bytes of a stream; MaxSilence
+	// every wait for the next complete event of a stream (one with data:
+	// keep-alive comments, fields without data and an event's partial
+	// bytes do not reset it). A wait past either fails with a
 	// DeadlineExceeded error that a resume can follow. Zero means the
 	// default (64 MiB, 16 MiB, 10m, 10m); negative, no limit.
 	MaxResponseBytes, MaxEventBytes int

@@ -39,6 +39,8 @@ const (
 	giant              // forward the stream until the marker event, then one 40 MB event
 	stall              // never answer
 	huge               // answer 200 with a 2 MiB JSON body
+	fields             // forward the stream until the marker event, then only events without data (event:, id:, retry:)
+	drip               // answer 200 with a JSON body, one byte every 250 ms
 )
 
 // giantEvent is the event a giant stream sends: 40 MB, made once.
@@ -96,6 +98,21 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"pad":"`+strings.Repeat("y", 2<<20)+`"}`)
 		return
+	case drip:
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		for _, b := range []byte(`{"pad":"` + strings.Repeat("y", 200) + `"}`) {
+			if _, err := w.Write([]byte{b}); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(250 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		return
 	}
 	out := r.Clone(r.Context())
 	out.URL.Scheme, out.URL.Host, out.Host, out.RequestURI = p.up.Scheme, p.up.Host, p.up.Host, ""
@@ -140,8 +157,12 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	noise := ": keep-alive\n\n"
+	if m == fields {
+		noise = "event: ping\nid: 7\nretry: 20\n\n"
+	}
 	for {
-		if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+		if _, err := io.WriteString(w, noise); err != nil {
 			return
 		}
 		f.Flush()
@@ -263,11 +284,16 @@ func TestHostileService(t *testing.T) {
 		resume bool
 	}{
 		{"keep-alives only", "stream", silent, short, errcode.DeadlineExceeded, wirelimit.ErrSilent, true},
+		// Fields that make no event (no data) are silence too.
+		{"events without data", "stream", fields, short, errcode.DeadlineExceeded, wirelimit.ErrSilent, true},
 		// Long waits: under the race detector the 16 MiB take longer to
 		// arrive than short's silence.
 		{"a 40 MB event", "stream", giant, limits{idle: 30 * time.Second, silence: 30 * time.Second}, errcode.ResourceExhausted, wirelimit.ErrTooLarge, true},
 		{"a stream never answered", "stream", stall, limits{idle: 300 * time.Millisecond}, errcode.DeadlineExceeded, wirelimit.ErrIdle, false},
 		{"a request never answered", "request", stall, limits{idle: 300 * time.Millisecond}, errcode.DeadlineExceeded, wirelimit.ErrIdle, false},
+		// A body dripped a byte at a time makes no progress toward a
+		// complete response.
+		{"a body dripped", "request", drip, limits{idle: 400 * time.Millisecond}, errcode.DeadlineExceeded, wirelimit.ErrIdle, false},
 		{"a 2 MiB body", "request", huge, short, errcode.ResourceExhausted, wirelimit.ErrTooLarge, false},
 	}
 	for _, s := range sides {

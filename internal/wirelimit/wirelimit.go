@@ -55,11 +55,15 @@ type Limits struct {
 	// (Refusing it before it fills a buffer of that size keeps the SSE
 	// decoder from doubling its buffer past the limit.)
 	MaxEventBytes int64
-	// IdleTimeout bounds the wait for the response's headers and then
-	// for each read of its body.
+	// IdleTimeout bounds the wait for the response's headers; then, for a
+	// body that is not an event stream, the wait for the whole body (a
+	// body dripped a byte at a time is idle: no progress toward a
+	// complete response), and for a stream, the wait for its next bytes.
 	IdleTimeout time.Duration
-	// MaxSilence bounds the wait for the next event of an event stream;
-	// keep-alive comments do not reset it.
+	// MaxSilence bounds the wait for the next complete event of an event
+	// stream: one with data, which the decoder hands on. Keep-alive
+	// comments, fields without data (event:, id:, retry:) and an event's
+	// bytes before its end do not reset it.
 	MaxSilence time.Duration
 }
 
@@ -141,6 +145,9 @@ type guard struct {
 	line    int64 // bytes of the current line
 	comment bool  // the current line is a comment (":")
 	skipLF  bool  // the last byte was a CR: a LF next ends no line
+	head    [5]byte
+	headN   int  // the first bytes of the current line, up to 5
+	data    bool // the current event has a data field: its blank line dispatches it
 }
 
 // fail records err as the limit reached (the first one wins) and cancels
@@ -185,7 +192,12 @@ func (g *guard) Read(p []byte) (int, error) {
 	}
 	n, err := g.rc.Read(p)
 	if n > 0 {
-		g.touch()
+		if g.sse {
+			// A stream's bytes show the connection alive; its events,
+			// that the service is (MaxSilence). A body that is not a
+			// stream must be complete within IdleTimeout of its headers.
+			g.touch()
+		}
 		if ok, lerr := g.count(p[:n]); lerr != nil {
 			// Hand over the bytes before the limit (the events that
 			// ended there); the next read gives the error.
@@ -195,6 +207,9 @@ func (g *guard) Read(p []byte) (int, error) {
 			}
 			return 0, lerr
 		}
+	}
+	if err == io.EOF && !g.sse && g.idle != nil {
+		g.idle.Stop() // the body is complete
 	}
 	if err != nil {
 		// A body cut by a limit may end in io.EOF: the limit is why.
@@ -234,6 +249,7 @@ func (g *guard) count(p []byte) (int, error) {
 			if g.line == 0 {
 				g.comment = seg[0] == ':'
 			}
+			g.headN += copy(g.head[g.headN:], seg)
 			g.line += int64(len(seg))
 			if g.comment && g.l.MaxEventBytes > 0 && g.line >= g.l.MaxEventBytes {
 				return lineStart, g.tooLarge("a comment line", g.l.MaxEventBytes)
@@ -249,13 +265,18 @@ func (g *guard) count(p []byte) (int, error) {
 			return 0, nil
 		}
 		g.skipLF = p[i] == '\r'
-		if g.line == 0 { // a blank line ends an event
-			if g.event > 0 && g.silence != nil {
+		switch h := string(g.head[:g.headN]); {
+		case g.line == 0: // a blank line ends an event
+			// An event is dispatched (the decoder hands it on) when it
+			// has data; fields alone (event:, id:, retry:) are silence.
+			if g.data && g.silence != nil {
 				g.silence.Reset(g.l.MaxSilence)
 			}
-			g.event = 0
+			g.event, g.data = 0, false
+		case h == "data:", h == "data" && g.line == 4:
+			g.data = true
 		}
-		g.line = 0
+		g.line, g.headN = 0, 0
 		p = p[i+1:]
 		lineStart = all - len(p)
 	}

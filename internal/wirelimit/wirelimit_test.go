@@ -157,9 +157,11 @@ func TestResponseSize(t *testing.T) {
 	}
 }
 
-// TestWaits checks the idle timeout before the headers and within a body,
-// and the silence of a stream that sends only keep-alives; a stream whose
-// events keep coming is not cut.
+// TestWaits checks the idle timeout before the headers and within a body
+// (stalled, or dripped a byte at a time: no complete response within the
+// limit), and the silence of a stream that sends only keep-alives, or
+// fields that make no event, or one event a byte at a time (no complete
+// event within the limit); a stream whose events keep coming is not cut.
 func TestWaits(t *testing.T) {
 	const wait = 150 * time.Millisecond
 	block := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
@@ -177,6 +179,25 @@ func TestWaits(t *testing.T) {
 		}, wirelimit.Limits{IdleTimeout: wait}, wirelimit.ErrIdle},
 		{"keep-alives only", sse(wait/10, slicesRepeat(": ping\n\n", 100)...), wirelimit.Limits{IdleTimeout: wait, MaxSilence: 2 * wait}, wirelimit.ErrSilent},
 		{"events keep coming", sse(wait/10, slicesRepeat("data: {}\n\n", 30)...), wirelimit.Limits{IdleTimeout: wait, MaxSilence: 2 * wait}, nil},
+		// Lines that are no event (no data: the decoder dispatches
+		// nothing) are silence, blank line or not.
+		{"fields without data", sse(wait/10, slicesRepeat("event: ping\nid: 1\nretry: 20\n", 100)...), wirelimit.Limits{IdleTimeout: wait, MaxSilence: 2 * wait}, wirelimit.ErrSilent},
+		{"events without data", sse(wait/10, slicesRepeat("event: ping\nid: 1\n\n", 100)...), wirelimit.Limits{IdleTimeout: wait, MaxSilence: 2 * wait}, wirelimit.ErrSilent},
+		{"one event dripped", sse(wait/10, append([]string{"data: {"}, slicesRepeat("x", 100)...)...), wirelimit.Limits{IdleTimeout: wait, MaxSilence: 2 * wait}, wirelimit.ErrSilent},
+		{"empty data is an event", sse(wait/10, slicesRepeat("data\n\n", 30)...), wirelimit.Limits{IdleTimeout: wait, MaxSilence: 2 * wait}, nil},
+		// A body that is not a stream is complete within the idle
+		// timeout, however its bytes drip.
+		{"body dripped", func(w http.ResponseWriter, r *http.Request) {
+			for range 100 {
+				io.WriteString(w, " ")
+				w.(http.Flusher).Flush()
+				select {
+				case <-time.After(wait / 3):
+				case <-r.Context().Done():
+					return
+				}
+			}
+		}, wirelimit.Limits{IdleTimeout: wait}, wirelimit.ErrIdle},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +45,11 @@ type faultSpec struct {
 	seen int // matching requests so far
 }
 
-// loadFaults reads a -faults file: a JSON array of faultSpec.
+// loadFaults reads a -faults file: a JSON array of faultSpec. An entry
+// that could never fire, or not as written, is refused, naming it: a
+// pattern that does not parse, an operation the fake does not have, a
+// negative count or duration, a status that is not one, an nth and times
+// whose last request overflows.
 func loadFaults(file string) ([]*faultSpec, error) {
 	if file == "" {
 		return nil, nil
@@ -50,24 +58,60 @@ func loadFaults(file string) ([]*faultSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	var specs []*faultSpec
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&specs); err != nil {
-		return nil, fmt.Errorf("-faults %s: %v", file, err)
+	var entries []json.RawMessage
+	if err := json.Unmarshal(b, &entries); err != nil {
+		return nil, fmt.Errorf("-faults %s: want a JSON array of faults: %v", file, err)
 	}
-	for i, f := range specs {
-		if f.On == "" {
-			return nil, fmt.Errorf("-faults %s: fault %d: \"on\" is required", file, i)
+	specs := make([]*faultSpec, len(entries))
+	for i, e := range entries {
+		f := &faultSpec{}
+		dec := json.NewDecoder(bytes.NewReader(e))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(f)
+		if err == nil {
+			err = f.check()
 		}
-		if f.Nth == 0 {
-			f.Nth = 1
+		if err != nil {
+			return nil, fmt.Errorf("-faults %s: fault %d (from 0): %v", file, i, err)
 		}
-		if f.Times == 0 {
-			f.Times = 1
-		}
+		specs[i] = f
 	}
 	return specs, nil
+}
+
+// check fills in f's defaults and returns why f could never fire as
+// written, if it could not.
+func (f *faultSpec) check() error {
+	switch m, pattern, ok := strings.Cut(f.On, " "); {
+	case f.On == "":
+		return errors.New(`"on" is required`)
+	case f.On == "*":
+	case ok:
+		if m == "" || strings.ToUpper(m) != m || strings.ContainsAny(m, "/*") {
+			return fmt.Errorf(`"on" %q: want "METHOD path", an operation or "*"`, f.On)
+		}
+		if _, err := path.Match(strings.Trim(pattern, "/"), ""); err != nil {
+			return fmt.Errorf(`"on" %q: the path pattern does not parse: %v`, f.On, err)
+		}
+	case !slices.Contains(foundrytest.Ops(), foundrytest.Op(f.On)):
+		return fmt.Errorf(`"on" %q is no operation of the Foundry fake, nor "METHOD path"`, f.On)
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"nth", f.Nth}, {"times", f.Times}, {"retry_after_ms", f.RetryAfterMS}, {"cut_text", f.CutText}, {"delay_ms", f.DelayMS}} {
+		if n.v < 0 {
+			return fmt.Errorf("%q is negative (%d)", n.name, n.v)
+		}
+	}
+	if f.Status != 0 && (f.Status < 100 || f.Status > 599) {
+		return fmt.Errorf(`"status" %d is not an HTTP status`, f.Status)
+	}
+	f.Nth, f.Times = max(f.Nth, 1), max(f.Times, 1)
+	if f.Times > math.MaxInt-f.Nth {
+		return fmt.Errorf(`"nth" %d and "times" %d overflow: the fault would never fire`, f.Nth, f.Times)
+	}
+	return nil
 }
 
 // take reports whether the request (method, path, and op, "" when the

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,4 +240,49 @@ func TestFaultsFile(t *testing.T) {
 			t.Errorf("a fault without \"on\": %v, %s; want it refused", err, out)
 		}
 	})
+}
+
+// TestFaultsRefused: a -faults entry that would load but never fire (or
+// not as written) is refused at load, naming the entry and what is wrong.
+func TestFaultsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"times overflows", `[{"on": "*"}, {"on": "*", "nth": 2, "times": 9223372036854775807}]`, `fault 1 (from 0): "nth" 2 and "times" 9223372036854775807 overflow`},
+		{"times past an int", `[{"on": "*", "times": 1e30}]`, "fault 0 (from 0): json: cannot unmarshal number 1e30"},
+		{"negative nth", `[{"on": "*", "nth": -1}]`, `fault 0 (from 0): "nth" is negative`},
+		{"negative times", `[{"on": "*", "times": -3}]`, `fault 0 (from 0): "times" is negative`},
+		{"negative delay", `[{"on": "*", "delay_ms": -3}]`, `"delay_ms" is negative`},
+		{"bad path pattern", `[{"on": "POST agents/sessions/[/events"}]`, `fault 0 (from 0): "on" "POST agents/sessions/[/events": the path pattern does not parse`},
+		{"lower-case method", `[{"on": "post agents"}]`, `want "METHOD path"`},
+		{"unknown operation", `[{"on": "responses.creat"}]`, `"on" "responses.creat" is no operation`},
+		{"bad status", `[{"on": "*", "status": 9000}]`, `"status" 9000 is not an HTTP status`},
+		{"unknown field", `[{"on": "*", "statuss": 500}]`, `fault 0 (from 0): json: unknown field "statuss"`},
+		{"not an array", `{"on": "*"}`, "want a JSON array of faults"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "faults.json")
+			if err := os.WriteFile(p, []byte(tc.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := loadFaults(p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("loadFaults: %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
+	// What loads fires.
+	p := filepath.Join(t.TempDir(), "faults.json")
+	os.WriteFile(p, []byte(`[{"on": "POST agents/sessions/*/events", "nth": 2, "times": 2}, {"on": "responses.create"}]`), 0o644)
+	specs, err := loadFaults(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for range 4 {
+		got = append(got, specs[0].take("POST", "agents/sessions/s1/events", ""))
+	}
+	if want := []bool{false, true, true, false}; !slices.Equal(got, want) {
+		t.Errorf("nth 2, times 2: fired %v, want %v", got, want)
+	}
 }

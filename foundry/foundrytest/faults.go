@@ -35,6 +35,15 @@ const (
 	opUnknown            Op = ""
 )
 
+// Ops returns the operations the fake serves, for programs that check an
+// operation's name before they inject a fault on it.
+func Ops() []Op {
+	return []Op{OpCreateAgent, OpGetAgent, OpDeleteAgent, OpCreateAgentVersion, OpGetAgentVersion, OpDeleteAgentVersion,
+		OpCreateConversation, OpGetConversation, OpDeleteConversation, OpCreateItems, OpListItems, OpCreateResponse,
+		OpGetResponse, OpDeleteResponse, OpListAgents, OpUpdateAgent, OpListAgentVersions, OpUpdateConversation,
+		OpListInputItems, OpListModels}
+}
+
 // A Fault is what the fake does instead of (or after) serving one request.
 // Exactly one of Status, Drop, Failed, ErrorEvent and CutText should be
 // set.

@@ -1,0 +1,308 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+)
+
+// activities are the backend's requests and the tool calls, run by a
+// worker over its runner (its backend, toolbox, middleware, limits and
+// hooks).
+type activities struct {
+	r     *core.Runner
+	hooks *core.Hooks
+}
+
+// heartbeat records a heartbeat every third of the activity's heartbeat
+// timeout until stop is called, so that a worker that dies is noticed
+// while one that works is not taken for dead. details, if set, gives the
+// details each heartbeat carries.
+func heartbeat(ctx context.Context, details func() any) (stop func()) {
+	info := activity.GetInfo(ctx)
+	every := info.HeartbeatTimeout / 3
+	if every <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if details != nil {
+					activity.RecordHeartbeat(ctx, details())
+				} else {
+					activity.RecordHeartbeat(ctx)
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// progress is what a step's heartbeat carries: the service's thread once
+// it exists, so that a retried attempt resumes the turn rather than
+// starting another (or a second thread).
+type progress struct {
+	Thread string `json:"thread,omitempty"`
+}
+
+// Start sends the user's input. A retried attempt that knows the thread
+// (from the heartbeat of the attempt before) resumes the turn instead,
+// unless the service shows the input never arrived.
+func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, error) {
+	b := a.r.Backend()
+	var (
+		mu sync.Mutex
+		p  = progress{Thread: req.Thread}
+	)
+	info := activity.GetInfo(ctx)
+	if info.Attempt > 1 && activity.HasHeartbeatDetails(ctx) {
+		var prev progress
+		if activity.GetHeartbeatDetails(ctx, &prev) == nil && prev.Thread != "" {
+			p.Thread = prev.Thread
+			step, err := a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, prev.Thread) })
+			switch {
+			case err != nil:
+				return nil, err
+			case req.Thread == "" || step.Step.Turn != req.PrevTurn || len(step.Step.Calls) > 0:
+				// A new thread holds only this turn; an existing
+				// thread's last turn is another than before: the input
+				// went.
+				return step, nil
+			}
+			// The input never arrived: send it.
+		}
+	}
+	stop := heartbeat(ctx, func() any { mu.Lock(); defer mu.Unlock(); return p })
+	defer stop()
+	sreq := &driver.StartRequest{Thread: p.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, Created: func(thread string) {
+		mu.Lock()
+		p.Thread = thread
+		mu.Unlock()
+		activity.RecordHeartbeat(ctx, progress{Thread: thread})
+	}}
+	return a.step(ctx, "start", req, func(ctx context.Context) (*driver.Step, error) { return b.Start(ctx, sreq) })
+}
+
+// Submit sends a step's results. A retried attempt asks the service first:
+// if the step's calls still wait, the results go again (marked as resent);
+// if the turn went on, its current step is the answer.
+func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult, error) {
+	b := a.r.Backend()
+	results := req.Results
+	if activity.GetInfo(ctx).Attempt > 1 && !localThreads(b) {
+		cur, err := a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, req.Step.Thread) })
+		if err != nil {
+			return nil, err
+		}
+		if !sameCalls(cur.Step, req.Step) {
+			return cur, nil
+		}
+		results = make([]driver.ToolResult, len(req.Results))
+		for i, r := range req.Results {
+			r.Resend = true
+			results[i] = r
+		}
+	}
+	stop := heartbeat(ctx, nil)
+	defer stop()
+	sreq := &driver.SubmitRequest{Step: req.Step, Results: results, Format: req.Format}
+	return a.step(ctx, "submit", req, func(ctx context.Context) (*driver.Step, error) { return b.Submit(ctx, sreq) })
+}
+
+// Resume returns the thread's current step.
+func (a *activities) Resume(ctx context.Context, req *stepRequest) (*stepResult, error) {
+	stop := heartbeat(ctx, nil)
+	defer stop()
+	return a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return a.r.Backend().Resume(ctx, req.Thread) })
+}
+
+// Cancel cancels the service's turn on a thread, where the backend can.
+func (a *activities) Cancel(ctx context.Context, thread string) error {
+	c, ok := a.r.Backend().(driver.Canceler)
+	if !ok || thread == "" {
+		return nil
+	}
+	if err := c.Cancel(ctx, thread); err != nil {
+		return a.failure("cancel", err)
+	}
+	return nil
+}
+
+// Call answers one call with the runner's executor. A second attempt is a
+// call started before whose result was lost: core decides it (Verify, a
+// rerun of an idempotent tool, or "outcome unknown").
+func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolResult, error) {
+	stop := heartbeat(ctx, nil)
+	defer stop()
+	tr, err := a.r.Call(ctx, &core.CallRequest{
+		Call: req.Call, Step: req.Step, IdempotencyKey: req.IdempotencyKey, Decision: req.Decision,
+		Again: activity.GetInfo(ctx).Attempt > 1,
+	})
+	if err != nil {
+		// Interrupted (the worker stops, or the turn was canceled): the
+		// call may run again.
+		return nil, err
+	}
+	return &tr, nil
+}
+
+// step runs one backend request (op) under the runner's step hook, hands
+// the deltas it streams to the workflow, and asks which calls of the step
+// it got need a decision.
+func (a *activities) step(ctx context.Context, op string, req *stepRequest, do func(context.Context) (*driver.Step, error)) (*stepResult, error) {
+	if req.Stream {
+		fw := newForwarder(ctx)
+		defer fw.close()
+		ctx = driver.WithObserver(ctx, fw.observe)
+		step, err := a.hooked(ctx, op, req, do)
+		if ferr := fw.close(); ferr != nil && err == nil {
+			err = ferr
+		}
+		return a.answer(ctx, op, step, err)
+	}
+	step, err := a.hooked(ctx, op, req, do)
+	return a.answer(ctx, op, step, err)
+}
+
+func (a *activities) hooked(ctx context.Context, op string, req *stepRequest, do func(context.Context) (*driver.Step, error)) (*driver.Step, error) {
+	if a.hooks == nil || a.hooks.Step == nil {
+		return do(ctx)
+	}
+	info := core.StepInfo{Thread: req.Thread, Op: op}
+	if req.Step != nil {
+		info.Thread, info.Turn, info.Results = req.Step.Thread, req.Step.Turn, len(req.Results)
+	}
+	sctx, end := a.hooks.Step(ctx, &info)
+	step, err := do(sctx)
+	end(step, err)
+	return step, err
+}
+
+func (a *activities) answer(ctx context.Context, op string, step *driver.Step, err error) (*stepResult, error) {
+	if err != nil {
+		return nil, a.failure(op, err)
+	}
+	res := &stepResult{Backend: a.r.Backend().Name(), Step: step}
+	if step == nil {
+		return res, nil
+	}
+	for _, c := range step.Calls {
+		need, why := a.r.ApprovalNeeded(ctx, c)
+		res.Approvals = append(res.Approvals, approvalNeed{Need: need, Why: why})
+	}
+	return res, nil
+}
+
+// failure turns a backend's error into the activity's: not retried (the
+// SDK clients retry what can be retried), its code the error's type, so
+// that the workflow ends the turn with it.
+func (a *activities) failure(op string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	b := a.r.Backend()
+	code := b.ErrorCode(err)
+	var ce *errcode.Error
+	if errors.As(err, &ce) {
+		code = ce.Code
+	}
+	return temporal.NewNonRetryableApplicationError(b.Name()+": "+op+": "+err.Error(), code.String(), nil)
+}
+
+// localThreads reports whether b keeps its threads itself, so that another
+// process (or attempt) cannot ask the service about them.
+func localThreads(b driver.Backend) bool {
+	cr, ok := b.(driver.CapabilityReporter)
+	return ok && cr.Capabilities().LocalThreads
+}
+
+// sameCalls reports whether step a asks for the calls of b.
+func sameCalls(a, b *driver.Step) bool {
+	if a == nil || b == nil || len(a.Calls) != len(b.Calls) || len(a.Calls) == 0 {
+		return false
+	}
+	for i := range a.Calls {
+		if a.Calls[i].ID != b.Calls[i].ID {
+			return false
+		}
+	}
+	return true
+}
+
+// maxBatch bounds the text one delta signal carries.
+const maxBatch = 64 << 10
+
+// A forwarder hands a step's deltas to the workflow in signals, at most
+// every 50 ms (and when a message is done, and at the end), so that a
+// reader in another process sees the text as it is written.
+type forwarder struct {
+	ctx    context.Context
+	mu     sync.Mutex
+	batch  []driver.Delta
+	size   int
+	last   time.Time
+	err    error
+	closed bool
+}
+
+func newForwarder(ctx context.Context) *forwarder { return &forwarder{ctx: ctx, last: time.Now()} }
+
+func (f *forwarder) observe(d driver.Delta) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	f.batch = append(f.batch, d)
+	f.size += len(d.Text)
+	activity.RecordHeartbeat(f.ctx)
+	if d.Kind == driver.TextDone || f.size >= maxBatch || time.Since(f.last) >= 50*time.Millisecond {
+		f.err = f.flush()
+	}
+	return f.err
+}
+
+// flush signals the batch; f.mu is held.
+func (f *forwarder) flush() error {
+	if len(f.batch) == 0 {
+		return nil
+	}
+	info := activity.GetInfo(f.ctx)
+	err := activity.GetClient(f.ctx).SignalWorkflow(f.ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, SignalDeltas, DeltaBatch{Deltas: f.batch})
+	f.batch, f.size, f.last = nil, 0, time.Now()
+	return err
+}
+
+// close sends what is left; it reports the first error of a signal.
+func (f *forwarder) close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return f.err
+	}
+	f.closed = true
+	if f.err == nil {
+		f.err = f.flush()
+	}
+	return f.err
+}
+
+var _ = json.Marshal

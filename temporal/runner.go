@@ -1,0 +1,203 @@
+package temporal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+)
+
+// Options configure a [Runner].
+type Options struct {
+	// TaskQueue is the task queue the workers poll (see [Register]).
+	TaskQueue string
+	// Settings are the loop's settings for the threads this runner
+	// starts (a thread keeps those it started with).
+	Settings Settings
+	// WorkflowTaskTimeout bounds a workflow task; a worker that dies with
+	// one is noticed after it. Zero means 10 s (Temporal's default).
+	WorkflowTaskTimeout time.Duration
+}
+
+// A Runner is the client side of the loop on Temporal: it starts and
+// reaches the thread workflows that workers run (see [Register]), with the
+// surface of core's Runner. A thread here is a workflow id: Run on a new
+// thread makes one, and Result.Thread names it, for Resume, Decide and
+// the next turn; the service's own thread is the Thread of its calls.
+//
+// Unlike core's Runner, a turn does not live in the caller: the caller's
+// context bounds only its wait. A turn whose caller stopped waiting goes
+// on, durably, to its answer, which Resume returns; [Runner.Cancel] ends it.
+type Runner struct {
+	c    client.Client
+	opts Options
+}
+
+// NewRunner returns a runner that starts and reaches thread workflows with
+// c, on opts.TaskQueue.
+func NewRunner(c client.Client, opts *Options) *Runner {
+	r := &Runner{c: c}
+	if opts != nil {
+		r.opts = *opts
+	}
+	return r
+}
+
+// Client returns the runner's Temporal client.
+func (r *Runner) Client() client.Client { return r.c }
+
+// NewThread returns a new thread's name: a workflow id no other thread
+// has.
+func NewThread() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "toolrelay-" + hex.EncodeToString(b[:])
+}
+
+// Run runs a turn: it sends input on a new thread (or opts.Thread) and
+// waits for the model's final answer, as core's Runner.Run does. The turn
+// is the run update of the thread's workflow, which it starts if none
+// runs (update-with-start, so that a stateless front end can start or
+// continue a thread by its name alone). A turn paused on calls awaiting a
+// decision returns its Pending calls and an error matching
+// core.ErrAwaitingApproval; [Runner.Decide], then [Runner.Resume], go on.
+// On error, the Result holds the Thread once it exists.
+func (r *Runner) Run(ctx context.Context, input string, opts *core.RunOptions) (*core.Result, error) {
+	thread, req := r.request(input, opts, false)
+	h, err := r.startTurn(ctx, thread, req, client.WorkflowUpdateStageCompleted)
+	if err != nil {
+		return nil, err
+	}
+	var tr TurnResult
+	if err := h.Get(ctx, &tr); err != nil {
+		return &core.Result{Thread: thread}, clientError("run", err)
+	}
+	return result(thread, &tr)
+}
+
+func (r *Runner) request(input string, opts *core.RunOptions, stream bool) (string, *RunRequest) {
+	req := &RunRequest{Input: input, Stream: stream}
+	thread := ""
+	if opts != nil {
+		thread = opts.Thread
+		req.Parts, req.MaxSteps, req.Timeout = opts.Parts, opts.MaxSteps, opts.Timeout
+		if f := opts.Format; f != nil {
+			req.Format = &driver.Format{Name: f.Name(), Schema: f.Schema(), Strict: f.Strict()}
+		}
+	}
+	if thread == "" {
+		thread = NewThread()
+	}
+	return thread, req
+}
+
+// startTurn sends the run update to thread's workflow, starting it if
+// none runs, and returns once the update reached stage.
+func (r *Runner) startTurn(ctx context.Context, thread string, req *RunRequest, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
+	start := r.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       thread,
+		TaskQueue:                r.opts.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowTaskTimeout:      r.opts.WorkflowTaskTimeout,
+	}, WorkflowName, State{Settings: r.opts.Settings})
+	h, err := r.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID:   thread,
+			UpdateName:   UpdateRun,
+			Args:         []any{req},
+			WaitForStage: stage,
+		},
+	})
+	if err != nil {
+		return nil, clientError("run", err)
+	}
+	return h, nil
+}
+
+// Resume waits for the turn running on thread and returns it as Run
+// does; when none runs, it returns the last turn's outcome. opts is
+// ignored. A thread no workflow has is NotFound.
+func (r *Runner) Resume(ctx context.Context, thread string, opts *core.RunOptions) (*core.Result, error) {
+	h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateWait, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		return nil, clientError("resume", err)
+	}
+	var tr TurnResult
+	if err := h.Get(ctx, &tr); err != nil {
+		return &core.Result{Thread: thread}, clientError("resume", err)
+	}
+	return result(thread, &tr)
+}
+
+// Decide records d about the call callID of thread, which awaits a
+// decision; the paused turn goes on by itself once every call of its
+// step is decided. The decide update's validator refuses, recording
+// nothing, an unknown call (NotFound), a second decision
+// (FailedPrecondition), and edited arguments that are not a JSON object
+// (InvalidArgument).
+func (r *Runner) Decide(ctx context.Context, thread, callID string, d core.Decision) error {
+	if len(d.Arguments) > 0 && !json.Valid(d.Arguments) {
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: decide", Err: fmt.Errorf("the edited arguments of call %q are not JSON", callID)}
+	}
+	h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: thread, UpdateName: UpdateDecide, Args: []any{DecideRequest{CallID: callID, Decision: d}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	return clientError("decide", err)
+}
+
+// Cancel ends the turn running on thread: its calls are interrupted, the
+// service's turn canceled, and the turn ends with Canceled.
+func (r *Runner) Cancel(ctx context.Context, thread string) error {
+	return clientError("cancel", r.c.SignalWorkflow(ctx, thread, "", SignalCancel, nil))
+}
+
+// result is a turn's outcome as core's Runner gives it.
+func result(thread string, tr *TurnResult) (*core.Result, error) {
+	res := &core.Result{Text: tr.Text, Thread: thread, Turn: tr.ServiceTurn, Steps: tr.Steps, Calls: tr.Calls, Usage: tr.Usage, Pending: tr.Pending}
+	switch {
+	case tr.Err != nil:
+		return res, tr.Err.Err()
+	case !tr.Done:
+		return res, &errcode.Error{Code: errcode.FailedPrecondition, Op: "temporal: run",
+			Err: fmt.Errorf("the run paused: %d call(s) of thread %s await a decision (Runner.Decide): %w", len(tr.Pending), thread, core.ErrAwaitingApproval)}
+	}
+	return res, nil
+}
+
+// clientError gives an error of the Temporal client its code: a refusal
+// of the workflow's (an application error) has its own; a workflow that
+// does not exist is NotFound.
+func clientError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var (
+		ae *temporal.ApplicationError
+		nf *serviceerror.NotFound
+	)
+	switch {
+	case errors.As(err, &ae):
+		return &errcode.Error{Code: parseCode(ae.Type()), Op: "temporal: " + op, Err: errors.New(ae.Message())}
+	case errors.As(err, &nf):
+		return &errcode.Error{Code: errcode.NotFound, Op: "temporal: " + op, Err: err}
+	}
+	return &errcode.Error{Code: errcode.Of(err), Op: "temporal: " + op, Err: err}
+}

@@ -1,0 +1,252 @@
+package temporal
+
+import (
+	"time"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+)
+
+// The names the workflow is registered under, and of its updates, query
+// and signals. They are part of the workflow's interface: a running
+// workflow is reached by them, so they never change.
+const (
+	// WorkflowName is the thread workflow's name.
+	WorkflowName = "toolrelay.Thread"
+	// UpdateRun runs a turn: the user's input, to the final answer or a
+	// pause on calls awaiting a decision.
+	UpdateRun = "run"
+	// UpdateWait waits for the current turn to end or pause, and returns
+	// it (the last turn's, when none runs).
+	UpdateWait = "wait"
+	// UpdateDecide records a person's decision about a call.
+	UpdateDecide = "decide"
+	// QueryEvents returns the events of a turn after a given index.
+	QueryEvents = "events"
+	// SignalDeltas carries the text a model step streamed, from the step's
+	// activity to the workflow.
+	SignalDeltas = "deltas"
+	// SignalCancel ends the running turn, canceling the service's turn.
+	SignalCancel = "cancel"
+)
+
+// The names of the activities.
+const (
+	activityStart  = "toolrelay.Start"
+	activitySubmit = "toolrelay.Submit"
+	activityResume = "toolrelay.Resume"
+	activityCancel = "toolrelay.Cancel"
+	activityCall   = "toolrelay.Call"
+)
+
+// Settings are the loop's settings, carried by the workflow (and into the
+// runs that continue it as new). The zero value means the defaults of
+// package core.
+type Settings struct {
+	// MaxSteps bounds the steps of a turn (core.DefaultMaxSteps).
+	MaxSteps int `json:"max_steps,omitempty"`
+	// Concurrency bounds the calls of a step that run at once
+	// (core.DefaultConcurrency).
+	Concurrency int `json:"concurrency,omitempty"`
+	// RunTimeout bounds each turn, from its start (or the end of a pause
+	// for decisions) to its answer (core.DefaultRunTimeout).
+	RunTimeout time.Duration `json:"run_timeout,omitempty"`
+	// ApprovalTimeout is how long a call awaits a decision before a
+	// workflow timer denies it (core.DefaultApprovalTimeout).
+	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
+	// Heartbeat is the activities' heartbeat timeout: a worker that dies
+	// in a step or a call is noticed after it, and the activity runs
+	// again on another (DefaultHeartbeat).
+	Heartbeat time.Duration `json:"heartbeat,omitempty"`
+	// MaxPayloadBytes bounds what one step's results and one turn's
+	// answer put in the history (DefaultMaxPayloadBytes): below the
+	// server's blob limit.
+	MaxPayloadBytes int `json:"max_payload_bytes,omitempty"`
+	// MaxHistoryEvents is the history length past which the workflow
+	// continues as new between turns (DefaultMaxHistoryEvents), also when
+	// the server has not suggested it yet.
+	MaxHistoryEvents int `json:"max_history_events,omitempty"`
+	// Idle, if set, ends the workflow after that long without a turn (a
+	// later run on the thread starts a new workflow, and a new thread on
+	// the service); zero keeps it waiting.
+	Idle time.Duration `json:"idle,omitempty"`
+}
+
+// Defaults of [Settings] that package core does not have.
+const (
+	DefaultHeartbeat = 10 * time.Second
+	// DefaultMaxPayloadBytes stays below the server's default blob limit
+	// (2 MiB), leaving room for the rest of an event.
+	DefaultMaxPayloadBytes = 1536 << 10
+	// DefaultMaxHistoryEvents stays well below the server's history
+	// limits (51,200 events by default).
+	DefaultMaxHistoryEvents = 10000
+)
+
+func (s Settings) withDefaults() Settings {
+	if s.MaxSteps <= 0 {
+		s.MaxSteps = core.DefaultMaxSteps
+	}
+	if s.Concurrency <= 0 {
+		s.Concurrency = core.DefaultConcurrency
+	}
+	if s.RunTimeout <= 0 {
+		s.RunTimeout = core.DefaultRunTimeout
+	}
+	if s.ApprovalTimeout <= 0 {
+		s.ApprovalTimeout = core.DefaultApprovalTimeout
+	}
+	if s.Heartbeat <= 0 {
+		s.Heartbeat = DefaultHeartbeat
+	}
+	if s.MaxPayloadBytes <= 0 {
+		s.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	if s.MaxHistoryEvents <= 0 {
+		s.MaxHistoryEvents = DefaultMaxHistoryEvents
+	}
+	return s
+}
+
+// State is what the thread workflow starts with, and what it carries into
+// the run that continues it as new.
+type State struct {
+	// Settings are the loop's settings.
+	Settings Settings `json:"settings"`
+	// Thread is the service's thread, once the first turn made one.
+	Thread string `json:"thread,omitempty"`
+	// Turns counts the turns run on the thread.
+	Turns int `json:"turns,omitempty"`
+	// Last is the last turn's outcome.
+	Last *TurnResult `json:"last,omitempty"`
+}
+
+// RunRequest is the argument of the run update: one turn.
+type RunRequest struct {
+	Input    string         `json:"input"`
+	Parts    []driver.Part  `json:"parts,omitempty"`
+	Format   *driver.Format `json:"format,omitempty"`
+	MaxSteps int            `json:"max_steps,omitempty"`
+	// Timeout overrides Settings.RunTimeout for the turn.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Stream: the model's text is kept as it is written, for a reader of
+	// the turn's events (see [Runner.Stream]).
+	Stream bool `json:"stream,omitempty"`
+}
+
+// A TurnResult is how a turn ended (or paused), as the run and wait
+// updates return it.
+type TurnResult struct {
+	// Turn numbers the workflow's turns, from 1.
+	Turn int `json:"turn"`
+	// Done: the turn ended (with an answer or an error); otherwise it
+	// paused, its Pending calls awaiting a decision.
+	Done bool `json:"done"`
+	// Text, Thread (the service's), ServiceTurn, Steps, Calls and Usage
+	// are core.Result's.
+	Text        string              `json:"text,omitempty"`
+	Thread      string              `json:"thread,omitempty"`
+	ServiceTurn string              `json:"service_turn,omitempty"`
+	Steps       int                 `json:"steps,omitempty"`
+	Calls       []driver.ToolResult `json:"calls,omitempty"`
+	Usage       driver.Usage        `json:"usage,omitzero"`
+	Pending     []core.Approval     `json:"pending,omitempty"`
+	// CallsOmitted: the calls' results were left out, to keep the answer
+	// below Settings.MaxPayloadBytes.
+	CallsOmitted bool `json:"calls_omitted,omitempty"`
+	// Err is why the turn failed, if it did.
+	Err *ErrorInfo `json:"err,omitempty"`
+}
+
+// ErrorInfo is an error carried through the history: its code and text.
+type ErrorInfo struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Is names the errors the error matches, of those a program tests
+	// for: "max_steps" (core.ErrMaxSteps), "deadline" and "canceled" (the
+	// context errors).
+	Is []string `json:"is,omitempty"`
+}
+
+// DecideRequest is the argument of the decide update.
+type DecideRequest struct {
+	CallID   string        `json:"call_id"`
+	Decision core.Decision `json:"decision"`
+}
+
+// EventsRequest is the argument of the events query.
+type EventsRequest struct {
+	// Turn is the turn whose events are read (0: the current or last).
+	Turn int `json:"turn"`
+	// After is how many of its events the reader has.
+	After int `json:"after"`
+}
+
+// EventsPage is the answer of the events query.
+type EventsPage struct {
+	Turn   int     `json:"turn"`
+	Events []Event `json:"events"`
+	// Gone: the turn's events are no longer kept (a later turn began).
+	Gone bool `json:"gone,omitempty"`
+}
+
+// An Event is a [core.Event] as the workflow keeps it for a stream's
+// reader: its error as text and code.
+type Event struct {
+	Kind    core.EventKind     `json:"kind"`
+	Thread  string             `json:"thread,omitempty"`
+	Turn    string             `json:"turn,omitempty"`
+	Step    int                `json:"step,omitempty"`
+	Call    *driver.Call       `json:"call,omitempty"`
+	Calls   int                `json:"calls,omitempty"`
+	Outcome driver.Outcome     `json:"outcome,omitempty"`
+	Result  *driver.ToolResult `json:"result,omitempty"`
+	Item    string             `json:"item,omitempty"`
+	Text    string             `json:"text,omitempty"`
+	Usage   driver.Usage       `json:"usage,omitzero"`
+	Err     *ErrorInfo         `json:"err,omitempty"`
+}
+
+// DeltaBatch is what the signal carrying a step's streamed text holds.
+type DeltaBatch struct {
+	Deltas []driver.Delta `json:"deltas"`
+}
+
+// stepRequest is the input of the start, submit and resume activities.
+type stepRequest struct {
+	// Start
+	Thread string         `json:"thread,omitempty"`
+	Input  string         `json:"input,omitempty"`
+	Parts  []driver.Part  `json:"parts,omitempty"`
+	Format *driver.Format `json:"format,omitempty"`
+	// PrevTurn is the service's last turn on Thread before this start, so
+	// that a retried start can tell whether the input went.
+	PrevTurn string `json:"prev_turn,omitempty"`
+	// Submit
+	Step    *driver.Step        `json:"step,omitempty"`
+	Results []driver.ToolResult `json:"results,omitempty"`
+	// Stream: the step's text goes to the workflow as it is written.
+	Stream bool `json:"stream,omitempty"`
+}
+
+// stepResult is the answer of the step activities: the step, and for each
+// of its calls whether it needs a person's decision.
+type stepResult struct {
+	// Backend is the backend's name, which keys the calls' approvals.
+	Backend   string         `json:"backend"`
+	Step      *driver.Step   `json:"step"`
+	Approvals []approvalNeed `json:"approvals,omitempty"`
+}
+
+type approvalNeed struct {
+	Need bool   `json:"need,omitempty"`
+	Why  string `json:"why,omitempty"`
+}
+
+// callRequest is the input of the call activity.
+type callRequest struct {
+	Call           driver.Call    `json:"call"`
+	Step           int            `json:"step"`
+	IdempotencyKey string         `json:"idempotency_key"`
+	Decision       *core.Decision `json:"decision,omitempty"`
+}

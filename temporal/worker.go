@@ -1,0 +1,28 @@
+package temporal
+
+import (
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/toolrelay/toolrelay/core"
+)
+
+// Register registers, on a worker, the thread workflow and the activities
+// that run over r: its backend (opened by configuration as for core's
+// Runner, through package adapter), its toolbox, middleware, limits and
+// hooks. r's journal is not used: the workflow's history keeps the
+// results.
+//
+// Every worker of a task queue registers the same workflow; the workers
+// of one queue share the backend's configuration, and each has its own
+// runner.
+func Register(w worker.Registry, r *core.Runner) {
+	w.RegisterWorkflowWithOptions(Thread, workflow.RegisterOptions{Name: WorkflowName})
+	a := &activities{r: r, hooks: r.Hooks()}
+	w.RegisterActivityWithOptions(a.Start, activity.RegisterOptions{Name: activityStart})
+	w.RegisterActivityWithOptions(a.Submit, activity.RegisterOptions{Name: activitySubmit})
+	w.RegisterActivityWithOptions(a.Resume, activity.RegisterOptions{Name: activityResume})
+	w.RegisterActivityWithOptions(a.Cancel, activity.RegisterOptions{Name: activityCancel})
+	w.RegisterActivityWithOptions(a.Call, activity.RegisterOptions{Name: activityCall})
+}

@@ -1,0 +1,575 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+)
+
+// Thread is the workflow of one thread: it waits for turns (the run
+// update), runs each as core's Runner runs a run (start → step → the
+// step's calls, concurrently, one result per call in call order → submit
+// → …), and keeps the last turn's outcome and the current turn's events.
+// Between turns it continues as new before its history grows past the
+// server's limits.
+//
+// It is workflow code: deterministic, no wall clock, no goroutines but
+// the workflow's own, no map iteration. Each backend request and each
+// call is an activity.
+func Thread(ctx workflow.Context, st State) error {
+	t := &thread{st: st, set: st.Settings.withDefaults()}
+	if err := t.register(ctx); err != nil {
+		return err
+	}
+	deltas := workflow.GetSignalChannel(ctx, SignalDeltas)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var b DeltaBatch
+			deltas.Receive(ctx, &b)
+			t.deltas(b)
+		}
+	})
+	t.deltaCh = deltas
+	cancels := workflow.GetSignalChannel(ctx, SignalCancel)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			cancels.Receive(ctx, nil)
+			if t.running && t.stop != nil {
+				t.canceled = true
+				t.stop()
+			}
+		}
+	})
+	for {
+		queued := func() bool { return t.queued != nil }
+		if t.set.Idle > 0 {
+			ok, err := workflow.AwaitWithTimeout(ctx, t.set.Idle, queued)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+			}
+		} else if err := workflow.Await(ctx, queued); err != nil {
+			return err
+		}
+		req := *t.queued
+		t.queued = nil
+		t.runTurn(ctx, req)
+		info := workflow.GetInfo(ctx)
+		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > t.set.MaxHistoryEvents {
+			// The readers of the last turn's events find them gone, and
+			// its outcome in the new run's state.
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && t.queued == nil }); err != nil {
+				return err
+			}
+			return workflow.NewContinueAsNewError(ctx, WorkflowName, t.st)
+		}
+	}
+}
+
+// thread is the workflow's state.
+type thread struct {
+	st  State
+	set Settings
+
+	queued  *RunRequest
+	running bool
+	paused  bool
+	// outcome is the current turn's outcome once it ended or paused.
+	outcome *TurnResult
+	// stop cancels the current phase of the turn (its time limit, or
+	// the cancel signal); canceled says it was the signal.
+	stop     func()
+	canceled bool
+	timedOut bool
+
+	backend string
+	// pending holds the approvals of the turn's calls, decided or not.
+	pending []*core.Approval
+
+	// The current turn's events, and what the reader was given of each
+	// message's text (bytes; -1 once done).
+	events []Event
+	items  map[string]int
+	texts  int
+	stream bool
+
+	deltaCh workflow.ReceiveChannel
+}
+
+// register sets the updates and the query.
+func (t *thread) register(ctx workflow.Context) error {
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRun, func(ctx workflow.Context, req RunRequest) (*TurnResult, error) {
+		if t.running || t.queued != nil {
+			return nil, refusal(errcode.FailedPrecondition, "a turn is running on this thread")
+		}
+		t.st.Turns++
+		n := t.st.Turns
+		t.queued = &req
+		t.running, t.paused, t.outcome = true, false, nil
+		t.events, t.items, t.texts, t.stream = nil, nil, 0, req.Stream
+		if err := workflow.Await(ctx, func() bool { return t.st.Turns != n || t.outcome != nil }); err != nil {
+			return nil, err
+		}
+		return t.outcome, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req RunRequest) error {
+		if t.running || t.queued != nil {
+			return refusal(errcode.FailedPrecondition, "a turn is running on this thread")
+		}
+		return nil
+	}})
+	if err != nil {
+		return err
+	}
+	err = workflow.SetUpdateHandler(ctx, UpdateWait, func(ctx workflow.Context) (*TurnResult, error) {
+		if err := workflow.Await(ctx, func() bool { return !t.running || t.outcome != nil }); err != nil {
+			return nil, err
+		}
+		if t.running {
+			return t.outcome, nil
+		}
+		if t.st.Last == nil {
+			return nil, refusal(errcode.FailedPrecondition, "no turn has run on this thread")
+		}
+		return t.st.Last, nil
+	})
+	if err != nil {
+		return err
+	}
+	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, req DecideRequest) error {
+		a := t.approval(req.CallID)
+		if a == nil || a.Decision != nil {
+			return t.checkDecision(req) // decided meanwhile
+		}
+		d := req.Decision
+		if d.At.IsZero() {
+			d.At = workflow.Now(ctx)
+		}
+		a.Decision = &d
+		return nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req DecideRequest) error { return t.checkDecision(req) }})
+	if err != nil {
+		return err
+	}
+	return workflow.SetQueryHandler(ctx, QueryEvents, func(req EventsRequest) (*EventsPage, error) {
+		turn := req.Turn
+		if turn == 0 {
+			turn = t.st.Turns
+		}
+		if turn != t.st.Turns {
+			return &EventsPage{Turn: turn, Gone: true}, nil
+		}
+		after := min(max(req.After, 0), len(t.events))
+		evs := t.events[after:]
+		if len(evs) > maxPage {
+			evs = evs[:maxPage]
+		}
+		return &EventsPage{Turn: turn, Events: evs}, nil
+	})
+}
+
+// maxPage bounds the events one query returns.
+const maxPage = 1000
+
+// checkDecision refuses, before anything is recorded, a decision about a
+// call that awaits none, a second decision, and edited arguments that are
+// not a JSON object.
+func (t *thread) checkDecision(req DecideRequest) error {
+	a := t.approval(req.CallID)
+	switch {
+	case a == nil:
+		return refusal(errcode.NotFound, fmt.Sprintf("no call %q awaits a decision on this thread", req.CallID))
+	case a.Decision != nil:
+		return refusal(errcode.FailedPrecondition, fmt.Sprintf("call %q was decided before", req.CallID))
+	case len(req.Decision.Arguments) > 0:
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(req.Decision.Arguments, &obj); err != nil || obj == nil {
+			return refusal(errcode.InvalidArgument, fmt.Sprintf("the edited arguments of call %q are not a JSON object", req.CallID))
+		}
+	}
+	return nil
+}
+
+func (t *thread) approval(callID string) *core.Approval {
+	for _, a := range t.pending {
+		if a.Key.Call == callID {
+			return a
+		}
+	}
+	return nil
+}
+
+// refusal is an error a client reads with its code (see codeOf).
+func refusal(code errcode.Code, msg string) error {
+	return temporal.NewApplicationError(msg, code.String())
+}
+
+// emit appends an event of the current turn.
+func (t *thread) emit(e Event) { t.events = append(t.events, e) }
+
+// deltas takes a batch of a step's streamed text: each message's text
+// once, completing on TextDone what the pieces left out (core's rule for a
+// stream: no repeat, no gap, also when a retried step streams again).
+func (t *thread) deltas(b DeltaBatch) {
+	if !t.running || !t.stream {
+		return
+	}
+	if t.items == nil {
+		t.items = map[string]int{}
+	}
+	for _, d := range b.Deltas {
+		n := t.items[d.Item]
+		switch d.Kind {
+		case driver.TextDelta:
+			if n < 0 || d.Text == "" {
+				continue
+			}
+			t.items[d.Item] = n + len(d.Text)
+			t.emit(Event{Kind: core.EventTextDelta, Item: d.Item, Text: d.Text})
+		case driver.TextDone:
+			if n < 0 {
+				continue
+			}
+			t.items[d.Item] = -1
+			t.done(d.Item, d.Text, n)
+		case driver.ReasoningDelta:
+			t.emit(Event{Kind: core.EventReasoningDelta, Item: d.Item, Text: d.Text})
+		}
+	}
+}
+
+// done ends a message of which n bytes were given.
+func (t *thread) done(item, text string, n int) {
+	t.texts++
+	if n < len(text) {
+		t.emit(Event{Kind: core.EventTextDelta, Item: item, Text: text[n:]})
+	}
+	t.emit(Event{Kind: core.EventTextDone, Item: item, Text: text})
+}
+
+// drain takes the delta signals already received, so that a step's text
+// comes before what the step's answer reports.
+func (t *thread) drain() {
+	var b DeltaBatch
+	for t.deltaCh.ReceiveAsync(&b) {
+		t.deltas(b)
+		b = DeltaBatch{}
+	}
+}
+
+// phase returns the context of a phase of a turn, canceled at d or on
+// the cancel signal; end stops its timer.
+func (t *thread) phase(ctx workflow.Context, d time.Duration) (_ workflow.Context, end func()) {
+	pctx, cancel := workflow.WithCancel(ctx)
+	tctx, stopTimer := workflow.WithCancel(ctx)
+	t.stop = cancel
+	workflow.Go(tctx, func(c workflow.Context) {
+		if workflow.NewTimer(c, d).Get(c, nil) == nil {
+			t.timedOut = true
+			cancel()
+		}
+	})
+	return pctx, func() { stopTimer(); t.stop = nil }
+}
+
+// runTurn runs one turn and records its outcome.
+func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
+	res := &TurnResult{Turn: t.st.Turns, Thread: t.st.Thread}
+	t.canceled, t.timedOut, t.pending = false, false, nil
+	maxSteps := t.set.MaxSteps
+	if req.MaxSteps > 0 {
+		maxSteps = req.MaxSteps
+	}
+	timeout := t.set.RunTimeout
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
+	pctx, end := t.phase(ctx, timeout)
+	finish := func(err error) {
+		end()
+		res.Done = true
+		if err != nil {
+			res.Err = errorInfo(err)
+		}
+		t.st.Thread = res.Thread
+		t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Err: res.Err, Usage: res.Usage})
+		fitResult(res, t.set.MaxPayloadBytes)
+		t.st.Last = res
+		t.outcome = res
+		t.running = false
+	}
+	if len(req.Input) > t.set.MaxPayloadBytes {
+		finish(errcode.Errorf(errcode.InvalidArgument, "temporal: the input (%d bytes) passes the limit of what the history keeps (%d bytes)", len(req.Input), t.set.MaxPayloadBytes))
+		return
+	}
+	prevTurn := ""
+	if t.st.Last != nil {
+		prevTurn = t.st.Last.ServiceTurn
+	}
+	sr, err := t.stepActivity(pctx, activityStart, &stepRequest{Thread: t.st.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, PrevTurn: prevTurn, Stream: req.Stream})
+	for {
+		if err != nil {
+			if res.Thread != "" && (t.canceled || t.timedOut) {
+				t.cancelService(ctx, res.Thread)
+			}
+			finish(t.turnError(err))
+			return
+		}
+		step := sr.Step
+		t.backend = sr.Backend
+		if step == nil {
+			t.cancelService(ctx, res.Thread)
+			finish(errcode.Errorf(errcode.Internal, "%s: step: the backend returned no step", sr.Backend))
+			return
+		}
+		res.Thread, res.ServiceTurn = step.Thread, step.Turn
+		t.st.Thread = step.Thread
+		res.Usage.Add(step.Usage)
+		t.stepArrived(step, res.Steps)
+		if len(step.Calls) == 0 {
+			res.Text = step.Text
+			finish(nil)
+			return
+		}
+		if res.Steps >= maxSteps {
+			t.cancelService(ctx, step.Thread)
+			finish(&errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", core.ErrMaxSteps, maxSteps)})
+			return
+		}
+		if err := checkCalls(step.Calls); err != nil {
+			t.cancelService(ctx, step.Thread)
+			finish(&errcode.Error{Code: errcode.Internal, Op: sr.Backend + ": step", Err: err})
+			return
+		}
+		res.Steps++
+		t.emit(Event{Kind: core.EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls)})
+		results := make([]driver.ToolResult, len(step.Calls))
+		var now, later []int
+		for i, c := range step.Calls {
+			if i < len(sr.Approvals) && sr.Approvals[i].Need {
+				later = append(later, i)
+				a := &core.Approval{Key: core.Approval{}.Key, Tool: c.Name, Arguments: c.Arguments, Why: sr.Approvals[i].Why, Requested: workflow.Now(ctx)}
+				a.Key.Backend, a.Key.Thread, a.Key.Turn, a.Key.Call = sr.Backend, c.Thread, c.Turn, c.ID
+				a.Expires = a.Requested.Add(t.set.ApprovalTimeout)
+				t.pending = append(t.pending, a)
+				t.emit(Event{Kind: core.EventApprovalRequested, Thread: c.Thread, Turn: c.Turn, Step: res.Steps, Call: &step.Calls[i], Text: a.Why})
+			} else {
+				now = append(now, i)
+			}
+		}
+		err = t.runCalls(pctx, step, res.Steps, now, results)
+		if err == nil && len(later) > 0 {
+			end()
+			err = t.await(ctx, res)
+			pctx, end = t.phase(ctx, timeout)
+			if err == nil {
+				err = t.runCalls(pctx, step, res.Steps, later, results)
+			}
+		}
+		if err != nil {
+			t.cancelService(ctx, step.Thread)
+			finish(t.turnError(err))
+			return
+		}
+		fitResults(results, t.set.MaxPayloadBytes)
+		sr, err = t.stepActivity(pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: req.Format, Stream: req.Stream})
+		if err == nil {
+			res.Calls = append(res.Calls, results...)
+			t.emit(Event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)})
+		}
+	}
+}
+
+// stepArrived reports a step: its calls and usage, or for a final answer
+// of which no message was streamed, its text in one piece.
+func (t *thread) stepArrived(step *driver.Step, steps int) {
+	for i := range step.Calls {
+		t.emit(Event{Kind: core.EventToolCall, Thread: step.Thread, Turn: step.Turn, Step: steps + 1, Call: &step.Calls[i]})
+	}
+	if step.Usage != (driver.Usage{}) {
+		t.emit(Event{Kind: core.EventUsage, Thread: step.Thread, Turn: step.Turn, Step: steps, Usage: step.Usage})
+	}
+	if len(step.Calls) == 0 && t.texts == 0 && step.Text != "" {
+		t.done("", step.Text, 0)
+	}
+}
+
+// await pauses the turn until every call awaiting a decision has one; a
+// call still undecided at its expiry is denied.
+func (t *thread) await(ctx workflow.Context, res *TurnResult) error {
+	t.paused = true
+	res.Pending = nil
+	for _, a := range t.pending {
+		if a.Decision == nil {
+			res.Pending = append(res.Pending, *a)
+		}
+	}
+	paused := *res
+	t.outcome = &paused
+	t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage,
+		Err: errorInfo(&errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the run paused: %d call(s) await a decision: %w", len(res.Pending), core.ErrAwaitingApproval)})})
+	defer func() { t.paused, t.outcome = false, nil }()
+	for {
+		var next time.Time
+		for _, a := range t.pending {
+			if a.Decision == nil && (next.IsZero() || a.Expires.Before(next)) {
+				next = a.Expires
+			}
+		}
+		if next.IsZero() {
+			return nil
+		}
+		wait := next.Sub(workflow.Now(ctx))
+		if wait > 0 {
+			if _, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return t.decided() || t.canceled }); err != nil {
+				return err
+			}
+		}
+		if t.canceled {
+			return temporal.NewCanceledError()
+		}
+		now := workflow.Now(ctx)
+		for _, a := range t.pending {
+			if a.Decision == nil && !now.Before(a.Expires) {
+				a.Decision = &core.Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
+			}
+		}
+	}
+}
+
+func (t *thread) decided() bool {
+	for _, a := range t.pending {
+		if a.Decision == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// runCalls runs the calls of step at idx, at most Concurrency at once, as
+// activities, and puts their results in results.
+func (t *thread) runCalls(ctx workflow.Context, step *driver.Step, n int, idx []int, results []driver.ToolResult) error {
+	actx := workflow.WithActivityOptions(ctx, t.activityOptions())
+	sel := workflow.NewSelector(ctx)
+	var (
+		inflight int
+		firstErr error
+	)
+	wf := workflow.GetInfo(ctx).WorkflowExecution.ID
+	for _, i := range idx {
+		if inflight == t.set.Concurrency {
+			sel.Select(ctx)
+			inflight--
+		}
+		c := &step.Calls[i]
+		req := &callRequest{Call: *c, Step: n, IdempotencyKey: fmt.Sprintf("%s/%d/%d/%s", wf, t.st.Turns, n, c.ID)}
+		if a := t.approval(c.ID); a != nil {
+			req.Decision = a.Decision
+		}
+		t.emit(Event{Kind: core.EventCallStarted, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c})
+		f := workflow.ExecuteActivity(actx, activityCall, req)
+		inflight++
+		sel.AddFuture(f, func(f workflow.Future) {
+			var tr driver.ToolResult
+			if err := f.Get(ctx, &tr); err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			results[i] = tr
+			kind := core.EventCallFinished
+			if tr.Outcome == core.InDoubt {
+				kind = core.EventCallInDoubt
+			}
+			t.emit(Event{Kind: kind, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c, Outcome: tr.Outcome, Result: &tr})
+		})
+	}
+	for ; inflight > 0; inflight-- {
+		sel.Select(ctx)
+	}
+	return firstErr
+}
+
+// stepActivity runs a backend request, and takes the text it streamed.
+func (t *thread) stepActivity(ctx workflow.Context, name string, req *stepRequest) (*stepResult, error) {
+	var sr stepResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, t.activityOptions()), name, req).Get(ctx, &sr)
+	t.drain()
+	if err != nil {
+		return nil, err
+	}
+	return &sr, nil
+}
+
+// cancelService cancels the service's turn, with a context of its own (the
+// turn's may have ended).
+func (t *thread) cancelService(ctx workflow.Context, thread string) {
+	if thread == "" {
+		return
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	o := t.activityOptions()
+	o.StartToCloseTimeout = time.Minute
+	o.RetryPolicy.MaximumAttempts = 3
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, o), activityCancel, thread).Get(dctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("toolrelay: cancel turn failed", "thread", thread, "error", err)
+	}
+}
+
+// activityOptions are the options of every activity: retried until the
+// turn's time is up (a call started before is decided by core, never run
+// twice with effect), a dead worker noticed by its heartbeat.
+func (t *thread) activityOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: t.set.RunTimeout,
+		HeartbeatTimeout:    t.set.Heartbeat,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    100 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    5 * time.Second,
+		},
+	}
+}
+
+// turnError is the error that ends a turn: the activity's, with its code;
+// the time limit's; or the cancel signal's.
+func (t *thread) turnError(err error) error {
+	var ce *temporal.CanceledError
+	switch {
+	case t.timedOut && (errors.As(err, &ce) || errors.Is(err, workflow.ErrCanceled)):
+		return &errcode.Error{Code: errcode.DeadlineExceeded, Op: "core: run", Err: fmt.Errorf("the run passed its time limit: %w", context.DeadlineExceeded)}
+	case t.canceled:
+		return &errcode.Error{Code: errcode.Canceled, Op: "core: run", Err: fmt.Errorf("the turn was canceled: %w", context.Canceled)}
+	}
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return &errcode.Error{Code: parseCode(ae.Type()), Err: errors.New(ae.Message())}
+	}
+	return &errcode.Error{Code: errcode.Unavailable, Op: "temporal", Err: err}
+}
+
+// checkCalls refuses a step whose calls repeat a call id or lack one.
+func checkCalls(calls []driver.Call) error {
+	for i, c := range calls {
+		if c.ID == "" {
+			return fmt.Errorf("call to %q has no call id", c.Name)
+		}
+		for _, d := range calls[:i] {
+			if d.ID == c.ID {
+				return fmt.Errorf("the step repeats call id %q", c.ID)
+			}
+		}
+	}
+	return nil
+}

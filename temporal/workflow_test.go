@@ -1,0 +1,285 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+)
+
+// env is a test workflow environment running the thread workflow over a
+// coretest backend playing a script, with the weather bot's tools and a
+// refund that needs approval over 100.
+type env struct {
+	t       *testing.T
+	te      *testsuite.TestWorkflowEnvironment
+	backend *coretest.Backend
+	refunds atomic.Int32
+	steps   atomic.Int32 // the step hook's calls
+	calls   atomic.Int32 // the call hook's calls
+	start   State
+}
+
+type cityArgs struct {
+	City string `json:"city"`
+}
+
+type refundArgs struct {
+	Order  string `json:"order"`
+	Amount int    `json:"amount"`
+}
+
+func newEnv(t *testing.T, script *coretest.Script, set Settings, extra ...*core.Tool) *env {
+	t.Helper()
+	e := &env{t: t}
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(quiet))
+	e.te = s.NewTestWorkflowEnvironment()
+	e.te.SetTestTimeout(30 * time.Second)
+	weather := must(core.NewTool("get_weather", "weather of a city", func(_ context.Context, in cityArgs) (string, error) {
+		return "sunny in " + in.City, nil
+	}, &core.ToolOptions{ReadOnly: true}))
+	refund := must(core.NewTool("refund", "refunds an order", func(_ context.Context, in refundArgs) (string, error) {
+		e.refunds.Add(1)
+		return "refunded " + in.Order, nil
+	}, &core.ToolOptions{Approval: core.ApprovalIf(func(_ context.Context, in refundArgs) (bool, string) { return in.Amount > 100, "over 100" })}))
+	big := must(core.NewTool("big", "a large output", func(_ context.Context, in struct{ N int }) (string, error) {
+		return strings.Repeat("x", in.N), nil
+	}, nil))
+	tb := must(core.NewToolbox(append([]*core.Tool{weather, refund, big}, extra...)...))
+	e.backend = coretest.NewBackend(script, nil)
+	hooks := &core.Hooks{
+		Step: func(ctx context.Context, _ *core.StepInfo) (context.Context, func(*driver.Step, error)) {
+			e.steps.Add(1)
+			return ctx, func(*driver.Step, error) {}
+		},
+		Call: func(ctx context.Context, _ *core.CallInfo) (context.Context, func(*core.CallEnd)) {
+			e.calls.Add(1)
+			return ctx, func(*core.CallEnd) {}
+		},
+	}
+	r := core.NewRunner(e.backend, tb, &core.Options{Hooks: hooks, Logger: quiet})
+	Register(e.te, r)
+	set.Idle = time.Hour
+	e.start = State{Settings: set}
+	return e
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// outcome is what an update returned.
+type outcome struct {
+	res *TurnResult
+	err error
+}
+
+// update sends an update at delay (of the workflow's clock) and keeps
+// its outcome in o.
+func (e *env) update(delay time.Duration, name string, o *outcome, args ...any) {
+	e.te.RegisterDelayedCallback(func() {
+		e.te.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { o.err = err },
+			OnComplete: func(v any, err error) {
+				o.err = err
+				if v != nil {
+					b, _ := json.Marshal(v)
+					o.res = new(TurnResult)
+					json.Unmarshal(b, o.res)
+				}
+			},
+		}, args...)
+	}, delay)
+}
+
+// run executes the workflow to its idle end.
+func (e *env) run() {
+	e.t.Helper()
+	e.te.ExecuteWorkflow(WorkflowName, e.start)
+	if !e.te.IsWorkflowCompleted() {
+		e.t.Fatal("the workflow did not complete")
+	}
+	if err := e.te.GetWorkflowError(); err != nil {
+		e.t.Fatalf("workflow: %v", err)
+	}
+}
+
+func weather() *coretest.Script {
+	return &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)}, {Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)}}},
+		{Text: `{{output "get_weather"}}`},
+	}}}}
+}
+
+// TestTurn runs the weather bot's turn: both calls run, their results go
+// back in call order, the answer quotes them; each step and call reaches
+// the runner's hooks once.
+func TestTurn(t *testing.T) {
+	e := newEnv(t, weather(), Settings{})
+	var o outcome
+	e.update(time.Second, UpdateRun, &o, RunRequest{Input: "weather?"})
+	e.run()
+	if o.err != nil {
+		t.Fatalf("run: %v", o.err)
+	}
+	if !o.res.Done || o.res.Err != nil || o.res.Steps != 1 || o.res.Thread == "" {
+		t.Fatalf("turn = %+v, want done in one step on a thread", o.res)
+	}
+	var outs []string
+	for _, c := range o.res.Calls {
+		outs = append(outs, c.Output.Text)
+	}
+	if diff := cmp.Diff([]string{"sunny in Paris", "sunny in Rome"}, outs); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(o.res.Text, "sunny in") {
+		t.Errorf("answer %q does not quote the output", o.res.Text)
+	}
+	if s, c := e.steps.Load(), e.calls.Load(); s != 2 || c != 2 {
+		t.Errorf("hooks saw %d steps and %d calls, want 2 and 2", s, c)
+	}
+}
+
+func refundScript(amount string) *coretest.Script {
+	return &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{
+			{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)},
+			{Name: "refund", Arguments: json.RawMessage(`{"order":"A1","amount":` + amount + `}`), ID: "call_refund"},
+		}},
+		{Text: `{{output "refund"}}`},
+	}}}}
+}
+
+// TestApproval: a refund over 100 pauses the turn after the step's other
+// call ran; the decide update's validator refuses an unknown call,
+// arguments that are not JSON and (after the decision) a second one,
+// recording nothing; the approved refund runs once with the edited
+// arguments.
+func TestApproval(t *testing.T) {
+	e := newEnv(t, refundScript("500"), Settings{})
+	var run, wait, unknown, notJSON, decide, second outcome
+	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "refund A1"})
+	e.update(2*time.Second, UpdateDecide, &unknown, DecideRequest{CallID: "nope", Decision: core.Decision{Approved: true}})
+	e.update(3*time.Second, UpdateDecide, &notJSON, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Arguments: json.RawMessage(`[1,2]`)}})
+	e.update(4*time.Second, UpdateDecide, &decide, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann", Arguments: json.RawMessage(`{"order":"A1-edited","amount":500}`)}})
+	e.update(5*time.Second, UpdateDecide, &second, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: false}})
+	e.update(6*time.Second, UpdateWait, &wait)
+	e.run()
+	if run.err != nil || run.res.Done || len(run.res.Pending) != 1 || run.res.Pending[0].Key.Call != "call_refund" || run.res.Pending[0].Why != "over 100" {
+		t.Fatalf("run = %+v, %v; want a pause on call_refund", run.res, run.err)
+	}
+	if len(run.res.Calls) != 0 {
+		t.Errorf("paused turn lists results %+v, want none sent yet", run.res.Calls)
+	}
+	for _, c := range []struct {
+		name string
+		o    outcome
+		code errcode.Code
+	}{{"unknown call", unknown, errcode.NotFound}, {"not JSON", notJSON, errcode.InvalidArgument}, {"second decision", second, errcode.FailedPrecondition}} {
+		if got := errcode.Of(clientError("decide", c.o.err)); c.o.err == nil || got != c.code {
+			t.Errorf("%s: decide error %v (code %v), want code %v", c.name, c.o.err, got, c.code)
+		}
+	}
+	if decide.err != nil {
+		t.Fatalf("decide: %v", decide.err)
+	}
+	if wait.err != nil || !wait.res.Done || wait.res.Text != "refunded A1-edited" {
+		t.Fatalf("wait = %+v, %v; want the answer quoting the edited refund", wait.res, wait.err)
+	}
+	if n := e.refunds.Load(); n != 1 {
+		t.Errorf("refund ran %d times, want 1", n)
+	}
+}
+
+// TestApprovalExpires: a call undecided past ApprovalTimeout is denied by
+// the workflow's timer, and the model is told.
+func TestApprovalExpires(t *testing.T) {
+	e := newEnv(t, refundScript("500"), Settings{ApprovalTimeout: time.Minute})
+	var run, wait outcome
+	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "refund A1"})
+	e.update(2*time.Minute, UpdateWait, &wait)
+	e.run()
+	if wait.err != nil || !wait.res.Done {
+		t.Fatalf("wait = %+v, %v", wait.res, wait.err)
+	}
+	if !strings.Contains(wait.res.Text, "no decision in time") || e.refunds.Load() != 0 {
+		t.Errorf("answer %q with %d refunds, want a denial for no decision in time and none", wait.res.Text, e.refunds.Load())
+	}
+}
+
+// TestMaxSteps: a model that keeps calling ends the turn with
+// ErrMaxSteps, and its turn is canceled on the service.
+func TestMaxSteps(t *testing.T) {
+	step := coretest.Step{Calls: []coretest.Call{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)}}}
+	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{step, step, step, {Text: "never"}}}}}, Settings{MaxSteps: 2})
+	var run outcome
+	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "loop"})
+	e.run()
+	if run.err != nil || run.res.Err == nil {
+		t.Fatalf("run = %+v, %v; want a failed turn", run.res, run.err)
+	}
+	if err := run.res.Err.Err(); !errors.Is(err, core.ErrMaxSteps) || errcode.Of(err) != errcode.ResourceExhausted {
+		t.Errorf("turn error %v, want ErrMaxSteps with ResourceExhausted", err)
+	}
+	var kinds []string
+	for _, r := range e.backend.Received() {
+		kinds = append(kinds, r.Kind)
+	}
+	if diff := cmp.Diff([]string{"input", "results", "results", "cancel"}, kinds); diff != "" {
+		t.Errorf("the service received (-want +got):\n%s", diff)
+	}
+}
+
+// TestPayloadLimit: an output that would pass what the history keeps is
+// sent as a failed result saying so, and the turn goes on.
+func TestPayloadLimit(t *testing.T) {
+	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "big", Arguments: json.RawMessage(`{"N":5000}`)}, {Name: "big", Arguments: json.RawMessage(`{"N":10}`)}}},
+		{Text: "done"},
+	}}}}
+	e := newEnv(t, script, Settings{MaxPayloadBytes: 4000})
+	var run outcome
+	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "big"})
+	e.run()
+	if run.err != nil || run.res.Err != nil {
+		t.Fatalf("run = %+v, %v", run.res, run.err)
+	}
+	got := run.res.Calls
+	if len(got) != 2 || got[0].Outcome != core.TooLarge || !strings.Contains(got[0].Error, "too large for the workflow's history (5000 bytes; the limit is 4000)") || got[1].Output.Text != "xxxxxxxxxx" {
+		t.Errorf("results %+v, want the first refused as too large and the second kept", got)
+	}
+}
+
+// TestSecondTurn: a second run on the thread continues the service's
+// thread, and a run while a turn runs is refused.
+func TestSecondTurn(t *testing.T) {
+	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}, {Steps: []coretest.Step{{Text: "two"}}}}}
+	e := newEnv(t, script, Settings{})
+	var one, two outcome
+	e.update(time.Second, UpdateRun, &one, RunRequest{Input: "1"})
+	e.update(2*time.Second, UpdateRun, &two, RunRequest{Input: "2"})
+	e.run()
+	if one.err != nil || two.err != nil || one.res.Text != "one" || two.res.Text != "two" || one.res.Thread != two.res.Thread || two.res.Turn != 2 {
+		t.Fatalf("turns %+v (%v), %+v (%v); want one then two on one thread", one.res, one.err, two.res, two.err)
+	}
+}

@@ -116,6 +116,11 @@ type Fault struct {
 // Run runs every scenario as a subtest of t, each on a fresh harness.
 func Run(t *testing.T, newHarness HarnessMaker) {
 	t.Helper()
+	run(t, newHarness, nil)
+}
+
+func run(t *testing.T, newHarness HarnessMaker, newLoop LoopMaker) {
+	t.Helper()
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			h, err := newHarness(t.Context(), t)
@@ -123,7 +128,7 @@ func Run(t *testing.T, newHarness HarnessMaker) {
 				t.Fatalf("making harness: %v", err)
 			}
 			t.Cleanup(h.Close)
-			e := &env{t: t, h: h}
+			e := &env{t: t, h: h, newLoop: newLoop}
 			sc.run(e)
 			if t.Failed() {
 				t.Logf("rule: %s", sc.explanation)

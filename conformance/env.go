@@ -19,16 +19,17 @@ import (
 // env is what a scenario works with: the test, the harness, and the backend
 // once made.
 type env struct {
-	t    *testing.T
-	h    Harness
-	b    driver.Backend
-	caps driver.Capabilities
+	t       *testing.T
+	h       Harness
+	b       driver.Backend
+	caps    driver.Capabilities
+	newLoop LoopMaker // nil: core's Runner
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // runner makes the backend for script and returns a runner over it.
-func (e *env) runner(script *coretest.Script, opts *core.Options, tools ...*core.Tool) *core.Runner {
+func (e *env) runner(script *coretest.Script, opts *core.Options, tools ...*core.Tool) Loop {
 	e.t.Helper()
 	r, err := e.tryRunner(script, opts, tools...)
 	if err != nil {
@@ -37,7 +38,7 @@ func (e *env) runner(script *coretest.Script, opts *core.Options, tools ...*core
 	return r
 }
 
-func (e *env) tryRunner(script *coretest.Script, opts *core.Options, tools ...*core.Tool) (*core.Runner, error) {
+func (e *env) tryRunner(script *coretest.Script, opts *core.Options, tools ...*core.Tool) (Loop, error) {
 	e.t.Helper()
 	if err := script.Check(); err != nil {
 		e.t.Fatalf("bad script: %v", err)
@@ -68,7 +69,12 @@ func (e *env) runnerOn(script *coretest.Script, opts *core.Options, tb *core.Too
 			o.Logger = quiet
 		}
 	}
-	r := core.NewRunner(b, tb, &o)
+	var r Loop = coreLoop{core.NewRunner(b, tb, &o)}
+	if e.newLoop != nil {
+		if r, err = e.newLoop(e.t, b, tb, &o); err != nil {
+			e.t.Fatalf("making the loop: %v", err)
+		}
+	}
 	e.t.Cleanup(func() {
 		if err := r.Close(); err != nil {
 			e.t.Errorf("Close: %v", err)
@@ -86,7 +92,7 @@ func (e *env) inject(f Fault) {
 }
 
 // run runs input on r and fails the test on error.
-func (e *env) run(r *core.Runner, input string, opts *core.RunOptions) *core.Result {
+func (e *env) run(r Loop, input string, opts *core.RunOptions) *core.Result {
 	e.t.Helper()
 	res, err := r.Run(e.t.Context(), input, opts)
 	if err != nil {

@@ -307,7 +307,7 @@ var afterStop = coretest.Turn{Steps: []coretest.Step{answer("fresh start")}}
 
 // wantThreadUsable checks, on a backend that can cancel turns, that a new
 // run on the thread of a stopped run works: its turn was not left waiting.
-func (e *env) wantThreadUsable(r *core.Runner, thread string) {
+func (e *env) wantThreadUsable(r Loop, thread string) {
 	e.t.Helper()
 	if _, ok := e.b.(driver.Canceler); !ok {
 		return
@@ -328,6 +328,7 @@ func cancelMidStep(e *env) {
 	}, nil)
 	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{calls("block", `{}`), answer("never")}}, afterStop}}
 	r := e.runner(s, nil, block)
+	e.coreRunner(r, "a durable run does not end with its caller's context (Temporal: Runner.Cancel ends it)")
 	ctx, cancel := context.WithCancel(e.t.Context())
 	go func() { <-started; cancel() }()
 	res, err := r.Run(ctx, "go", nil)
@@ -561,7 +562,8 @@ func journalReuse(e *env) {
 	}), nil)
 	j := jdriver.NewMemory()
 	r := e.runner(script(calls("book_table", `{"table":7}`), answer("{{result 0}}")), &core.Options{Journal: j}, book)
-	dying := core.NewRunner(submitFails{e.b}, r.Toolbox(), &core.Options{Journal: j, Logger: quiet})
+	c := e.coreRunner(r, "it plays a process that died with a result in core's journal (a Temporal history keeps each result instead)")
+	dying := core.NewRunner(submitFails{e.b}, c.Toolbox(), &core.Options{Journal: j, Logger: quiet})
 	res, err := dying.Run(e.t.Context(), "Book table 7", nil)
 	if !errors.Is(err, errDied) || res == nil || res.Thread == "" {
 		e.t.Fatalf("Run = %v, want the failure, with the thread", err)
@@ -840,7 +842,7 @@ func approvalSecondProcess(e *env) {
 	if !ok {
 		e.t.Skip("the harness cannot open a second backend on its fake (conformance.Reopener)")
 	}
-	e.tryRunner(script(answer("probe")), nil) // for the capabilities
+	e.coreRunner(e.runner(script(answer("probe")), nil), "the second process shares core's journal (with Temporal, the workflow holds the approvals)") // for the capabilities
 	if e.caps.LocalThreads {
 		e.t.Skip("the backend's threads live in the process that started them (Capabilities.LocalThreads)")
 	}
@@ -862,7 +864,7 @@ func approvalSecondProcess(e *env) {
 		if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
 			e.t.Fatalf("%s: Run = %v, want a pause on the refund", name, err)
 		}
-		thread, tools := res.Thread, r1.Toolbox()
+		thread, tools := res.Thread, e.coreRunner(r1, "").Toolbox()
 		r1.Close()
 		first.Close()
 
@@ -915,11 +917,23 @@ func approvalExpires(e *env) {
 	if err := r.Decide(e.t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true}); errcode.Of(err) != errcode.FailedPrecondition {
 		e.t.Errorf("a decision after the time = %v, want FailedPrecondition", err)
 	}
-	// Nobody resumes the thread by name: the sweep finds it. (A chained
-	// thread's name moves on with the chain.)
-	done, err := r.ResumeExpired(e.t.Context(), nil)
-	if err != nil || len(done) != 1 {
-		e.t.Fatalf("ResumeExpired = %d results, %v; want the paused run resumed", len(done), err)
+	c, ok := r.(coreLoop)
+	var done []*core.Result
+	if ok {
+		// Nobody resumes the thread by name: the sweep finds it. (A chained
+		// thread's name moves on with the chain.)
+		done, err = c.ResumeExpired(e.t.Context(), nil)
+		if err != nil || len(done) != 1 {
+			e.t.Fatalf("ResumeExpired = %d results, %v; want the paused run resumed", len(done), err)
+		}
+	} else {
+		// Another loop denies the call by itself (Temporal: a workflow
+		// timer); its outcome is the thread's.
+		res, err := r.Resume(e.t.Context(), res.Thread, nil)
+		if err != nil {
+			e.t.Fatalf("Resume after the time: %v", err)
+		}
+		done = append(done, res)
 	}
 	if got := e.results(); len(got) != 1 || refunds.Load() != 0 {
 		e.t.Fatalf("results %+v, refunds %d; want the call answered without running", got, refunds.Load())
@@ -929,7 +943,10 @@ func approvalExpires(e *env) {
 	if !strings.Contains(done[0].Text, "no decision in time") {
 		e.t.Errorf("answer %q, want the model told no decision came in time", done[0].Text)
 	}
-	if again, err := r.ResumeExpired(e.t.Context(), nil); err != nil || len(again) != 0 {
+	if !ok {
+		return
+	}
+	if again, err := c.ResumeExpired(e.t.Context(), nil); err != nil || len(again) != 0 {
 		e.t.Errorf("a second ResumeExpired = %d results, %v; want nothing left to resume", len(again), err)
 	}
 }

@@ -22,7 +22,7 @@ type streamed struct {
 }
 
 // stream runs input on r as a stream and keeps every event.
-func (e *env) stream(r *core.Runner, input string, opts *core.RunOptions) streamed {
+func (e *env) stream(r Loop, input string, opts *core.RunOptions) streamed {
 	e.t.Helper()
 	var s streamed
 	st := r.Stream(e.t.Context(), input, opts)
@@ -198,6 +198,7 @@ func streamBreak(e *env) {
 	}, nil)
 	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{calls("block", `{}`, "block", `{}`), answer("never")}}, afterStop}}
 	r := e.runner(s, nil, block)
+	e.coreRunner(r, "a durable run does not end when its reader stops (Temporal: it goes on, and Resume returns it)")
 	st := r.Stream(e.t.Context(), "go", nil)
 	for ev := range st.Events() {
 		if ev.Kind == core.EventCallStarted {
@@ -258,6 +259,7 @@ func streamSlowReader(e *env) {
 	s := script(answer(text))
 	s.DeltaSize = 256
 	r := e.runner(s, nil)
+	e.coreRunner(r, "a durable stream is read by the worker, not by its reader, who may be in another process (Temporal: the workflow keeps the text)")
 	st := r.Stream(e.t.Context(), "Hi", nil)
 	var (
 		n       int

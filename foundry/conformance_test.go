@@ -1,17 +1,11 @@
 package foundry_test
 
 import (
-	"context"
-	"encoding/json"
-	"sync"
 	"testing"
 
 	"github.com/toolrelay/toolrelay/conformance"
-	"github.com/toolrelay/toolrelay/core"
-	"github.com/toolrelay/toolrelay/core/coretest"
-	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/conformance/fakes"
 	"github.com/toolrelay/toolrelay/foundry"
-	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 	trresponses "github.com/toolrelay/toolrelay/responses"
 )
 
@@ -20,170 +14,9 @@ import (
 func TestConformance(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		suffix := map[bool]string{true: "Stream"}[stream]
-		t.Run("Conversation"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Conversation, false, stream)) })
-		t.Run("Chain"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Chain, false, stream)) })
-		t.Run("Responses"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(foundry.Chain, true, stream)) })
-		t.Run("Stateless"+suffix, func(t *testing.T) { conformance.Run(t, harnessMaker(trresponses.Stateless, true, stream)) })
-	}
-}
-
-func harnessMaker(mode foundry.Mode, plain, stream bool) conformance.HarnessMaker {
-	return func(ctx context.Context, t *testing.T) (conformance.Harness, error) {
-		return &harness{t: t, mode: mode, plain: plain, stream: stream}, nil
-	}
-}
-
-// harness wires a backend to a fresh fake Foundry project per scenario.
-type harness struct {
-	t      *testing.T
-	mode   foundry.Mode
-	plain  bool
-	stream bool
-
-	mu           sync.Mutex
-	srv          *foundrytest.Server
-	faults       []conformance.Fault
-	unauthorized bool
-}
-
-func (h *harness) MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (driver.Backend, error) {
-	fo := &foundrytest.Options{Plain: h.plain, Token: "the-right-token"}
-	if h.plain {
-		fo.Token = "the-right-key" // the responses backend sends its key as a bearer token
-	}
-	h.srv = foundrytest.NewServer(script, fo)
-	for _, f := range h.faults {
-		h.apply(f)
-	}
-	return h.Reopen(ctx, tools)
-}
-
-// Reopen implements conformance.Reopener: another backend on the same fake.
-func (h *harness) Reopen(ctx context.Context, tools *core.Toolbox) (driver.Backend, error) {
-	token, key := "the-right-token", "the-right-key"
-	if h.unauthorized {
-		token, key = "a-wrong-token", "a-wrong-key"
-	}
-	if h.plain {
-		return trresponses.Open(ctx, tools, &trresponses.Options{
-			BaseURL: h.srv.OpenAIBaseURL(), APIKey: key, Model: "gpt-4.1-mini", Delivery: transport[h.stream], Mode: h.mode,
-			HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
-		})
-	}
-	return foundry.Open(ctx, tools, &foundry.Options{
-		Endpoint: h.srv.ProjectEndpoint(), Token: token, Mode: h.mode, Delivery: transport[h.stream],
-		Definition: &foundry.AgentDefinition{Name: "conformance", Model: "gpt-4.1-mini"},
-		HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
-	})
-}
-
-// transport is the Transport of a streaming harness, or not.
-var transport = map[bool]foundry.Delivery{false: foundry.Blocking, true: foundry.Streaming}
-
-// Received decodes the fake's records as the backend documents them: an
-// output {"error": …} is a failed result, and the outputs Cancel gives
-// pending calls are a cancellation.
-func (h *harness) Received() []coretest.Received {
-	var out []coretest.Received
-	for _, r := range h.srv.Received() {
-		if r.Kind != "results" {
-			out = append(out, r)
-			continue
-		}
-		canceled := len(r.Results) > 0
-		for i, d := range r.Results {
-			var f struct {
-				Error *string `json:"error"`
-			}
-			if json.Unmarshal([]byte(d.Output), &f) == nil && f.Error != nil {
-				r.Results[i].Failed, r.Results[i].Error = true, *f.Error
-			}
-			canceled = canceled && d.Output == foundry.CanceledOutputForTest
-		}
-		if canceled {
-			r = coretest.Received{Kind: "cancel", Thread: r.Thread}
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// Inject maps the suite's faults onto the fake's. The fake cannot deliver
-// a response twice, so Duplicate is not supported.
-func (h *harness) Inject(f conformance.Fault) bool {
-	switch f.Kind {
-	case conformance.RateLimited, conformance.ServerError, conformance.LostResponse:
-	case conformance.CutStream:
-		if !h.stream {
-			return false // no stream to cut
-		}
-	case conformance.Unauthorized:
-		h.unauthorized = true
-		return true
-	case conformance.Duplicate:
-		// A blocking response answers one HTTP request: it cannot arrive
-		// twice. A stream's events can.
-		if !h.stream {
-			return false
-		}
-	default:
-		return false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.faults = append(h.faults, f)
-	if h.srv != nil {
-		h.apply(f)
-	}
-	return true
-}
-
-// apply queues f on the fake. Results go back in a responses.create that
-// follows the turn's first one, which is let through.
-func (h *harness) apply(f conformance.Fault) {
-	var fault foundrytest.Fault
-	switch f.Kind {
-	case conformance.RateLimited:
-		fault.Status = 429
-	case conformance.ServerError:
-		fault.Status = 500
-	case conformance.LostResponse:
-		fault.Drop = true
-	case conformance.CutStream:
-		fault.CutText = 2
-	case conformance.Duplicate:
-		fault.Duplicate = true
-	}
-	op, queue := foundrytest.OpCreateResponse, []foundrytest.Fault{}
-	switch f.On {
-	case conformance.ResultsRequests:
-		queue = append(queue, foundrytest.Fault{})
-	case conformance.InputRequests:
-		if h.mode == foundry.Conversation && !h.plain {
-			op = foundrytest.OpCreateConversation
-		}
-	}
-	for range max(f.Times, 1) {
-		queue = append(queue, fault)
-	}
-	h.srv.InjectFault(op, queue...)
-}
-
-// Close checks that the fake met every fault: a scenario that passes
-// without meeting its fault proves nothing.
-func (h *harness) Close() {
-	if h.srv == nil {
-		return
-	}
-	h.srv.Close()
-	for _, f := range h.faults {
-		status := map[conformance.FaultKind]int{conformance.RateLimited: 429, conformance.ServerError: 500}[f.Kind] // else 0: dropped
-		met := false
-		for _, r := range h.srv.Requests() {
-			met = met || r.Status == status && f.Kind != conformance.Duplicate || r.Duplicated && f.Kind == conformance.Duplicate
-		}
-		if !met {
-			h.t.Errorf("the %s fault was never injected", f.Kind)
-		}
+		t.Run("Conversation"+suffix, func(t *testing.T) { conformance.Run(t, fakes.Foundry(foundry.Conversation, false, stream)) })
+		t.Run("Chain"+suffix, func(t *testing.T) { conformance.Run(t, fakes.Foundry(foundry.Chain, false, stream)) })
+		t.Run("Responses"+suffix, func(t *testing.T) { conformance.Run(t, fakes.Foundry(foundry.Chain, true, stream)) })
+		t.Run("Stateless"+suffix, func(t *testing.T) { conformance.Run(t, fakes.Foundry(trresponses.Stateless, true, stream)) })
 	}
 }

@@ -1,0 +1,90 @@
+// Package temporal runs toolrelay's tool loop as a Temporal workflow, for
+// fleets that already run Temporal: the same tools, the same backends
+// (opened by configuration, through package adapter), the surface of
+// core's Runner (Run, Stream, Resume, Decide), with Temporal owning
+// durability, retries and takeover. core's Runner with its journal stays
+// the embedded default; this package is a module of its own, so that the
+// main module does not carry the Temporal SDK.
+//
+// # Shape
+//
+// A thread is a workflow ([Thread], registered as "toolrelay.Thread"),
+// named by a workflow id: [Runner.Run] sends a turn as the workflow's
+// "run" update, starting the workflow if none runs (update-with-start),
+// so a stateless front end can start or continue a thread by its name
+// alone. The turn runs as core's does: start → a step → its calls, at
+// most Concurrency at once, one result per call in call order → submit →
+// … until the model answers, bounded by MaxSteps and the run's time limit
+// (a workflow timer). Each backend request (start, submit, resume,
+// cancel) and each call is an activity; the call activity runs core's
+// executor ([core.Runner.Call]: validation, middleware, limits, panic
+// recovery, events and hooks). Workers register with [Register].
+//
+// # Exactly once
+//
+// Activities are retried (a worker that dies is noticed by its heartbeat,
+// Settings.Heartbeat). A call activity's second attempt is a call started
+// and not finished: its tool's Verify hook says what became of it;
+// without one, an idempotent or read-only tool runs again, and any other
+// call gets a failed result saying its outcome is unknown (outcome
+// InDoubt): never a second effect. A result's idempotency key is the
+// workflow id, the turn, the step and the call id. A retried start
+// resumes the service's turn (the thread is in the heartbeat's details),
+// unless the service shows the input never arrived; a retried submit asks
+// the service whether the step's calls still wait, and resends the
+// results (marked as resent) only then.
+//
+// # Approvals
+//
+// A call whose tool's rule asks for approval (and the service's own
+// approval requests) pauses the turn once the step's other calls ran:
+// Run returns the Pending calls and an error matching
+// core.ErrAwaitingApproval. [Runner.Decide] is the "decide" update, whose
+// validator refuses an unknown call, a second decision and edited
+// arguments that are not a JSON object, recording nothing; the turn goes
+// on by itself once every call is decided, and [Runner.Resume] returns
+// it. A call undecided after ApprovalTimeout is denied by a workflow
+// timer.
+//
+// # Streaming
+//
+// [Runner.Stream] gives core's events, text deltas included, to a caller
+// in any process: the step activity sends the text to the workflow as it
+// is written (signals), and the reader polls the workflow's events query.
+// The workflow keeps how much of each message was given, so a step run
+// again after a worker died gives only the rest: no repeat, no gap.
+//
+// # Limits
+//
+// The server refuses an event whose payload passes its blob limit (2 MiB
+// by default) and ends a workflow whose history grows past its limits. A
+// step's results are kept under Settings.MaxPayloadBytes (the largest
+// outputs are replaced by failed results saying they were too large for
+// the history, outcome TooLarge; the model is told and the turn goes on),
+// an input past it is refused (InvalidArgument), and an answer past it
+// drops its calls' results (CallsOmitted). Between turns, the workflow
+// continues as new when the server suggests it or its history passes
+// Settings.MaxHistoryEvents.
+//
+// Arguments and outputs in the history can be encrypted with a payload
+// codec: give the client (and the workers' client) a data converter made
+// with converter.NewCodecDataConverter over a codec such as [NewAESCodec],
+// and run the codec server for the Web UI if people read histories there.
+//
+// # Changing the workflow
+//
+// Running workflows replay their history on the current code: a change
+// that makes a different sequence of commands (an activity added,
+// removed or reordered; a timer moved) breaks them. TestReplay replays
+// histories recorded by the real-server tests (testdata/*.json) and fails
+// on such a change. Put a changed path behind workflow.GetVersion, keep
+// the old path until no workflow runs it, and record a new history
+// (go test -run TestRecord -record in ./realtest).
+//
+// # Telemetry
+//
+// Step and call hooks (core.Hooks, package telemetry) run in the
+// activities, once per attempt; workflow code runs none, so a replay
+// emits nothing again. The workflow's own logs use the replay-aware
+// workflow logger.
+package temporal

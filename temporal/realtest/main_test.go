@@ -1,0 +1,79 @@
+package realtest
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/temporal"
+)
+
+// server is the Temporal server of the test binary, started once by
+// TestMain; hostPort and namespace name it to the worker processes.
+var (
+	server    *temporaltest.TestServer
+	hostPort  string
+	namespace string
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		os.Exit(child(role))
+	}
+	server = temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: tlog.NewStructuredLogger(quiet)}))
+	hostPort, namespace = server.GetFrontendHostPort(), server.GetDefaultNamespace()
+	code := m.Run()
+	server.Stop()
+	os.Exit(code)
+}
+
+var queues atomic.Int64
+
+// newQueue returns a task queue no other test uses.
+func newQueue(t testing.TB) string {
+	return fmt.Sprintf("%s-%d", t.Name(), queues.Add(1))
+}
+
+// dial returns a client of the test server.
+func dial(t testing.TB) client.Client {
+	c, err := client.Dial(client.Options{HostPort: hostPort, Namespace: namespace, Logger: tlog.NewStructuredLogger(quiet)})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// startWorker runs a worker of the loop over r on queue, in this process,
+// until the test ends.
+func startWorker(t testing.TB, c client.Client, queue string, r *core.Runner) worker.Worker {
+	w := worker.New(c, queue, worker.Options{})
+	temporal.Register(w, r)
+	if err := w.Start(); err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// fastSettings are the loop's settings of the tests: a dead worker is
+// noticed within a second.
+func fastSettings(o *core.Options) temporal.Settings {
+	s := temporal.Settings{Heartbeat: time.Second, Idle: time.Minute}
+	if o != nil {
+		s.MaxSteps, s.Concurrency, s.RunTimeout, s.ApprovalTimeout = o.MaxSteps, o.Concurrency, o.RunTimeout, o.ApprovalTimeout
+	}
+	return s
+}

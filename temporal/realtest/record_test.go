@@ -1,0 +1,113 @@
+package realtest
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/openai"
+	"github.com/toolrelay/toolrelay/openai/openaitest"
+	"github.com/toolrelay/toolrelay/temporal"
+)
+
+var record = flag.Bool("record", false, "record the histories of the replay test (../testdata) anew")
+
+// TestRecord records, with -record, the histories that the temporal
+// module's TestReplay replays: a streamed turn of the weather bot (three
+// steps, a side-effecting call), and a turn paused on an approval,
+// decided, and a second turn on the thread; each workflow then ends idle.
+func TestRecord(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record (go test -run TestRecord -record)")
+	}
+	dir := t.TempDir()
+	srv := openaitest.NewServer(&coretest.Script{Turns: []coretest.Turn{weatherScript.Turns[0], weatherScript.Turns[0]}}, nil)
+	t.Cleanup(srv.Close)
+	for _, approval := range []bool{false, true} {
+		tools, err := weatherTools(filepath.Join(dir, "effects.log"), 0, approval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := dial(t)
+		queue := newQueue(t)
+		startWorker(t, c, queue, core.NewRunner(b, tools, &core.Options{Logger: quiet}))
+		r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: temporal.Settings{Idle: time.Second}})
+		name := "weather-stream"
+		var thread string
+		if !approval {
+			st := r.Stream(t.Context(), "weather?", nil)
+			res, err := st.Result()
+			if err != nil || res.Text != weatherAnswer {
+				t.Fatalf("stream: %+v, %v", res, err)
+			}
+			thread = res.Thread
+		} else {
+			name = "approval-two-turns"
+			res, err := r.Run(t.Context(), "weather?", nil)
+			if !errors.Is(err, core.ErrAwaitingApproval) {
+				t.Fatalf("run: %v", err)
+			}
+			thread = res.Thread
+			if err := r.Decide(t.Context(), thread, res.Pending[0].Key.Call, core.Decision{Approved: true, Actor: "recorder"}); err != nil {
+				t.Fatal(err)
+			}
+			if res, err = r.Resume(t.Context(), thread, nil); err != nil || res.Text != weatherAnswer {
+				t.Fatalf("resume: %+v, %v", res, err)
+			}
+			res, err = r.Run(t.Context(), "again?", &core.RunOptions{Thread: thread})
+			if !errors.Is(err, core.ErrAwaitingApproval) {
+				t.Fatalf("second run: %v", err)
+			}
+			if err := r.Decide(t.Context(), thread, res.Pending[0].Key.Call, core.Decision{Reason: "not today", Actor: "recorder"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err = r.Resume(t.Context(), thread, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The workflow ends once idle.
+		if err := c.GetWorkflow(t.Context(), thread, "").Get(t.Context(), nil); err != nil {
+			t.Fatalf("workflow: %v", err)
+		}
+		writeHistory(t, c, thread, filepath.Join("..", "testdata", name+".json"))
+	}
+}
+
+// writeHistory writes a workflow's history as JSON, as the replayer reads
+// it.
+func writeHistory(t *testing.T, c client.Client, id, file string) {
+	it := c.GetWorkflowHistory(t.Context(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var h historypb.History
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d events", file, len(h.Events))
+}

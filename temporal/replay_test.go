@@ -1,0 +1,34 @@
+package temporal
+
+import (
+	"path/filepath"
+	"testing"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TestReplay replays the histories that the real-server tests recorded
+// (testdata/*.json; go test -run TestRecord -record in ./realtest) on the
+// workflow as it is now: a change to the loop that would break the
+// workflows running on a server fails here. Replaying runs no activity,
+// so no hook is called again.
+func TestReplay(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 {
+		t.Fatalf("%d recorded histories in testdata, want the 2 TestRecord makes", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(Thread, workflow.RegisterOptions{Name: WorkflowName})
+			if err := r.ReplayWorkflowHistoryFromJSONFile(log.NewStructuredLogger(quiet), f); err != nil {
+				t.Errorf("replay: %v", err)
+			}
+		})
+	}
+}

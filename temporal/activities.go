@@ -152,6 +152,9 @@ func (a *activities) Cancel(ctx context.Context, thread string) error {
 func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolResult, error) {
 	stop := heartbeat(ctx, nil)
 	defer stop()
+	if d := req.Decision; d != nil {
+		d.Arguments = edited(d.Arguments) // none arrives as a JSON null
+	}
 	tr, err := a.r.Call(ctx, &core.CallRequest{
 		Call: req.Call, Step: req.Step, IdempotencyKey: req.IdempotencyKey, Decision: req.Decision,
 		Again: activity.GetInfo(ctx).Attempt > 1,

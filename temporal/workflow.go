@@ -30,15 +30,7 @@ func Thread(ctx workflow.Context, st State) error {
 	if err := t.register(ctx); err != nil {
 		return err
 	}
-	deltas := workflow.GetSignalChannel(ctx, SignalDeltas)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var b DeltaBatch
-			deltas.Receive(ctx, &b)
-			t.deltas(b)
-		}
-	})
-	t.deltaCh = deltas
+	t.deltaCh = workflow.GetSignalChannel(ctx, SignalDeltas)
 	cancels := workflow.GetSignalChannel(ctx, SignalCancel)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -68,11 +60,14 @@ func Thread(ctx workflow.Context, st State) error {
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > t.set.MaxHistoryEvents {
 			// The readers of the last turn's events find them gone, and
-			// its outcome in the new run's state.
-			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && t.queued == nil }); err != nil {
+			// its outcome in the new run's state. A turn asked for
+			// meanwhile runs first.
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) || t.queued != nil }); err != nil {
 				return err
 			}
-			return workflow.NewContinueAsNewError(ctx, WorkflowName, t.st)
+			if t.queued == nil {
+				return workflow.NewContinueAsNewError(ctx, WorkflowName, t.st)
+			}
 		}
 	}
 }
@@ -103,6 +98,8 @@ type thread struct {
 	items  map[string]int
 	texts  int
 	stream bool
+	// submitted is the results-submitted event of a submit under way.
+	submitted *Event
 
 	deltaCh workflow.ReceiveChannel
 }
@@ -149,15 +146,16 @@ func (t *thread) register(ctx workflow.Context) error {
 	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, req DecideRequest) error {
 		a := t.approval(req.CallID)
 		if a == nil || a.Decision != nil {
-			return t.checkDecision(req) // decided meanwhile
+			return t.checkDecision(ctx, req) // decided meanwhile
 		}
 		d := req.Decision
+		d.Arguments = edited(d.Arguments)
 		if d.At.IsZero() {
 			d.At = workflow.Now(ctx)
 		}
 		a.Decision = &d
 		return nil
-	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req DecideRequest) error { return t.checkDecision(req) }})
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req DecideRequest) error { return t.checkDecision(ctx, req) }})
 	if err != nil {
 		return err
 	}
@@ -184,20 +182,32 @@ const maxPage = 1000
 // checkDecision refuses, before anything is recorded, a decision about a
 // call that awaits none, a second decision, and edited arguments that are
 // not a JSON object.
-func (t *thread) checkDecision(req DecideRequest) error {
+func (t *thread) checkDecision(ctx workflow.Context, req DecideRequest) error {
 	a := t.approval(req.CallID)
 	switch {
 	case a == nil:
 		return refusal(errcode.NotFound, fmt.Sprintf("no call %q awaits a decision on this thread", req.CallID))
 	case a.Decision != nil:
 		return refusal(errcode.FailedPrecondition, fmt.Sprintf("call %q was decided before", req.CallID))
-	case len(req.Decision.Arguments) > 0:
+	case !workflow.Now(ctx).Before(a.Expires):
+		// Its timer has not fired yet, but the time is up.
+		return refusal(errcode.FailedPrecondition, fmt.Sprintf("call %q: the time to decide passed at %s", req.CallID, a.Expires.Format(time.RFC3339)))
+	case len(edited(req.Decision.Arguments)) > 0:
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(req.Decision.Arguments, &obj); err != nil || obj == nil {
 			return refusal(errcode.InvalidArgument, fmt.Sprintf("the edited arguments of call %q are not a JSON object", req.CallID))
 		}
 	}
 	return nil
+}
+
+// edited returns a decision's edited arguments, nil for none (a JSON
+// null, as a decision without them arrives).
+func edited(args json.RawMessage) json.RawMessage {
+	if string(args) == "null" {
+		return nil
+	}
+	return args
 }
 
 func (t *thread) approval(callID string) *core.Approval {
@@ -227,6 +237,7 @@ func (t *thread) deltas(b DeltaBatch) {
 	if t.items == nil {
 		t.items = map[string]int{}
 	}
+	t.flushSubmitted()
 	for _, d := range b.Deltas {
 		n := t.items[d.Item]
 		switch d.Kind {
@@ -371,6 +382,7 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 		if err == nil && len(later) > 0 {
 			end()
 			err = t.await(ctx, res)
+			res.Pending = nil
 			pctx, end = t.phase(ctx, timeout)
 			if err == nil {
 				err = t.runCalls(pctx, step, res.Steps, later, results)
@@ -382,10 +394,10 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 			return
 		}
 		fitResults(results, t.set.MaxPayloadBytes)
+		t.submitted = &Event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)}
 		sr, err = t.stepActivity(pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: req.Format, Stream: req.Stream})
 		if err == nil {
 			res.Calls = append(res.Calls, results...)
-			t.emit(Event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)})
 		}
 	}
 }
@@ -501,15 +513,38 @@ func (t *thread) runCalls(ctx workflow.Context, step *driver.Step, n int, idx []
 	return firstErr
 }
 
-// stepActivity runs a backend request, and takes the text it streamed.
+// stepActivity runs a backend request, taking the text it streams as it
+// comes (the signals of a step all come before its result: what is left
+// is drained once it is there).
 func (t *thread) stepActivity(ctx workflow.Context, name string, req *stepRequest) (*stepResult, error) {
-	var sr stepResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, t.activityOptions()), name, req).Get(ctx, &sr)
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, t.activityOptions()), name, req)
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(f, func(workflow.Future) {})
+	sel.AddReceive(t.deltaCh, func(c workflow.ReceiveChannel, _ bool) {
+		var b DeltaBatch
+		c.Receive(ctx, &b)
+		t.deltas(b)
+	})
+	for !f.IsReady() {
+		sel.Select(ctx)
+	}
 	t.drain()
-	if err != nil {
+	var sr stepResult
+	if err := f.Get(ctx, &sr); err != nil {
+		t.submitted = nil // the results may not have gone
 		return nil, err
 	}
+	t.flushSubmitted()
 	return &sr, nil
+}
+
+// flushSubmitted reports the results of a step as submitted: before the
+// next step's first text, or when the submit returns.
+func (t *thread) flushSubmitted() {
+	if e := t.submitted; e != nil {
+		t.submitted = nil
+		t.emit(*e)
+	}
 }
 
 // cancelService cancels the service's turn, with a context of its own (the

@@ -16,6 +16,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 	"github.com/toolrelay/toolrelay/temporal"
 )
@@ -213,4 +214,45 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// TestContinueAsNew: a thread whose history passes MaxHistoryEvents
+// continues as new between turns; the next turn goes on on the same
+// service thread, and Resume still returns the last answer.
+func TestContinueAsNew(t *testing.T) {
+	s := &coretest.Script{Turns: []coretest.Turn{weatherScript.Turns[0], weatherScript.Turns[0]}}
+	srv := openaitest.NewServer(s, nil)
+	t.Cleanup(srv.Close)
+	tools, err := weatherTools(filepath.Join(t.TempDir(), "effects.log"), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t)
+	queue := newQueue(t)
+	startWorker(t, c, queue, core.NewRunner(b, tools, &core.Options{Logger: quiet}))
+	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: temporal.Settings{MaxHistoryEvents: 20, Idle: time.Minute}})
+	first, err := r.Run(t.Context(), "weather?", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run1 := c.GetWorkflow(t.Context(), first.Thread, "").GetRunID()
+	second, err := r.Run(t.Context(), "again?", &core.RunOptions{Thread: first.Thread})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run2 := c.GetWorkflow(t.Context(), first.Thread, "").GetRunID()
+	if run1 == run2 {
+		t.Errorf("the workflow did not continue as new (run %s)", run1)
+	}
+	if second.Text != weatherAnswer || second.Calls[0].Call.Thread != first.Calls[0].Call.Thread {
+		t.Errorf("second turn %q on service thread %s, want the answer on %s", second.Text, second.Calls[0].Call.Thread, first.Calls[0].Call.Thread)
+	}
+	last, err := r.Resume(t.Context(), first.Thread, nil)
+	if err != nil || last.Text != weatherAnswer {
+		t.Errorf("Resume = %+v, %v", last, err)
+	}
 }

@@ -62,7 +62,7 @@ func benchLoops(b *testing.B, script *coretest.Script, tools *core.Toolbox, per 
 	ls := loops(b, script, tools)
 	for _, name := range []string{"core", "temporal"} {
 		run := ls[name]
-		b.Run(name, func(b *testing.B) {
+		b.Run("loop="+name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				if _, err := run(b.Context(), fmt.Sprintf("run %d", i)); err != nil {

@@ -106,6 +106,8 @@ func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, 
 // if the turn went on, its current step is the answer.
 func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult, error) {
 	b := a.r.Backend()
+	unwrapCalls(req.Step)
+	unwrapResults(req.Results)
 	results := req.Results
 	if activity.GetInfo(ctx).Attempt > 1 && !localThreads(b) {
 		cur, err := a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, req.Step.Thread) })
@@ -155,6 +157,7 @@ func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolRe
 	if d := req.Decision; d != nil {
 		d.Arguments = edited(d.Arguments) // none arrives as a JSON null
 	}
+	req.Call.Arguments = unwrapArgs(req.Call.Arguments)
 	tr, err := a.r.Call(ctx, &core.CallRequest{
 		Call: req.Call, Step: req.Step, IdempotencyKey: req.IdempotencyKey, Decision: req.Decision,
 		Again: activity.GetInfo(ctx).Attempt > 1,
@@ -164,6 +167,7 @@ func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolRe
 		// call may run again.
 		return nil, err
 	}
+	tr.Call.Arguments = wrapArgs(tr.Call.Arguments)
 	return &tr, nil
 }
 
@@ -211,6 +215,7 @@ func (a *activities) answer(ctx context.Context, op string, step *driver.Step, e
 		need, why := a.r.ApprovalNeeded(ctx, c)
 		res.Approvals = append(res.Approvals, approvalNeed{Need: need, Why: why})
 	}
+	wrapCalls(step)
 	return res, nil
 }
 

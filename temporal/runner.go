@@ -76,6 +76,9 @@ func NewThread() string {
 // On error, the Result holds the Thread once it exists.
 func (r *Runner) Run(ctx context.Context, input string, opts *core.RunOptions) (*core.Result, error) {
 	thread, req := r.request(input, opts, false)
+	if err := checkParts(req.Parts); err != nil {
+		return nil, err
+	}
 	h, err := r.startTurn(ctx, thread, req, client.WorkflowUpdateStageCompleted)
 	if err != nil {
 		return nil, err
@@ -169,8 +172,23 @@ func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	return clientError("cancel", r.c.SignalWorkflow(ctx, thread, "", SignalCancel, nil))
 }
 
+// checkParts refuses, before anything is sent, a part of the input that
+// no service can carry, as core's Runner does.
+func checkParts(parts []driver.Part) error {
+	for i, p := range parts {
+		if err := p.Check(); err != nil {
+			return &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: run", Err: fmt.Errorf("input part %d: %w", i, err)}
+		}
+	}
+	return nil
+}
+
 // result is a turn's outcome as core's Runner gives it.
 func result(thread string, tr *TurnResult) (*core.Result, error) {
+	unwrapResults(tr.Calls)
+	for i := range tr.Pending {
+		tr.Pending[i].Arguments = unwrapArgs(tr.Pending[i].Arguments)
+	}
 	res := &core.Result{Text: tr.Text, Thread: thread, Turn: tr.ServiceTurn, Steps: tr.Steps, Calls: tr.Calls, Usage: tr.Usage, Pending: tr.Pending}
 	switch {
 	case tr.Err != nil:

@@ -63,7 +63,11 @@ func (s *Stream) Events() iter.Seq2[core.Event, error] {
 			return
 		}
 		s.ranged = true
-		h, err := s.r.startTurn(s.ctx, s.thread, s.req, client.WorkflowUpdateStageAccepted)
+		err := checkParts(s.req.Parts)
+		var h client.WorkflowUpdateHandle
+		if err == nil {
+			h, err = s.r.startTurn(s.ctx, s.thread, s.req, client.WorkflowUpdateStageAccepted)
+		}
 		if err != nil {
 			s.err = err
 			yield(core.Event{Kind: core.EventRunFinished, Err: err}, err)
@@ -184,6 +188,16 @@ func (e *Event) core() core.Event {
 		Result: e.Result, Item: e.Item, Text: e.Text, Usage: e.Usage}
 	if e.Err != nil {
 		ev.Err = e.Err.Err()
+	}
+	if ev.Call != nil {
+		c := *ev.Call
+		c.Arguments = unwrapArgs(c.Arguments)
+		ev.Call = &c
+	}
+	if ev.Result != nil {
+		r := *ev.Result
+		r.Call.Arguments = unwrapArgs(r.Call.Arguments)
+		ev.Result = &r
 	}
 	return ev
 }

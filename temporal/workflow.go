@@ -132,6 +132,16 @@ func (t *thread) register(ctx workflow.Context) error {
 		if err := workflow.Await(ctx, func() bool { return !t.running || t.outcome != nil }); err != nil {
 			return nil, err
 		}
+		if t.running && t.paused && t.expired(workflow.Now(ctx)) {
+			// Every call still undecided is past its time: its timer is
+			// about to deny it, and the turn to go on.
+			if err := workflow.Await(ctx, func() bool { return !t.paused }); err != nil {
+				return nil, err
+			}
+			if err := workflow.Await(ctx, func() bool { return !t.running || t.outcome != nil }); err != nil {
+				return nil, err
+			}
+		}
 		if t.running {
 			return t.outcome, nil
 		}
@@ -457,6 +467,16 @@ func (t *thread) await(ctx workflow.Context, res *TurnResult) error {
 			}
 		}
 	}
+}
+
+// expired reports whether every undecided call is past its time at now.
+func (t *thread) expired(now time.Time) bool {
+	for _, a := range t.pending {
+		if a.Decision == nil && now.Before(a.Expires) {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *thread) decided() bool {

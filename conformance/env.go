@@ -52,7 +52,7 @@ func (e *env) tryRunner(script *coretest.Script, opts *core.Options, tools ...*c
 
 // runnerOn makes the backend for script and tb, and returns a runner over
 // them.
-func (e *env) runnerOn(script *coretest.Script, opts *core.Options, tb *core.Toolbox) (*core.Runner, error) {
+func (e *env) runnerOn(script *coretest.Script, opts *core.Options, tb *core.Toolbox) (Loop, error) {
 	e.t.Helper()
 	b, err := e.h.MakeBackend(e.t.Context(), script, tb)
 	if err != nil {

@@ -55,7 +55,7 @@ func (e *env) mcpServer(tr string) (mcptools.Server, string) {
 // mcpRunner connects to servers, with the program's tools own, and makes
 // the backend for script. changed receives the servers' changes of
 // tools.
-func (e *env) mcpRunner(script *coretest.Script, opts *core.Options, servers []mcptools.Server, changed chan<- string, own ...*core.Tool) *core.Runner {
+func (e *env) mcpRunner(script *coretest.Script, opts *core.Options, servers []mcptools.Server, changed chan<- string, own ...*core.Tool) Loop {
 	e.t.Helper()
 	if err := script.Check(); err != nil {
 		e.t.Fatalf("bad script: %v", err)
@@ -261,7 +261,8 @@ func mcpJournalReuse(e *env, _ string) {
 	s, dir := e.mcpServer("memory")
 	j := jdriver.NewMemory()
 	r := e.mcpRunner(script(calls("count", `{}`), answer("{{result 0}}")), &core.Options{Journal: j, Logger: quiet}, []mcptools.Server{s}, nil)
-	dying := core.NewRunner(submitFails{e.b}, r.Toolbox(), &core.Options{Journal: j, Logger: quiet})
+	c := e.coreRunner(r, "it plays a process that died with a result in core's journal (a Temporal history keeps each result instead)")
+	dying := core.NewRunner(submitFails{e.b}, c.Toolbox(), &core.Options{Journal: j, Logger: quiet})
 	res, err := dying.Run(e.t.Context(), "Count", nil)
 	if !errors.Is(err, errDied) || res == nil || res.Thread == "" {
 		e.t.Fatalf("Run = %v, want the failure, with the thread", err)

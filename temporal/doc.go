@@ -32,7 +32,12 @@
 // resumes the service's turn (the thread is in the heartbeat's details),
 // unless the service shows the input never arrived; a retried submit asks
 // the service whether the step's calls still wait, and resends the
-// results (marked as resent) only then.
+// results (marked as resent) only then. A known gap: on a chained thread
+// (the Responses API, Foundry's chain mode) a resume of the step's thread
+// still shows its calls after the results went, so a submit retried after
+// it reached the service sends them again; keep Settings.Heartbeat well
+// above a submit's time, and this happens only when a worker dies within
+// a submit.
 //
 // # Approvals
 //

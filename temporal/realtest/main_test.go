@@ -68,10 +68,11 @@ func startWorker(t testing.TB, c client.Client, queue string, r *core.Runner) wo
 	return w
 }
 
-// fastSettings are the loop's settings of the tests: a dead worker is
-// noticed within a second.
+// fastSettings are the loop's settings of the conformance suite: a 5 s
+// heartbeat, so that a loaded machine does not take a slow worker for a
+// dead one (the worker-death test uses 1 s).
 func fastSettings(o *core.Options) temporal.Settings {
-	s := temporal.Settings{Heartbeat: time.Second, Idle: time.Minute}
+	s := temporal.Settings{Heartbeat: 5 * time.Second, Idle: time.Minute}
 	if o != nil {
 		s.MaxSteps, s.Concurrency, s.RunTimeout, s.ApprovalTimeout = o.MaxSteps, o.Concurrency, o.RunTimeout, o.ApprovalTimeout
 	}

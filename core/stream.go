@@ -68,8 +68,11 @@ func (r *Runner) ResumeStream(ctx context.Context, thread string, opts *RunOptio
 
 // Events returns the run's events, in the order they happen. The error is
 // nil but on the last event, EventRunFinished, whose Err it repeats when
-// the run failed. The events can be ranged over once; another range yields
-// only an error.
+// the run failed. A run that paused for a person's decision did not fail:
+// its events end without an error, and [Stream.Result] reports the pause
+// (ErrAwaitingApproval, with the calls in Result.Pending), as Run does.
+// The events can be ranged over once; another range yields only an
+// error.
 func (s *Stream) Events() iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if s.ranged {
@@ -182,7 +185,8 @@ func (s *sink) deliver(e *Event) {
 		return
 	}
 	var err error
-	if e.Kind == EventRunFinished {
+	if e.Kind == EventRunFinished && !errors.Is(e.Err, ErrAwaitingApproval) {
+		// A pause is no failure: Result reports it, once.
 		err = e.Err
 	}
 	if !s.yield(*e, err) {

@@ -32,13 +32,24 @@ func (b *Backend) checkAgent(ctx context.Context) error {
 	}
 	slices.Sort(missing)
 	b.agentMu.Lock()
-	b.missing = missing
+	b.missing, b.agentModel = missing, agent.Model
 	b.agentMu.Unlock()
 	if len(missing) > 0 {
 		b.log.WarnContext(ctx, "openai: the agent declares functions with no implementation; calls to them will fail",
 			"agent", b.opts.Agent, "functions", missing)
 	}
 	return nil
+}
+
+// model returns the model of the agent the sessions run: Options.Model
+// for the agent made from the toolbox, or the existing agent's.
+func (b *Backend) model() string {
+	if b.opts.Agent == "" {
+		return b.opts.Model
+	}
+	b.agentMu.Lock()
+	defer b.agentMu.Unlock()
+	return b.agentModel
 }
 
 // agent returns the id of the agent to run: Options.Agent, or the agent

@@ -127,6 +127,7 @@ type Backend struct {
 	stop context.CancelFunc
 
 	agentMu      sync.Mutex
+	agentModel   string // the model of an existing agent (Options.Agent)
 	agentID      string
 	agentCreated bool
 	agentTools   uint64 // the toolbox's version the agent was made (or updated) with

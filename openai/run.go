@@ -113,6 +113,9 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 		// subscribes again.
 		st.closeStream()
 	}
+	if step != nil {
+		step.Model = b.model()
+	}
 	return step, err
 }
 
@@ -144,6 +147,9 @@ func (b *Backend) finish(ctx context.Context, st *thread, step *driver.Step, err
 		if step == nil && st.id != "" {
 			step = &driver.Step{Thread: st.id}
 		}
+	}
+	if step != nil {
+		step.Model = b.model()
 	}
 	if err != nil && ctx.Err() != nil && st.id != "" {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

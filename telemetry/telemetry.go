@@ -13,11 +13,17 @@
 // adapter.Options.WrapTransport).
 //
 // Spans carry gen_ai.operation.name, gen_ai.provider.name,
-// gen_ai.agent.name (when set), gen_ai.conversation.id (the thread),
-// toolrelay.backend and toolrelay.turn; tool spans gen_ai.tool.name,
-// gen_ai.tool.call.id, gen_ai.tool.type and toolrelay.call.outcome; chat
-// and run spans the token counts gen_ai.usage.input_tokens and
-// gen_ai.usage.output_tokens. A failed piece has error.type (the call's
+// gen_ai.agent.name (when set), gen_ai.conversation.id (the run's
+// conversation: the thread resumed or continued, else its first step's,
+// the same on every span of the run, also in a chain of responses whose
+// thread moves on with each step), toolrelay.thread (the thread as it is
+// then), toolrelay.backend and toolrelay.turn; tool spans
+// gen_ai.tool.name, gen_ai.tool.call.id, gen_ai.tool.type and
+// toolrelay.call.outcome; chat and run spans gen_ai.request.model (the
+// model the service said made the step, or the backend's or agent's) and
+// the token counts gen_ai.usage.input_tokens and
+// gen_ai.usage.output_tokens; chat spans gen_ai.response.id (the
+// service's response, on sessions its turn). A failed piece has error.type (the call's
 // outcome, such as "panicked", "timed_out" or "in_doubt", or the run's
 // error code) and an error status. Arguments, outputs and error messages
 // are never recorded unless Options.RecordContent is set: they may hold
@@ -36,6 +42,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,7 +85,11 @@ type Options struct {
 
 // The attributes of toolrelay's own.
 const (
-	BackendKey    = attribute.Key("toolrelay.backend")
+	BackendKey = attribute.Key("toolrelay.backend")
+	// ThreadKey is the backend's thread: the conversation, or, in a chain
+	// of responses, the latest response (gen_ai.conversation.id names the
+	// run's conversation, which stays the same).
+	ThreadKey     = attribute.Key("toolrelay.thread")
 	TurnKey       = attribute.Key("toolrelay.turn")
 	StepKey       = attribute.Key("toolrelay.step")
 	StepOpKey     = attribute.Key("toolrelay.step.op")
@@ -238,6 +249,50 @@ func Transport(base http.RoundTripper, o *Options) http.RoundTripper {
 
 var traceContext = propagation.TraceContext{}
 
+// A runState is what a run's span learns from its steps, for the spans
+// inside it: the conversation (the thread resumed or continued, else the
+// first step's: in a chain of responses the thread moves on with each
+// step, the conversation does not) and the model.
+type runState struct {
+	mu                  sync.Mutex
+	conversation, model string
+}
+
+type runStateKey struct{}
+
+// learn records what step next tells of the run, and returns the
+// conversation. rs may be nil (a step outside a traced run).
+func (rs *runState) learn(next *driver.Step) string {
+	if rs == nil {
+		return next.Thread
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.conversation == "" {
+		rs.conversation = next.Thread
+	}
+	if next.Model != "" {
+		rs.model = next.Model
+	}
+	return rs.conversation
+}
+
+// get returns the conversation (or thread, when none is known yet) and the
+// model.
+func (rs *runState) get(thread string) (conversation, model string) {
+	if rs == nil {
+		return thread, ""
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return cmp.Or(rs.conversation, thread), rs.model
+}
+
+func stateOf(ctx context.Context) *runState {
+	rs, _ := ctx.Value(runStateKey{}).(*runState)
+	return rs
+}
+
 // run starts an invoke_agent span. A new run's trace context becomes its
 // Origin; a resume links to its Origin's.
 func (t *telemetry) run(ctx context.Context, info *core.RunInfo) (context.Context, func(*core.Result, error)) {
@@ -253,6 +308,8 @@ func (t *telemetry) run(ctx context.Context, info *core.RunInfo) (context.Contex
 	}
 	start := time.Now()
 	ctx, span := t.tracer.Start(ctx, t.runName, opts...)
+	rs := &runState{conversation: info.Thread}
+	ctx = context.WithValue(ctx, runStateKey{}, rs)
 	if !info.Resume && span.SpanContext().IsValid() {
 		c := propagation.MapCarrier{}
 		traceContext.Inject(ctx, c)
@@ -260,8 +317,12 @@ func (t *telemetry) run(ctx context.Context, info *core.RunInfo) (context.Contex
 	}
 	return ctx, func(res *core.Result, err error) {
 		if res != nil {
-			span.SetAttributes(semconv.GenAIConversationIDKey.String(res.Thread), TurnKey.String(res.Turn),
+			conv, model := rs.get(res.Thread)
+			span.SetAttributes(semconv.GenAIConversationIDKey.String(conv), ThreadKey.String(res.Thread), TurnKey.String(res.Turn),
 				semconv.GenAIUsageInputTokensKey.Int64(res.Usage.InputTokens), semconv.GenAIUsageOutputTokensKey.Int64(res.Usage.OutputTokens))
+			if model != "" {
+				span.SetAttributes(semconv.GenAIRequestModelKey.String(model))
+			}
 		}
 		errType := ""
 		switch {
@@ -292,8 +353,16 @@ func (t *telemetry) step(ctx context.Context, info *core.StepInfo) (context.Cont
 			span.SetStatus(codes.Error, errType)
 		}
 		if next != nil {
-			span.SetAttributes(semconv.GenAIConversationIDKey.String(next.Thread), TurnKey.String(next.Turn), CallsKey.Int(len(next.Calls)),
+			span.SetAttributes(semconv.GenAIConversationIDKey.String(stateOf(ctx).learn(next)), ThreadKey.String(next.Thread),
+				TurnKey.String(next.Turn), CallsKey.Int(len(next.Calls)),
 				semconv.GenAIUsageInputTokensKey.Int64(next.Usage.InputTokens), semconv.GenAIUsageOutputTokensKey.Int64(next.Usage.OutputTokens))
+			if next.Model != "" {
+				span.SetAttributes(semconv.GenAIRequestModelKey.String(next.Model))
+			}
+			if next.Turn != "" {
+				// The service's response (on sessions, its turn).
+				span.SetAttributes(semconv.GenAIResponseIDKey.String(next.Turn))
+			}
 			if u := next.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
 				for _, tt := range [...]struct {
 					typ string
@@ -317,10 +386,11 @@ func (t *telemetry) step(ctx context.Context, info *core.StepInfo) (context.Cont
 func (t *telemetry) call(ctx context.Context, info *core.CallInfo) (context.Context, func(*core.CallEnd)) {
 	c := info.Call
 	start := time.Now()
+	conv, _ := stateOf(ctx).get(c.Thread)
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameExecuteTool, provider(info.Backend), BackendKey.String(info.Backend),
 		semconv.GenAIToolNameKey.String(c.Name), semconv.GenAIToolCallIDKey.String(c.ID), semconv.GenAIToolTypeKey.String("function"),
-		semconv.GenAIConversationIDKey.String(c.Thread), TurnKey.String(c.Turn), StepKey.Int(info.Step),
+		semconv.GenAIConversationIDKey.String(conv), ThreadKey.String(c.Thread), TurnKey.String(c.Turn), StepKey.Int(info.Step),
 	}
 	if info.Server != "" {
 		attrs = append(attrs, ServerKey.String(info.Server))

@@ -194,7 +194,9 @@ func byName(spans tracetest.SpanStubs, prefix string) []tracetest.SpanStub {
 // TestWeatherTrace: the weather flow, on every backend, gives the span
 // tree run → chat (start), 3 × execute_tool (each with its handler's span
 // inside), chat (submit); each chat holds the HTTP requests it made; the
-// attributes are exactly the documented ones; the token usage metric adds
+// attributes are exactly the documented ones (the model and the
+// service's response id on chat and run spans, one conversation id on
+// every span of the run, in chain mode too); the token usage metric adds
 // up to what the fake reported; no argument or output text is exported.
 func TestWeatherTrace(t *testing.T) {
 	for _, be := range backends {
@@ -241,10 +243,24 @@ func TestWeatherTrace(t *testing.T) {
 				}
 			}
 
+			// The conversation is the first step's thread, on every span
+			// of the run, also in a chain of responses whose thread moves
+			// on with each step.
+			var first tracetest.SpanStub
+			for _, c := range byName(spans, "chat") {
+				if attrs(c.Attributes)["toolrelay.step.op"] == "start" {
+					first = c
+				}
+			}
+			conv := attrs(first.Attributes)["toolrelay.thread"]
+			chain := strings.Contains(be.name, "chain") || be.name == "responses" // the responses backend chains by default
+			if conv == "" || chain == (conv == res.Thread) {
+				t.Errorf("the first step's thread %q, the run's %q: want them equal, but in a chain", conv, res.Thread)
+			}
 			wantRun := map[string]string{
 				"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": be.provider, "gen_ai.agent.name": "weather-bot",
 				"toolrelay.backend": e.runner.Backend().Name(), "toolrelay.resume": "false",
-				"gen_ai.conversation.id": res.Thread, "toolrelay.turn": res.Turn,
+				"gen_ai.conversation.id": conv, "toolrelay.thread": res.Thread, "toolrelay.turn": res.Turn, "gen_ai.request.model": "gpt-4.1-mini",
 				"gen_ai.usage.input_tokens": fmt.Sprint(res.Usage.InputTokens), "gen_ai.usage.output_tokens": fmt.Sprint(res.Usage.OutputTokens),
 			}
 			if diff := cmp.Diff(wantRun, attrs(run.Attributes)); diff != "" {
@@ -258,7 +274,7 @@ func TestWeatherTrace(t *testing.T) {
 				want := map[string]string{
 					"gen_ai.operation.name": "execute_tool", "gen_ai.provider.name": be.provider, "toolrelay.backend": e.runner.Backend().Name(),
 					"gen_ai.tool.name": c.Call.Name, "gen_ai.tool.call.id": c.Call.ID, "gen_ai.tool.type": "function",
-					"gen_ai.conversation.id": c.Call.Thread, "toolrelay.turn": c.Call.Turn, "toolrelay.step": "1",
+					"gen_ai.conversation.id": conv, "toolrelay.thread": c.Call.Thread, "toolrelay.turn": c.Call.Turn, "toolrelay.step": "1",
 					"toolrelay.call.outcome": "ok", "toolrelay.call.reused": "false",
 				}
 				if diff := cmp.Diff(want, attrs(spans[0].Attributes)); diff != "" {
@@ -278,10 +294,15 @@ func TestWeatherTrace(t *testing.T) {
 						}
 					}
 				})
-				wantKeys := []string{"gen_ai.conversation.id", "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
-					"toolrelay.backend", "toolrelay.step", "toolrelay.step.calls", "toolrelay.step.op", "toolrelay.step.results", "toolrelay.turn"}
+				wantKeys := []string{"gen_ai.conversation.id", "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.id",
+					"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+					"toolrelay.backend", "toolrelay.step", "toolrelay.step.calls", "toolrelay.step.op", "toolrelay.step.results", "toolrelay.thread", "toolrelay.turn"}
 				if diff := cmp.Diff(wantKeys, keys); diff != "" {
 					t.Errorf("chat attributes (-want +got):\n%s", diff)
+				}
+				if a["gen_ai.conversation.id"] != conv || a["gen_ai.request.model"] != "gpt-4.1-mini" || a["gen_ai.response.id"] == "" || a["gen_ai.response.id"] != a["toolrelay.turn"] {
+					t.Errorf("chat: conversation %q, model %q, response %q (turn %q); want %q, gpt-4.1-mini, the turn",
+						a["gen_ai.conversation.id"], a["gen_ai.request.model"], a["gen_ai.response.id"], a["toolrelay.turn"], conv)
 				}
 				var in, out int64
 				fmt.Sscan(a["gen_ai.usage.input_tokens"], &in)

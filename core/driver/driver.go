@@ -184,6 +184,10 @@ type Step struct {
 	Text string
 	// Usage counts the tokens the service reported for this step, if any.
 	Usage Usage
+	// Model names the model that made the step: as the service reported
+	// it, or else as the backend asked for it (its agent's); "" when
+	// neither is known. It is for telemetry (gen_ai.request.model).
+	Model string
 }
 
 // A Call is one function call the model asked for.

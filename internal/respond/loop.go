@@ -1,6 +1,7 @@
 package respond
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -292,7 +293,7 @@ func (b *Backend) step(thread string, r *reply) (*driver.Step, error) {
 	if b.mode == Chain {
 		thread = r.ID
 	}
-	s := &driver.Step{Thread: thread, Turn: r.ID, Usage: driver.Usage{
+	s := &driver.Step{Thread: thread, Turn: r.ID, Model: cmp.Or(r.Model, b.model), Usage: driver.Usage{
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.TotalTokens,
 	}}
 	for i := range r.Output {

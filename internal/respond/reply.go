@@ -19,6 +19,7 @@ import (
 // decoded by encoding/json, several times faster, which skips the others.
 type reply struct {
 	ID                string          `json:"id"`
+	Model             string          `json:"model"`
 	Status            string          `json:"status"`
 	Error             replyError      `json:"error"`
 	IncompleteDetails replyIncomplete `json:"incomplete_details"`
@@ -116,7 +117,7 @@ func (r *reply) observe(obs driver.Observer) error {
 // one).
 func replyOf(r *responses.Response) *reply {
 	rep := &reply{
-		ID: r.ID, Status: string(r.Status),
+		ID: r.ID, Model: string(r.Model), Status: string(r.Status),
 		Error:             replyError{Code: string(r.Error.Code), Message: r.Error.Message},
 		IncompleteDetails: replyIncomplete{Reason: r.IncompleteDetails.Reason},
 		Usage:             replyUsage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.TotalTokens},

@@ -163,7 +163,7 @@ func TestResponseSize(t *testing.T) {
 // fields that make no event, or one event a byte at a time (no complete
 // event within the limit); a stream whose events keep coming is not cut.
 func TestWaits(t *testing.T) {
-	const wait = 150 * time.Millisecond
+	const wait = 400 * time.Millisecond // with room for a loaded machine's pauses
 	block := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
 	tests := []struct {
 		name  string
@@ -201,6 +201,7 @@ func TestWaits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			get := serve(t, tt.h, tt.limit)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()

@@ -25,16 +25,19 @@ func Over(t testing.TB, transport string) (mcptools.Server, string) {
 	s := mcptools.Server{Name: "tester"}
 	switch transport {
 	case "memory":
-		s.Transport = mcptools.InMemory(NewServer(dir, nil))
+		srv, rec := newServer(dir, nil)
+		t.Cleanup(rec.close)
+		s.Transport = mcptools.InMemory(srv)
 	case "stdio":
 		s.Command, s.Env = Command(dir)
 	case "http":
 		var hs *httptest.Server
-		srv := NewServer(dir, func(req *mcp.CallToolRequest) {
+		srv, rec := newServer(dir, func(req *mcp.CallToolRequest) {
 			// The server dies: its connections drop, its sessions are gone.
 			go req.Session.Close()
 			hs.CloseClientConnections()
 		})
+		t.Cleanup(rec.close)
 		hs = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 		t.Cleanup(hs.Close)
 		s.URL = hs.URL

@@ -24,7 +24,8 @@
 //	                      against openai-go's own stream read alone
 //	P8 BenchmarkMCP       per call of an MCP server's tool (in memory,
 //	                      stdio) against the same function registered
-//	                      directly
+//	                      directly, and against the same call made with
+//	                      the MCP SDK's client alone
 //
 // `go run ./internal/bench/compare` runs them all briefly and prints one ratio line
 // per measure.

@@ -170,6 +170,8 @@ func reportTracing(w io.Writer, rs results) {
 func dur(ns float64) string {
 	d := time.Duration(ns)
 	switch {
+	case d < 0:
+		return "-" + dur(-ns)
 	case d >= time.Second:
 		return d.Round(10 * time.Millisecond).String()
 	case d >= time.Millisecond:
@@ -181,7 +183,8 @@ func dur(ns float64) string {
 }
 
 // reportMCP prints P8: what a call of an MCP server's tool costs over the
-// same function registered directly, in memory and over stdio.
+// same function registered directly, in memory and over stdio, and what
+// toolrelay adds to the same call made with the SDK's client alone.
 func reportMCP(w io.Writer, rs results) {
 	direct, ok := rs.median("MCP/direct", "ns/op")
 	if !ok {
@@ -190,13 +193,25 @@ func reportMCP(w io.Writer, rs results) {
 	}
 	aDirect, _ := rs.median("MCP/direct", "allocs/op")
 	for _, kind := range []string{"memory", "stdio"} {
-		ns, ok := rs.median("MCP/"+kind, "ns/op")
+		name := "MCP/" + kind
+		ns, ok := rs.median(name, "ns/op")
 		if !ok {
 			fmt.Fprintf(w, "P8 MCP %-6s not measured\n", kind)
 			continue
 		}
-		allocs, _ := rs.median("MCP/"+kind, "allocs/op")
+		allocs, _ := rs.median(name, "allocs/op")
 		fmt.Fprintf(w, "P8 MCP %-6s call %s = direct %s + %s per call (%.0f allocs more in this process); %.1fx\n",
 			kind, dur(ns), dur(direct), dur(ns-direct), allocs-aDirect, ns/direct)
+		sdk, ok := rs.median(name+"-sdk", "ns/op")
+		if !ok {
+			continue
+		}
+		cpu, _ := rs.median(name, "cpu-ns/op")
+		cpuSDK, _ := rs.median(name+"-sdk", "cpu-ns/op")
+		size, _ := rs.median(name, "B/op")
+		sizeSDK, _ := rs.median(name+"-sdk", "B/op")
+		allocsSDK, _ := rs.median(name+"-sdk", "allocs/op")
+		fmt.Fprintf(w, "P8 MCP %-6s the SDK's client alone %s (cpu %s, %.1f KiB): toolrelay adds %s (cpu %s), %.1f KiB and %.0f allocs per call\n",
+			kind, dur(sdk), dur(cpuSDK), sizeSDK/1024, dur(ns-sdk), dur(cpu-cpuSDK), (size-sizeSDK)/1024, allocs-allocsSDK)
 	}
 }

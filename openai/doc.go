@@ -85,8 +85,8 @@
 // new process).
 //
 // Results carry an Idempotency-Key derived from the results' own keys
-// ([core.ToolResult].IdempotencyKey, stable per call), so a resend is the
-// same request. When the outcome of a request is lost, the backend reads the
+// ([github.com/toolrelay/toolrelay/core/driver.ToolResult].IdempotencyKey,
+// stable per call), so a resend is the same request. When the outcome of a request is lost, the backend reads the
 // session and sends again only the results of calls still pending. A 400
 // "Unknown pending tool call" for a call whose result was delivered before
 // (by this process, or as the journal records) means it was delivered; for

@@ -33,10 +33,11 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/adapter"
-	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/foundry"
+	_ "github.com/toolrelay/toolrelay/foundry/foundrytest" // fake-foundry, fake-responses, foundry, responses
+	_ "github.com/toolrelay/toolrelay/openai/openaitest"   // fake-openai, openai
 	"github.com/toolrelay/toolrelay/responses"
 )
 

@@ -30,9 +30,12 @@ import (
 	"strings"
 
 	"github.com/toolrelay/toolrelay/adapter"
-	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	_ "github.com/toolrelay/toolrelay/foundry/foundrytest"   // fake-foundry, fake-responses, foundry, responses
+	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // TOOLRELAY_JOURNAL=postgres://…
+	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // TOOLRELAY_JOURNAL=sqlite://…
+	_ "github.com/toolrelay/toolrelay/openai/openaitest"     // fake-openai, openai
 )
 
 // script is what the fake agent does: refund order 7 (150) and look it up

@@ -36,9 +36,10 @@ import (
 	"os"
 
 	"github.com/toolrelay/toolrelay/adapter"
-	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	_ "github.com/toolrelay/toolrelay/foundry/foundrytest" // fake-foundry, fake-responses, foundry, responses
+	_ "github.com/toolrelay/toolrelay/openai/openaitest"   // fake-openai, openai
 )
 
 const (

@@ -71,3 +71,35 @@ func TestDependencies(t *testing.T) {
 		})
 	}
 }
+
+// TestExamplesImportWhatTheyUse checks that no example links package all
+// (both fakes and both journal drivers: for tests and tools), and that only
+// the example whose doc offers a PostgreSQL journal links pgx.
+func TestExamplesImportWhatTheyUse(t *testing.T) {
+	const mod = "github.com/toolrelay/toolrelay/"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "./../../examples/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	mayPG := map[string]bool{mod + "examples/refund": true}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg, deps := f[0], f[1:]
+		if strings.Contains(pkg, "/internal/") {
+			continue
+		}
+		n++
+		for _, d := range deps {
+			switch {
+			case d == mod+"all":
+				t.Errorf("example %s links package all: import what it uses", pkg)
+			case d == "github.com/jackc/pgx/v5" && !mayPG[pkg]:
+				t.Errorf("example %s links pgx, yet offers no PostgreSQL journal", pkg)
+			}
+		}
+	}
+	if n < 5 {
+		t.Fatalf("go list found %d examples:\n%s", n, out)
+	}
+}

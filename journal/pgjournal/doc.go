@@ -63,7 +63,7 @@
 // MarkSubmitted does not wait for its write, which goes first into the
 // journal's next batch (or one of its own within 50 ms, or Close's). A
 // lost mark costs only this: a resumed run sends such a result again
-// without [core.ToolResult.Resend].
+// without [github.com/toolrelay/toolrelay/core/driver.ToolResult].Resend.
 //
 // What survives the database server's crash or a power loss, with the
 // server's default synchronous_commit (on), depends on
@@ -98,7 +98,7 @@
 //
 // # Errors
 //
-// [Open] fails with a *[core.Error]: within the connect timeout
+// [Open] fails with a *[errcode.Error]: within the connect timeout
 // ([Options.ConnectTimeout], or the connection string's connect_timeout)
 // when the server cannot be reached; with code FailedPrecondition when the
 // tables exist but are of another schema version, or are not toolrelay's;
@@ -108,7 +108,7 @@
 // connection string with its secrets masked, and keeps only pgx's fixed
 // messages of a connection string it could not parse (pgx's own error
 // quotes the string, hiding passwords only as well as it can). The methods
-// of a [Journal] return *[core.Error] values whose underlying error (such
+// of a [Journal] return *[errcode.Error] values whose underlying error (such
 // as a *pgconn.PgError) is reachable with errors.As, and
 // [driver.ErrLeaseLost] as driver.Journal specifies. A method whose context
 // ends while its statement runs returns the context's error, but the

@@ -46,8 +46,9 @@
 // submitted marks: MarkSubmitted does not wait for its write, which goes
 // first into the journal's next transaction (or one of its own within
 // 50 ms, or Close's). A lost mark costs only this: a resumed run sends
-// such a result again without [core.ToolResult.Resend]. A write that had
-// not returned is wholly there or wholly absent. The kill half is tested
+// such a result again without
+// [github.com/toolrelay/toolrelay/core/driver.ToolResult].Resend. A write
+// that had not returned is wholly there or wholly absent. The kill half is tested
 // by internal/crashtest (SIGKILL at each point of a call, then another
 // worker on the same file).
 //
@@ -92,13 +93,13 @@
 //
 // # Errors
 //
-// [Open] fails with a *[core.Error] of code FailedPrecondition, and leaves
+// [Open] fails with a *[errcode.Error] of code FailedPrecondition, and leaves
 // the file as it is, when the file is not an SQLite database or is corrupt
 // (Open runs PRAGMA quick_check, unless [Options.SkipCheck]), when another
 // connection holds a lock on it past the busy timeout, or when its tables
 // are of another schema version (or are not toolrelay's); with code
 // PermissionDenied when it cannot be written. The methods of a [Journal]
-// return *[core.Error] values whose underlying error (a *sqlite.Error from
+// return *[errcode.Error] values whose underlying error (a *sqlite.Error from
 // modernc.org/sqlite) is reachable with errors.As, and [driver.ErrLeaseLost]
 // as driver.Journal specifies.
 //

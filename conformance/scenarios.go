@@ -49,7 +49,8 @@ var scenarios = []scenario{
 	{"SchemaViolation", "arguments that break the schema get a failed result naming the field, and the handler does not run", schemaViolation},
 	{"HandlerPanic", "a panicking handler gives a failed result, and the loop survives", handlerPanic},
 	{"HandlerTimeout", "a handler past its timeout gives a failed result saying so", handlerTimeout},
-	{"CancelMidStep", "canceling the caller's context mid-step ends the run with Canceled, sends no result, and leaves the thread usable", cancelMidStep},
+	{"CancelMidStep", "canceling the caller's context mid-step ends the run with Canceled and sends no result; the turn is left waiting: a resume finishes it (each call once), or Runner.Cancel abandons it and the thread takes new input", cancelMidStep},
+	{"CancelThenNewInput", "a turn stopped by its run's context and abandoned with Runner.Cancel leaves the thread taking new input", cancelThenNewInput},
 	{"MaxSteps", "a model that keeps calling ends the run with ErrMaxSteps, and the thread is not left waiting", maxSteps},
 	{"RepeatedCallID", "a step that repeats a call id ends the run with Internal, runs and sends nothing, and the turn is canceled, not left waiting", repeatedCallID},
 	{"LargeOutput", "a 1 MiB output goes back intact", largeOutput},
@@ -60,7 +61,7 @@ var scenarios = []scenario{
 	{"NullOutput", "a nil result is sent as the protocol allows, and the run goes on", nullOutput},
 	{"DeferredTool", "a deferred tool is found through tool search and its call is served", deferredTool},
 	{"SecondRunSameThread", "a second run on the same thread keeps the context and sends only new items", secondRun},
-	{"ResumeAfterLostResponse", "after a lost response, the kept result is sent again and the function does not run twice", resumeAfterLostResponse},
+	{"ResumeAfterLostResponse", "after a lost response, the kept result is sent again, the function does not run twice, and the model answers the step once (the lost request's answer is found, not asked for again)", resumeAfterLostResponse},
 	{"JournalReuse", "a result journaled before the process died, unsent, is sent on the resume and the function does not run again (the service alone cannot tell it ran)", journalReuse},
 	{"OfferedTools", "every tool of the toolbox is offered to the model (the fakes refuse calls of tools they were not given)", offeredTools},
 	{"ResumeUnknownThread", "resuming a thread the service does not know is NotFound", resumeUnknownThread},
@@ -81,7 +82,13 @@ var scenarios = []scenario{
 	{"StreamOrder", "a streamed run reports each step's calls, their runs and their results in order, then the answer's text", streamOrder},
 	{"StreamReasoning", "a streaming backend hands over the model's reasoning summaries as they are written, each before what it led to", streamReasoning},
 	{"StreamCutMidText", "after the stream drops in the middle of a message, the reader gets the rest of it: no repeat, no gap", streamCut},
-	{"StreamBreak", "a reader that stops ends the run as Canceled, sends nothing, leaves no goroutine behind and the thread usable", streamBreak},
+	{"StreamBreak", "a reader that stops ends the run as Canceled, sends nothing, leaves no goroutine behind, and a resume finishes the turn (each call once)", streamBreak},
+	{"StreamBreakResume/ToolCall", "a reader that stops at a step's calls leaves the turn resumable: the resume finishes it, each function run once, each result received once", streamBreakAt(core.EventToolCall)},
+	{"StreamBreakResume/StepStarted", "a reader that stops as a step starts leaves the turn resumable, the same on every backend", streamBreakAt(core.EventStepStarted)},
+	{"StreamBreakResume/CallStarted", "a reader that stops as a call starts leaves the turn resumable, the same on every backend", streamBreakAt(core.EventCallStarted)},
+	{"StreamBreakResume/CallFinished", "a reader that stops once a call's result is journaled, not sent, leaves the turn resumable: the resume sends the kept result", streamBreakAt(core.EventCallFinished)},
+	{"StreamBreakResume/ResultsSubmitted", "a reader that stops once results went leaves the turn resumable, the same on every backend", streamBreakAt(core.EventResultsSubmitted)},
+	{"StreamBreakResume/TextDelta", "a reader that stops in the answer's text leaves a turn whose resume gives the answer", streamBreakAt(core.EventTextDelta)},
 	{"StreamSlowReader", "a slow reader slows the read of the service's stream: nothing is read ahead into memory", streamSlowReader},
 }
 
@@ -319,14 +326,68 @@ func (e *env) wantThreadUsable(r Loop, thread string) {
 	e.wantText(res, "fresh start")
 }
 
+// wantResumable checks that the turn of a run stopped by its context was
+// left waiting: a resume finishes it with the answer want, sending the
+// results the journal kept, and no function ran twice (runs counts them,
+// by call).
+func (e *env) wantResumable(r Loop, thread, want string, runs *callCounts) {
+	e.t.Helper()
+	res, err := r.Resume(e.t.Context(), thread, nil)
+	if err != nil {
+		e.t.Fatalf("Resume of the stopped turn: %v", err)
+	}
+	e.wantText(res, want)
+	runs.wantOnce(e)
+	if e.caps.LocalThreads {
+		// The service keeps nothing of the thread: a request cut short is
+		// sent again, and its step answered again.
+		return
+	}
+	e.wantOneResponsePerStep()
+}
+
+// callCounts counts the runs of handlers by call id.
+type callCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *callCounts) ran(ctx context.Context) {
+	call, _ := core.CallFromContext(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[call.ID]++
+}
+
+// wantOnce checks that every handler that ran ran once.
+func (c *callCounts) wantOnce(e *env) {
+	e.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, n := range c.n {
+		if n != 1 {
+			e.t.Errorf("the handler of call %s ran %d times, want once", id, n)
+		}
+	}
+}
+
 func cancelMidStep(e *env) {
 	started := make(chan struct{})
+	var runs callCounts
+	var stopped atomic.Bool
 	block := tool(e, "block", "Blocks.", func(ctx context.Context, _ struct{}) (string, error) {
+		if stopped.Load() {
+			runs.ran(ctx)
+			return "unblocked", nil
+		}
 		close(started)
 		<-ctx.Done()
-		return "", ctx.Err()
+		return "", ctx.Err() // gave up: its call runs again
 	}, nil)
-	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{calls("block", `{}`), answer("never")}}, afterStop}}
+	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{calls("block", `{}`), answer("{{result 0}}")}}, afterStop}}
 	r := e.runner(s, nil, block)
 	e.coreRunner(r, "a durable run does not end with its caller's context (Temporal: Runner.Cancel ends it)")
 	ctx, cancel := context.WithCancel(e.t.Context())
@@ -341,6 +402,32 @@ func cancelMidStep(e *env) {
 	}
 	if got := e.results(); len(got) != 0 {
 		e.t.Errorf("results were sent after cancellation: %+v", got)
+	}
+	stopped.Store(true)
+	e.wantResumable(r, res.Thread, "unblocked", &runs)
+}
+
+func cancelThenNewInput(e *env) {
+	started := make(chan struct{})
+	block := tool(e, "block", "Blocks.", func(ctx context.Context, _ struct{}) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}, nil)
+	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{calls("block", `{}`), answer("never")}}, afterStop}}
+	r := e.runner(s, nil, block)
+	cr := e.coreRunner(r, "Runner.Cancel")
+	if _, ok := e.b.(driver.Canceler); !ok {
+		e.t.Skip("the backend cannot cancel a turn (driver.Canceler)")
+	}
+	ctx, cancel := context.WithCancel(e.t.Context())
+	go func() { <-started; cancel() }()
+	res, err := r.Run(ctx, "go", nil)
+	if !errors.Is(err, context.Canceled) {
+		e.t.Fatalf("Run error = %v, want context.Canceled", err)
+	}
+	if err := cr.Cancel(e.t.Context(), res.Thread); err != nil {
+		e.t.Fatalf("Runner.Cancel: %v", err)
 	}
 	e.wantThreadUsable(r, res.Thread)
 }
@@ -539,6 +626,27 @@ func resumeAfterLostResponse(e *env) {
 	for _, d := range e.results() {
 		if d.Output != "table 7 booked" {
 			e.t.Errorf("a resend differs from the kept result: %+v", d)
+		}
+	}
+	e.wantOneResponsePerStep()
+}
+
+// wantOneResponsePerStep checks that the model answered each step once:
+// the service took each call's result once (a resend it took again would
+// have run the model again, forking a chain of responses).
+func (e *env) wantOneResponsePerStep() {
+	e.t.Helper()
+	if e.caps.LostAnswersRerun {
+		e.t.Log("the backend cannot find a lost answer (Capabilities.LostAnswersRerun): the model may answer a step again")
+		return
+	}
+	taken := map[string]int{}
+	for _, d := range e.results() {
+		taken[d.CallID]++
+	}
+	for id, n := range taken {
+		if n > 1 {
+			e.t.Errorf("the service took call %s's result %d times: the model answered its step %d times", id, n, n)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core"
@@ -192,11 +193,17 @@ func streamCut(e *env) {
 }
 
 func streamBreak(e *env) {
+	var stopped atomic.Bool
+	var runs callCounts
 	block := tool(e, "block", "Blocks.", func(ctx context.Context, _ struct{}) (string, error) {
+		if stopped.Load() {
+			runs.ran(ctx)
+			return "unblocked", nil
+		}
 		<-ctx.Done()
-		return "", ctx.Err()
+		return "", ctx.Err() // gave up: its call runs again
 	}, nil)
-	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{calls("block", `{}`, "block", `{}`), answer("never")}}, afterStop}}
+	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{calls("block", `{}`, "block", `{}`), answer("{{result 0}} {{result 1}}")}}, afterStop}}
 	r := e.runner(s, nil, block)
 	e.coreRunner(r, "a durable run does not end when its reader stops (Temporal: it goes on, and Resume returns it)")
 	st := r.Stream(e.t.Context(), "go", nil)
@@ -217,7 +224,48 @@ func streamBreak(e *env) {
 		e.t.Errorf("results were sent after the reader stopped: %+v", got)
 	}
 	e.wantNoRunGoroutines()
-	e.wantThreadUsable(r, res.Thread)
+	stopped.Store(true)
+	e.wantResumable(r, res.Thread, "unblocked unblocked", &runs)
+}
+
+// breakKinds are the events at which StreamBreakResume stops reading.
+var breakKinds = []core.EventKind{core.EventToolCall, core.EventStepStarted, core.EventCallStarted, core.EventCallFinished, core.EventResultsSubmitted, core.EventTextDelta}
+
+// streamBreakAt returns the scenario whose reader stops at the first event
+// of kind, in a two-step turn whose calls have side effects: a resume
+// (Runner.Resume) finishes the turn with the answer, each function run
+// once, each result received once, whatever had happened when the reader
+// stopped.
+func streamBreakAt(kind core.EventKind) func(*env) {
+	return func(e *env) {
+		var runs callCounts
+		charge := tool(e, "charge", "Charges a card.", func(ctx context.Context, in struct {
+			N int `json:"n"`
+		}) (string, error) {
+			runs.ran(ctx)
+			return fmt.Sprintf("charged %d", in.N), nil
+		}, nil)
+		s := script(calls("charge", `{"n":1}`), calls("charge", `{"n":2}`), answer(`done: {{output "charge"}} in all`))
+		s.DeltaSize = 3
+		r := e.runner(s, nil, charge)
+		e.coreRunner(r, "a durable run does not end when its reader stops (Temporal: it goes on, and Resume returns it)")
+		st := r.Stream(e.t.Context(), "charge twice", nil)
+		seen := false
+		for ev := range st.Events() {
+			if ev.Kind == kind {
+				seen = true
+				break
+			}
+		}
+		res, err := st.Result()
+		if !seen {
+			e.t.Skipf("the run reported no %v event (err %v)", kind, err)
+		}
+		if res == nil || res.Thread == "" {
+			e.t.Fatalf("Result = %+v, %v; want the thread", res, err)
+		}
+		e.wantResumable(r, res.Thread, "done: charged 2 in all", &runs)
+	}
 }
 
 // clientCode matches the stack of a goroutine running a run's code: the

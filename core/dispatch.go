@@ -92,8 +92,22 @@ func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time
 	select {
 	case ret = <-done:
 	case <-tctx.Done():
-		// The handler ignores its context; leave it behind.
-		ret = handlerReturn{err: tctx.Err()}
+		if ctx.Err() == nil {
+			// Past its time: the handler is left behind (the model is
+			// told it timed out).
+			ret = handlerReturn{err: tctx.Err()}
+			break
+		}
+		// The run's context ended: a handler that watches its context
+		// returns now; one that ignores it is left behind, and may still
+		// take effect.
+		grace := time.NewTimer(leaveGrace)
+		select {
+		case ret = <-done:
+		case <-grace.C:
+			ret = handlerReturn{err: fmt.Errorf("%w: %w", errLeftBehind, tctx.Err())}
+		}
+		grace.Stop()
 	}
 	if ret.err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
 		msg := fmt.Sprintf("tool %q timed out after %v", t.name, timeout)
@@ -125,6 +139,15 @@ func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time
 	}
 	return driver.Result{Output: out, Outcome: OK}, nil
 }
+
+// leaveGrace is how long a handler whose context ended has to return
+// before it is left behind.
+const leaveGrace = 100 * time.Millisecond
+
+// errLeftBehind is in the cause of a call whose handler did not return
+// when the run's context ended: it may still take effect, so the call is
+// left started (a resume decides it as in doubt) rather than run again.
+var errLeftBehind = errors.New("the handler did not return when its context ended")
 
 // verify runs the tool's Verify hook for call, in a goroutine of its own
 // and for at most timeout, as invoke runs a handler: a hook that panics, or

@@ -47,10 +47,15 @@ type Options struct {
 	// RunTimeout bounds each run ([Runner.Run], [Runner.Resume]), from its
 	// start to its answer, unless the caller's context ends sooner. A run
 	// past it ends with an error whose code is DeadlineExceeded (it
-	// matches context.DeadlineExceeded); the handlers still running are
-	// interrupted and their calls left to run again, the service's turn
-	// is canceled where the backend can (see [driver.Canceler]), and the Result
-	// holds the thread, to resume it. Zero (or less) means
+	// matches context.DeadlineExceeded), as when the caller's context
+	// ends: no handler starts after it; the handlers still running are
+	// interrupted, and those that give up (return) have their calls left
+	// to run again, while a handler that does not return within a moment
+	// is left behind, its call left started (a resume decides it as in
+	// doubt once its lease passed: it may still take effect). The
+	// service's turn is left waiting, and the Result holds the thread:
+	// [Runner.Resume] picks the turn up, sending the results the journal
+	// kept ([Runner.Cancel] abandons it instead). Zero (or less) means
 	// DefaultRunTimeout; RunOptions.Timeout overrides it for one run.
 	RunTimeout time.Duration
 	// MaxArgumentBytes bounds the arguments of one call, as the service
@@ -344,6 +349,9 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		// moveErr is why the record of a start could not move to its
 		// thread: the run must not go on.
 		moveErr error
+		// created is the thread the backend said it made (see
+		// driver.StartRequest.Created), if it did.
+		created string
 	)
 	if b.thread != "" {
 		thread, op = b.thread, "resume"
@@ -361,12 +369,22 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		req := &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts, Format: ro.Format.driverFormat()}
 		if ro.Thread != "" {
 			rec = r.recordRun(ctx, ro.Thread, ro)
+			req.Created = func(t string) {
+				// A chain's new response: the run goes on there.
+				if t != "" && t != thread {
+					created = t
+					b.hold.take(ctx, t) // new: nobody else holds it
+					rec.move(ctx, t)
+				}
+			}
 		} else {
 			rec = r.recordStart(ctx, b, ro)
-			req.Created = func(thread string) {
+			req.Created = func(t string) {
+				created = t
+				b.hold.take(ctx, t) // new: nobody else holds it
 				if rec == nil {
-					rec = r.recordRun(ctx, thread, ro)
-				} else if err := rec.move(ctx, thread); err != nil {
+					rec = r.recordRun(ctx, t, ro)
+				} else if err := rec.move(ctx, t); err != nil {
 					moveErr = err
 				}
 			}
@@ -381,11 +399,14 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 	}
 	if err != nil {
 		err = r.backendError(ctx, op, err)
-		if step != nil && step.Thread != "" {
+		switch {
+		case step != nil && step.Thread != "":
 			thread = step.Thread
+		case created != "":
+			thread = created
 		}
-		if op == "start" && ctx.Err() != nil {
-			r.cancelTurn(ctx, thread) // the turn may have started
+		if ctx.Err() != nil {
+			r.keepThread(thread) // the turn may have started: it is resumed
 		}
 		var res *Result
 		if thread != "" {
@@ -507,16 +528,13 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			}
 			if err == nil {
 				err = awaitingError(step.Thread, len(res.Pending), "pause")
-				if k, ok := r.b.(driver.Keeper); ok {
-					// Another process may decide and resume.
-					k.KeepThread(step.Thread)
-				}
+				r.keepThread(step.Thread) // another process may decide and resume
 			}
 			return finish(err)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				r.cancelTurn(ctx, step.Thread)
+				r.keepThread(step.Thread)
 			}
 			return finish(err)
 		}
@@ -531,7 +549,18 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			sk.pending = submitted
 		}
 		sctx, end := r.hookStep(ctx, StepInfo{Thread: step.Thread, Turn: step.Turn, Op: "submit", Step: res.Steps, Results: len(results)})
-		next, err := r.b.Submit(sctx, &driver.SubmitRequest{Step: step, Results: results, Format: ro.Format.driverFormat()})
+		moved := func(t string) {
+			// A chain's next response, named before it is complete: the
+			// run's thread, its record and its hold move there at once.
+			if t == "" || t == res.Thread {
+				return
+			}
+			r.saveOrigin(ctx, info, t)
+			rec.move(ctx, t)
+			hold.take(ctx, t) // new: nobody else holds it
+			res.Thread, res.Turn = t, ""
+		}
+		next, err := r.b.Submit(sctx, &driver.SubmitRequest{Step: step, Results: results, Format: ro.Format.driverFormat(), Moved: moved})
 		if end != nil {
 			end(next, err)
 		}
@@ -540,7 +569,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				r.cancelTurn(ctx, step.Thread)
+				r.keepThread(step.Thread)
 			}
 			return finish(r.backendError(ctx, "submit", err))
 		}
@@ -967,6 +996,18 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		r.holdLease(c.key)
 	}
 	r.event(ctx, c, EventCallStarted, OK, 0, nil)
+	if ctx.Err() != nil {
+		// The run's context ended as the call was reported (a stream's
+		// reader stopped there): the handler does not start.
+		if !c.detached {
+			r.dropLease(c.key)
+			t0 := r.journalClock()
+			rerr := r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
+			r.journalWrote(ctx, "release", t0, rerr)
+		}
+		r.event(ctx, c, EventCallFinished, Interrupted, 0, context.Cause(ctx))
+		return driver.ToolResult{}, r.ctxError(ctx)
+	}
 	t0 := time.Now()
 	jr, cause := r.handle(ctx, c)
 	d := time.Since(t0)
@@ -976,8 +1017,11 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 	c.cause = cause
 	if jr.Outcome == Interrupted {
 		// The run was canceled and the handler gave up: let it run again.
+		// A handler left behind may still take effect: its call stays
+		// started, and a resume decides it as in doubt (once its lease,
+		// no longer renewed, has passed).
 		r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
-		if c.detached {
+		if c.detached || errors.Is(cause, errLeftBehind) {
 			return driver.ToolResult{}, r.ctxError(ctx)
 		}
 		t0 := r.journalClock()
@@ -1076,6 +1120,39 @@ func (r *Runner) journalError(ctx context.Context, err error) error {
 
 func toResult(call *Call, jr *jdriver.Result, idem string) driver.ToolResult {
 	return driver.ToolResult{Call: *call, Output: jr.Output, Failed: jr.Failed, Error: jr.Error, Outcome: jr.Outcome, IdempotencyKey: idem}
+}
+
+// Cancel abandons the turn waiting on thread (the turn of a run that
+// stopped when its context ended, or that paused for approval): the
+// backend cancels the service's turn where it can, or answers its pending
+// calls with a failed output saying the run stopped (see
+// [driver.Canceler]), so that the thread takes new input. The results the
+// journal kept for the turn's calls are not sent, and approvals still
+// pending stay until they expire. A run of this runner on the thread is
+// waited for first. A backend that cannot cancel gives an error whose
+// code is Unimplemented.
+func (r *Runner) Cancel(ctx context.Context, thread string) error {
+	hold := r.threads.hold()
+	defer hold.release()
+	if err := hold.take(ctx, thread); err != nil {
+		return err
+	}
+	c, ok := r.b.(driver.Canceler)
+	if !ok {
+		return errcode.Errorf(errcode.Unimplemented, "core: the %s backend cannot cancel a turn", r.b.Name())
+	}
+	if err := c.Cancel(ctx, thread); err != nil {
+		return r.wrap("cancel turn", err)
+	}
+	return nil
+}
+
+// keepThread asks the backend, if it can, to keep thread on Close: its
+// turn waits to be resumed (in this process or another).
+func (r *Runner) keepThread(thread string) {
+	if k, ok := r.b.(driver.Keeper); ok && thread != "" {
+		k.KeepThread(thread)
+	}
 }
 
 // cancelTurn asks the backend, if it can, to cancel the turn waiting on

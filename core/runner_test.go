@@ -21,6 +21,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -233,47 +234,61 @@ func TestParallelStep(t *testing.T) {
 }
 
 // TestCancelMidStep checks that canceling the context while handlers run
-// stops the run promptly with a wrapped context.Canceled, asks the backend
-// to cancel the turn, and submits nothing.
+// stops the run promptly with a wrapped context.Canceled and submits
+// nothing; the turn is left waiting (Runner.Cancel abandons it); the call
+// whose handler gave up is left to run again, the one whose handler
+// ignores its context (it may still take effect) stays started.
 func TestCancelMidStep(t *testing.T) {
-	started := make(chan struct{}, 2)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	blocker := mustTool(t)(core.NewTool("block", "", func(ctx context.Context, _ struct{}) (string, error) {
-		started <- struct{}{}
-		<-release // ignores cancellation entirely
-		return "", nil
-	}, nil))
-	polite := mustTool(t)(core.NewTool("polite", "", func(ctx context.Context, _ struct{}) (string, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		return "", ctx.Err()
-	}, nil))
-	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
-		{Calls: []coretest.Call{{Name: "block"}, {Name: "polite"}}},
-		{Text: "never"},
-	}}}}
-	r, b := newRunner(t, script, []*core.Tool{blocker, polite}, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		<-started
-		<-started
-		cancel()
-	}()
-	res, err := r.Run(ctx, "go", nil)
-	if !errors.Is(err, context.Canceled) || errcode.Of(err) != errcode.Canceled || !errors.Is(err, errcode.Canceled) {
-		t.Fatalf("Run error = %v (code %v), want a wrapped context.Canceled", err, errcode.Of(err))
-	}
-	if res == nil || res.Thread != "thread_1" {
-		t.Errorf("Result = %+v, want the thread to resume", res)
-	}
-	var kinds []string
-	for _, rec := range b.Received() {
-		kinds = append(kinds, rec.Kind)
-	}
-	if diff := cmp.Diff([]string{"input", "cancel"}, kinds); diff != "" {
-		t.Errorf("backend received (-want +got):\n%s", diff)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		started := make(chan struct{}, 2)
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		blocker := mustTool(t)(core.NewTool("block", "", func(ctx context.Context, _ struct{}) (string, error) {
+			started <- struct{}{}
+			<-release // ignores cancellation entirely
+			return "", nil
+		}, nil))
+		polite := mustTool(t)(core.NewTool("polite", "", func(ctx context.Context, _ struct{}) (string, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return "", ctx.Err()
+		}, nil))
+		script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+			{Calls: []coretest.Call{{Name: "block"}, {Name: "polite"}}},
+			{Text: "never"},
+		}}}}
+		j := jdriver.NewMemory()
+		r, b := newRunner(t, script, []*core.Tool{blocker, polite}, &core.Options{Journal: j})
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			<-started
+			<-started
+			cancel()
+		}()
+		res, err := r.Run(ctx, "go", nil)
+		if !errors.Is(err, context.Canceled) || errcode.Of(err) != errcode.Canceled || !errors.Is(err, errcode.Canceled) {
+			t.Fatalf("Run error = %v (code %v), want a wrapped context.Canceled", err, errcode.Of(err))
+		}
+		if res == nil || res.Thread != "thread_1" {
+			t.Errorf("Result = %+v, want the thread to resume", res)
+		}
+		synctest.Wait() // the handler that gave up has released its call
+		if diff := cmp.Diff([]string{"input"}, kindsOf(b.Received())); diff != "" {
+			t.Errorf("backend received (-want +got):\n%s", diff)
+		}
+		for call, want := range map[string]jdriver.State{"call_1": jdriver.Started, "call_2": 0} {
+			e, _, _ := j.Get(t.Context(), jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: call})
+			if e.State != want {
+				t.Errorf("journal entry of %s: %v, want %v", call, e.State, want)
+			}
+		}
+		if err := r.Cancel(t.Context(), res.Thread); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"input", "cancel"}, kindsOf(b.Received())); diff != "" {
+			t.Errorf("after Runner.Cancel, backend received (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // TestCancelSingleCall checks that a lone handler that ignores its context

@@ -34,9 +34,11 @@ var errRangedTwice = errors.New("core: a Stream's events can be read once")
 // runs before the loop starts, and a reader that is slow to take an event
 // slows the reading of the service's stream, which is never buffered beyond
 // one event. Breaking out of the loop ends the run as a canceled context
-// would (its error matches [ErrStreamStopped] and context.Canceled), the
-// service's turn canceled where the backend can; a Result with the thread
-// is kept, to resume it.
+// would (its error matches [ErrStreamStopped] and context.Canceled): no
+// handler starts after it, and the service's turn is left waiting, on
+// every backend; the Result, with the thread, is kept: [Runner.Resume] (or
+// ResumeStream) picks the turn up where it stopped, sending the results
+// the journal kept, and [Runner.Cancel] abandons it.
 //
 // The text of each message arrives once and in order, also when the
 // service's stream drops and the backend resumes it: the pieces

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,8 +208,8 @@ func TestStreamWithoutDeltas(t *testing.T) {
 
 // TestStreamBreak checks that a reader that stops ends the run as a
 // cancellation would: the running handlers are interrupted, the turn is
-// canceled, nothing is submitted, no goroutine is left, and the thread can
-// be resumed.
+// left waiting (not canceled), nothing is submitted, no goroutine is
+// left, and a resume finishes the turn.
 func TestStreamBreak(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -222,9 +224,13 @@ func TestStreamBreak(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
+			var resuming atomic.Bool
 			block := mustTool(t)(core.NewTool("block", "", func(ctx context.Context, _ struct{}) (string, error) {
-				<-ctx.Done()
-				return "", ctx.Err()
+				if !resuming.Load() {
+					<-ctx.Done() // the streamed run's block until the reader stops
+					return "", ctx.Err()
+				}
+				return "ok", nil
 			}, nil))
 			r, b := streamRunner(t, tc.script, 3, block)
 			st := r.Stream(t.Context(), "go", nil)
@@ -247,10 +253,16 @@ func TestStreamBreak(t *testing.T) {
 					t.Errorf("results were submitted after the reader stopped: %+v", rec)
 				}
 			}
-			if tc.at != core.EventTextDelta { // a finished answer leaves no turn to cancel
-				if k := kindsOf(b.Received()); k[len(k)-1] != "cancel" {
-					t.Errorf("received %v, want the turn canceled last", k)
-				}
+			if k := kindsOf(b.Received()); slices.Contains(k, "cancel") {
+				t.Errorf("received %v, want the turn left waiting, for a resume", k)
+			}
+			want := "done"
+			if tc.at == core.EventTextDelta {
+				want = "one two three four"
+			}
+			resuming.Store(true)
+			if res, err := r.Resume(t.Context(), res.Thread, nil); err != nil || res.Text != want {
+				t.Errorf("Resume = %+v, %v; want the answer %q", res, err, want)
 			}
 			r.Close() // ends the goroutine that renews claims
 			waitGoroutines(t, before)

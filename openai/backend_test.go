@@ -434,7 +434,8 @@ func TestMaxStepsCancels(t *testing.T) {
 }
 
 // TestContextCanceled: canceling the caller's context while a tool runs
-// ends the run with Canceled and cancels the turn on the service.
+// ends the run with Canceled and leaves the turn waiting on the service
+// (for a resume); Runner.Cancel abandons it.
 func TestContextCanceled(t *testing.T) {
 	h := start(t, setup{script: oneTurn(calls(call("block", `{}`)), text("never"))})
 	started := make(chan struct{})
@@ -448,8 +449,18 @@ func TestContextCanceled(t *testing.T) {
 		t.Fatalf("err = %v, want Canceled", err)
 	}
 	rec := h.srv.Received()
+	if last := rec[len(rec)-1]; last.Kind != "input" {
+		t.Errorf("last received = %+v, want the input (the turn left waiting)", last)
+	}
+	if got := h.srv.SessionStatus(res.Thread); got != "requires_action" {
+		t.Errorf("session status = %q, want requires_action", got)
+	}
+	if err := h.runner.Cancel(t.Context(), res.Thread); err != nil {
+		t.Fatal(err)
+	}
+	rec = h.srv.Received()
 	if last := rec[len(rec)-1]; last.Kind != "cancel" || last.Thread != res.Thread {
-		t.Errorf("last received = %+v, want a cancel of %s", last, res.Thread)
+		t.Errorf("last received after Runner.Cancel = %+v, want a cancel of %s", last, res.Thread)
 	}
 }
 

@@ -24,7 +24,7 @@ import (
 // first turn runs on the creation stream (or, when polling, is read with
 // GET requests); on an existing session the backend subscribes to the
 // events stream before it posts the input. If ctx ends while the turn
-// runs, the turn is cancelled (best effort).
+// runs, the turn is left on the service, for a resume.
 func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
 	if err := b.checkClosed(); err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	}
 	st.observe(ctx)
 	step, err := b.follow(ctx, st, false)
-	return b.finish(ctx, st, step, err)
+	return b.finish(st, step, err)
 }
 
 // Resume implements [driver.Backend]: it re-subscribes to the session's
@@ -73,7 +73,7 @@ func (b *Backend) Resume(ctx context.Context, id string) (*driver.Step, error) {
 	} else if step, _, err = b.reconcile(ctx, st, true, true); err == nil && step == nil {
 		step, err = b.await(ctx, st)
 	}
-	return b.finish(ctx, st, step, err)
+	return b.finish(st, step, err)
 }
 
 // Submit implements [driver.Backend]: it posts the results of a step in one
@@ -138,10 +138,10 @@ func (b *Backend) postCancel(ctx context.Context, id string) error {
 }
 
 // finish ends a Start or Resume: on an error the event stream is closed
-// (the next call subscribes again), the step names the session if there is
-// one (so that the run can be resumed), and when ctx ended while the turn
-// ran, the turn is cancelled (best effort).
-func (b *Backend) finish(ctx context.Context, st *thread, step *driver.Step, err error) (*driver.Step, error) {
+// (the next call subscribes again), and the step names the session if
+// there is one, so that the run can be resumed. A turn whose run stopped
+// (ctx ended) is left to run or wait on the service: a resume picks it up.
+func (b *Backend) finish(st *thread, step *driver.Step, err error) (*driver.Step, error) {
 	if err != nil {
 		st.closeStream()
 		if step == nil && st.id != "" {
@@ -150,14 +150,6 @@ func (b *Backend) finish(ctx context.Context, st *thread, step *driver.Step, err
 	}
 	if step != nil {
 		step.Model = b.model()
-	}
-	if err != nil && ctx.Err() != nil && st.id != "" {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if cerr := b.postCancel(cctx, st.id); cerr != nil {
-			b.log.WarnContext(ctx, "openai: cancel turn failed", "session", st.id, "error", cerr)
-		}
-		st.endTurn()
 	}
 	return step, err
 }

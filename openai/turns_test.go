@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,16 +71,17 @@ func TestSessionFailed(t *testing.T) {
 }
 
 // TestCancelDuringStart: when the caller's context ends while Start waits
-// for the turn, the backend cancels the turn on the service.
+// for the turn, the turn is left on the service, and a resume finishes it.
 func TestCancelDuringStart(t *testing.T) {
 	arrived := make(chan struct{})
 	var once sync.Once
+	var resuming atomic.Bool
 	subscription := func(r *openaitest.Request) bool { return r.Method == "GET" }
 	cut := cutStream(subscription, 0)
 	h := start(t, setup{
 		script: &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{text("Hello.")}}, {Steps: twoSteps()}}},
 		server: &openaitest.Options{Fault: func(r *openaitest.Request) *openaitest.Fault {
-			if r.Method == "GET" && r.Path == "agents/sessions/sess_1" {
+			if r.Method == "GET" && r.Path == "agents/sessions/sess_1" && !resuming.Load() {
 				once.Do(func() { close(arrived) })
 				return &openaitest.Fault{Delay: time.Hour}
 			}
@@ -100,12 +102,15 @@ func TestCancelDuringStart(t *testing.T) {
 		t.Fatalf("err = %v, want Canceled", err)
 	}
 	rec := h.srv.Received()
-	if last := rec[len(rec)-1]; last.Kind != "cancel" {
-		t.Errorf("last received = %+v, want a cancel", last)
+	if last := rec[len(rec)-1]; last.Kind != "input" {
+		t.Errorf("last received = %+v, want the input (the turn left running)", last)
 	}
-	if got := h.srv.SessionStatus(first.Thread); got != "idle" {
-		t.Errorf("session status = %q, want idle", got)
+	resuming.Store(true)
+	res, err := h.runner.Resume(t.Context(), first.Thread, nil)
+	if err != nil || res.Text != twoStepsAnswer {
+		t.Fatalf("Resume = %+v, %v; want the turn finished", res, err)
 	}
+	h.checkOnce()
 }
 
 // TestReuseSession: Options.SessionID runs threadless runs on an existing

@@ -117,6 +117,14 @@ type Capabilities struct {
 	// ResponseFormat: a run may ask for an answer of a JSON schema
 	// (StartRequest.Format).
 	ResponseFormat bool
+	// LostAnswersRerun: a request whose answer was lost before the
+	// service named what it made (the connection dropped) cannot be found
+	// again, so a resume sends it again and the model answers that step a
+	// second time: a chain of responses on a service that lists none, or
+	// a thread the service does not store. Other backends find what a lost
+	// request produced (a session's state, a conversation's items, a
+	// listing of responses) and the model answers each step once.
+	LostAnswersRerun bool
 	// Streams: the backend reads the service's stream and hands the
 	// model's text and reasoning over as they arrive (see [Observer]);
 	// otherwise it gives each message whole, and no reasoning.
@@ -154,7 +162,8 @@ type StartRequest struct {
 	// turn's first step, so that the runner can record the run while the
 	// model works (a worker that dies meanwhile leaves a run another can
 	// take over). A backend that learns the thread only with the step may
-	// not call it.
+	// not call it. A backend whose every response is a thread (a chain of
+	// responses) calls it with the new response, continuing Thread too.
 	Created func(thread string)
 }
 
@@ -166,6 +175,14 @@ type SubmitRequest struct {
 	Results []ToolResult
 	// Format is the run's format, as in [StartRequest].
 	Format *Format
+	// Moved, if set, is called by a backend whose thread moves on with
+	// each response (a chain of responses) with the next thread, as soon
+	// as the service names it and before the response is complete: a run
+	// that stops after that (its context ended, or the answer was lost)
+	// is resumed from that thread, which holds what the request produced,
+	// rather than by sending the results again (which would make the model
+	// answer twice).
+	Moved func(thread string)
 }
 
 // A Step is what the model did in one round of a turn: either it asked for

@@ -183,7 +183,7 @@ func (b *Backend) Name() string { return b.name }
 // loaded by the service's tool search; there is no failure flag.
 func (b *Backend) Capabilities() driver.Capabilities {
 	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: b.agentRef == nil, Streams: b.stream, ServiceApprovals: true,
-		LocalThreads: b.mode == Stateless, DeferredLoading: true}
+		LocalThreads: b.mode == Stateless, DeferredLoading: true, LostAnswersRerun: b.mode == Stateless || b.mode == Chain}
 }
 
 // Mode returns how the backend links the responses of a thread.

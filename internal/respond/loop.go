@@ -31,7 +31,7 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	switch b.mode {
 	case Chain:
 		input := append(b.takeCanceled(req.Thread), msg)
-		return b.respond(ctx, req.Thread, input, req.Format)
+		return b.respond(withMoved(ctx, req.Created), req.Thread, input, req.Format)
 	case Stateless:
 		return b.startStateless(ctx, req.Thread, msg, req.Format)
 	}
@@ -111,6 +111,9 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	}
 	if b.mode == Stateless {
 		return b.respondStateless(ctx, req.Step.Thread, input, req.Format)
+	}
+	if b.mode == Chain {
+		ctx = withMoved(ctx, req.Moved)
 	}
 	step, err := b.respond(ctx, req.Step.Thread, input, req.Format)
 	if err != nil && b.mode == Conversation && isBadRequest(err) {
@@ -271,12 +274,33 @@ func (b *Backend) create(ctx context.Context, thread string, p *responses.Respon
 		}
 		r, err := newReply(ctx, p)
 		if err == nil {
+			if moved := movedFrom(ctx); moved != nil && r.ID != "" {
+				moved(r.ID) // before the observer may stop the run
+			}
 			err = r.observe(obs)
 		}
 		return r, err
 	}
-	rs := &responseStream{b: b, thread: thread, obs: obs, seq: -1}
+	rs := &responseStream{b: b, thread: thread, obs: obs, seq: -1, moved: movedFrom(ctx)}
 	return rs.read(ctx, p)
+}
+
+// movedKey is the context key of a chain request's Moved callback.
+type movedKey struct{}
+
+// withMoved returns ctx carrying f, which a chain's response stream calls
+// with the new response's id as soon as the service names it (see
+// driver.SubmitRequest.Moved).
+func withMoved(ctx context.Context, f func(string)) context.Context {
+	if f == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, movedKey{}, f)
+}
+
+func movedFrom(ctx context.Context) func(string) {
+	f, _ := ctx.Value(movedKey{}).(func(string))
+	return f
 }
 
 func isTurnError(err error) bool {

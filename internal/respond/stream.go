@@ -37,6 +37,9 @@ type responseStream struct {
 	final  *responses.Response
 	done   []responses.ResponseOutputItemUnion
 	open   string // the message whose text is being read, if any
+	// moved, in Chain mode, is told the response's id once
+	// response.created names it (see driver.SubmitRequest.Moved).
+	moved func(string)
 }
 
 // read creates the response p describes and reads its stream, and the
@@ -199,6 +202,10 @@ func (rs *responseStream) handle(ev *responses.ResponseStreamEventUnion) error {
 	switch ev.Type {
 	case "response.created":
 		rs.id = ev.Response.ID
+		if rs.moved != nil && rs.id != "" {
+			rs.moved(rs.id)
+			rs.moved = nil
+		}
 	case "response.output_text.delta":
 		return rs.emit(driver.TextDelta, ev.ItemID, ev.Delta)
 	case "response.reasoning_summary_text.delta":

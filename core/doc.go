@@ -106,8 +106,9 @@
 // [Options.ToolTimeout] (5 minutes by default; [ToolOptions.Timeout] sets a
 // tool's own), after which the model is told it timed out; a run lasts at
 // most [Options.RunTimeout] (30 minutes by default), after which it ends
-// with a DeadlineExceeded error, its service turn canceled and its thread
-// left to resume. Arguments longer than [Options.MaxArgumentBytes]
+// with a DeadlineExceeded error, its service turn left waiting for a
+// resume (also when a stream's reader stopped reading: no other worker
+// waits for the run more than a lease past its limit). Arguments longer than [Options.MaxArgumentBytes]
 // (1 MiB by default) are not parsed: the model is told "arguments too large
 // (N bytes; the limit is M)" and the handler does not run. An output past
 // [Options.MaxOutputBytes] (4 MiB by default) gives a failed result saying

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -16,43 +15,71 @@ import (
 // network poller, which costs more than a quick call. The goroutine runs
 // while the runner holds claims; it ends at the first renewal that finds
 // none, or when the runner is closed.
+//
+// A claim is held for a run, and renewed only while the run's context is
+// not done: once it ends (its caller, its time limit, a stream's reader
+// that stopped), the claim is left to expire, whether or not the run's
+// goroutine gets to act on it (a stream's reader that stops reading
+// holds that goroutine), so that no other worker waits for the run more
+// than a lease past its end.
 type leases struct {
-	mu      sync.Mutex
-	held    map[driver.Key]int // claims held, with how many calls hold each
-	stop    chan struct{}      // closed to end the renewing goroutine; nil when none runs
-	stopped bool               // the runner is closed
+	mu sync.Mutex
+	// held are the claims held: for each, the Done channels of the
+	// contexts of the runs that hold it, one per hold.
+	held    map[driver.Key][]<-chan struct{}
+	stop    chan struct{} // closed to end the renewing goroutine; nil when none runs
+	stopped bool          // the runner is closed
 }
 
-// holdLease keeps the claim on key alive until dropLease.
-func (r *Runner) holdLease(key driver.Key) {
+// holdLease keeps the claim on key alive until dropLease, while ctx is not
+// done.
+func (r *Runner) holdLease(ctx context.Context, key driver.Key) {
 	l := &r.leases
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held == nil {
-		l.held = map[driver.Key]int{}
+		l.held = map[driver.Key][]<-chan struct{}{}
 	}
-	l.held[key]++
+	l.held[key] = append(l.held[key], ctx.Done())
 	if l.stop == nil && !l.stopped {
 		l.stop = make(chan struct{})
 		go r.renewLeases(l.stop)
 	}
 }
 
-// dropLease stops renewing the claim on key.
-func (r *Runner) dropLease(key driver.Key) {
+// dropLease stops renewing the claim on key held under ctx.
+func (r *Runner) dropLease(ctx context.Context, key driver.Key) {
 	l := &r.leases
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.held[key]--; l.held[key] <= 0 {
-		delete(l.held, key)
+	held := l.held[key]
+	if i := slices.Index(held, ctx.Done()); i >= 0 {
+		held = slices.Delete(held, i, i+1)
 	}
+	if len(held) == 0 {
+		delete(l.held, key)
+	} else {
+		l.held[key] = held
+	}
+}
+
+// live reports whether a hold of held is under a context not done.
+func live(held []<-chan struct{}) bool {
+	for _, done := range held {
+		select {
+		case <-done:
+		default:
+			return true // a nil channel (a context never done) too
+		}
+	}
+	return false
 }
 
 // holds reports whether the claim on key is held.
 func (l *leases) holds(key driver.Key) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.held[key] > 0
+	return len(l.held[key]) > 0
 }
 
 // close ends the renewing goroutine for good.
@@ -66,8 +93,8 @@ func (l *leases) close() {
 	}
 }
 
-// renewLeases renews the claims held every third of the lease, until none
-// is held or stop is closed.
+// renewLeases renews the claims held under a context not done every third
+// of the lease, until none is held or stop is closed.
 func (r *Runner) renewLeases(stop chan struct{}) {
 	l := &r.leases
 	every := r.opts.Lease / 3
@@ -87,7 +114,12 @@ func (r *Runner) renewLeases(stop chan struct{}) {
 			l.mu.Unlock()
 			return
 		}
-		keys := slices.Collect(maps.Keys(l.held))
+		var keys []driver.Key
+		for key, held := range l.held {
+			if live(held) {
+				keys = append(keys, key)
+			}
+		}
 		l.mu.Unlock()
 		for _, key := range keys {
 			ctx, cancel := context.WithTimeout(context.Background(), every)

@@ -55,7 +55,13 @@ type Options struct {
 	// doubt once its lease passed: it may still take effect). The
 	// service's turn is left waiting, and the Result holds the thread:
 	// [Runner.Resume] picks the turn up, sending the results the journal
-	// kept ([Runner.Cancel] abandons it instead). Zero (or less) means
+	// kept ([Runner.Cancel] abandons it instead). The limit holds also
+	// when the run cannot act on it at once (a [Stream] whose reader
+	// stopped reading holds the run where it is): from the limit on, the
+	// runner renews neither the run's lease nor its calls', so that
+	// another worker sharing the journal can take the run over
+	// ([Runner.TakeOver]) at most a lease after it, and the reader, when
+	// it reads again, gets the time limit's error. Zero (or less) means
 	// DefaultRunTimeout; RunOptions.Timeout overrides it for one run.
 	RunTimeout time.Duration
 	// MaxArgumentBytes bounds the arguments of one call, as the service
@@ -993,14 +999,14 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		return driver.ToolResult{}, err
 	}
 	if !c.detached {
-		r.holdLease(c.key)
+		r.holdLease(ctx, c.key)
 	}
 	r.event(ctx, c, EventCallStarted, OK, 0, nil)
 	if ctx.Err() != nil {
 		// The run's context ended as the call was reported (a stream's
 		// reader stopped there): the handler does not start.
 		if !c.detached {
-			r.dropLease(c.key)
+			r.dropLease(ctx, c.key)
 			t0 := r.journalClock()
 			rerr := r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
 			r.journalWrote(ctx, "release", t0, rerr)
@@ -1012,7 +1018,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 	jr, cause := r.handle(ctx, c)
 	d := time.Since(t0)
 	if !c.detached {
-		r.dropLease(c.key)
+		r.dropLease(ctx, c.key)
 	}
 	c.cause = cause
 	if jr.Outcome == Interrupted {

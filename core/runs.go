@@ -22,6 +22,9 @@ type runRecord struct {
 	thread  string
 	options string
 	ended   bool // end recorded how the run ended (see pause)
+	// ctx is the run's: its lease is renewed while ctx is not done (see
+	// leases).
+	ctx context.Context
 }
 
 // runOptionsJSON is what a run record keeps of a run's options, for the
@@ -42,20 +45,21 @@ const startPrefix = "toolrelay-start:"
 // itself (a journal of its own is never shared). It returns nil when there
 // is nothing to record.
 func (r *Runner) recordRun(ctx context.Context, thread string, ro RunOptions) *runRecord {
-	rec := r.newRecord(ro)
+	rec := r.newRecord(ctx, ro)
 	rec.move(ctx, thread)
 	return rec
 }
 
-// newRecord returns the record of a run with options ro, not written yet;
-// nil when the journal keeps no runs, or is the runner's own.
-func (r *Runner) newRecord(ro RunOptions) *runRecord {
+// newRecord returns the record of a run with context ctx and options ro,
+// not written yet; nil when the journal keeps no runs, or is the runner's
+// own.
+func (r *Runner) newRecord(ctx context.Context, ro RunOptions) *runRecord {
 	runs, ok := r.opts.Journal.(jdriver.Runs)
 	if !ok || r.own != nil {
 		return nil
 	}
 	b, _ := json.Marshal(runOptionsJSON{MaxSteps: ro.MaxSteps, Timeout: ro.Timeout})
-	return &runRecord{r: r, runs: runs, options: string(b)}
+	return &runRecord{r: r, runs: runs, options: string(b), ctx: ctx}
 }
 
 // recordStart records a run that starts a new thread before the request
@@ -69,7 +73,7 @@ func (r *Runner) newRecord(ro RunOptions) *runRecord {
 // format is not recorded before its thread exists (the record keeps text
 // only).
 func (r *Runner) recordStart(ctx context.Context, b beginning, ro RunOptions) *runRecord {
-	rec := r.newRecord(ro)
+	rec := r.newRecord(ctx, ro)
 	if rec == nil || len(ro.Parts) > 0 || ro.Format != nil {
 		return nil
 	}
@@ -95,7 +99,7 @@ func (rec *runRecord) put(ctx context.Context, thread, options string) bool {
 		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", thread, errorAttr(err))
 		return false
 	}
-	r.holdLease(r.runKey(thread))
+	r.holdLease(rec.ctx, r.runKey(thread))
 	return true
 }
 
@@ -119,8 +123,8 @@ func (rec *runRecord) move(ctx context.Context, thread string) error {
 		if err := rec.runs.MoveRun(ctx, r.b.Name(), rec.thread, thread, r.opts.Owner, rec.options); err != nil {
 			return err
 		}
-		r.dropLease(r.runKey(rec.thread))
-		r.holdLease(r.runKey(thread))
+		r.dropLease(rec.ctx, r.runKey(rec.thread))
+		r.holdLease(rec.ctx, r.runKey(thread))
 		rec.thread = thread
 		return nil
 	}
@@ -128,7 +132,7 @@ func (rec *runRecord) move(ctx context.Context, thread string) error {
 		return nil
 	}
 	if rec.thread != "" {
-		r.dropLease(r.runKey(rec.thread))
+		r.dropLease(rec.ctx, r.runKey(rec.thread))
 		rec.endAs(ctx, jdriver.RunContinued, "")
 	}
 	rec.thread = thread
@@ -141,7 +145,7 @@ func (rec *runRecord) end(ctx context.Context, err error) {
 		return
 	}
 	rec.ended = true
-	rec.r.dropLease(rec.r.runKey(rec.thread))
+	rec.r.dropLease(rec.ctx, rec.r.runKey(rec.thread))
 	state, msg := jdriver.RunFinished, ""
 	switch {
 	case errors.Is(err, ErrAwaitingApproval):

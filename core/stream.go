@@ -33,7 +33,10 @@ var errRangedTwice = errors.New("core: a Stream's events can be read once")
 // The run happens while the loop runs, in the loop's goroutine: nothing
 // runs before the loop starts, and a reader that is slow to take an event
 // slows the reading of the service's stream, which is never buffered beyond
-// one event. Breaking out of the loop ends the run as a canceled context
+// one event; a reader that stops reading (without breaking out) holds the
+// run, but not past its time limit (see [Options.RunTimeout]): a lease
+// after it, another worker may take the run over. Breaking out of the
+// loop ends the run as a canceled context
 // would (its error matches [ErrStreamStopped] and context.Canceled): no
 // handler starts after it, and the service's turn is left waiting, on
 // every backend; the Result, with the thread, is kept: [Runner.Resume] (or

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,6 +16,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
@@ -153,5 +156,82 @@ func TestTakeOverStart(t *testing.T) {
 	list, _ = mem.ListRuns(t.Context(), backend.Name(), "", 10)
 	if len(list) != 1 || list[0].Thread != got[0].Thread || list[0].State != jdriver.RunFinished || list[0].Owner != "alive" || strings.Contains(list[0].Options, "input") {
 		t.Errorf("run records %+v, want one, on the new thread, finished by alive, its input dropped", list)
+	}
+}
+
+// TestBlockedReaderTimeLimit (issue 30, item 8): a stream's reader that
+// stops reading (it neither reads on nor breaks out) does not hold its run
+// past the run's time limit: from then on the runner renews neither the
+// run's lease nor its calls', so that another worker takes the run over
+// at most a lease after the limit and finishes it, each call run once;
+// the reader, when it reads again, gets the time limit's error, its late
+// end refused.
+func TestBlockedReaderTimeLimit(t *testing.T) {
+	for _, at := range []core.EventKind{core.EventToolCall, core.EventCallStarted} {
+		t.Run(at.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const (
+					limit = 2 * time.Second
+					lease = 3 * time.Second
+				)
+				mem := jdriver.NewMemory()
+				var runs atomic.Int32
+				book := mustTool(t)(core.NewTool("book", "Books a table.", func(context.Context, struct{}) (string, error) {
+					runs.Add(1)
+					return "booked", nil
+				}, &core.ToolOptions{Idempotent: true}))
+				tools, _ := core.NewToolbox(book)
+				backend := coretest.NewBackend(coretest.Simple("book", `{}`, "{{result 0}}"), &coretest.BackendOptions{Tools: tools})
+				reader := core.NewRunner(backend, tools, &core.Options{Journal: mem, Owner: "reader", Lease: lease, RunTimeout: limit, Logger: quiet})
+				defer reader.Close()
+				other := core.NewRunner(backend, tools, &core.Options{Journal: mem, Owner: "other", Lease: lease, Logger: quiet})
+				defer other.Close()
+
+				blocked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+				unblock := sync.OnceFunc(func() { close(release) })
+				defer unblock()
+				go func() {
+					st := reader.Stream(context.Background(), "book a table", nil)
+					for ev := range st.Events() {
+						if ev.Kind == at {
+							close(blocked)
+							<-release // the reader stops reading
+						}
+					}
+					_, err := st.Result()
+					done <- err
+				}()
+				<-blocked
+				start := time.Now()
+				var got []*core.Result
+				for len(got) == 0 {
+					if time.Since(start) > limit+2*lease {
+						t.Fatalf("no other worker could take the run over %v after its time limit (%v; lease %v)", time.Since(start)-limit, limit, lease)
+					}
+					time.Sleep(lease / 10)
+					var err error
+					if got, err = other.TakeOver(t.Context()); err != nil {
+						t.Fatalf("TakeOver: %v", err)
+					}
+				}
+				if d := time.Since(start); d > limit+lease+lease/10 {
+					t.Errorf("the run was taken over %v after it began, want at most the time limit and a lease (%v)", d, limit+lease)
+				}
+				if len(got) != 1 || got[0].Text != "booked" {
+					t.Fatalf("TakeOver = %+v, want the run finished here", got)
+				}
+				unblock()
+				if err := <-done; errcode.Of(err) != errcode.DeadlineExceeded || !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("the blocked reader's run = %v (code %v), want its time limit's error (DeadlineExceeded)", err, errcode.Of(err))
+				}
+				if n := runs.Load(); n != 1 {
+					t.Errorf("the handler ran %d times, want once", n)
+				}
+				list, _ := mem.ListRuns(t.Context(), backend.Name(), "", 10)
+				if len(list) != 1 || list[0].State != jdriver.RunFinished || list[0].Owner != "other" {
+					t.Errorf("run records %+v, want one, finished by other", list)
+				}
+			})
+		})
 	}
 }

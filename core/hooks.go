@@ -53,6 +53,14 @@ type RunInfo struct {
 	// run that starts a turn the hook may set it, and the runner records
 	// it as soon as the thread is known.
 	Origin string
+	// Conversation names the conversation the run belongs to, the same
+	// from run to run of a thread: the thread itself, or, on a backend
+	// whose thread moves on with each response (a chain of responses),
+	// the thread the chain began on, as the journal's notes recorded it
+	// ([jdriver.Notes]; without them, the thread resumed or continued).
+	// It is "" when the hook is called for a run that starts a new
+	// thread; the runner sets it to that thread once it is known.
+	Conversation string
 }
 
 // StepInfo describes a request for a step to [Hooks].Step.
@@ -98,37 +106,57 @@ type CallEnd struct {
 }
 
 // hookRun calls the Run hook, if any, reading the thread's origin note on a
-// resume. It returns the run's context, the info (whose Origin the hook
+// resume, and its conversation note on a resume or a continuation. It returns the run's context, the info (whose Origin the hook
 // may have set) and the end function, nil when there is no hook.
 func (r *Runner) hookRun(ctx context.Context, thread string, resume, recovered bool) (context.Context, *RunInfo, func(*Result, error)) {
 	h := r.opts.Hooks
 	if h == nil || h.Run == nil {
 		return ctx, nil, nil
 	}
-	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume, TakenOver: recovered}
-	if n, ok := r.opts.Journal.(jdriver.Notes); ok && resume {
-		if v, found, err := n.Note(ctx, info.Backend, thread, originNote); err == nil && found {
-			info.Origin = v
+	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume, TakenOver: recovered, Conversation: thread}
+	if n, ok := r.opts.Journal.(jdriver.Notes); ok && thread != "" {
+		if resume {
+			if v, found, err := n.Note(ctx, info.Backend, thread, originNote); err == nil && found {
+				info.Origin = v
+			}
+		}
+		if v, found, err := n.Note(ctx, info.Backend, thread, conversationNote); err == nil && found && v != "" {
+			info.Conversation = v
 		}
 	}
 	ctx, end := h.Run(ctx, info)
 	return ctx, info, end
 }
 
-// originNote names the journal note that keeps a run's Origin.
-const originNote = "origin"
+// originNote names the journal note that keeps a run's Origin, and
+// conversationNote the one that keeps the Conversation of a thread that is
+// not its own (a chain's).
+const (
+	originNote       = "origin"
+	conversationNote = "conversation"
+)
 
 // saveOrigin records the Origin of a run for thread: the one a Run hook
 // set for the run that started a turn, or, for a chained thread that moves
-// on, the one the run carries. A failure costs only the link, so it is
-// logged.
+// on, the one the run carries; and, on a thread that is not the run's
+// conversation (a chain's next response), the Conversation. A failure
+// costs only the link or the name, so it is logged.
 func (r *Runner) saveOrigin(ctx context.Context, info *RunInfo, thread string) {
-	if info == nil || info.Origin == "" || thread == "" {
+	if info == nil || thread == "" {
 		return
 	}
-	if n, ok := r.opts.Journal.(jdriver.Notes); ok {
+	n, ok := r.opts.Journal.(jdriver.Notes)
+	if !ok {
+		return
+	}
+	if info.Origin != "" {
 		if err := n.SetNote(ctx, info.Backend, thread, originNote, info.Origin); err != nil {
 			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's origin", "thread", thread, errorAttr(err))
+		}
+	}
+	if info.Conversation != "" && info.Conversation != thread {
+		if err := n.SetNote(ctx, info.Backend, thread, conversationNote, info.Conversation); err != nil {
+			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's conversation", "thread", thread, errorAttr(err))
 		}
 	}
 }

@@ -400,6 +400,9 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 			end(step, err)
 		}
 		if err == nil && step != nil && thread == "" {
+			if info != nil {
+				info.Conversation = step.Thread // a new thread: the run's conversation
+			}
 			r.saveOrigin(ctx, info, step.Thread)
 		}
 	}

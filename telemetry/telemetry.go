@@ -13,11 +13,12 @@
 // adapter.Options.WrapTransport).
 //
 // Spans carry gen_ai.operation.name, gen_ai.provider.name,
-// gen_ai.agent.name (when set), gen_ai.conversation.id (the run's
-// conversation: the thread resumed or continued, else its first step's,
-// the same on every span of the run, also in a chain of responses whose
-// thread moves on with each step), toolrelay.thread (the thread as it is
-// then), toolrelay.backend and toolrelay.turn; tool spans
+// gen_ai.agent.name (when set), gen_ai.conversation.id (the
+// conversation, core.RunInfo.Conversation: the thread, the same on every
+// span of every run of it; in a chain of responses, whose thread moves on
+// with each step, the thread the chain began on, from run to run when the
+// journal keeps notes), toolrelay.thread (the thread as it is then),
+// toolrelay.backend and toolrelay.turn; tool spans
 // gen_ai.tool.name, gen_ai.tool.call.id, gen_ai.tool.type and
 // toolrelay.call.outcome; chat and run spans gen_ai.request.model (the
 // model the service said made the step, or the backend's or agent's) and
@@ -250,8 +251,8 @@ func Transport(base http.RoundTripper, o *Options) http.RoundTripper {
 var traceContext = propagation.TraceContext{}
 
 // A runState is what a run's span learns from its steps, for the spans
-// inside it: the conversation (the thread resumed or continued, else the
-// first step's: in a chain of responses the thread moves on with each
+// inside it: the conversation (core.RunInfo.Conversation, else the first
+// step's thread: in a chain of responses the thread moves on with each
 // step, the conversation does not) and the model.
 type runState struct {
 	mu                  sync.Mutex
@@ -308,7 +309,7 @@ func (t *telemetry) run(ctx context.Context, info *core.RunInfo) (context.Contex
 	}
 	start := time.Now()
 	ctx, span := t.tracer.Start(ctx, t.runName, opts...)
-	rs := &runState{conversation: info.Thread}
+	rs := &runState{conversation: cmp.Or(info.Conversation, info.Thread)}
 	ctx = context.WithValue(ctx, runStateKey{}, rs)
 	if !info.Resume && span.SpanContext().IsValid() {
 		c := propagation.MapCarrier{}

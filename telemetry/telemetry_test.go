@@ -568,3 +568,79 @@ func TestToolServer(t *testing.T) {
 		}
 	}
 }
+
+// TestConversationAcrossRuns: every span of every run of a thread names
+// one conversation — a run, a second one continuing the thread, a pause
+// for approval and the resume after the decision — the thread's first, on
+// every backend, also in a chain of responses, whose thread moves on with
+// each step (there every later run named its own thread before).
+func TestConversationAcrossRuns(t *testing.T) {
+	script := &coretest.Script{Turns: []coretest.Turn{
+		{Steps: []coretest.Step{
+			{Calls: []coretest.Call{{Name: "getUserFavoriteCity", Arguments: json.RawMessage(`{}`)}}},
+			{Text: "{{result 0}}"},
+		}},
+		{Steps: []coretest.Step{
+			{Calls: []coretest.Call{{Name: "forecast", Arguments: json.RawMessage(`{"location":"Seattle, WA"}`)}}},
+			{Text: "{{result 0}}"},
+		}},
+	}}
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			var e *env
+			tools := func(e *env) []*core.Tool {
+				forecast, err := core.NewTool("forecast", "Forecasts the weather.", func(context.Context, cityArgs) (string, error) {
+					return "rain", nil
+				}, &core.ToolOptions{Approval: core.Always("forecasts cost money")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return append(e.weatherTools(), forecast)
+			}
+			e = newEnv(t, be.name, script, tools, nil, core.Options{Journal: jdriver.NewMemory()})
+			first, err := e.runner.Run(t.Context(), "my city?", nil)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			second, err := e.runner.Run(t.Context(), "its forecast?", &core.RunOptions{Thread: first.Thread})
+			if !errors.Is(err, core.ErrAwaitingApproval) || len(second.Pending) != 1 {
+				t.Fatalf("the second Run = %v, %d pending; want a pause for the forecast", err, len(second.Pending))
+			}
+			if err := e.runner.Decide(t.Context(), second.Thread, second.Pending[0].Key.Call, core.Decision{Approved: true}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.runner.Resume(t.Context(), second.Thread, nil); err != nil {
+				t.Fatalf("Resume: %v", err)
+			}
+			spans := e.spans.GetSpans()
+			if n := len(byName(spans, "invoke_agent")); n != 3 {
+				t.Fatalf("%d run spans, want 3", n)
+			}
+			var conv string
+			threads := map[string]bool{}
+			for _, s := range spans {
+				if isHTTP(s) || strings.HasPrefix(s.Name, "handler ") {
+					continue
+				}
+				a := attrs(s.Attributes)
+				if conv == "" && a["toolrelay.step.op"] == "start" {
+					conv = a["toolrelay.thread"] // the first run's first step
+				}
+				threads[a["toolrelay.thread"]] = true
+			}
+			chain := strings.Contains(be.name, "chain") || be.name == "responses"
+			if conv == "" || chain != (len(threads) > 1) {
+				t.Fatalf("the first step's thread %q, threads %v: want one, or, in a chain, several", conv, threads)
+			}
+			for _, s := range spans {
+				if isHTTP(s) || strings.HasPrefix(s.Name, "handler ") {
+					continue
+				}
+				if a := attrs(s.Attributes); a["gen_ai.conversation.id"] != conv {
+					t.Errorf("%s (thread %s, resume %s): gen_ai.conversation.id %q, want the thread's first, %q",
+						s.Name, a["toolrelay.thread"], a["toolrelay.resume"], a["gen_ai.conversation.id"], conv)
+				}
+			}
+		})
+	}
+}

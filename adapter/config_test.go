@@ -38,21 +38,37 @@ func writeConfig(t *testing.T, v any) string {
 }
 
 // TestLoadPrecedence checks that code wins over the environment, which
-// wins over the file.
+// wins over the file, both ways: each pair of places sets a setting that
+// the other does too (a planted bug that lets the environment override
+// code, or the file the environment, fails it), and a setting made in one
+// place only is kept.
 func TestLoadPrecedence(t *testing.T) {
 	t.Setenv(adapter.SettingsFileEnv, writeConfig(t, map[string]any{
-		"backend": "from-file", "max_steps": 3, "concurrency": 2, "tool_timeout": "5s", "instructions": "from-file",
+		"backend": "from-file", "instructions": "from-file", "max_steps": 3, "concurrency": 2, "max_output_bytes": 300,
 		"test": map[string]any{"region": "file", "zone": "file"},
 	}))
-	t.Setenv("TOOLRELAY_MAX_STEPS", "7")
-	t.Setenv("TOOLRELAY_CONCURRENCY", "")
-	t.Setenv("TOOLRELAY_INSTRUCTIONS", "from-env")
-	got, err := adapter.Load(&adapter.Settings{Backend: "from-code"})
+	t.Setenv("TOOLRELAY_BACKEND", "from-env")         // file, env, code: code
+	t.Setenv("TOOLRELAY_INSTRUCTIONS", "from-env")    // file, env: env
+	t.Setenv("TOOLRELAY_TOOL_TIMEOUT", "7s")          // env, code: code
+	t.Setenv("TOOLRELAY_RUN_TIMEOUT", "9m")           // env only
+	t.Setenv("TOOLRELAY_CONCURRENCY", "")             // empty: not set
+	t.Setenv("TOOLRELAY_MAX_ARGUMENT_BYTES", "70000") // env only
+	got, err := adapter.Load(&adapter.Settings{
+		Backend: "from-code", MaxSteps: 5, ToolTimeout: adapter.Duration(time.Second), TruncateOutput: true,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &adapter.Settings{
-		Backend: "from-code", MaxSteps: 7, Concurrency: 2, ToolTimeout: adapter.Duration(5 * time.Second), Instructions: "from-env",
+		Backend:          "from-code",                       // code over env and file
+		Instructions:     "from-env",                        // env over file
+		MaxSteps:         5,                                 // code over file
+		ToolTimeout:      adapter.Duration(time.Second),     // code over env
+		RunTimeout:       adapter.Duration(9 * time.Minute), // env alone
+		Concurrency:      2,                                 // file alone (the env var is empty)
+		MaxOutputBytes:   300,                               // file alone
+		MaxArgumentBytes: 70000,                             // env alone
+		TruncateOutput:   true,                              // code alone
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Load (-want +got):\n%s", diff)
@@ -70,16 +86,19 @@ type testSettings struct {
 
 // TestSettingsPrecedence checks that a backend's settings come from its
 // section of the file, overlaid by the environment, overlaid by a value of
-// its settings type in code.
+// its settings type in code, both ways: each pair of places sets a setting
+// the other does too.
 func TestSettingsPrecedence(t *testing.T) {
 	t.Setenv(adapter.SettingsFileEnv, writeConfig(t, map[string]any{
 		"backend": "test-script",
-		"test":    map[string]any{"region": "file", "zone": "file", "interval": "2s"},
+		"test":    map[string]any{"region": "file", "zone": "file", "interval": "2s", "workers": 3},
 		"other":   map[string]any{"anything": true}, // another backend's section: not read
 	}))
-	t.Setenv("TOOLRELAY_TEST_ZONE", "env")
-	t.Setenv("TOOLRELAY_TEST_RETRIES", "-1")
-	req, err := adapter.NewRequest(nil, &adapter.Options{BackendSettings: []any{"unrelated", &testSettings{Interval: adapter.Duration(time.Minute)}}})
+	t.Setenv("TOOLRELAY_TEST_ZONE", "env")    // file, env, code: code
+	t.Setenv("TOOLRELAY_TEST_INTERVAL", "3s") // file, env: env
+	t.Setenv("TOOLRELAY_TEST_RETRIES", "-1")  // env, code: code
+	req, err := adapter.NewRequest(nil, &adapter.Options{BackendSettings: []any{"unrelated",
+		&testSettings{Zone: "code", Retries: 4, Workers: 5}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +106,13 @@ func TestSettingsPrecedence(t *testing.T) {
 	if err := req.BackendSettings("test", &got); err != nil {
 		t.Fatal(err)
 	}
-	want := testSettings{Region: "file", Zone: "env", Interval: adapter.Duration(time.Minute), Retries: -1}
+	want := testSettings{
+		Region:   "file",                            // file alone
+		Zone:     "code",                            // code over env and file
+		Interval: adapter.Duration(3 * time.Second), // env over file
+		Retries:  4,                                 // code over env
+		Workers:  5,                                 // code over file
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Settings (-want +got):\n%s", diff)
 	}

@@ -3,6 +3,7 @@ package foundry_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,6 +17,10 @@ import (
 // TestResponses runs the weather chain on the plain Responses API backend
 // against the fake in plain mode: no agent; the model, the instructions
 // and the tools go with every request; the API key is a bearer token.
+// Each mode links the requests its way: a chain by previous_response_id,
+// a conversation by its id, and stateless mode by neither, every request
+// saying store: false (the fake records what it received: a request that
+// lost its store: false would have the service keep the conversation).
 func TestResponses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -25,6 +30,7 @@ func TestResponses(t *testing.T) {
 		{"chain", "", false},
 		{"chain from the environment", "", true},
 		{"conversation", foundry.Conversation, false},
+		{"stateless", trresponses.Stateless, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFake(t, weatherScript(), &foundrytest.Options{Plain: true, Token: "sk-test", Reasoning: true})
@@ -70,6 +76,7 @@ func TestResponses(t *testing.T) {
 					Ref          json.RawMessage   `json:"agent_reference"`
 					Previous     string            `json:"previous_response_id"`
 					Conversation string            `json:"conversation"`
+					Store        *bool             `json:"store"`
 					Tools        []json.RawMessage `json:"tools"`
 				}
 				if err := json.Unmarshal(r.Body, &m); err != nil {
@@ -83,6 +90,11 @@ func TestResponses(t *testing.T) {
 				}
 				if tc.mode == foundry.Conversation && m.Conversation == "" {
 					t.Errorf("request %d: no conversation", n)
+				}
+				if stateless := tc.mode == trresponses.Stateless; stateless != (m.Store != nil && !*m.Store) ||
+					stateless && (m.Previous != "" || m.Conversation != "") {
+					t.Errorf("request %d in mode %q: store %s, previous_response_id %q, conversation %q; want store: false, and neither, only in stateless mode",
+						n, tc.mode, storeText(m.Store), m.Previous, m.Conversation)
 				}
 				var got []string
 				for i, raw := range m.Tools {
@@ -123,6 +135,14 @@ func TestResponses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storeText is a request's store, as sent.
+func storeText(p *bool) string {
+	if p == nil {
+		return "absent"
+	}
+	return fmt.Sprint(*p)
 }
 
 // TestResponsesNeedsModel checks that OpenResponses refuses to open

@@ -35,7 +35,8 @@ type Options struct {
 	// one after the other. Zero means DefaultConcurrency.
 	Concurrency int
 	// MaxSteps bounds the steps (rounds of calls) of one run; a run that
-	// reaches it fails with an error matching ErrMaxSteps. Zero means
+	// reaches it fails with an error matching ErrMaxSteps. A resumed run
+	// counts its turn's steps from the start (see [Result]). Zero means
 	// DefaultMaxSteps.
 	MaxSteps int
 	// ToolTimeout bounds each handler that has no timeout of its own
@@ -252,7 +253,15 @@ type RunOptions struct {
 	Format *Format
 }
 
-// Result is the outcome of a run.
+// Result is the outcome of a run. A run that resumes a turn (with
+// [Runner.Resume], or taken over: [Runner.TakeOver]) counts its steps,
+// calls and usage, and numbers its steps in its events, from the turn's
+// start, what earlier runs of the turn did included, in this process or
+// another: the runner notes them in the journal after each step (in a
+// journal that keeps notes: memory, SQLite, PostgreSQL); the results an
+// earlier run sent are read back from the journal, without their
+// arguments (one pruned meanwhile is left out). A note lost to a crash or
+// a power loss only makes the counts start later.
 type Result struct {
 	// Text is the model's final answer.
 	Text string
@@ -260,11 +269,11 @@ type Result struct {
 	Thread string
 	// Turn identifies the last turn (or response), if the backend has one.
 	Turn string
-	// Steps counts the rounds of calls the run made.
+	// Steps counts the rounds of calls of the turn.
 	Steps int
 	// Calls holds the results sent, in the order they were sent.
 	Calls []driver.ToolResult
-	// Usage adds up the tokens the service reported.
+	// Usage adds up the tokens the service reported for the turn.
 	Usage Usage
 	// Pending lists the calls awaiting a person's decision when the run
 	// paused for them (its error matches ErrAwaitingApproval).
@@ -448,7 +457,7 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 			return &Result{Thread: step.Thread}, err
 		}
 	}
-	return r.loop(ctx, step, ro, thread, sk, info, rec, b.hold)
+	return r.loop(ctx, step, ro, thread, b.thread != "", sk, info, rec, b.hold)
 }
 
 func (r *Runner) runOptions(opts *RunOptions) RunOptions {
@@ -472,11 +481,22 @@ func runContext(ctx context.Context, d time.Duration) (context.Context, context.
 
 // loop runs the steps of a turn, from step, until the model answers. thread
 // is the thread the run was started or resumed on, if known, for a step
-// that does not name one.
-func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, sk *sink, info *RunInfo, rec *runRecord, hold *threadHold) (*Result, error) {
+// that does not name one; a resumed run counts from the turn's start (see
+// totals).
+func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, resumed bool, sk *sink, info *RunInfo, rec *runRecord, hold *threadHold) (*Result, error) {
 	t0 := time.Now()
 	res := &Result{Thread: thread}
+	// noted: totals of the turn are noted in the journal, to clear once
+	// it is over.
+	var counted map[jdriver.Key]bool // the calls earlier runs of the turn counted
+	if resumed {
+		counted = r.loadTotals(ctx, thread, res)
+	}
+	noted := counted != nil
 	finish := func(err error) (*Result, error) {
+		if err == nil && noted {
+			r.clearTotals(ctx, res.Thread)
+		}
 		rec.end(ctx, err)
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(t0), Err: err, Usage: res.Usage})
 		return res, err
@@ -497,7 +517,14 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			}
 		}
 		res.Thread, res.Turn = step.Thread, step.Turn
-		res.Usage.Add(step.Usage)
+		if len(step.Calls) > 0 && r.allCounted(step.Calls, counted) {
+			// A step an earlier run of the turn counted, given again (its
+			// results were sent, but the service's state read was stale):
+			// it is counted once.
+			res.Steps--
+		} else {
+			res.Usage.Add(step.Usage)
+		}
 		if sk != nil {
 			sk.stepArrived(step, res.Steps)
 		}
@@ -582,13 +609,23 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			}
 			return finish(r.backendError(ctx, "submit", err))
 		}
-		res.Calls = append(res.Calls, results...)
+		for _, tr := range results {
+			if !counted[r.key(&tr.Call)] {
+				res.Calls = append(res.Calls, tr)
+			}
+		}
 		t0 := r.journalClock()
 		err = r.opts.Journal.MarkSubmitted(ctx, r.keys(results))
 		r.journalWrote(ctx, "submitted", t0, err)
 		if err != nil {
 			return finish(&errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err})
 		}
+		if next != nil && next.Thread != "" {
+			r.noteTotals(ctx, next.Thread, res)
+		} else {
+			r.noteTotals(ctx, res.Thread, res)
+		}
+		noted = true
 		r.emit(ctx, submitted)
 		if sk != nil {
 			sk.flushPending()
@@ -1153,6 +1190,7 @@ func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	if err := c.Cancel(ctx, thread); err != nil {
 		return r.wrap("cancel turn", err)
 	}
+	r.clearTotals(ctx, thread)
 	return nil
 }
 
@@ -1175,7 +1213,9 @@ func (r *Runner) cancelTurn(ctx context.Context, thread string) {
 	defer cancel()
 	if err := c.Cancel(cctx, thread); err != nil {
 		r.opts.Logger.WarnContext(ctx, "toolrelay: cancel turn failed", "thread", thread, errorAttr(err))
+		return
 	}
+	r.clearTotals(ctx, thread)
 }
 
 func (r *Runner) wrap(op string, err error) error {

@@ -64,9 +64,9 @@ type Journal interface {
 	// runs, the ended runs last updated before t) and returns how many
 	// entries it deleted. Whatever t, it never deletes what a run that is
 	// not over may still need: a Started entry; in a journal that keeps
-	// runs, a result not yet Submitted, or a decided approval, of a thread
-	// whose run is running or awaiting approval (see [Runs]); a pending
-	// approval; a run that has not ended.
+	// runs, a result not yet Submitted, a decided approval, or a note, of
+	// a thread whose run is running or awaiting approval (see [Runs]); a
+	// pending approval; a run that has not ended.
 	Prune(ctx context.Context, before time.Time) (int, error)
 }
 
@@ -281,7 +281,7 @@ func (j *Memory) Prune(_ context.Context, before time.Time) (int, error) {
 		}
 	}
 	for k, nt := range j.notes {
-		if nt.updated.Before(before) {
+		if nt.updated.Before(before) && !j.live(k.backend, k.thread) {
 			delete(j.notes, k)
 		}
 	}
@@ -300,12 +300,23 @@ func (j *Memory) live(backend, thread string) bool {
 	return r != nil && !r.State.Ended()
 }
 
-// Forget deletes the submitted entries of keys. The runner calls it on
-// the memory journal it made itself once a run has its answer: no resume
-// will ask for those calls again.
+// Forget deletes the submitted entries of keys, and the notes of their
+// threads. The runner calls it on the memory journal it made itself once
+// a run has its answer: no resume will ask for those calls again.
 func (j *Memory) Forget(keys []Key) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if len(j.notes) > 0 {
+		threads := make(map[runKey]bool, len(keys))
+		for _, k := range keys {
+			threads[runKey{k.Backend, k.Thread}] = true
+		}
+		for k := range j.notes {
+			if threads[runKey{k.backend, k.thread}] {
+				delete(j.notes, k)
+			}
+		}
+	}
 	for _, k := range keys {
 		delete(j.approvals, k)
 		if e := j.entries[k]; e != nil && e.State == Submitted {

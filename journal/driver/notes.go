@@ -12,7 +12,8 @@ import (
 // last set before its time.
 type Notes interface {
 	// SetNote records value under name for a thread of backend, in place
-	// of any value recorded before.
+	// of any value recorded before. An empty value clears the note: the
+	// journal may keep it empty or delete it.
 	SetNote(ctx context.Context, backend, thread, name, value string) error
 	// Note returns the value recorded under name for a thread of backend,
 	// and whether there is one.
@@ -32,7 +33,7 @@ type note struct {
 
 var _ Notes = (*Memory)(nil)
 
-// SetNote implements [Notes].
+// SetNote implements [Notes]; an empty value deletes the note.
 func (j *Memory) SetNote(_ context.Context, backend, thread, name, value string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -40,6 +41,10 @@ func (j *Memory) SetNote(_ context.Context, backend, thread, name, value string)
 		j.notes = map[noteKey]note{}
 	}
 	k := noteKey{backend, thread, name}
+	if value == "" {
+		delete(j.notes, k)
+		return nil
+	}
 	if _, ok := j.notes[k]; !ok && len(j.notes) >= MaxMemoryNotes {
 		var oldest noteKey
 		first := true

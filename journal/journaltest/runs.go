@@ -280,12 +280,13 @@ var runCases = []optionalCase[jdriver.Runs]{
 	},
 	{
 		name: "PruneKeepsLiveRuns",
-		explanation: "Prune never deletes what a run that is not over may still need, however old: of a thread whose run is running or awaiting approval, the results not yet submitted and (in a journal that keeps approvals) the decided approvals stay; " +
-			"their submitted results go, as do the results and decided approvals of threads whose run ended or that have no run; pending approvals always stay.",
+		explanation: "Prune never deletes what a run that is not over may still need, however old: of a thread whose run is running or awaiting approval, the results not yet submitted and (in a journal that keeps approvals, or notes) the decided approvals and the notes stay; " +
+			"their submitted results go, as do the results, decided approvals and notes of threads whose run ended or that have no run; pending approvals always stay.",
 		f: func(t *testing.T, j jdriver.Runs) {
 			ctx := t.Context()
 			jj := j.(jdriver.Journal)
 			ap, approvals := j.(jdriver.Approvals)
+			notes, hasNotes := j.(jdriver.Notes)
 			liveRuns := map[string]bool{"running": true, "paused": true, "failed": false, "unrecorded": false}
 			for _, r := range []jdriver.Run{
 				{Backend: "journaltest", Thread: "running", State: jdriver.RunRunning, Owner: "a", LeaseUntil: time.Now().Add(time.Hour)},
@@ -306,6 +307,11 @@ var runCases = []optionalCase[jdriver.Runs]{
 					finish(t, jj, k, "owner-a", textResult("charged"))
 				}
 				markSubmitted(t, jj, sent)
+				if hasNotes {
+					if err := notes.SetNote(ctx, "journaltest", thread, "totals", "3 steps"); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if !approvals {
 					continue
 				}
@@ -330,6 +336,11 @@ var runCases = []optionalCase[jdriver.Runs]{
 				}
 				if _, ok := get(t, jj, threadKey(thread, "sent")); ok {
 					t.Errorf("thread %s: the submitted result is still there after Prune", thread)
+				}
+				if hasNotes {
+					if _, ok, err := notes.Note(ctx, "journaltest", thread, "totals"); ok != isLive || err != nil {
+						t.Errorf("thread %s: its note present %v (%v) after Prune, want %v", thread, ok, err, isLive)
+					}
 				}
 				if !approvals {
 					continue

@@ -385,7 +385,7 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.approvals+` AS e WHERE decided < $1 AND NOT `+j.t.liveRun(), before); err != nil {
 		return int(tag.RowsAffected()), j.opError("prune approvals", err)
 	}
-	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.notes+` WHERE updated < $1`, before); err != nil {
+	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.notes+` AS e WHERE updated < $1 AND NOT `+j.t.liveRun(), before); err != nil {
 		return int(tag.RowsAffected()), j.opError("prune notes", err)
 	}
 	if _, err := j.pool.Exec(ctx, `DELETE FROM `+j.t.runs+` WHERE state IN ('finished', 'failed', 'continued') AND updated < $1`, before); err != nil {

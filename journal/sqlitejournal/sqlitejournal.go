@@ -489,7 +489,7 @@ func (j *Journal) Prune(ctx context.Context, before time.Time) (int, error) {
 				if _, err := j.conn.ExecContext(ctx, `DELETE FROM `+approvalsTable+` AS e WHERE decided < ? AND NOT `+liveRun, before.UnixNano()); err != nil {
 					return err
 				}
-				if _, err := j.conn.ExecContext(ctx, `DELETE FROM `+notesTable+` WHERE updated < ?`, before.UnixNano()); err != nil {
+				if _, err := j.conn.ExecContext(ctx, `DELETE FROM `+notesTable+` AS e WHERE updated < ? AND NOT `+liveRun, before.UnixNano()); err != nil {
 					return err
 				}
 				_, err := j.conn.ExecContext(ctx, `DELETE FROM `+runsTable+` WHERE state IN ('finished', 'failed', 'continued') AND updated < ?`, before.UnixNano())

@@ -1,0 +1,113 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// totalsNote names the journal note that keeps what the runs of a turn
+// did so far (see totals), on the thread its next step comes on.
+const totalsNote = "totals"
+
+// totals is what a turn's runs did so far: after each step's results are
+// sent, the runner notes them on the thread, so that a later run of the
+// turn ([Runner.Resume], [Runner.TakeOver], in this process or another)
+// counts from the turn's start: its steps (and their numbers), its calls,
+// its usage. A note lost (a journal without notes, a write that failed
+// or did not reach the disk) only makes the counts start later.
+type totals struct {
+	Steps int       `json:"steps,omitempty"`
+	Usage Usage     `json:"usage,omitzero"`
+	Calls []callRef `json:"calls,omitempty"`
+}
+
+// A callRef names a call whose result was sent, to read it back from the
+// journal.
+type callRef struct {
+	Thread string          `json:"thread,omitempty"`
+	Turn   string          `json:"turn,omitempty"`
+	ID     string          `json:"id"`
+	Name   string          `json:"name,omitempty"`
+	Kind   driver.CallKind `json:"kind,omitempty"`
+}
+
+// noteTotals records res's totals on thread, the one the turn's next step
+// comes on, after a step's results were sent. A failure costs only the
+// counts of a later run, so it is logged.
+func (r *Runner) noteTotals(ctx context.Context, thread string, res *Result) {
+	n, ok := r.opts.Journal.(jdriver.Notes)
+	if !ok || thread == "" {
+		return
+	}
+	t := totals{Steps: res.Steps, Usage: res.Usage, Calls: make([]callRef, len(res.Calls))}
+	for i, tr := range res.Calls {
+		c := &tr.Call
+		t.Calls[i] = callRef{Thread: c.Thread, Turn: c.Turn, ID: c.ID, Name: c.Name, Kind: c.Kind}
+	}
+	b, _ := json.Marshal(t)
+	r.setTotals(ctx, n, thread, string(b))
+}
+
+// clearTotals forgets the totals noted on thread: its turn is over (it
+// has its answer, or was canceled), and the next run on it starts a new
+// one.
+func (r *Runner) clearTotals(ctx context.Context, thread string) {
+	if n, ok := r.opts.Journal.(jdriver.Notes); ok && thread != "" {
+		r.setTotals(ctx, n, thread, "")
+	}
+}
+
+func (r *Runner) setTotals(ctx context.Context, n jdriver.Notes, thread, value string) {
+	if err := n.SetNote(context.WithoutCancel(ctx), r.b.Name(), thread, totalsNote, value); err != nil {
+		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's totals", "thread", thread, errorAttr(err))
+	}
+}
+
+// loadTotals sets res's totals to those noted on thread by the earlier
+// runs of its turn, if any: their steps and usage, and the results they
+// sent, read back from the journal (without their arguments; a result
+// the journal no longer holds is left out). It returns the keys of the
+// calls counted, nil when nothing was noted.
+func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result) map[jdriver.Key]bool {
+	n, ok := r.opts.Journal.(jdriver.Notes)
+	if !ok {
+		return nil
+	}
+	v, found, err := n.Note(ctx, r.b.Name(), thread, totalsNote)
+	if err != nil || !found || v == "" {
+		return nil
+	}
+	var t totals
+	if err := json.Unmarshal([]byte(v), &t); err != nil {
+		r.opts.Logger.WarnContext(ctx, "toolrelay: the run's totals in the journal are damaged", "thread", thread, errorAttr(err))
+		return nil
+	}
+	res.Steps, res.Usage = t.Steps, t.Usage
+	counted := make(map[jdriver.Key]bool, len(t.Calls))
+	for _, c := range t.Calls {
+		call := Call{Thread: c.Thread, Turn: c.Turn, ID: c.ID, Name: c.Name, Kind: c.Kind}
+		key := r.key(&call)
+		counted[key] = true
+		e, ok, err := r.opts.Journal.Get(ctx, key)
+		if err != nil || !ok || e.Result == nil {
+			continue
+		}
+		tr := toResult(&call, e.Result, e.IdempotencyKey)
+		tr.Resend = e.State == jdriver.Submitted
+		res.Calls = append(res.Calls, tr)
+	}
+	return counted
+}
+
+// allCounted reports whether counted holds every call of calls.
+func (r *Runner) allCounted(calls []Call, counted map[jdriver.Key]bool) bool {
+	for i := range calls {
+		if !counted[r.key(&calls[i])] {
+			return false
+		}
+	}
+	return len(counted) > 0
+}

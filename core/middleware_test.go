@@ -147,3 +147,57 @@ func TestMiddlewareEvents(t *testing.T) {
 		t.Errorf("CallFinished = %+v, want outcome ToolError and the middleware's cause", finished)
 	}
 }
+
+// TestChain: Chain applies its middleware in order, the first outermost,
+// alone and as one of a runner's middleware (a Chain that reversed its
+// order passed every other test); an empty Chain passes the call through.
+func TestChain(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		log []string
+	)
+	final := func(ctx context.Context, call *core.Call) (core.CallResult, error) {
+		mu.Lock()
+		log = append(log, "handler "+call.Name)
+		mu.Unlock()
+		return core.CallResult{Output: core.Output{Text: "done"}}, nil
+	}
+	chained := core.Chain(recorder("a", &mu, &log), recorder("b", &mu, &log), recorder("c", &mu, &log))
+	if res, err := chained(final)(t.Context(), &core.Call{Name: "x"}); err != nil || res.Output.Text != "done" {
+		t.Fatalf("the chain returned %+v, %v; want the handler's result", res, err)
+	}
+	want := []string{"a > x", "b > x", "c > x", "handler x", "c < ok", "b < ok", "a < ok"}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("Chain(a, b, c) order (-want +got):\n%s", diff)
+	}
+
+	log = nil
+	if _, err := core.Chain()(final)(t.Context(), &core.Call{Name: "y"}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"handler y"}, log); diff != "" {
+		t.Errorf("Chain() (-want +got):\n%s", diff)
+	}
+
+	// In a runner: Chain(a, b) then c, around the tool's own t.
+	log = nil
+	echo := mustTool(t)(core.NewTool("echo", "", func(_ context.Context, in struct{ Text string }) (string, error) {
+		mu.Lock()
+		log = append(log, "handler echo")
+		mu.Unlock()
+		return in.Text, nil
+	}, &core.ToolOptions{Middleware: []core.Middleware{recorder("t", &mu, &log)}}))
+	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "echo", Arguments: json.RawMessage(`{"Text":"hi"}`)}}},
+		{Text: "done"},
+	}}}}
+	r, _ := newRunner(t, s, []*core.Tool{echo}, &core.Options{
+		Middleware: []core.Middleware{core.Chain(recorder("a", &mu, &log), recorder("b", &mu, &log)), recorder("c", &mu, &log)}})
+	if _, err := r.Run(t.Context(), "go", nil); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"a > echo", "b > echo", "c > echo", "t > echo", "handler echo", "t < ok", "c < ok", "b < ok", "a < ok"}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("a runner's middleware Chain(a, b), c around the tool's t (-want +got):\n%s", diff)
+	}
+}

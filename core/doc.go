@@ -75,13 +75,24 @@
 // # Fleets
 //
 // Over a journal that keeps runs (SQLite, PostgreSQL), each run is
-// recorded as soon as its thread exists, under a lease the runner renews
-// while it runs, and marked finished, failed or awaiting approval when it
-// ends. [Runner.TakeOver] takes over the runs whose worker stopped renewing
-// (a killed process, a lost machine) and finishes them as a resume does;
-// [Runner.KeepTakingOver] does it every interval. Of several workers
-// taking over at once, each run goes to one; the first worker's late
-// result, if it comes back to life, is refused.
+// recorded under a lease the runner renews while it runs, and marked
+// finished, failed or awaiting approval when it ends. [Runner.TakeOver]
+// takes over the runs whose worker stopped renewing (a killed process, a
+// lost machine) and finishes them as a resume does, or starts again one
+// whose thread did not exist yet; [Runner.KeepTakingOver] does it every
+// interval. Of several workers taking over at once, each run goes to one;
+// the first worker's late result, if it comes back to life, is refused.
+//
+// A run survives its worker from its first write to the journal on:
+// [Runner.Run] records a run that starts a thread, with its input, before
+// the request that creates the thread (a run with parts or a format, once
+// the thread exists), a run that continues a thread before its request,
+// and a resume once the backend gives it its step. A worker that dies
+// before that write leaves no trace of the run: no record, no new thread,
+// nothing accepted (its caller got no thread either).
+// A caller that hands runs to a fleet, and must lose none, records each
+// with [Runner.Enqueue] first: once it returns, the run is in the journal
+// and a worker's TakeOver starts it.
 //
 // # Middleware and hooks
 //

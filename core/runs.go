@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolrelay/toolrelay/errcode"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
@@ -214,6 +215,41 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 		}
 	}
 	return r.resumeAll(ctx, todo)
+}
+
+// Enqueue records a run of input on a new thread, for a worker sharing
+// the runner's journal to start ([Runner.TakeOver], [Runner.KeepTakingOver]),
+// and returns the name of its record (as jdriver.Runs lists it until the
+// run's thread exists). It runs nothing itself: once it returns, the run
+// is in the journal, and survives this process, which may hand runs to a
+// fleet and exit; the first worker's TakeOver starts it, as [Runner.Run]
+// would, with opts' step limit and time limit (the worker's own when
+// they are zero), and returns its result. Enqueue needs a journal that
+// keeps runs and that the runner did not make itself (an error whose code
+// is FailedPrecondition otherwise); a run that continues a thread
+// (opts.Thread), or whose input has parts or a format, cannot be
+// enqueued (InvalidArgument).
+func (r *Runner) Enqueue(ctx context.Context, input string, opts *RunOptions) (string, error) {
+	runs, ok := r.opts.Journal.(jdriver.Runs)
+	if !ok || r.own != nil {
+		return "", errcode.Errorf(errcode.FailedPrecondition, "core: enqueue: the runner's journal keeps no runs that other workers share (open a SQLite or PostgreSQL journal)")
+	}
+	var o runOptionsJSON
+	if opts != nil {
+		if opts.Thread != "" || len(opts.Parts) > 0 || opts.Format != nil {
+			return "", errcode.Errorf(errcode.InvalidArgument, "core: enqueue: a run enqueued starts a new thread with text input (no thread, parts or format)")
+		}
+		o.MaxSteps, o.Timeout = opts.MaxSteps, opts.Timeout
+	}
+	o.Input = input
+	b, _ := json.Marshal(o)
+	name := startPrefix + rand.Text()
+	// No worker holds it: its lease ended as it was written.
+	err := runs.PutRun(ctx, jdriver.Run{Backend: r.b.Name(), Thread: name, State: jdriver.RunRunning, LeaseUntil: time.Now(), Options: string(b)})
+	if err != nil {
+		return "", r.journalError(ctx, err)
+	}
+	return name, nil
 }
 
 // KeepTakingOver calls [Runner.TakeOver] every interval until ctx ends,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -233,5 +234,78 @@ func TestBlockedReaderTimeLimit(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestEnqueue (issue 30, item 12): a run recorded with Enqueue, by a
+// process that then exits without running it, is started by another
+// worker's TakeOver, not told of it, over the same store, with the
+// enqueued step limit kept; its handler runs once, its record ends finished
+// on its thread; the runs Enqueue cannot record are refused with a code.
+func TestEnqueue(t *testing.T) {
+	stores := map[string]func(t *testing.T) (first, second jdriver.Journal){
+		"memory": func(t *testing.T) (jdriver.Journal, jdriver.Journal) {
+			m := jdriver.NewMemory()
+			return m, m
+		},
+		"sqlite": func(t *testing.T) (jdriver.Journal, jdriver.Journal) {
+			u := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
+			return openStore(t, u), openStore(t, u)
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			var runs atomic.Int32
+			book := mustTool(t)(core.NewTool("book", "Books a table.", func(context.Context, struct{}) (string, error) {
+				runs.Add(1)
+				return "booked", nil
+			}, nil))
+			tools, _ := core.NewToolbox(book)
+			backend := coretest.NewBackend(coretest.Simple("book", `{}`, "{{result 0}}"), &coretest.BackendOptions{Tools: tools})
+			j1, j2 := open(t)
+
+			front := core.NewRunner(backend, tools, &core.Options{Journal: j1, Owner: "front", Logger: quiet})
+			name, err := front.Enqueue(t.Context(), "book a table", &core.RunOptions{MaxSteps: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			front.Close() // the process exits, having run nothing
+			if got := backend.Received(); len(got) != 0 || runs.Load() != 0 {
+				t.Fatalf("Enqueue sent %+v and ran %d handlers, want nothing", got, runs.Load())
+			}
+			list, _ := j2.(jdriver.Runs).ListRuns(t.Context(), backend.Name(), "", 10)
+			if len(list) != 1 || list[0].Thread != name || list[0].State != jdriver.RunRunning || !strings.Contains(list[0].Options, `"max_steps":3,"input":"book a table"`) {
+				t.Fatalf("records after Enqueue = %+v, want %s, running, keeping its input and step limit", list, name)
+			}
+
+			worker := core.NewRunner(backend, tools, &core.Options{Journal: j2, Owner: "worker", Logger: quiet})
+			defer worker.Close()
+			got, err := worker.TakeOver(t.Context())
+			if err != nil || len(got) != 1 || got[0].Text != "booked" {
+				t.Fatalf("TakeOver = %+v, %v; want the enqueued run started and finished here", got, err)
+			}
+			if n := runs.Load(); n != 1 {
+				t.Errorf("the handler ran %d times, want once", n)
+			}
+			list, _ = j2.(jdriver.Runs).ListRuns(t.Context(), backend.Name(), "", 10)
+			if len(list) != 1 || list[0].Thread != got[0].Thread || list[0].State != jdriver.RunFinished || list[0].Owner != "worker" {
+				t.Errorf("records after TakeOver = %+v, want one, on the run's thread, finished by worker", list)
+			}
+			if again, err := worker.TakeOver(t.Context()); err != nil || len(again) != 0 {
+				t.Errorf("a second TakeOver = %d runs, %v; want none", len(again), err)
+			}
+		})
+	}
+
+	backend := coretest.NewBackend(coretest.Simple("book", `{}`, "{{result 0}}"), nil)
+	own := core.NewRunner(backend, nil, &core.Options{Logger: quiet})
+	if _, err := own.Enqueue(t.Context(), "book", nil); errcode.Of(err) != errcode.FailedPrecondition {
+		t.Errorf("Enqueue over the runner's own journal = %v, want FailedPrecondition", err)
+	}
+	shared := core.NewRunner(backend, nil, &core.Options{Logger: quiet, Journal: jdriver.NewMemory()})
+	for _, opts := range []*core.RunOptions{{Thread: "thread_1"}, {Parts: []core.Part{core.ImagePart("https://example.com/a.png")}}} {
+		if _, err := shared.Enqueue(t.Context(), "book", opts); errcode.Of(err) != errcode.InvalidArgument {
+			t.Errorf("Enqueue(%+v) = %v, want InvalidArgument", opts, err)
+		}
 	}
 }

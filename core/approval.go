@@ -253,6 +253,9 @@ type resumption struct {
 	opts      *RunOptions
 	recovered bool       // taken over by TakeOver
 	start     *beginning // set: start the run again instead (see recordStart)
+	// held: the run's record is claimed (TakeOver), its lease held until
+	// the run begins.
+	held bool
 }
 
 // resumeAll resumes the threads of todo one after the other and returns
@@ -264,16 +267,25 @@ func (r *Runner) resumeAll(ctx context.Context, todo []resumption) ([]*Result, e
 		out  []*Result
 		errs []error
 	)
-	for _, t := range todo {
+	for i, t := range todo {
 		b := beginning{thread: t.thread, recovered: t.recovered}
 		if t.start != nil {
 			b = *t.start
+		}
+		if t.held {
+			// The run records its own claim from here on.
+			r.dropLease(ctx, r.runKey(t.thread))
 		}
 		res, err := r.exec(ctx, r.runOptions(t.opts), b, nil)
 		switch {
 		case err == nil, errors.Is(err, ErrAwaitingApproval):
 			out = append(out, res)
 		case ctx.Err() != nil:
+			for _, t := range todo[i+1:] {
+				if t.held {
+					r.dropLease(ctx, r.runKey(t.thread))
+				}
+			}
 			return out, err
 		default:
 			errs = append(errs, err)

@@ -188,8 +188,10 @@ func (rec *runRecord) endAs(ctx context.Context, state jdriver.RunState, msg str
 // unless it has parts or a format): one whose worker died before its
 // thread existed, or before the thread was recorded, is started again
 // here, on a new thread (none of its calls having run; a thread the dead
-// worker may have created is left as it is). It takes at most
-// 100 runs per call, the longest dead first, and returns their results;
+// worker may have created is left as it is); so is a run recorded with
+// [Runner.Enqueue]. It takes at most 100 runs per call, the longest dead
+// first, runs them one after the other (renewing the leases of those
+// that wait), and returns their results;
 // the errors of the runs that failed are joined. Of several workers
 // recovering at once, each run goes to one. It needs a journal that keeps
 // runs (SQLite, PostgreSQL, or a memory journal shared in one process);
@@ -208,7 +210,11 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 		var o runOptionsJSON
 		json.Unmarshal([]byte(run.Options), &o)
 		r.opts.Logger.InfoContext(ctx, "toolrelay: taking over a run whose worker stopped", "thread", run.Thread, "previous_owner", run.Owner)
-		todo[i] = resumption{thread: run.Thread, opts: &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}, recovered: true}
+		// The runs wait their turn here under leases kept alive: another
+		// worker must not take them while this one works through those
+		// before them.
+		r.holdLease(ctx, r.runKey(run.Thread))
+		todo[i] = resumption{thread: run.Thread, opts: &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}, recovered: true, held: true}
 		if strings.HasPrefix(run.Thread, startPrefix) {
 			// Its thread did not exist, or was not recorded: start again.
 			todo[i].start = &beginning{input: o.Input, startRecord: run.Thread, recovered: true}

@@ -309,3 +309,56 @@ func TestEnqueue(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeOverKeepsQueued: the runs one TakeOver claims wait their turn
+// under leases it renews: while the worker is busy with the first (here,
+// a handler that takes three leases), another worker's TakeOver finds
+// none of them; each run is run once, by the worker that claimed it.
+func TestTakeOverKeepsQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = time.Second
+		mem := jdriver.NewMemory()
+		release := make(chan struct{})
+		var runs atomic.Int32
+		book := mustTool(t)(core.NewTool("book", "Books a table.", func(context.Context, struct{}) (string, error) {
+			if runs.Add(1) == 1 {
+				<-release
+			}
+			return "booked", nil
+		}, nil))
+		tools, _ := core.NewToolbox(book)
+		script := coretest.Simple("book", `{}`, "{{result 0}}")
+		script.Turns = append(script.Turns, script.Turns[0])
+		backend := coretest.NewBackend(script, &coretest.BackendOptions{Tools: tools})
+		front := core.NewRunner(backend, tools, &core.Options{Journal: mem, Owner: "front", Logger: quiet})
+		for range 2 {
+			if _, err := front.Enqueue(t.Context(), "book a table", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first := core.NewRunner(backend, tools, &core.Options{Journal: mem, Owner: "first", Lease: lease, Logger: quiet})
+		defer first.Close()
+		other := core.NewRunner(backend, tools, &core.Options{Journal: mem, Owner: "other", Lease: lease, Logger: quiet})
+		defer other.Close()
+		done := make(chan []*core.Result, 1)
+		go func() {
+			got, err := first.TakeOver(t.Context())
+			if err != nil {
+				t.Error(err)
+			}
+			done <- got
+		}()
+		synctest.Wait() // first has claimed both, and waits in the first's handler
+		time.Sleep(3 * lease)
+		if got, err := other.TakeOver(t.Context()); err != nil || len(got) != 0 {
+			t.Errorf("another worker's TakeOver took %d runs (%v), want none: they are claimed", len(got), err)
+		}
+		close(release)
+		if got := <-done; len(got) != 2 || got[0].Text != "booked" || got[1].Text != "booked" {
+			t.Errorf("the first worker's TakeOver = %+v, want both runs finished", got)
+		}
+		if n := runs.Load(); n != 2 {
+			t.Errorf("the handler ran %d times, want twice (once a run)", n)
+		}
+	})
+}

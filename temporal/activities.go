@@ -57,10 +57,59 @@ func heartbeat(ctx context.Context, details func() any) (stop func()) {
 }
 
 // progress is what a step's heartbeat carries: the service's thread once
-// it exists, so that a retried attempt resumes the turn rather than
-// starting another (or a second thread).
+// it exists, and on a chain of responses (where each response is the
+// thread) the response the request made as soon as the service names it,
+// so that a retried attempt resumes the turn there rather than starting
+// another, a second thread, or (sending the results again) a second
+// answer of the model.
 type progress struct {
 	Thread string `json:"thread,omitempty"`
+}
+
+// named is what an attempt learned of the thread the service moved to (see
+// driver.StartRequest.Created, driver.SubmitRequest.Moved): kept for its
+// heartbeats, and recorded at once.
+type named struct {
+	ctx context.Context
+	mu  sync.Mutex
+	p   progress
+}
+
+// set records thread as the attempt's progress and heartbeats it.
+func (n *named) set(thread string) {
+	if thread == "" {
+		return
+	}
+	n.mu.Lock()
+	n.p.Thread = thread
+	n.mu.Unlock()
+	activity.RecordHeartbeat(n.ctx, progress{Thread: thread})
+}
+
+func (n *named) get() any {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.p
+}
+
+// thread returns the thread named, or "".
+func (n *named) thread() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.p.Thread
+}
+
+// previous returns the thread the attempt before named in its heartbeat,
+// or "" on a first attempt or when it named none.
+func previous(ctx context.Context) string {
+	if activity.GetInfo(ctx).Attempt <= 1 || !activity.HasHeartbeatDetails(ctx) {
+		return ""
+	}
+	var prev progress
+	if activity.GetHeartbeatDetails(ctx, &prev) != nil {
+		return ""
+	}
+	return prev.Thread
 }
 
 // Start sends the user's input. A retried attempt that knows the thread
@@ -68,47 +117,49 @@ type progress struct {
 // unless the service shows the input never arrived.
 func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, error) {
 	b := a.r.Backend()
-	var (
-		mu sync.Mutex
-		p  = progress{Thread: req.Thread}
-	)
-	info := activity.GetInfo(ctx)
-	if info.Attempt > 1 && activity.HasHeartbeatDetails(ctx) {
-		var prev progress
-		if activity.GetHeartbeatDetails(ctx, &prev) == nil && prev.Thread != "" {
-			p.Thread = prev.Thread
-			step, err := a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, prev.Thread) })
-			switch {
-			case err != nil:
-				return nil, err
-			case req.Thread == "" || step.Step.Turn != req.PrevTurn || len(step.Step.Calls) > 0:
-				// A new thread holds only this turn; an existing
-				// thread's last turn is another than before: the input
-				// went.
-				return step, nil
-			}
-			// The input never arrived: send it.
+	n := &named{ctx: ctx, p: progress{Thread: req.Thread}}
+	if prev := previous(ctx); prev != "" {
+		n.p.Thread = prev
+		step, err := a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, prev) })
+		switch {
+		case err != nil:
+			return nil, err
+		case req.Thread == "" || prev != req.Thread || step.Step.Turn != req.PrevTurn || len(step.Step.Calls) > 0:
+			// A new thread holds only this turn; a chain's new
+			// response, or an existing thread's last turn other than
+			// before: the input went.
+			return step, nil
 		}
+		// The input never arrived: send it.
 	}
-	stop := heartbeat(ctx, func() any { mu.Lock(); defer mu.Unlock(); return p })
+	stop := heartbeat(ctx, n.get)
 	defer stop()
-	sreq := &driver.StartRequest{Thread: p.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, Created: func(thread string) {
-		mu.Lock()
-		p.Thread = thread
-		mu.Unlock()
-		activity.RecordHeartbeat(ctx, progress{Thread: thread})
-	}}
-	return a.step(ctx, "start", req, func(ctx context.Context) (*driver.Step, error) { return b.Start(ctx, sreq) })
+	sreq := &driver.StartRequest{Thread: n.p.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, Created: n.set}
+	res, err := a.step(ctx, "start", req, func(ctx context.Context) (*driver.Step, error) { return b.Start(ctx, sreq) })
+	if t := n.thread(); err != nil && t != "" && t != req.Thread {
+		err = withThread(err, t)
+	}
+	return res, err
 }
 
-// Submit sends a step's results. A retried attempt asks the service first:
-// if the step's calls still wait, the results go again (marked as resent);
-// if the turn went on, its current step is the answer.
+// Submit sends a step's results. On a chain of responses the service names
+// the response the results make before it is complete (Moved): the
+// heartbeat carries it, and a retried attempt resumes there, so that the
+// model answers the step once. Otherwise a retried attempt asks the service
+// first: if the step's calls still wait, the results go again (marked as
+// resent); if the turn went on, its current step is the answer. A submit
+// that fails after the service named its response reports that response
+// (the turn's thread from then on) with its error.
 func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult, error) {
 	b := a.r.Backend()
 	unwrapCalls(req.Step)
 	unwrapResults(req.Results)
 	results := req.Results
+	if prev := previous(ctx); prev != "" && prev != req.Step.Thread {
+		// The attempt before reached the service, which named the
+		// response the results made.
+		return a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, prev) })
+	}
 	if activity.GetInfo(ctx).Attempt > 1 && !localThreads(b) {
 		cur, err := a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, req.Step.Thread) })
 		if err != nil {
@@ -123,10 +174,15 @@ func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult,
 			results[i] = r
 		}
 	}
-	stop := heartbeat(ctx, nil)
+	n := &named{ctx: ctx}
+	stop := heartbeat(ctx, n.get)
 	defer stop()
-	sreq := &driver.SubmitRequest{Step: req.Step, Results: results, Format: req.Format}
-	return a.step(ctx, "submit", req, func(ctx context.Context) (*driver.Step, error) { return b.Submit(ctx, sreq) })
+	sreq := &driver.SubmitRequest{Step: req.Step, Results: results, Format: req.Format, Moved: n.set}
+	res, err := a.step(ctx, "submit", req, func(ctx context.Context) (*driver.Step, error) { return b.Submit(ctx, sreq) })
+	if moved := n.thread(); err != nil && moved != "" && moved != req.Step.Thread {
+		err = withThread(err, moved)
+	}
+	return res, err
 }
 
 // Resume returns the thread's current step.
@@ -233,6 +289,28 @@ func (a *activities) failure(op string, err error) error {
 		code = ce.Code
 	}
 	return temporal.NewNonRetryableApplicationError(b.Name()+": "+op+": "+err.Error(), code.String(), nil)
+}
+
+// withThread returns err, a failure that ends the turn, carrying thread:
+// the thread the service made or moved to before the request failed, which
+// the turn is resumed from.
+func withThread(err error, thread string) error {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || !ae.NonRetryable() {
+		return err // retried: the heartbeat carries it
+	}
+	return temporal.NewNonRetryableApplicationError(ae.Message(), ae.Type(), nil, progress{Thread: thread})
+}
+
+// failedThread returns the thread an activity's failure carries (see
+// withThread), or "".
+func failedThread(err error) string {
+	var ae *temporal.ApplicationError
+	var p progress
+	if !errors.As(err, &ae) || !ae.HasDetails() || ae.Details(&p) != nil {
+		return ""
+	}
+	return p.Thread
 }
 
 // localThreads reports whether b keeps its threads itself, so that another

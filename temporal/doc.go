@@ -30,14 +30,25 @@
 // InDoubt): never a second effect. A result's idempotency key is the
 // workflow id, the turn, the step and the call id. A retried start
 // resumes the service's turn (the thread is in the heartbeat's details),
-// unless the service shows the input never arrived; a retried submit asks
-// the service whether the step's calls still wait, and resends the
-// results (marked as resent) only then. A known gap: on a chained thread
-// (the Responses API, Foundry's chain mode) a resume of the step's thread
-// still shows its calls after the results went, so a submit retried after
-// it reached the service sends them again; keep Settings.Heartbeat well
-// above a submit's time, and this happens only when a worker dies within
-// a submit.
+// unless the service shows the input never arrived. On a chain of
+// responses (the Responses API, Foundry's chain mode) each request makes a
+// new response, which the backend names as soon as the service does
+// (driver.SubmitRequest.Moved, driver.StartRequest.Created): the attempt
+// heartbeats it at once, and a retried attempt resumes that response
+// rather than sending the input or the results again, so the model answers
+// each step once; a start or submit that fails after it was named ends the
+// turn there, and [Runner.Resume] goes on from it. Otherwise a retried
+// submit asks the service whether the step's calls still wait, and resends
+// the results (marked as resent) only then. Where the backend cannot find
+// an answer lost before the service named it
+// (driver.Capabilities.LostAnswersRerun: a blocking chain names its
+// response only once it is complete; a stateless thread is kept by the
+// worker that died), a submit retried after it reached the service sends
+// the results again and the model answers that step a second time: see
+// MODES.md. A heartbeat reaches the server at once if it is the attempt's
+// first, else within 0.8 × Settings.Heartbeat (the SDK's throttle): a
+// worker that dies before it does leaves the retry as blind as a lost
+// answer.
 //
 // # Approvals
 //

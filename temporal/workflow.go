@@ -340,6 +340,11 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 	sr, err := t.stepActivity(pctx, activityStart, &stepRequest{Thread: t.st.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, PrevTurn: prevTurn, Stream: req.Stream})
 	for {
 		if err != nil {
+			if th := failedThread(err); th != "" {
+				// The request failed after the service made (or, on a
+				// chain, moved to) this thread: the turn resumes there.
+				res.Thread, res.ServiceTurn = th, ""
+			}
 			if res.Thread != "" && (t.canceled || t.timedOut) {
 				t.cancelService(ctx, res.Thread)
 			}

@@ -69,8 +69,13 @@ func startWorker(t testing.TB, c client.Client, queue string, r *core.Runner) wo
 }
 
 // fastSettings are the loop's settings of the conformance suite: a 5 s
-// heartbeat, so that a loaded machine does not take a slow worker for a
-// dead one (the worker-death test uses 1 s).
+// heartbeat (the worker-death test uses 1 s). The SDK sends an attempt's
+// heartbeats at most every 0.8 × the timeout, so at 1 s a pause of 200 ms
+// on a loaded machine takes a working worker for dead, and retries its
+// activity. A retried submit on a chain no longer sends the results again
+// once the service named its response (TestChainSubmitRetried), but a
+// blocking chain names it only when the model is done: there the retry
+// still makes the model answer twice (Capabilities.LostAnswersRerun).
 func fastSettings(o *core.Options) temporal.Settings {
 	s := temporal.Settings{Heartbeat: 5 * time.Second, Idle: time.Minute}
 	if o != nil {

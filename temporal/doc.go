@@ -100,7 +100,16 @@
 // # Telemetry
 //
 // Step and call hooks (core.Hooks, package telemetry) run in the
-// activities, once per attempt; workflow code runs none, so a replay
-// emits nothing again. The workflow's own logs use the replay-aware
-// workflow logger.
+// activities, once per attempt. The Run hook is called by the worker that
+// runs the turn, as core's Runner calls it: once as a turn begins, its end
+// once with the turn's outcome as Runner.Run returns it; a turn that
+// pauses for approval ends its run, and goes on as a resume (RunInfo.Resume)
+// once decided. Workflow code calls it only when it is not replaying, and
+// the worker keeps the end, so a replayed workflow (evicted from the
+// worker's cache) calls it neither again nor less. A turn begun on a worker
+// that died is not ended (its run, like one of core's in a process that
+// died, is lost with it), and the context the Run hook returns is not the
+// parent of the steps' and calls' (they run in activities, perhaps in other
+// processes); RunInfo.Origin is not kept. The workflow's own logs use the
+// replay-aware workflow logger.
 package temporal

@@ -7,13 +7,15 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/toolrelay/toolrelay/core"
 )
 
 // TestReplay replays the histories that the real-server tests recorded
 // (testdata/*.json; go test -run TestRecord -record in ./realtest) on the
 // workflow as it is now: a change to the loop that would break the
-// workflows running on a server fails here. Replaying runs no activity,
-// so no hook is called again.
+// workflows running on a server fails here. Replaying runs no activity
+// and calls no Run hook, so no hook is called again.
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
@@ -24,10 +26,15 @@ func TestReplay(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
+			var runs runLog
+			hooks := &runHooks{backend: "openai", run: runs.hook, ends: map[string]func(*core.Result, error){}}
 			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(Thread, workflow.RegisterOptions{Name: WorkflowName})
+			r.RegisterWorkflowWithOptions(func(ctx workflow.Context, st State) error { return runThread(ctx, st, hooks) }, workflow.RegisterOptions{Name: WorkflowName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(log.NewStructuredLogger(quiet), f); err != nil {
 				t.Errorf("replay: %v", err)
+			}
+			if got := runs.get(); len(got) != 0 {
+				t.Errorf("the run hook was called on replay: %q", got)
 			}
 		})
 	}

@@ -18,7 +18,8 @@ import (
 // of one queue share the backend's configuration, and each has its own
 // runner.
 func Register(w worker.Registry, r *core.Runner) {
-	w.RegisterWorkflowWithOptions(Thread, workflow.RegisterOptions{Name: WorkflowName})
+	hooks := newRunHooks(r)
+	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, st State) error { return runThread(ctx, st, hooks) }, workflow.RegisterOptions{Name: WorkflowName})
 	a := &activities{r: r, hooks: r.Hooks()}
 	w.RegisterActivityWithOptions(a.Start, activity.RegisterOptions{Name: activityStart})
 	w.RegisterActivityWithOptions(a.Submit, activity.RegisterOptions{Name: activitySubmit})

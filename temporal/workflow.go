@@ -25,8 +25,12 @@ import (
 // It is workflow code: deterministic, no wall clock, no goroutines but
 // the workflow's own, no map iteration. Each backend request and each
 // call is an activity.
-func Thread(ctx workflow.Context, st State) error {
-	t := &thread{st: st, set: st.Settings.withDefaults()}
+func Thread(ctx workflow.Context, st State) error { return runThread(ctx, st, nil) }
+
+// runThread runs the thread workflow, calling a worker's Run hook (see
+// runHooks) if hooks is not nil.
+func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
+	t := &thread{st: st, set: st.Settings.withDefaults(), hooks: hooks}
 	if err := t.register(ctx); err != nil {
 		return err
 	}
@@ -102,6 +106,11 @@ type thread struct {
 	submitted *Event
 
 	deltaCh workflow.ReceiveChannel
+
+	// hooks calls the worker's Run hook; runPart counts the parts of
+	// the workflow's turns (a pause ends one).
+	hooks   *runHooks
+	runPart int
 }
 
 // register sets the updates and the query.
@@ -316,6 +325,7 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 		timeout = req.Timeout
 	}
 	pctx, end := t.phase(ctx, timeout)
+	t.beginRun(ctx, false)
 	finish := func(err error) {
 		end()
 		res.Done = true
@@ -325,6 +335,7 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 		t.st.Thread = res.Thread
 		t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Err: res.Err, Usage: res.Usage})
 		fitResult(res, t.set.MaxPayloadBytes)
+		t.endRun(ctx, res)
 		t.st.Last = res
 		t.outcome = res
 		t.running = false
@@ -398,6 +409,7 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 			end()
 			err = t.await(ctx, res)
 			res.Pending = nil
+			t.beginRun(ctx, true)
 			pctx, end = t.phase(ctx, timeout)
 			if err == nil {
 				err = t.runCalls(pctx, step, res.Steps, later, results)
@@ -443,6 +455,7 @@ func (t *thread) await(ctx workflow.Context, res *TurnResult) error {
 	}
 	paused := *res
 	t.outcome = &paused
+	t.endRun(ctx, &paused)
 	t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage,
 		Err: errorInfo(&errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the run paused: %d call(s) await a decision: %w", len(res.Pending), core.ErrAwaitingApproval)})})
 	defer func() { t.paused, t.outcome = false, nil }()

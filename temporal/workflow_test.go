@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,6 +33,7 @@ type env struct {
 	refunds atomic.Int32
 	steps   atomic.Int32 // the step hook's calls
 	calls   atomic.Int32 // the call hook's calls
+	runs    runLog       // the run hook's calls
 	start   State
 }
 
@@ -63,6 +66,7 @@ func newEnv(t *testing.T, script *coretest.Script, set Settings, extra ...*core.
 	tb := must(core.NewToolbox(append([]*core.Tool{weather, refund, big}, extra...)...))
 	e.backend = coretest.NewBackend(script, nil)
 	hooks := &core.Hooks{
+		Run: e.runs.hook,
 		Step: func(ctx context.Context, _ *core.StepInfo) (context.Context, func(*driver.Step, error)) {
 			e.steps.Add(1)
 			return ctx, func(*driver.Step, error) {}
@@ -77,6 +81,36 @@ func newEnv(t *testing.T, script *coretest.Script, set Settings, extra ...*core.
 	set.Idle = time.Hour
 	e.start = State{Settings: set}
 	return e
+}
+
+// runLog records a Run hook's calls: "begin", with " resume" or the
+// thread continued, and "end", with the answer or the error's code.
+type runLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *runLog) hook(ctx context.Context, info *core.RunInfo) (context.Context, func(*core.Result, error)) {
+	l.add(fmt.Sprintf("begin %s thread=%q resume=%v", info.Backend, info.Thread, info.Resume))
+	return ctx, func(res *core.Result, err error) {
+		if err != nil {
+			l.add(fmt.Sprintf("end error %v", errcode.Of(err)))
+			return
+		}
+		l.add(fmt.Sprintf("end %q", res.Text))
+	}
+}
+
+func (l *runLog) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, line)
+}
+
+func (l *runLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -158,6 +192,10 @@ func TestTurn(t *testing.T) {
 	if s, c := e.steps.Load(), e.calls.Load(); s != 2 || c != 2 {
 		t.Errorf("hooks saw %d steps and %d calls, want 2 and 2", s, c)
 	}
+	want := []string{`begin coretest thread="" resume=false`, fmt.Sprintf("end %q", o.res.Text)}
+	if diff := cmp.Diff(want, e.runs.get()); diff != "" {
+		t.Errorf("run hook (-want +got):\n%s", diff)
+	}
 }
 
 func refundScript(amount string) *coretest.Script {
@@ -208,6 +246,13 @@ func TestApproval(t *testing.T) {
 	}
 	if n := e.refunds.Load(); n != 1 {
 		t.Errorf("refund ran %d times, want 1", n)
+	}
+	// As core's runner: the run that pauses ends, and the turn going on
+	// once decided is a resume of the thread.
+	want := []string{`begin coretest thread="" resume=false`, "end error FailedPrecondition",
+		fmt.Sprintf("begin coretest thread=%q resume=true", "default-test-workflow-id"), `end "refunded A1-edited"`}
+	if diff := cmp.Diff(want, e.runs.get()); diff != "" {
+		t.Errorf("run hook (-want +got):\n%s", diff)
 	}
 }
 

@@ -33,6 +33,8 @@ const (
 	effectsEnv   = "TOOLRELAY_REALTEST_EFFECTS" // the side effects' log
 	attemptsEnv  = "TOOLRELAY_REALTEST_ATTEMPTS"
 	argEnv       = "TOOLRELAY_REALTEST_ARG"
+	runsEnv      = "TOOLRELAY_REALTEST_RUNS"    // the Run hook's log
+	noCacheEnv   = "TOOLRELAY_REALTEST_NOCACHE" // set: no workflow cache, every workflow task replays
 )
 
 // child plays the role named by roleEnv and returns the exit code.
@@ -146,6 +148,16 @@ func workerProcess() error {
 		}
 	}
 	hooks := &core.Hooks{
+		Run: func(ctx context.Context, info *core.RunInfo) (context.Context, func(*core.Result, error)) {
+			runs := os.Getenv(runsEnv)
+			if runs == "" {
+				return ctx, nil
+			}
+			appendLine(runs, fmt.Sprintf("begin thread=%q resume=%v", info.Thread, info.Resume))
+			return ctx, func(res *core.Result, err error) {
+				appendLine(runs, fmt.Sprintf("end %q %v", res.Text, err))
+			}
+		},
 		Step: func(ctx context.Context, info *core.StepInfo) (context.Context, func(*driver.Step, error)) {
 			note(ctx, "step:"+info.Op)
 			return ctx, func(*driver.Step, error) {}
@@ -156,6 +168,9 @@ func workerProcess() error {
 		},
 	}
 	r := core.NewRunner(b, tools, &core.Options{Logger: quiet, Hooks: hooks})
+	if os.Getenv(noCacheEnv) != "" {
+		worker.SetStickyWorkflowCacheSize(0)
+	}
 	w := worker.New(c, os.Getenv(queueEnv), worker.Options{StickyScheduleToStartTimeout: time.Second})
 	temporal.Register(w, r)
 	stop := make(chan os.Signal, 1)

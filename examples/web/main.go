@@ -30,6 +30,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -45,6 +46,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/toolrelay/toolrelay/adapter"
@@ -173,12 +175,17 @@ func run(ctx context.Context, addr, page string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runner, err := adapter.Open(ctx, tools, &adapter.Options{
+	opts := &adapter.Options{
 		DefaultBackend:  "fake-openai",
 		BackendSettings: settings(),
 		Settings:        adapter.Settings{Instructions: "You help customers with their orders: look them up, and refund them when asked."},
 		Runner:          core.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))},
-	})
+	}
+	cfg, err := adapter.Load(&opts.Settings)
+	if err != nil {
+		return err
+	}
+	runner, err := adapter.Open(ctx, tools, opts)
 	if err != nil {
 		return err
 	}
@@ -192,11 +199,20 @@ func run(ctx context.Context, addr, page string, out io.Writer) error {
 		<-ctx.Done()
 		srv.Close()
 	}()
-	fmt.Fprintf(out, "Chat with the agent (%s) at http://%s/\n", runner.Backend().Name(), ln.Addr())
+	fmt.Fprintf(out, "Chat with the agent (%s) at http://%s/\n", banner(cmp.Or(cfg.Backend, opts.DefaultBackend), runner.Backend().Name()), ln.Addr())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// banner says what runs: the backend configured (name), and, for a fake,
+// that the backend (be) talks to a fake service whose model is scripted.
+func banner(name, be string) string {
+	if strings.HasPrefix(name, "fake-") {
+		return fmt.Sprintf("%s: the %s backend on a fake service on this machine, its model scripted", name, be)
+	}
+	return name
 }
 
 func main() {

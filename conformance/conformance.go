@@ -56,6 +56,17 @@ type Reopener interface {
 	Reopen(ctx context.Context, tools *core.Toolbox) (driver.Backend, error)
 }
 
+// An Inventory is a Harness whose fake can count what exists on its
+// service. The LeftOnService scenarios need it; without it they are
+// skipped.
+type Inventory interface {
+	// OnService counts, by kind ("sessions", "conversations", "agents",
+	// "agent versions", as the service has them), what exists on the
+	// fake's service now, whoever made it. Every kind the service has is
+	// present, zeros included.
+	OnService() map[string]int
+}
+
 // HarnessMaker makes a fresh Harness for one scenario.
 type HarnessMaker func(ctx context.Context, t *testing.T) (Harness, error)
 

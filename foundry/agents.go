@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/owned"
 	"github.com/toolrelay/toolrelay/internal/respond"
 )
 
@@ -36,13 +37,14 @@ type agentsClient struct {
 
 // versionInfo is an agent version as the service describes it.
 type versionInfo struct {
-	ID          string          `json:"id"`
-	Name        string          `json:"name"`
-	Version     string          `json:"version"`
-	Description string          `json:"description,omitempty"`
-	CreatedAt   int64           `json:"created_at"`
-	Definition  json.RawMessage `json:"definition"`
-	Status      string          `json:"status,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Version     string            `json:"version"`
+	Description string            `json:"description,omitempty"`
+	CreatedAt   int64             `json:"created_at"`
+	Definition  json.RawMessage   `json:"definition"`
+	Status      string            `json:"status,omitempty"`
 }
 
 type agentObject struct {
@@ -60,8 +62,9 @@ type promptDefinition struct {
 }
 
 type versionRequest struct {
-	Description string           `json:"description,omitempty"`
-	Definition  promptDefinition `json:"definition"`
+	Description string            `json:"description,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Definition  promptDefinition  `json:"definition"`
 }
 
 func (c *agentsClient) url(path ...string) string {
@@ -131,4 +134,45 @@ func (c *agentsClient) deleteVersion(ctx context.Context, name, version string) 
 		return fmt.Errorf("foundry: delete version %q of agent %q: %w", version, name, err)
 	}
 	return nil
+}
+
+// maxVersionPages bounds the listing of an agent's versions that looks for
+// one of the definition wanted (100 versions a page, newest first).
+const maxVersionPages = 10
+
+// findVersion returns the newest live version of agent name whose metadata
+// holds digest under owned.DefinitionKey, or "" if there is none (or no
+// such agent).
+func (c *agentsClient) findVersion(ctx context.Context, name, digest string) (string, error) {
+	after := ""
+	for range maxVersionPages {
+		u := c.url(name, "versions") + "&limit=100&order=desc"
+		if after != "" {
+			u += "&after=" + url.QueryEscape(after)
+		}
+		var page struct {
+			Data    []versionInfo `json:"data"`
+			HasMore bool          `json:"has_more"`
+			LastID  string        `json:"last_id"`
+		}
+		if err := c.do(ctx, http.MethodGet, u, nil, &page); err != nil {
+			if errorCode(err) == errcode.NotFound {
+				return "", nil
+			}
+			return "", fmt.Errorf("foundry: list the versions of agent %q: %w", name, err)
+		}
+		for _, v := range page.Data {
+			if v.Metadata[owned.DefinitionKey] == digest && v.Status != "deleting" && v.Status != "deleted" && v.Status != "failed" {
+				return v.Version, nil
+			}
+		}
+		if !page.HasMore || len(page.Data) == 0 {
+			return "", nil
+		}
+		after = page.LastID
+		if after == "" {
+			after = page.Data[len(page.Data)-1].Version
+		}
+	}
+	return "", nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/origin"
+	"github.com/toolrelay/toolrelay/internal/owned"
 	"github.com/toolrelay/toolrelay/internal/respond"
 )
 
@@ -32,13 +34,16 @@ type Backend struct {
 	agents *agentsClient
 	logger *slog.Logger
 
-	agentName, agentVersion string
-	createdVersion          bool
-	// versionsMu guards agentVersion and the versions made from the
-	// toolbox (a new one when it changed); Close deletes them.
-	versionsMu sync.Mutex
-	versions   []string
-	missing    []string // set by Open, read-only after
+	agentName string
+	def       *AgentDefinition // nil for an existing agent (Options.Agent)
+	tools     *core.Toolbox
+	// versionsMu guards agentVersion and the versions made or found from
+	// the definition (one per set of tools): Close deletes them.
+	versionsMu   sync.Mutex
+	agentVersion string
+	byDigest     map[string]string // definition digest -> version
+	versions     []string          // made or found, in order
+	missing      []string          // set by Open, read-only after
 }
 
 var (
@@ -50,10 +55,10 @@ var (
 
 // Open returns a backend that runs the agent of a Foundry project with the
 // functions of tools. It authenticates (Credential, Token or APIKey; by
-// default azidentity's DefaultAzureCredential), then either creates a
-// version of the agent opts.Definition defines, with the toolbox's tools as its
-// function tools, or checks that the agent opts.Agent (and version)
-// exists. It returns an error for which [errcode.Of] is InvalidArgument
+// default azidentity's DefaultAzureCredential), then either finds (by the
+// digest in its metadata) or creates a version of the agent opts.Definition
+// defines, with the toolbox's tools as its function tools, or checks that
+// the agent opts.Agent (and version) exists. It returns an error for which [errcode.Of] is InvalidArgument
 // for bad options (no endpoint, an http endpoint, a bad agent name, no
 // agent), or the code of the service's answer (NotFound for an unknown
 // agent). The endpoint and the agent have no defaults: a nil opts gives
@@ -118,69 +123,129 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		option.WithHTTPClient(origin.Client(&http.Client{Transport: transport})),
 	}, o.RequestOptions)...)
 
-	list, toolsVersion := tools.Snapshot()
+	b.agentName, b.tools = name, tools
 	if o.Definition != nil {
-		v, err := b.agents.createVersion(ctx, name, &versionRequest{
-			Description: o.Definition.Description,
-			Definition:  promptDefinition{Kind: "prompt", Model: o.Definition.Model, Instructions: o.Definition.Instructions, Tools: respond.FunctionToolsOf(list)},
-		})
-		if err != nil {
+		def := *o.Definition
+		b.def = &def
+		list, _ := tools.Snapshot()
+		if _, err := b.version(ctx, list); err != nil {
 			return nil, b.openError(err)
-		}
-		b.agentName, b.agentVersion, b.createdVersion = v.Name, v.Version, true
-		b.versions = []string{v.Version}
-		if b.agentName == "" {
-			b.agentName = name
 		}
 	} else {
 		v, err := b.agents.getVersion(ctx, name, version)
 		if err != nil {
 			return nil, b.openError(err)
 		}
-		b.agentName, b.agentVersion = name, version
+		b.agentVersion = version
 		b.checkTools(v, tools)
 	}
-	ref := map[string]any{"type": "agent_reference", "name": b.agentName}
-	if b.agentVersion != "" {
-		ref["version"] = b.agentVersion
-	}
-	var offer func(context.Context) ([]responses.ToolUnionParam, map[string]any, error)
-	if o.Definition != nil {
-		// A version made from the toolbox follows it: a change makes a
-		// new version, which the next request names.
-		def := *o.Definition
-		offer = respond.NewOffering(tools, toolsVersion, nil, ref, func(ctx context.Context, list []*core.Tool) ([]responses.ToolUnionParam, map[string]any, error) {
-			v, err := b.agents.createVersion(ctx, b.agentName, &versionRequest{
-				Description: def.Description,
-				Definition:  promptDefinition{Kind: "prompt", Model: def.Model, Instructions: def.Instructions, Tools: respond.FunctionToolsOf(list)},
-			})
+	cfg := respond.Config{Name: "foundry", Client: client, Mode: mode, Stream: stream, Keep: o.Keep, Logger: b.logger}
+	if b.def == nil {
+		cfg.AgentRef = agentRef(name, version)
+	} else {
+		// A version made from the toolbox follows it: a change names the
+		// version of the new set (found, or made).
+		cfg.AgentRef = agentRef(name, b.agentVersion)
+		cfg.Offer = func(ctx context.Context) ([]responses.ToolUnionParam, map[string]any, error) {
+			list, _ := tools.Snapshot()
+			v, err := b.version(ctx, list)
 			if err != nil {
-				return nil, nil, &errcode.Error{Code: errorCode(err), Op: "foundry: a new agent version for the changed tools", Err: err}
+				return nil, nil, &errcode.Error{Code: errorCode(err), Op: "foundry: the agent version for the tools", Err: err}
 			}
-			b.versionsMu.Lock()
-			b.versions = append(b.versions, v.Version)
-			b.agentVersion = v.Version
-			b.versionsMu.Unlock()
-			return nil, map[string]any{"type": "agent_reference", "name": b.agentName, "version": v.Version}, nil
-		}).Offer
+			return nil, agentRef(name, v), nil
+		}
+		cfg.AgentGone = b.versionGone
+		cfg.OnClose = b.deleteVersions
 	}
-	b.loop = respond.New(respond.Config{
-		Name: "foundry", Client: client, Mode: mode, Stream: stream, Keep: o.Keep, Logger: b.logger, AgentRef: ref, Offer: offer,
-		OnClose: func(ctx context.Context) error {
-			if !b.createdVersion {
-				return nil
-			}
-			b.versionsMu.Lock()
-			versions := slices.Clone(b.versions)
-			b.versionsMu.Unlock()
-			var errs []error
-			for _, v := range versions {
-				errs = append(errs, b.agents.deleteVersion(ctx, b.agentName, v))
-			}
-			return errors.Join(errs...)
-		},
-	})
+	b.loop = respond.New(cfg)
 	return b, nil
+}
+
+// agentRef returns the agent reference of a request; an empty version
+// names the latest.
+func agentRef(name, version string) map[string]any {
+	ref := map[string]any{"type": "agent_reference", "name": name}
+	if version != "" {
+		ref["version"] = version
+	}
+	return ref
+}
+
+// version returns the version of the agent that defines the definition
+// with tools: the one the backend used before, or one of the same
+// definition that a backend (of this process or another) made, found by
+// the digest in its metadata, or else a new one.
+func (b *Backend) version(ctx context.Context, tools []*core.Tool) (string, error) {
+	req := versionRequest{
+		Description: b.def.Description,
+		Definition:  promptDefinition{Kind: "prompt", Model: b.def.Model, Instructions: b.def.Instructions, Tools: respond.FunctionToolsOf(tools)},
+	}
+	digest, err := owned.Digest(req)
+	if err != nil {
+		return "", errcode.Errorf(errcode.InvalidArgument, "foundry: the agent definition: %v", err)
+	}
+	b.versionsMu.Lock()
+	defer b.versionsMu.Unlock()
+	if v, ok := b.byDigest[digest]; ok {
+		b.agentVersion = v
+		return v, nil
+	}
+	v, err := b.agents.findVersion(ctx, b.agentName, digest)
+	if err != nil {
+		return "", err
+	}
+	if v == "" {
+		req.Metadata = map[string]string{owned.DefinitionKey: digest}
+		made, err := b.agents.createVersion(ctx, b.agentName, &req)
+		if err != nil {
+			return "", err
+		}
+		v = made.Version
+	}
+	if b.byDigest == nil {
+		b.byDigest = map[string]string{}
+	}
+	b.byDigest[digest] = v
+	if !slices.Contains(b.versions, v) {
+		b.versions = append(b.versions, v)
+	}
+	b.agentVersion = v
+	return v, nil
+}
+
+// versionGone is the loop's Config.AgentGone: it reports whether the
+// version ref names is gone (another process deleted it once it needed it
+// no more), and if so forgets it, so that the next request finds or makes
+// it again.
+func (b *Backend) versionGone(ctx context.Context, ref map[string]any) bool {
+	v, _ := ref["version"].(string)
+	if v == "" {
+		return false
+	}
+	if _, err := b.agents.getVersion(ctx, b.agentName, v); errorCode(err) != errcode.NotFound {
+		return false
+	}
+	b.versionsMu.Lock()
+	defer b.versionsMu.Unlock()
+	maps.DeleteFunc(b.byDigest, func(_, version string) bool { return version == v })
+	b.versions = slices.DeleteFunc(b.versions, func(version string) bool { return version == v })
+	return true
+}
+
+// deleteVersions is the loop's Config.OnClose: it deletes the versions the
+// backend made or found (one another process deleted first is not an
+// error). A process that needs one of them later makes it again.
+func (b *Backend) deleteVersions(ctx context.Context) error {
+	b.versionsMu.Lock()
+	versions := slices.Clone(b.versions)
+	b.versionsMu.Unlock()
+	var errs []error
+	for _, v := range versions {
+		if err := b.agents.deleteVersion(ctx, b.agentName, v); err != nil && errorCode(err) != errcode.NotFound {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // openError classifies an error of the service met while opening, since no
@@ -300,10 +365,12 @@ func errorCode(err error) errcode.Code {
 }
 
 // Close deletes, unless the backend keeps them (Options.Keep), the
-// conversations it created and the agent version it created. It returns
-// the errors of those deletions, joined.
+// conversations it created or took over whose run is over, and, when no
+// run of it is paused for a decision, the agent versions it created or
+// found (see the package doc). It returns the errors of those deletions,
+// joined; what is already gone is not an error.
 func (b *Backend) Close() error { return b.loop.Close() }
 
 // KeepThread implements [driver.Keeper]: Close leaves thread, and the agent
-// version it uses, on the service.
+// version it uses, on the service, until a run finishes its turn.
 func (b *Backend) KeepThread(thread string) { b.loop.KeepThread(thread) }

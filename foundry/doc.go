@@ -44,10 +44,19 @@
 // credential, and the agent: the name (and optionally the version) of an
 // existing agent, or a definition (model deployment, instructions) from
 // which Open creates an agent version whose function tools are the
-// toolbox's tools, with their strict flags. Close deletes what the backend
-// created (the agent version, its conversations) unless Keep is set; a
-// conversation whose run paused for a person's decision, and the agent
-// version, stay for the process that decides.
+// toolbox's tools, with their strict flags. The version carries the digest
+// of its definition in its metadata (toolrelay_definition): a process
+// whose definition is the same (another worker, the one that takes a
+// paused run over) finds and uses that version instead of creating its
+// own. Close deletes what the backend created or took over (the agent
+// versions it used, the conversations whose run is over) unless Keep is
+// set; a process whose version another deleted on its Close creates it
+// again. A conversation whose run paused for a person's decision, and the
+// agent version, stay until a run finishes it: the conversations a backend
+// creates are marked {"toolrelay":"disposable"} in their metadata, and a
+// backend that resumes one made in another process deletes it on its
+// Close once its run is over; a conversation without the mark (the
+// caller's own) is never deleted by a backend that did not create it.
 //
 // Authentication is an azcore.TokenCredential (by default
 // azidentity.NewDefaultAzureCredential) asked for tokens of scope

@@ -70,9 +70,11 @@ type Options struct {
 	// its versions (empty means the latest). Open checks that it exists.
 	Agent        string
 	AgentVersion string
-	// Definition, if set, defines an agent version that Open creates, with the
-	// toolbox's tools as its function tools; Close deletes it unless Keep
-	// is set. Definition.Name (or DefaultAgentName) replaces AgentName.
+	// Definition, if set, defines an agent version that Open finds (one of
+	// the same definition, made by a backend of this process or another) or
+	// creates, with the toolbox's tools as its function tools; Close
+	// deletes it unless Keep is set. Definition.Name (or DefaultAgentName)
+	// replaces Agent.
 	Definition *AgentDefinition
 
 	// Mode links the responses of a thread; empty means Conversation.

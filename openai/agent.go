@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	oai "github.com/openai/openai-go/v3"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/owned"
 )
 
 // checkAgent reads the agent named by Options.Agent and records the
@@ -53,7 +56,8 @@ func (b *Backend) model() string {
 }
 
 // agent returns the id of the agent to run: Options.Agent, or the agent
-// made from the toolbox (made on first use).
+// made from the toolbox (found or made on first use, and again when the
+// toolbox changed).
 func (b *Backend) agent(ctx context.Context) (string, error) {
 	if b.opts.Agent != "" {
 		return b.opts.Agent, nil
@@ -61,36 +65,108 @@ func (b *Backend) agent(ctx context.Context) (string, error) {
 	b.agentMu.Lock()
 	defer b.agentMu.Unlock()
 	v := b.tools.Version()
-	if b.agentID != "" && v != b.agentTools {
-		// The toolbox changed since the agent was made: new sessions get
-		// the new set.
-		params, err := agentParams(b.tools, b.opts.Model, b.opts.Instructions)
-		if err != nil {
-			return "", err
-		}
-		if _, err := b.client.Beta.Agents.Update(ctx, b.agentID, oai.BetaAgentUpdateParams{Tools: params.Tools}); err != nil {
-			return "", apiError("update agent", err)
-		}
-		b.agentTools = v
-	}
-	if b.agentID != "" {
+	if b.agentID != "" && v == b.agentTools {
 		return b.agentID, nil
 	}
 	params, err := agentParams(b.tools, b.opts.Model, b.opts.Instructions)
 	if err != nil {
 		return "", err
 	}
+	id, err := b.findOrMakeAgent(ctx, params)
+	if err != nil {
+		return "", err
+	}
+	b.agentID, b.agentTools = id, v
+	return id, nil
+}
+
+// maxAgentPages bounds the listing of agents that looks for one of the
+// definition wanted (100 agents a page, newest first).
+const maxAgentPages = 10
+
+// findOrMakeAgent returns the id of an agent of params' definition: one
+// that a backend (of this process or another) made before, whose metadata
+// holds the definition's digest, or else a new one. The caller holds
+// agentMu.
+func (b *Backend) findOrMakeAgent(ctx context.Context, params oai.BetaAgentNewParams) (string, error) {
+	digest := params.Metadata[owned.DefinitionKey]
+	pager := b.client.Beta.Agents.ListAutoPaging(ctx, oai.BetaAgentListParams{Limit: oai.Int(100), Order: oai.BetaAgentListParamsOrderDesc})
+	for n := 0; n < 100*maxAgentPages && pager.Next(); n++ {
+		if a := pager.Current(); a.Metadata[owned.DefinitionKey] == digest {
+			b.useAgent(a.ID, true)
+			return a.ID, nil
+		}
+	}
+	if err := pager.Err(); err != nil {
+		return "", apiError("list agents", err)
+	}
 	agent, err := b.client.Beta.Agents.New(ctx, params, option.WithHeader("Idempotency-Key", newKey()))
 	if err != nil {
 		return "", apiError("create agent", err)
 	}
-	b.agentID, b.agentCreated, b.agentTools = agent.ID, true, v
+	b.useAgent(agent.ID, true)
 	return agent.ID, nil
+}
+
+// useAgent records an agent that Close deletes once no session uses it:
+// one made from a definition (made is true), or the agent of a session
+// taken over from another process, which Close deletes only if its
+// metadata shows a backend made it. The caller holds agentMu.
+func (b *Backend) useAgent(id string, made bool) {
+	if b.agents == nil {
+		b.agents = map[string]bool{}
+	}
+	b.agents[id] = b.agents[id] || made
+}
+
+// forgetAgent drops id as the agent new sessions run, after the service
+// said it is gone (another process deleted it once no session used it):
+// the next session finds or makes one again.
+func (b *Backend) forgetAgent(id string) {
+	b.agentMu.Lock()
+	defer b.agentMu.Unlock()
+	if b.agentID == id {
+		b.agentID = ""
+	}
+	delete(b.agents, id)
+}
+
+// closeAgents deletes, of the agents the backend made or found (and those
+// of the sessions it took over), each that a backend made and that no
+// session uses any more: sessions paused for a decision, here or in
+// another process, keep theirs. It returns the errors, joined.
+func (b *Backend) closeAgents(ctx context.Context) error {
+	b.agentMu.Lock()
+	agents := maps.Clone(b.agents)
+	b.agentMu.Unlock()
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(agents)) {
+		if !agents[id] {
+			a, err := b.client.Beta.Agents.Get(ctx, id)
+			if err != nil || a.Metadata[owned.DefinitionKey] == "" {
+				continue // gone, or not one a backend made
+			}
+		}
+		page, err := b.client.Beta.Agents.Sessions.List(ctx, oai.BetaAgentSessionListParams{AgentID: oai.String(id), Limit: oai.Int(1)})
+		if err != nil {
+			errs = append(errs, apiError("list the sessions of agent "+id, err))
+			continue
+		}
+		if len(page.Data) > 0 {
+			b.log.Info("openai: the agent stays: sessions use it (paused for a decision, or another process's)", "agent", id)
+			continue
+		}
+		if _, err := b.client.Beta.Agents.Delete(ctx, id); err != nil && !isNotFound(err) {
+			errs = append(errs, apiError("delete agent "+id, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // agentParams defines an agent from a toolbox: one function tool per tool,
 // its schema sent as it is (the API has no strict flag), defer_loading
-// where asked, and a tool_search tool whenever a tool is deferred.
+// where asked, and a tool_search tool whenever a tool is deferred; its
+// metadata holds the definition's digest (owned.DefinitionKey).
 func agentParams(tools *core.Toolbox, model, instructions string) (oai.BetaAgentNewParams, error) {
 	p := oai.BetaAgentNewParams{Model: model, Name: oai.String("toolrelay")}
 	if instructions != "" {
@@ -113,6 +189,13 @@ func agentParams(tools *core.Toolbox, model, instructions string) (oai.BetaAgent
 		search := oai.NewPersistedAgentToolParamToolSearch()
 		p.Tools = append([]oai.PersistedAgentToolParamUnion{{OfParamToolSearch: &search}}, p.Tools...)
 	}
+	// The digest of the definition (metadata aside) marks the agent as one
+	// a backend made, and finds it again.
+	digest, err := owned.Digest(p)
+	if err != nil {
+		return p, errcode.Errorf(errcode.InvalidArgument, "openai: the agent's definition: %v", err)
+	}
+	p.Metadata = map[string]string{owned.DefinitionKey: digest}
 	return p, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/origin"
+	"github.com/toolrelay/toolrelay/internal/owned"
 	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
@@ -75,7 +76,8 @@ type Options struct {
 	// instead of a new one. It is not deleted on Close.
 	SessionID string
 	// Keep keeps, on Close, the agent and the sessions this backend created;
-	// by default they are deleted.
+	// by default the sessions whose run is over are deleted, and the agent
+	// once no session uses it (see the package doc).
 	Keep bool
 
 	// Delivery says how a turn is followed: Streaming (the default,
@@ -126,17 +128,17 @@ type Backend struct {
 	life context.Context // ended by Close; bounds the event streams
 	stop context.CancelFunc
 
-	agentMu      sync.Mutex
-	agentModel   string // the model of an existing agent (Options.Agent)
-	agentID      string
-	agentCreated bool
-	agentTools   uint64 // the toolbox's version the agent was made (or updated) with
-	missing      []string
+	agentMu    sync.Mutex
+	agentModel string          // the model of an existing agent (Options.Agent)
+	agentID    string          // the agent new sessions run, made or found from the toolbox
+	agentTools uint64          // the toolbox's version agentID was made (or found) for
+	agents     map[string]bool // agents Close may delete (see useAgent)
+	missing    []string
 
 	mu      sync.Mutex
 	threads map[string]*thread
-	created []string        // sessions this backend created
-	kept    map[string]bool // sessions Close leaves (KeepThread)
+	created []string        // sessions Close deletes: created here, or taken over (adopt)
+	kept    map[string]bool // sessions Close leaves (KeepThread) until their run is over
 	closed  bool
 }
 
@@ -262,10 +264,15 @@ func (b *Backend) MissingTools() []string {
 }
 
 // Close implements [driver.Backend]. It ends the event streams (runs still in
-// progress then fail) and, unless
-// Options.Keep is set, deletes the sessions and the agent this backend
-// created (cancelling a turn still active first). It returns the errors of
-// those deletions, joined; a session or agent already gone is not an error.
+// progress then fail) and, unless Options.Keep is set, deletes the sessions
+// whose run is over that this backend created or took over (a session
+// marked disposable in its metadata, made by a backend in another process
+// and resumed here), cancelling a turn still active first; then the agents
+// made from a toolbox (here or in another process: the agent of the same
+// definition is shared) that no session uses any more. A session paused
+// for a decision ([Backend.KeepThread]) stays, and with it its agent,
+// until a run of any process finishes it. It returns the errors of those
+// deletions, joined; a session or agent already gone is not an error.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -274,7 +281,6 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	created := slices.DeleteFunc(slices.Clone(b.created), func(id string) bool { return b.kept[id] })
-	kept := len(b.kept)
 	active := map[string]bool{}
 	for id, st := range b.threads {
 		if st.active.Load() {
@@ -297,21 +303,13 @@ func (b *Backend) Close() error {
 			errs = append(errs, apiError("delete session "+id, err))
 		}
 	}
-	b.agentMu.Lock()
-	agent, made := b.agentID, b.agentCreated
-	b.agentMu.Unlock()
-	if made && kept > 0 {
-		b.log.Info("openai: the agent stays: sessions paused for a decision use it", "agent", agent, "sessions", kept)
-	} else if made {
-		if _, err := b.client.Beta.Agents.Delete(ctx, agent); err != nil && !isNotFound(err) {
-			errs = append(errs, apiError("delete agent "+agent, err))
-		}
-	}
+	errs = append(errs, b.closeAgents(ctx))
 	return errors.Join(errs...)
 }
 
 // KeepThread implements [driver.Keeper]: Close leaves session id, and the
-// agent it uses, on the service.
+// agent it uses, on the service, until a run finishes its turn (in this
+// process, or in another that takes it over and then deletes it).
 func (b *Backend) KeepThread(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -319,6 +317,38 @@ func (b *Backend) KeepThread(id string) {
 		b.kept = map[string]bool{}
 	}
 	b.kept[id] = true
+}
+
+// settle notes that a step ended its session's turn (no call waits for a
+// result): a session kept for a decision no longer needs keeping, and
+// Close deletes it as any other it created or took over.
+func (b *Backend) settle(step *driver.Step) {
+	if step == nil || len(step.Calls) > 0 {
+		return
+	}
+	b.mu.Lock()
+	delete(b.kept, step.Thread)
+	b.mu.Unlock()
+}
+
+// adopt takes over a session read on a resume: one a backend marked
+// disposable (made in another process, whose run this backend now
+// carries on) is deleted by this backend's Close once its run is over, and
+// its agent is considered there too.
+func (b *Backend) adopt(sess *oai.AgentSession) {
+	if b.opts.Keep || sess == nil || sess.ID == b.opts.SessionID || !owned.IsDisposable(sess.Metadata) {
+		return
+	}
+	b.mu.Lock()
+	if !slices.Contains(b.created, sess.ID) {
+		b.created = append(b.created, sess.ID)
+	}
+	b.mu.Unlock()
+	if a := sess.Agent.ID; a != "" && a != b.opts.Agent {
+		b.agentMu.Lock()
+		b.useAgent(a, false)
+		b.agentMu.Unlock()
+	}
 }
 
 var errClosed = errcode.Errorf(errcode.FailedPrecondition, "openai: the backend is closed")

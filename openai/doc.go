@@ -59,10 +59,19 @@
 //     is (the sessions API has no strict flag), defer_loading for deferred
 //     tools, and a {"type":"tool_search"} tool whenever one is deferred.
 //   - SessionID runs threadless runs on an existing session.
-//   - Keep keeps, on Close, the agent and sessions the backend created
-//     (they are deleted by default; a session whose run paused for a
-//     person's decision, and the agent, are always kept, for the process
-//     that decides).
+//   - Keep keeps, on Close, the agent and sessions the backend created.
+//     By default Close deletes the sessions whose run is over, and the
+//     agent once no session uses it. A session whose run paused for a
+//     person's decision stays (with its agent) until a run finishes it, in
+//     this process or another: the sessions a backend creates are marked
+//     {"toolrelay":"disposable"} in their metadata, and a backend that
+//     resumes one made elsewhere (a takeover) deletes it on its Close once
+//     its run is over; a session without the mark (the caller's own) is
+//     never deleted by a backend that did not create it. The agent made
+//     from the toolbox carries the digest of its definition in its
+//     metadata (toolrelay_definition): every process of the same program
+//     finds and uses that one agent rather than make its own, and one
+//     whose agent another process deleted makes it again.
 //   - Delivery Polling reads required_actions with GET requests every PollInterval
 //     instead of following the event stream.
 //   - MaxReconnects bounds how often a dropped stream is resumed within one

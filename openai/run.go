@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/owned"
 	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
@@ -116,6 +117,9 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	if step != nil {
 		step.Model = b.model()
 	}
+	if err == nil {
+		b.settle(step)
+	}
 	return step, err
 }
 
@@ -150,6 +154,9 @@ func (b *Backend) finish(st *thread, step *driver.Step, err error) (*driver.Step
 	}
 	if step != nil {
 		step.Model = b.model()
+	}
+	if err == nil {
+		b.settle(step)
 	}
 	return step, err
 }
@@ -188,16 +195,35 @@ func describePart(p driver.Part) string {
 	return "a " + string(p.Type) + " part"
 }
 
-// newSession creates a session with the user's input.
+// newSession creates a session with the user's input, marked disposable
+// in its metadata unless Options.Keep (see package owned). If the agent
+// made from the toolbox is gone (another process deleted it once no
+// session used it), it is found or made again, once.
 func (b *Backend) newSession(ctx context.Context, content []oai.InputContentParamUnion, created func(string)) (*thread, error) {
-	agentID, err := b.agent(ctx)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		agentID, err := b.agent(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st, err := b.createSession(ctx, agentID, content, created)
+		if err != nil && attempt == 0 && b.opts.Agent == "" && isNotFound(err) {
+			b.forgetAgent(agentID)
+			continue
+		}
+		if err != nil {
+			return nil, apiError("create session", err)
+		}
+		return st, nil
 	}
+}
+
+// createSession sends the request that creates a session running agentID.
+func (b *Backend) createSession(ctx context.Context, agentID string, content []oai.InputContentParamUnion, created func(string)) (*thread, error) {
 	params := oai.BetaAgentSessionNewParams{
 		Environment: oai.EnvironmentParamUnion{OfParamNone: &oai.EnvironmentParamNone{}},
 		AgentID:     oai.String(agentID),
 		Input:       sessionInput(content),
+		Metadata:    owned.Thread(b.opts.Keep),
 	}
 	key := option.WithHeader("Idempotency-Key", newKey())
 	st := newThread("")
@@ -205,16 +231,17 @@ func (b *Backend) newSession(ctx context.Context, content []oai.InputContentPara
 	if b.opts.Delivery == Polling {
 		sess, err := b.client.Beta.Agents.Sessions.New(ctx, params, key)
 		if err != nil {
-			return nil, apiError("create session", err)
+			return nil, err
 		}
 		st.id = sess.ID
 		st.active.Store(true)
 		b.register(st)
 		return st, nil
 	}
+	var err error
 	st.stream, err = b.openStream(ctx, http.MethodPost, "agents/sessions", params, key, option.WithJSONSet("stream", true))
 	if err != nil {
-		return nil, apiError("create session", err)
+		return nil, err
 	}
 	st.active.Store(true)
 	return st, nil
@@ -573,6 +600,7 @@ func (b *Backend) reconcile(ctx context.Context, st *thread, subscribe, resume b
 	if err != nil {
 		return nil, nil, apiError("read session "+st.id, err)
 	}
+	b.adopt(sess)
 	switch sess.Status {
 	case "failed":
 		err := &SessionError{Session: st.id, Message: sess.Error}

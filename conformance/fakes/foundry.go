@@ -163,6 +163,12 @@ func (h *foundryHarness) apply(f conformance.Fault) {
 	h.srv.InjectFault(op, queue...)
 }
 
+// OnService implements conformance.Inventory: the conversations, agents
+// and agent versions of the fake project.
+func (h *foundryHarness) OnService() map[string]int {
+	return map[string]int{"conversations": len(h.srv.Conversations()), "agents": len(h.srv.Agents()), "agent versions": len(h.srv.Versions())}
+}
+
 // Close checks that the fake met every fault: a scenario that passes
 // without meeting its fault proves nothing.
 func (h *foundryHarness) Close() {

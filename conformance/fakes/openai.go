@@ -82,6 +82,12 @@ func (s *openaiHarness) Inject(f conformance.Fault) bool {
 	return true
 }
 
+// OnService implements conformance.Inventory: the sessions and the
+// saved agents of the fake.
+func (s *openaiHarness) OnService() map[string]int {
+	return map[string]int{"sessions": len(s.srv.Sessions()), "agents": len(s.srv.Agents())}
+}
+
 // Close checks that every fault was injected: a scenario that passes
 // without meeting its fault proves nothing.
 func (s *openaiHarness) Close() {

@@ -56,6 +56,37 @@ func (s *Server) AgentVersions(name string) []string {
 	return vs
 }
 
+// Versions returns the live versions of every agent of the project, as
+// "name:version" ids, sorted: what exists on the service for tests that
+// check what a program leaves behind.
+func (s *Server) Versions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for _, a := range s.agents {
+		for _, v := range a.versions {
+			ids = append(ids, v.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Agents returns the names of the agents of the project (those with a
+// live version), sorted.
+func (s *Server) Agents() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for name, a := range s.agents {
+		if len(a.versions) > 0 {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // AgentDefinition returns the definition of a version of the agent name,
 // as it was sent, or nil.
 func (s *Server) AgentDefinition(name, version string) json.RawMessage {

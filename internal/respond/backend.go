@@ -23,6 +23,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/owned"
 )
 
 // Mode says how the responses of a thread are linked.
@@ -134,8 +135,14 @@ type Config struct {
 	// changed mid-run offers the new set from the next request).
 	Offer func(ctx context.Context) (tools []responses.ToolUnionParam, agentRef map[string]any, err error)
 	// OnClose, if set, runs at Close after the conversations were deleted
-	// (unless Keep); its error joins theirs.
+	// (unless Keep), when no thread is kept for a decision; its error
+	// joins theirs.
 	OnClose func(ctx context.Context) error
+	// AgentGone, if set, is called when a request naming agentRef was
+	// refused as NotFound; it reports whether the agent (version) is gone,
+	// in which case the request is sent once more with what Offer then
+	// returns.
+	AgentGone func(ctx context.Context, agentRef map[string]any) bool
 }
 
 // Backend is the loop: a [driver.Backend] and [driver.Canceler].
@@ -152,10 +159,11 @@ type Backend struct {
 	tools        []responses.ToolUnionParam
 	offer        func(ctx context.Context) ([]responses.ToolUnionParam, map[string]any, error)
 	onClose      func(ctx context.Context) error
+	agentGone    func(ctx context.Context, agentRef map[string]any) bool
 
 	mu            sync.Mutex
-	conversations []string                    // conversations this backend created
-	kept          map[string]bool             // threads Close leaves (KeepThread)
+	conversations []string                    // conversations Close deletes: created here, or taken over (adopt)
+	kept          map[string]bool             // threads Close leaves (KeepThread) until their turn is over
 	canceled      map[string][]string         // chain mode: calls canceled, by response id
 	histories     map[string]*statelessThread // stateless mode: the threads' histories
 	tick          int64                       // stateless mode: uses, for eviction
@@ -170,7 +178,7 @@ func New(c Config) *Backend {
 	}
 	return &Backend{
 		name: c.Name, client: c.Client, mode: c.Mode, stream: c.Stream, keep: c.Keep, logger: l,
-		agentRef: c.AgentRef, model: c.Model, instructions: c.Instructions, tools: c.Tools, offer: c.Offer, onClose: c.OnClose,
+		agentRef: c.AgentRef, model: c.Model, instructions: c.Instructions, tools: c.Tools, offer: c.Offer, onClose: c.OnClose, agentGone: c.AgentGone,
 	}
 }
 
@@ -205,8 +213,59 @@ func (b *Backend) KeepThread(thread string) {
 	b.kept[thread] = true
 }
 
+// settle passes a step on, noting first that a step with no call waiting
+// ended its thread's turn: a thread kept for a decision no longer needs
+// keeping, and Close deletes it as any other it created or took over.
+func (b *Backend) settle(step *driver.Step, err error) (*driver.Step, error) {
+	if err == nil && step != nil && len(step.Calls) == 0 {
+		b.mu.Lock()
+		delete(b.kept, step.Thread)
+		b.mu.Unlock()
+	}
+	return step, err
+}
+
+// moveKept moves the keeping of a chain's thread to its next response.
+func (b *Backend) moveKept(from, to string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.kept[from] {
+		delete(b.kept, from)
+		b.kept[to] = true
+	}
+}
+
+// adopt takes over, on a resume, a conversation that a backend of another
+// process created and marked disposable in its metadata: this backend
+// carries its run on, so its Close deletes it once the run is over.
+func (b *Backend) adopt(ctx context.Context, conv string) {
+	if b.keep {
+		return
+	}
+	b.mu.Lock()
+	known := slices.Contains(b.conversations, conv)
+	b.mu.Unlock()
+	if known {
+		return
+	}
+	c, err := b.client.Conversations.Get(ctx, conv)
+	var metadata map[string]string
+	if err == nil {
+		err = json.Unmarshal([]byte(c.JSON.Metadata.Raw()), &metadata)
+	}
+	if err != nil || !owned.IsDisposable(metadata) {
+		return // not one to delete (a failed read is found again by the resume)
+	}
+	b.mu.Lock()
+	if !slices.Contains(b.conversations, conv) {
+		b.conversations = append(b.conversations, conv)
+	}
+	b.mu.Unlock()
+}
+
 // Close deletes, unless the backend keeps them, the conversations it
-// created, then runs Config.OnClose. It returns their errors, joined.
+// created or took over whose turn is over, then, when no thread is kept
+// for a decision, runs Config.OnClose. It returns their errors, joined.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {

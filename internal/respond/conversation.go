@@ -92,6 +92,7 @@ func (b *Backend) pendingStep(conv string, h *history) *driver.Step {
 
 // resumeConversation returns the current step of a conversation.
 func (b *Backend) resumeConversation(ctx context.Context, conv string) (*driver.Step, error) {
+	b.adopt(ctx, conv)
 	h, err := b.readConversation(ctx, conv)
 	if err != nil {
 		return nil, err

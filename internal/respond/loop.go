@@ -16,6 +16,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/apierr"
+	"github.com/toolrelay/toolrelay/internal/owned"
 )
 
 // Start implements [driver.Backend]. In Conversation mode a new thread is a
@@ -24,6 +25,10 @@ import (
 // message as the response's input. In Chain mode the message is the input
 // of a response linked to the thread's latest response.
 func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
+	return b.settle(b.start(ctx, req))
+}
+
+func (b *Backend) start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
 	if err := b.checkFormat(req.Format); err != nil {
 		return nil, err
 	}
@@ -37,7 +42,7 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	}
 	thread, input := req.Thread, []responses.ResponseInputItemUnionParam{msg}
 	if thread == "" {
-		conv, err := b.client.Conversations.New(ctx, conversations.ConversationNewParams{Items: input})
+		conv, err := b.client.Conversations.New(ctx, conversations.ConversationNewParams{Items: input, Metadata: owned.Thread(b.keep)})
 		if err != nil {
 			return nil, fmt.Errorf("create a conversation: %w", apierr.WithRefusal(err))
 		}
@@ -102,6 +107,14 @@ func optional(s string) param.Opt[string] {
 // as an array of input parts; any other output as [driver.Output.String]
 // renders it.
 func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
+	step, err := b.submit(ctx, req)
+	if err == nil && step != nil && step.Thread != req.Step.Thread {
+		b.moveKept(req.Step.Thread, step.Thread) // a chain moved on
+	}
+	return b.settle(step, err)
+}
+
+func (b *Backend) submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
 	if err := b.checkFormat(req.Format); err != nil {
 		return nil, err
 	}
@@ -133,6 +146,10 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 // empty input is requested. In Chain mode it reads the response named by
 // thread: its function calls are pending, or its text is the answer.
 func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, error) {
+	return b.settle(b.resume(ctx, thread))
+}
+
+func (b *Backend) resume(ctx context.Context, thread string) (*driver.Step, error) {
 	if thread == "" {
 		return nil, errcode.Errorf(errcode.InvalidArgument, "%s: resume: no thread", b.name)
 	}
@@ -229,13 +246,35 @@ func (b *Backend) respondWith(ctx context.Context, thread string, input []respon
 	case thread != "":
 		p.PreviousResponseID = openai.String(thread)
 	}
-	tools, agentRef := b.tools, b.agentRef
-	if b.offer != nil {
-		var err error
-		if tools, agentRef, err = b.offer(ctx); err != nil {
+	for attempt := 0; ; attempt++ {
+		tools, agentRef := b.tools, b.agentRef
+		if b.offer != nil {
+			var err error
+			if tools, agentRef, err = b.offer(ctx); err != nil {
+				return nil, nil, err
+			}
+		}
+		q := p
+		if err := b.offering(&q, tools, agentRef, format); err != nil {
 			return nil, nil, err
 		}
+		r, err := b.create(ctx, thread, &q)
+		if err != nil && attempt == 0 && agentRef != nil && b.agentGone != nil && ErrorCode(err) == errcode.NotFound && b.agentGone(ctx, agentRef) {
+			// Another process deleted the agent (version) once it
+			// needed it no more: the next offer makes it again.
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		step, err := b.step(thread, r)
+		return step, r, err
 	}
+}
+
+// offering sets what p offers the model: the agent reference, or the
+// model, instructions, tools and format.
+func (b *Backend) offering(p *responses.ResponseNewParams, tools []responses.ToolUnionParam, agentRef map[string]any, format *driver.Format) error {
 	if agentRef != nil {
 		p.SetExtraFields(map[string]any{"agent_reference": agentRef})
 	} else {
@@ -247,19 +286,14 @@ func (b *Backend) respondWith(ctx context.Context, thread string, input []respon
 		if format != nil {
 			var schema map[string]any
 			if err := json.Unmarshal(format.Schema, &schema); err != nil {
-				return nil, nil, errcode.Errorf(errcode.InvalidArgument, "%s: format %q: the schema is not a JSON object: %v", b.name, format.Name, err)
+				return errcode.Errorf(errcode.InvalidArgument, "%s: format %q: the schema is not a JSON object: %v", b.name, format.Name, err)
 			}
 			p.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
 				OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{Name: format.Name, Schema: schema, Strict: openai.Bool(format.Strict)},
 			}}
 		}
 	}
-	r, err := b.create(ctx, thread, &p)
-	if err != nil {
-		return nil, nil, err
-	}
-	step, err := b.step(thread, r)
-	return step, r, err
+	return nil
 }
 
 // create sends a create-response request of thread, streaming or not, and

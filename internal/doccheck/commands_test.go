@@ -21,6 +21,7 @@ import (
 // run, by their start, and why.
 var notRun = []struct{ prefix, why string }{
 	{"go test ", "the tests themselves"},
+	{"bash .ci/test", "the tests themselves, this one among them"},
 	{"TOOLRELAY_BACKEND=openai ", "needs an OpenAI API key"},
 	{"TOOLRELAY_BACKEND=foundry ", "needs an Azure AI Foundry project"},
 	{"cd examples/temporal && go run . -dev", "starts a Temporal server in the process (minutes)"},

@@ -53,6 +53,7 @@ var scenarios = []scenario{
 	{"CancelThenNewInput", "a turn stopped by its run's context and abandoned with Runner.Cancel leaves the thread taking new input", cancelThenNewInput},
 	{"MaxSteps", "a model that keeps calling ends the run with ErrMaxSteps, and the thread is not left waiting", maxSteps},
 	{"RepeatedCallID", "a step that repeats a call id ends the run with Internal, runs and sends nothing, and the turn is canceled, not left waiting", repeatedCallID},
+	{"ResultNotPending", "a result for a call that is not pending is refused by the service (InvalidArgument), recorded nowhere, and the turn still waits for its call", resultNotPending},
 	{"LargeOutput", "a 1 MiB output goes back intact", largeOutput},
 	{"OutputTooLarge", "an output past the runner's limit gives a failed result saying so, and the run goes on", outputTooLarge},
 	{"ArgumentsTooLarge", "arguments past the runner's limit give a failed result saying so, and the handler does not run", argumentsTooLarge},

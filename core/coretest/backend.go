@@ -195,19 +195,21 @@ func (b *Backend) submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	if th == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownThread, req.Step.Thread)
 	}
+	// Results that do not answer the pending calls are refused, as the
+	// services refuse them (400), and not received.
+	if len(req.Results) != len(th.pending) {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "coretest: %d results for %d pending calls", len(req.Results), len(th.pending))
+	}
+	for i, c := range th.pending {
+		if id := req.Results[i].Call.ID; id != c.ID {
+			return nil, errcode.Errorf(errcode.InvalidArgument, "coretest: no pending call %q", id)
+		}
+	}
 	got := make([]Delivered, len(req.Results))
 	for i, r := range req.Results {
 		got[i] = Delivered{CallID: r.Call.ID, Name: r.Call.Name, Output: r.Output.String(), Failed: r.Failed, Error: r.Error}
 	}
 	b.received = append(b.received, Received{Kind: "results", Thread: req.Step.Thread, Results: got, Format: formatName(req.Format)})
-	if len(got) != len(th.pending) {
-		return nil, fmt.Errorf("coretest: %d results for %d pending calls", len(got), len(th.pending))
-	}
-	for i, c := range th.pending {
-		if got[i].CallID != c.ID {
-			return nil, fmt.Errorf("coretest: no pending call %q", got[i].CallID)
-		}
-	}
 	if err := th.model.Deliver(got); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/owned"
 	"github.com/toolrelay/toolrelay/internal/respond"
@@ -59,6 +60,33 @@ type promptDefinition struct {
 	Model        string                 `json:"model"`
 	Instructions string                 `json:"instructions,omitempty"`
 	Tools        []respond.FunctionTool `json:"tools,omitempty"`
+	Text         *textConfig            `json:"text,omitempty"`
+}
+
+// textConfig is the text member of a definition: the format of the
+// agent's answers, as a response's text.format.
+type textConfig struct {
+	Format textFormat `json:"format"`
+}
+
+type textFormat struct {
+	Type   string          `json:"type"` // json_schema
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict bool            `json:"strict"`
+}
+
+// textOf returns the text member of a definition whose answers follow
+// format (nil for none).
+func textOf(format *driver.Format) (*textConfig, error) {
+	if format == nil {
+		return nil, nil
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(format.Schema, &schema); err != nil || schema == nil {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "foundry: format %q: the schema is not a JSON object", format.Name)
+	}
+	return &textConfig{Format: textFormat{Type: "json_schema", Name: format.Name, Schema: format.Schema, Strict: format.Strict}}, nil
 }
 
 type versionRequest struct {

@@ -128,7 +128,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		def := *o.Definition
 		b.def = &def
 		list, _ := tools.Snapshot()
-		if _, err := b.version(ctx, list); err != nil {
+		if _, err := b.version(ctx, list, nil); err != nil {
 			return nil, b.openError(err)
 		}
 	} else {
@@ -146,11 +146,14 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		// A version made from the toolbox follows it: a change names the
 		// version of the new set (found, or made).
 		cfg.AgentRef = agentRef(name, b.agentVersion)
-		cfg.Offer = func(ctx context.Context) ([]responses.ToolUnionParam, map[string]any, error) {
+		// So does a run's format: the version of the definition with
+		// that format answers in it.
+		cfg.AgentFormats = true
+		cfg.Offer = func(ctx context.Context, format *driver.Format) ([]responses.ToolUnionParam, map[string]any, error) {
 			list, _ := tools.Snapshot()
-			v, err := b.version(ctx, list)
+			v, err := b.version(ctx, list, format)
 			if err != nil {
-				return nil, nil, &errcode.Error{Code: errorCode(err), Op: "foundry: the agent version for the tools", Err: err}
+				return nil, nil, &errcode.Error{Code: errorCode(err), Op: "foundry: the agent version for the tools and format", Err: err}
 			}
 			return nil, agentRef(name, v), nil
 		}
@@ -172,13 +175,17 @@ func agentRef(name, version string) map[string]any {
 }
 
 // version returns the version of the agent that defines the definition
-// with tools: the one the backend used before, or one of the same
-// definition that a backend (of this process or another) made, found by
-// the digest in its metadata, or else a new one.
-func (b *Backend) version(ctx context.Context, tools []*core.Tool) (string, error) {
+// with tools, answering in format (nil: text): the one the backend used
+// before, or one of the same definition that a backend (of this process or
+// another) made, found by the digest in its metadata, or else a new one.
+func (b *Backend) version(ctx context.Context, tools []*core.Tool, format *driver.Format) (string, error) {
+	text, err := textOf(format)
+	if err != nil {
+		return "", err
+	}
 	req := versionRequest{
 		Description: b.def.Description,
-		Definition:  promptDefinition{Kind: "prompt", Model: b.def.Model, Instructions: b.def.Instructions, Tools: respond.FunctionToolsOf(tools)},
+		Definition:  promptDefinition{Kind: "prompt", Model: b.def.Model, Instructions: b.def.Instructions, Tools: respond.FunctionToolsOf(tools), Text: text},
 	}
 	digest, err := owned.Digest(req)
 	if err != nil {
@@ -287,8 +294,11 @@ func (b *Backend) Name() string { return b.loop.Name() }
 // images and files, outputs may be content arrays, deferred tools are
 // loaded by the service's tool search (an agent version made from the
 // toolbox has them with defer_loading, and a tool_search tool); there is
-// no failure flag, and no response format per run (the agent's definition
-// sets it).
+// no failure flag. A run may ask for a response format when the backend
+// makes the agent (Options.Definition): its requests name the version of
+// the definition whose text.format is the run's (found or made as any
+// version is, and deleted on Close); an existing agent (Options.Agent)
+// answers in its own definition's format, and a run's is refused.
 func (b *Backend) Capabilities() driver.Capabilities { return b.loop.Capabilities() }
 
 // Mode returns how the backend links the responses of a thread.

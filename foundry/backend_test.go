@@ -329,13 +329,21 @@ func TestExistingAgent(t *testing.T) {
 	}
 }
 
-// TestCapabilities checks what the backend reports.
+// TestCapabilities checks what the backend reports: a response format
+// per run where the backend makes the agent, not with an existing one.
 func TestCapabilities(t *testing.T) {
 	srv := newFake(t, weatherScript(), nil)
 	b := open(t, nil, options(srv, "", false))
-	want := driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ServiceApprovals: true, DeferredLoading: true}
+	want := driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ServiceApprovals: true, DeferredLoading: true, ResponseFormat: true}
 	if diff := cmp.Diff(want, b.Capabilities()); diff != "" {
 		t.Errorf("Capabilities mismatch (-want +got):\n%s", diff)
+	}
+	srv.AddAgent("weather-bot", "gpt-4.1-mini")
+	o := options(srv, "", false)
+	o.Definition, o.Agent = nil, "weather-bot"
+	want.ResponseFormat = false
+	if diff := cmp.Diff(want, open(t, nil, o).Capabilities()); diff != "" {
+		t.Errorf("Capabilities of an existing agent mismatch (-want +got):\n%s", diff)
 	}
 	if b.Name() != "foundry" || b.Mode() != foundry.Conversation {
 		t.Errorf("Name, Mode = %q, %q", b.Name(), b.Mode())

@@ -58,6 +58,15 @@
 // Close once its run is over; a conversation without the mark (the
 // caller's own) is never deleted by a backend that did not create it.
 //
+// A run's response format (core's RunOptions.Format) cannot go with a
+// request that names an agent: the agent's definition carries it
+// (text.format). With a definition, the backend names, for a run with a
+// format, the version of the definition whose text.format is the run's
+// (found by its digest or made, as any version, and deleted on Close),
+// and the version without one for a run without. An existing agent
+// (Options.Agent) answers in its own definition's format: a run's format
+// is refused (InvalidArgument, nothing sent), and Capabilities says so.
+//
 // Authentication is an azcore.TokenCredential (by default
 // azidentity.NewDefaultAzureCredential) asked for tokens of scope
 // https://ai.azure.com/.default, or a static bearer token (Options.Token,

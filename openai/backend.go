@@ -233,10 +233,13 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 func (b *Backend) Name() string { return "openai" }
 
 // Capabilities implements [driver.CapabilityReporter]: deferred loading (with
-// tool_search), a success flag on results, and content arrays (text and
-// image parts).
+// tool_search), a success flag on results, content arrays (text and image
+// parts), and a response format per run: a new session's agent.text
+// carries it (the agent's text.format overridden for that session, the
+// backend's agent or an existing one alike), and a later run on the
+// session may ask for that format only.
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, Streams: b.opts.Delivery != Polling, ServiceApprovals: true}
+	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, Streams: b.opts.Delivery != Polling, ServiceApprovals: true, ResponseFormat: true}
 }
 
 // Client returns the SDK client the backend uses, for what toolrelay does

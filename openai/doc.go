@@ -59,6 +59,14 @@
 //     is (the sessions API has no strict flag), defer_loading for deferred
 //     tools, and a {"type":"tool_search"} tool whenever one is deferred.
 //   - SessionID runs threadless runs on an existing session.
+//   - A run's response format (core's RunOptions.Format) goes with the
+//     session the run creates: its agent.text is {"format":{"type":
+//     "json_schema","schema":…}}, which overrides the agent's text.format
+//     for that session (the agent made from the toolbox, or an existing
+//     one alike; the sessions API gives the format no name and no strict
+//     flag). A session's format is set when it is made: a later run on it
+//     may ask for the same format, or none (the session answers in its
+//     own), but another is refused (InvalidArgument, nothing sent).
 //   - Keep keeps, on Close, the agent and sessions the backend created.
 //     By default Close deletes the sessions whose run is over, and the
 //     agent once no session uses it. A session whose run paused for a

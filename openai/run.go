@@ -34,16 +34,22 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	if id == "" {
 		id = b.opts.SessionID
 	}
-	if err := refuseFormat(req.Format); err != nil {
+	text, err := textOf(req.Format)
+	if err != nil {
 		return nil, err
 	}
 	content, err := inputContent(req.Input, req.Parts)
 	if err != nil {
 		return nil, err
 	}
+	if id != "" && req.Format != nil {
+		if err := b.checkSessionFormat(ctx, id, req.Format, text); err != nil {
+			return nil, err
+		}
+	}
 	var st *thread
 	if id == "" {
-		st, err = b.newSession(ctx, content, req.Created)
+		st, err = b.newSession(ctx, content, text, req.Created)
 	} else {
 		st, err = b.sendInput(ctx, id, content)
 	}
@@ -81,9 +87,7 @@ func (b *Backend) Resume(ctx context.Context, id string) (*driver.Step, error) {
 // request (see the package documentation, Delivery) and returns the next
 // step.
 func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
-	if err := refuseFormat(req.Format); err != nil {
-		return nil, err
-	}
+	// The format (req.Format) is the session's, set when it was made.
 	st, err := b.thread(req.Step.Thread)
 	if err != nil {
 		return nil, err
@@ -161,13 +165,48 @@ func (b *Backend) finish(st *thread, step *driver.Step, err error) (*driver.Step
 	return step, err
 }
 
-// refuseFormat refuses a run's response format: a session answers in its
-// agent's (the agent's text.format), which a run cannot change.
-func refuseFormat(f *driver.Format) error {
+// textOf returns the agent.text a new session gets for a run's format:
+// {"format":{"type":"json_schema","schema":…}} (the sessions API names no
+// format, and has no strict flag), or the zero value for none.
+func textOf(f *driver.Format) (oai.AgentTextParam, error) {
 	if f == nil {
+		return oai.AgentTextParam{}, nil
+	}
+	schema, err := schemaMap(f.Schema)
+	if err != nil {
+		return oai.AgentTextParam{}, errcode.Errorf(errcode.InvalidArgument, "openai: format %q: %v", f.Name, err)
+	}
+	return oai.AgentTextParam{Format: oai.TextFormatParamUnion{OfParamJSONSchema: &oai.TextFormatParamJSONSchema{Schema: schema}}}, nil
+}
+
+// checkSessionFormat refuses a run's format on an existing session that
+// answers in another: a session's format is set when it is made (the
+// sessions API cannot change it), so a run on it may ask for that one
+// only.
+func (b *Backend) checkSessionFormat(ctx context.Context, id string, f *driver.Format, want oai.AgentTextParam) error {
+	sess, err := b.client.Beta.Agents.Sessions.Get(ctx, id)
+	if err != nil {
+		return apiError("read session "+id, err)
+	}
+	got := sess.Agent.Text.Format
+	if got.Type == "json_schema" && sameJSON(got.Schema, want.Format.OfParamJSONSchema.Schema) {
 		return nil
 	}
-	return errcode.Errorf(errcode.InvalidArgument, "openai: a session answers in its agent's format (text.format, set when the agent is made); a run cannot ask for format %q", f.Name)
+	return errcode.Errorf(errcode.InvalidArgument, "openai: session %s answers in %s: a session's format is set when the session is made (by its first run's format), so a run on it cannot ask for format %q", id, describeFormat(got.Type), f.Name)
+}
+
+// sameJSON reports whether two decoded JSON values are the same document.
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+func describeFormat(typ string) string {
+	if typ == "json_schema" {
+		return "another JSON schema"
+	}
+	return "text"
 }
 
 // inputContent returns the content of the user's message: its text, then
@@ -199,13 +238,13 @@ func describePart(p driver.Part) string {
 // in its metadata unless Options.Keep (see package owned). If the agent
 // made from the toolbox is gone (another process deleted it once no
 // session used it), it is found or made again, once.
-func (b *Backend) newSession(ctx context.Context, content []oai.InputContentParamUnion, created func(string)) (*thread, error) {
+func (b *Backend) newSession(ctx context.Context, content []oai.InputContentParamUnion, text oai.AgentTextParam, created func(string)) (*thread, error) {
 	for attempt := 0; ; attempt++ {
 		agentID, err := b.agent(ctx)
 		if err != nil {
 			return nil, err
 		}
-		st, err := b.createSession(ctx, agentID, content, created)
+		st, err := b.createSession(ctx, agentID, content, text, created)
 		if err != nil && attempt == 0 && b.opts.Agent == "" && isNotFound(err) {
 			b.forgetAgent(agentID)
 			continue
@@ -218,12 +257,16 @@ func (b *Backend) newSession(ctx context.Context, content []oai.InputContentPara
 }
 
 // createSession sends the request that creates a session running agentID.
-func (b *Backend) createSession(ctx context.Context, agentID string, content []oai.InputContentParamUnion, created func(string)) (*thread, error) {
+// A run's format (text) overrides the agent's text.format for the session.
+func (b *Backend) createSession(ctx context.Context, agentID string, content []oai.InputContentParamUnion, text oai.AgentTextParam, created func(string)) (*thread, error) {
 	params := oai.BetaAgentSessionNewParams{
 		Environment: oai.EnvironmentParamUnion{OfParamNone: &oai.EnvironmentParamNone{}},
 		AgentID:     oai.String(agentID),
 		Input:       sessionInput(content),
 		Metadata:    owned.Thread(b.opts.Keep),
+	}
+	if text.Format.OfParamJSONSchema != nil {
+		params.Agent = oai.BetaAgentSessionNewParamsAgent{Text: text}
 	}
 	key := option.WithHeader("Idempotency-Key", newKey())
 	st := newThread("")

@@ -73,7 +73,9 @@ type Received struct {
 	Input string `json:"input,omitempty"`
 	// Parts are the image and file parts sent with the input, in order.
 	Parts []driver.Part `json:"parts,omitempty"`
-	// Format names the response format the request asked for, if any.
+	// Format names the response format the request asked for, if any
+	// (on a wire whose formats have no name, such as the sessions API's,
+	// its type: "json_schema").
 	Format string `json:"format,omitempty"`
 	// Results are the results, in the order received (Kind "results").
 	Results []Delivered `json:"results,omitempty"`

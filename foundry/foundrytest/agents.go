@@ -155,6 +155,7 @@ func decodeVersion(body []byte) (versionRequest, *apiError) {
 		Kind  string            `json:"kind"`
 		Model string            `json:"model"`
 		Tools []json.RawMessage `json:"tools"`
+		Text  json.RawMessage   `json:"text"`
 	}
 	if len(req.Definition) == 0 || json.Unmarshal(req.Definition, &def) != nil {
 		return req, badRequest("invalid_payload", "definition", "Missing required parameter: 'definition'.")
@@ -164,6 +165,14 @@ func decodeVersion(body []byte) (versionRequest, *apiError) {
 	}
 	if def.Model == "" {
 		return req, badRequest("invalid_payload", "definition.model", "Missing required parameter: 'definition.model'.")
+	}
+	if def.Text != nil {
+		// The agent's text.format, as a response's: a json_schema one
+		// needs its name and an object schema.
+		if _, e := parseTextFormat(def.Text); e != nil {
+			e.Param = "definition." + e.Param
+			return req, e
+		}
 	}
 	if e := checkDeferred(mustJSON(def.Tools), "definition.tools"); e != nil {
 		return req, e

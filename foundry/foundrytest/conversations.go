@@ -20,6 +20,7 @@ type conversation struct {
 
 	model      *coretest.Model
 	unbegun    []string // user messages the model has not begun a turn with
+	unrecorded []*item  // user messages added outside a response, not yet in Received
 	modelCalls []string // call ids of the model's pending calls
 	lastText   string   // the model's last answer
 
@@ -140,9 +141,25 @@ func (s *Server) record(thread string, items []*item, format string) {
 
 // add appends new items to c, queues user texts for the model and hands
 // the model its results once all its calls are answered.
-func (s *Server) add(c *conversation, items []*item, texts []string) {
+func (s *Server) add(c *conversation, items []*item, texts []string, r *request) {
 	c.append(items...)
-	s.record(c.id, items, "")
+	if r == nil {
+		// Added to the conversation outside a response: a user message
+		// reaches the model with the next response, and is recorded then,
+		// with the format that response asks for.
+		var now []*item
+		for _, it := range items {
+			if it.Type == "message" && it.Role == "user" {
+				c.unrecorded = append(c.unrecorded, it)
+			} else {
+				now = append(now, it)
+			}
+		}
+		s.record(c.id, now, "")
+	} else {
+		s.record(c.id, append(c.unrecorded, items...), r.format.name)
+		c.unrecorded = nil
+	}
 	c.unbegun = append(c.unbegun, texts...)
 	if len(c.modelCalls) == 0 {
 		return
@@ -192,7 +209,7 @@ func (s *Server) createConversation(ex *exchange, _ []string, _ *Fault) (any, er
 		return nil, e
 	}
 	s.conversations[c.id] = c
-	s.add(c, items, texts)
+	s.add(c, items, texts, nil)
 	return c.json(), nil
 }
 
@@ -235,7 +252,7 @@ func (s *Server) createItems(ex *exchange, args []string, _ *Fault) (any, error)
 	if e != nil {
 		return nil, e
 	}
-	s.add(c, items, texts)
+	s.add(c, items, texts, nil)
 	return itemList(items, false), nil
 }
 

@@ -118,6 +118,7 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 		return nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_payload", Message: msgAgentDeprecated, Param: "agent"}
 	}
 	req := &request{store: true}
+	var agentText json.RawMessage // the text member of the agent's definition
 	if present(m, "store") && json.Unmarshal(m["store"], &req.store) != nil {
 		return nil, schemaError("store")
 	}
@@ -159,8 +160,10 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 			Model        string          `json:"model"`
 			Instructions string          `json:"instructions"`
 			Tools        json.RawMessage `json:"tools"`
+			Text         json.RawMessage `json:"text"`
 		}
 		json.Unmarshal(v.Definition, &def)
+		agentText = def.Text // the agent's format: a request naming it sends none
 		req.tools = def.Tools
 		req.agentRef, req.agentName, req.agentVersion = m["agent_reference"], ref.Name, v.Version
 		req.model, req.instructions = def.Model, def.Instructions
@@ -202,7 +205,7 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 		return nil, e
 	}
 	req.input = in
-	var text json.RawMessage
+	text := agentText
 	if present(m, "text") {
 		text = m["text"]
 	}
@@ -318,7 +321,7 @@ func (s *Server) playConversation(r *response, conv *conversation, req *request)
 		return nil, e
 	}
 	r.output = s.mcpCalls(waiting, items)
-	s.add(conv, items, texts)
+	s.add(conv, items, texts, req)
 	if len(conv.unbegun) > 0 {
 		input := strings.Join(conv.unbegun, "\n")
 		conv.unbegun = nil

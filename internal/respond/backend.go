@@ -133,7 +133,12 @@ type Config struct {
 	// the request offers the model: the tools (when it carries them) or
 	// the agent reference, as they are now (a backend whose toolbox
 	// changed mid-run offers the new set from the next request).
-	Offer func(ctx context.Context) (tools []responses.ToolUnionParam, agentRef map[string]any, err error)
+	Offer func(ctx context.Context, format *driver.Format) (tools []responses.ToolUnionParam, agentRef map[string]any, err error)
+	// AgentFormats says that the agent reference Offer returns for a
+	// run's format names an agent (version) whose definition carries that
+	// format (a request that names an agent cannot carry one): runs may
+	// then ask for a format.
+	AgentFormats bool
 	// OnClose, if set, runs at Close after the conversations were deleted
 	// (unless Keep), when no thread is kept for a decision; its error
 	// joins theirs.
@@ -157,7 +162,8 @@ type Backend struct {
 	model        string
 	instructions string
 	tools        []responses.ToolUnionParam
-	offer        func(ctx context.Context) ([]responses.ToolUnionParam, map[string]any, error)
+	offer        func(ctx context.Context, format *driver.Format) ([]responses.ToolUnionParam, map[string]any, error)
+	agentFormats bool
 	onClose      func(ctx context.Context) error
 	agentGone    func(ctx context.Context, agentRef map[string]any) bool
 
@@ -178,7 +184,7 @@ func New(c Config) *Backend {
 	}
 	return &Backend{
 		name: c.Name, client: c.Client, mode: c.Mode, stream: c.Stream, keep: c.Keep, logger: l,
-		agentRef: c.AgentRef, model: c.Model, instructions: c.Instructions, tools: c.Tools, offer: c.Offer, onClose: c.OnClose, agentGone: c.AgentGone,
+		agentRef: c.AgentRef, model: c.Model, instructions: c.Instructions, tools: c.Tools, offer: c.Offer, agentFormats: c.AgentFormats, onClose: c.OnClose, agentGone: c.AgentGone,
 	}
 }
 
@@ -187,10 +193,11 @@ func (b *Backend) Name() string { return b.name }
 
 // Capabilities implements [driver.CapabilityReporter]: inputs may carry
 // images and files, outputs may be content arrays, a run may set a
-// response format unless the requests name an agent; deferred tools are
+// response format unless the requests name an agent that cannot carry it
+// (Config.AgentFormats); deferred tools are
 // loaded by the service's tool search; there is no failure flag.
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: b.agentRef == nil, Streams: b.stream, ServiceApprovals: true,
+	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: b.agentRef == nil || b.agentFormats, Streams: b.stream, ServiceApprovals: true,
 		LocalThreads: b.mode == Stateless, DeferredLoading: true, LostAnswersRerun: b.mode == Stateless || b.mode == Chain}
 }
 

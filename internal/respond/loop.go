@@ -216,9 +216,10 @@ func (b *Backend) takeCanceled(thread string) []responses.ResponseInputItemUnion
 }
 
 // checkFormat refuses a run's response format on a request that names an
-// agent: the service takes the format from the agent's definition only.
+// agent the backend cannot make carry it: the service takes the format
+// from the agent's definition only.
 func (b *Backend) checkFormat(f *driver.Format) error {
-	if f != nil && b.agentRef != nil {
+	if f != nil && b.agentRef != nil && !b.agentFormats {
 		return errcode.Errorf(errcode.InvalidArgument, "%s: a request that names an agent answers in the agent's format (its definition's text.format); a run cannot ask for format %q", b.name, f.Name)
 	}
 	return nil
@@ -250,7 +251,7 @@ func (b *Backend) respondWith(ctx context.Context, thread string, input []respon
 		tools, agentRef := b.tools, b.agentRef
 		if b.offer != nil {
 			var err error
-			if tools, agentRef, err = b.offer(ctx); err != nil {
+			if tools, agentRef, err = b.offer(ctx, format); err != nil {
 				return nil, nil, err
 			}
 		}

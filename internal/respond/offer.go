@@ -9,6 +9,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // ToolParams returns tools as the tools of a request (see
@@ -49,8 +50,9 @@ func NewOffering(toolbox *core.Toolbox, version uint64, tools []responses.ToolUn
 	return &Offering{toolbox: toolbox, make: make, version: version, tools: tools, ref: ref}
 }
 
-// Offer returns what the requests offer now.
-func (o *Offering) Offer(ctx context.Context) ([]responses.ToolUnionParam, map[string]any, error) {
+// Offer returns what the requests offer now; the format plays no part (a
+// request that carries the tools carries the format too).
+func (o *Offering) Offer(ctx context.Context, _ *driver.Format) ([]responses.ToolUnionParam, map[string]any, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	tools, v := o.toolbox.Snapshot()

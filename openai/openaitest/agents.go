@@ -17,6 +17,7 @@ type agentDef struct {
 	model        string
 	instructions string
 	tools        json.RawMessage // as given; "[]" when none
+	text         json.RawMessage // the text member as given (its format); nil: plain text
 	infos        []coretest.ToolInfo
 	metadata     map[string]string // never nil
 	created      int64
@@ -101,6 +102,7 @@ func (s *Server) createAgent(req *Request) reply {
 		Name         *string         `json:"name"`
 		Tools        json.RawMessage `json:"tools"`
 		Metadata     json.RawMessage `json:"metadata"`
+		Text         json.RawMessage `json:"text"`
 	}
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		return errorReply(http.StatusBadRequest, "invalid_request_error", "invalid_json", "We could not parse the JSON body of your request.")
@@ -119,6 +121,11 @@ func (s *Server) createAgent(req *Request) reply {
 	if err != nil {
 		return errorReply(http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error())
 	}
+	if body.Text != nil {
+		if refusal := checkText(body.Text); refusal != "" {
+			return errorReply(http.StatusBadRequest, "invalid_request_error", "invalid_value", refusal)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -126,6 +133,7 @@ func (s *Server) createAgent(req *Request) reply {
 	if body.Instructions != nil {
 		a.instructions = *body.Instructions
 	}
+	a.text = body.Text
 	s.agents[a.id] = a
 	return reply{status: http.StatusOK, body: a.json()}
 }
@@ -156,6 +164,70 @@ func (s *Server) deleteAgent(w http.ResponseWriter, id string) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true, "object": "agent.deleted"})
 }
 
+// textJSON renders the agent's text member: its format, and the verbosity.
+func (a *agentDef) textJSON() map[string]any {
+	var t struct {
+		Format    json.RawMessage `json:"format"`
+		Verbosity string          `json:"verbosity"`
+	}
+	json.Unmarshal(a.text, &t)
+	if t.Format == nil {
+		t.Format = json.RawMessage(`{"type":"text"}`)
+	}
+	if t.Verbosity == "" {
+		t.Verbosity = "medium"
+	}
+	return map[string]any{"format": t.Format, "verbosity": t.Verbosity}
+}
+
+// formatName names, for Received, the format the agent answers in: the
+// sessions API names none, so a JSON schema one is "json_schema"; "" for
+// plain text.
+func (a *agentDef) formatName() string {
+	var t struct {
+		Format struct {
+			Type string `json:"type"`
+		} `json:"format"`
+	}
+	json.Unmarshal(a.text, &t)
+	if t.Format.Type == "json_schema" {
+		return "json_schema"
+	}
+	return ""
+}
+
+// checkText refuses a text member the service would refuse: a format of
+// an unknown type, or a json_schema one without an object schema.
+func checkText(raw json.RawMessage) string {
+	var t struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+		Verbosity *string `json:"verbosity"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return "Invalid 'text': expected an object."
+	}
+	if t.Verbosity != nil && *t.Verbosity != "low" && *t.Verbosity != "medium" && *t.Verbosity != "high" {
+		return "Invalid 'text.verbosity': expected one of 'low', 'medium', 'high'."
+	}
+	if t.Format == nil {
+		return ""
+	}
+	switch t.Format.Type {
+	case "text":
+		return ""
+	case "json_schema":
+		var schema map[string]any
+		if json.Unmarshal(t.Format.Schema, &schema) != nil || schema == nil {
+			return "Missing required parameter: 'text.format.schema' (a JSON Schema object)."
+		}
+		return ""
+	}
+	return "Invalid 'text.format.type': expected 'text' or 'json_schema'."
+}
+
 // json renders the agent as GET agents/{id} returns it.
 func (a *agentDef) json() map[string]any {
 	m := a.sessionJSON()
@@ -176,7 +248,7 @@ func (a *agentDef) sessionJSON() map[string]any {
 		"name":         a.name,
 		"reasoning":    map[string]any{"effort": "medium", "summary": nil},
 		"service_tier": "auto",
-		"text":         map[string]any{"format": map[string]string{"type": "text"}, "verbosity": "medium"},
+		"text":         a.textJSON(),
 		"tools":        a.tools,
 		"compaction":   map[string]bool{"async": true},
 		"experimental": map[string]bool{"time_awareness": false},

@@ -132,7 +132,7 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 			}
 		}
 		if len(results) > 0 {
-			s.received = append(s.received, coretest.Received{Kind: "results", Thread: sess.id, Results: results})
+			s.received = append(s.received, coretest.Received{Kind: "results", Thread: sess.id, Results: results, Format: sess.agent.formatName()})
 			if sess.allAnswered() {
 				s.deliver(sess)
 			}

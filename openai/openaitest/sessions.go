@@ -62,6 +62,7 @@ type createSessionBody struct {
 		Model        *string         `json:"model"`
 		Instructions *string         `json:"instructions"`
 		Tools        json.RawMessage `json:"tools"`
+		Text         json.RawMessage `json:"text"`
 	} `json:"agent"`
 	Input    json.RawMessage `json:"input"`
 	Stream   bool            `json:"stream"`
@@ -115,6 +116,13 @@ func (s *Server) newSession(body []byte) (*session, string, *reply) {
 		}
 		if b.Agent.Instructions != nil {
 			a.instructions = *b.Agent.Instructions
+		}
+		if b.Agent.Text != nil {
+			// The session's format, over the saved agent's.
+			if refusal := checkText(b.Agent.Text); refusal != "" {
+				return bad("invalid_value", refusal)
+			}
+			a.text = b.Agent.Text
 		}
 		if t := bytes.TrimSpace(b.Agent.Tools); len(t) > 0 {
 			tools, infos, err := parseTools(t)

@@ -20,7 +20,7 @@ func (s *Server) startTurn(sess *session, input string, parts []driver.Part) {
 	sess.cur = t
 	sess.status = "in_progress"
 	sess.active = now
-	s.received = append(s.received, coretest.Received{Kind: "input", Thread: sess.id, Input: input, Parts: parts})
+	s.received = append(s.received, coretest.Received{Kind: "input", Thread: sess.id, Input: input, Parts: parts, Format: sess.agent.formatName()})
 	user := (&itemJSON{ID: s.newID("msg"), Type: "message", TurnID: t.id, Role: "user", Status: "completed",
 		Content: []contentJSON{{Type: "input_text", Text: input}}}).json()
 	s.addItem(sess, t, user)

@@ -370,6 +370,13 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 	)
 	if b.thread != "" {
 		thread, op = b.thread, "resume"
+		// Recorded before the thread is read, once no other worker runs
+		// it: the read is not stale, and while the run is recorded
+		// running, Prune keeps every result of the thread.
+		if rec, err = r.acquireRun(ctx, thread, ro); err != nil {
+			r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+			return &Result{Thread: thread}, err
+		}
 		sctx, end := r.hookStep(ctx, StepInfo{Thread: thread, Op: op})
 		step, err = r.b.Resume(sctx, thread)
 		if end != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -83,7 +84,7 @@ func (r *Runner) recordStart(ctx context.Context, b beginning, ro RunOptions) *r
 		thread = startPrefix + rand.Text()
 	}
 	opts, _ := json.Marshal(runOptionsJSON{MaxSteps: ro.MaxSteps, Timeout: ro.Timeout, Input: b.input})
-	if !rec.put(ctx, thread, string(opts)) {
+	if rec.put(ctx, thread, string(opts)) != nil {
 		return nil
 	}
 	rec.thread = thread
@@ -91,17 +92,51 @@ func (r *Runner) recordStart(ctx context.Context, b beginning, ro RunOptions) *r
 }
 
 // put writes the record of the run on thread, running under this runner's
-// lease, with options, and holds its lease; it reports whether it did.
-func (rec *runRecord) put(ctx context.Context, thread, options string) bool {
+// lease, with options, and holds its lease. It returns the journal's
+// error, logged unless it matches jdriver.ErrLeaseLost (another worker
+// runs the thread).
+func (rec *runRecord) put(ctx context.Context, thread, options string) error {
 	r := rec.r
 	err := rec.runs.PutRun(ctx, jdriver.Run{Backend: r.b.Name(), Thread: thread, State: jdriver.RunRunning, Owner: r.opts.Owner,
 		LeaseUntil: time.Now().Add(r.opts.Lease), Options: options})
 	if err != nil {
-		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", thread, errorAttr(err))
-		return false
+		if !errors.Is(err, jdriver.ErrLeaseLost) {
+			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", thread, errorAttr(err))
+		}
+		return err
 	}
 	r.holdLease(rec.ctx, r.runKey(thread))
-	return true
+	return nil
+}
+
+// acquireRun records that this runner runs the run on thread, as
+// recordRun does, but waits while another worker runs the thread (its
+// record running under a lease): the runs of a thread, in any process,
+// are taken one at a time, so that none goes on from a state of the
+// thread that another changed meanwhile. It returns an error, with the
+// context's code, if ctx ends first; a record that cannot be written
+// for another reason is logged, and the run goes on without.
+func (r *Runner) acquireRun(ctx context.Context, thread string, ro RunOptions) (*runRecord, error) {
+	rec := r.newRecord(ctx, ro)
+	if rec == nil {
+		return nil, nil
+	}
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := rec.put(ctx, thread, rec.options)
+		switch {
+		case err == nil:
+			rec.thread = thread
+			return rec, nil
+		case !errors.Is(err, jdriver.ErrLeaseLost):
+			return nil, nil
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			err := context.Cause(ctx)
+			return nil, &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: fmt.Errorf("another worker runs thread %s: %w", thread, err)}
+		}
+	}
 }
 
 // runKey is the lease key of a run's record: a key with no call.
@@ -129,7 +164,7 @@ func (rec *runRecord) move(ctx context.Context, thread string) error {
 		rec.thread = thread
 		return nil
 	}
-	if !rec.put(ctx, thread, rec.options) {
+	if rec.put(ctx, thread, rec.options) != nil {
 		return nil
 	}
 	if rec.thread != "" {
@@ -162,7 +197,7 @@ func (rec *runRecord) end(ctx context.Context, err error) {
 func (rec *runRecord) pause(ctx context.Context) { rec.end(ctx, ErrAwaitingApproval) }
 
 func (rec *runRecord) goOn(ctx context.Context) {
-	if rec != nil && rec.ended && rec.put(ctx, rec.thread, rec.options) {
+	if rec != nil && rec.ended && rec.put(ctx, rec.thread, rec.options) == nil {
 		rec.ended = false
 	}
 }

@@ -64,8 +64,9 @@ type Journal interface {
 	// runs, the ended runs last updated before t) and returns how many
 	// entries it deleted. Whatever t, it never deletes what a run that is
 	// not over may still need: a Started entry; in a journal that keeps
-	// runs, a result not yet Submitted, a decided approval, or a note, of
-	// a thread whose run is running or awaiting approval (see [Runs]); a
+	// runs, a result (Submitted too: a resume that read the thread before
+	// it was sent sends it again), a decided approval, or a note, of a
+	// thread whose run is running or awaiting approval (see [Runs]); a
 	// pending approval; a run that has not ended.
 	Prune(ctx context.Context, before time.Time) (int, error)
 }
@@ -270,7 +271,7 @@ func (j *Memory) Prune(_ context.Context, before time.Time) (int, error) {
 	defer j.mu.Unlock()
 	n := 0
 	for _, k := range slices.Collect(maps.Keys(j.entries)) {
-		if e := j.entries[k]; e.State.Finished() && e.Updated.Before(before) && (e.State == Submitted || !j.live(k.Backend, k.Thread)) {
+		if e := j.entries[k]; e.State.Finished() && e.Updated.Before(before) && !j.live(k.Backend, k.Thread) {
 			delete(j.entries, k)
 			n++
 		}

@@ -12,7 +12,10 @@ import (
 // by another worker sharing the journal. [Memory] implements it.
 type Runs interface {
 	// PutRun records r for its (Backend, Thread): created, or, when there
-	// is one, updated (state, owner, lease, options, error).
+	// is one, updated (state, owner, lease, options, error), unless that
+	// one is running under another owner whose lease has not ended: then
+	// it returns an error matching ErrLeaseLost, changing nothing. So a
+	// run of a thread is taken by one worker at a time.
 	PutRun(ctx context.Context, r Run) error
 	// EndRun records that owner's run of (backend, thread) ended in state,
 	// with errText for a failed one. It returns an error matching
@@ -105,6 +108,9 @@ func (j *Memory) PutRun(_ context.Context, r Run) error {
 	now := j.now()
 	k := runKey{r.Backend, r.Thread}
 	if old, ok := j.runs[k]; ok {
+		if old.State == RunRunning && old.Owner != r.Owner && now.Before(old.LeaseUntil) {
+			return ErrLeaseLost
+		}
 		r.Created = old.Created
 	} else {
 		r.Created = now

@@ -68,6 +68,49 @@ var runCases = []optionalCase[jdriver.Runs]{
 		},
 	},
 	{
+		name: "RunPutHeld",
+		explanation: "PutRun does not take a run running under another owner's lease (ErrLeaseLost, nothing changed); " +
+			"it updates one of the same owner, one whose lease ended, or one that is not running.",
+		f: func(t *testing.T, j jdriver.Runs) {
+			ctx := t.Context()
+			put := func(thread string, state jdriver.RunState, owner string, lease time.Time) error {
+				return j.PutRun(ctx, jdriver.Run{Backend: "journaltest", Thread: thread, State: state, Owner: owner, LeaseUntil: lease, Options: owner})
+			}
+			held, ended := time.Now().Add(time.Hour), time.Now().Add(-time.Second)
+			for _, r := range []struct {
+				thread string
+				state  jdriver.RunState
+				lease  time.Time
+			}{{"held", jdriver.RunRunning, held}, {"expired", jdriver.RunRunning, ended}, {"paused", jdriver.RunAwaiting, time.Time{}}, {"over", jdriver.RunFinished, time.Time{}}} {
+				if err := put(r.thread, r.state, "a", r.lease); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := put("held", jdriver.RunRunning, "b", held); !errors.Is(err, jdriver.ErrLeaseLost) {
+				t.Errorf("PutRun of a run held by another owner = %v, want ErrLeaseLost", err)
+			}
+			if err := put("held", jdriver.RunRunning, "a", held); err != nil {
+				t.Errorf("PutRun by the owner that holds the run: %v", err)
+			}
+			for _, thread := range []string{"expired", "paused", "over"} {
+				if err := put(thread, jdriver.RunRunning, "b", held); err != nil {
+					t.Errorf("PutRun of run %s by another owner: %v, want it taken", thread, err)
+				}
+			}
+			got, err := j.ListRuns(ctx, "journaltest", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			owners := map[string]string{}
+			for _, r := range got {
+				owners[r.Thread] = r.Owner + "/" + r.Options
+			}
+			if diff := cmp.Diff(map[string]string{"held": "a/a", "expired": "b/b", "paused": "b/b", "over": "b/b"}, owners); diff != "" {
+				t.Errorf("owners after PutRun (-want +got):\n%s", diff)
+			}
+		},
+	},
+	{
 		name:        "RunMove",
 		explanation: "MoveRun moves the owner's running run to another thread, with new options, keeping its state, owner and lease; another owner's move, or a move of an ended run, returns ErrLeaseLost and changes nothing.",
 		f: func(t *testing.T, j jdriver.Runs) {
@@ -280,8 +323,8 @@ var runCases = []optionalCase[jdriver.Runs]{
 	},
 	{
 		name: "PruneKeepsLiveRuns",
-		explanation: "Prune never deletes what a run that is not over may still need, however old: of a thread whose run is running or awaiting approval, the results not yet submitted and (in a journal that keeps approvals, or notes) the decided approvals and the notes stay; " +
-			"their submitted results go, as do the results, decided approvals and notes of threads whose run ended or that have no run; pending approvals always stay.",
+		explanation: "Prune never deletes what a run that is not over may still need, however old: of a thread whose run is running or awaiting approval, the results, submitted or not, and (in a journal that keeps approvals, or notes) the decided approvals and the notes stay; " +
+			"the results, decided approvals and notes of threads whose run ended or that have no run go; pending approvals always stay.",
 		f: func(t *testing.T, j jdriver.Runs) {
 			ctx := t.Context()
 			jj := j.(jdriver.Journal)
@@ -327,15 +370,15 @@ var runCases = []optionalCase[jdriver.Runs]{
 				}
 			}
 			n, err := jj.Prune(ctx, time.Now().Add(time.Hour))
-			if err != nil || n != 6 {
-				t.Errorf("Prune = %d, %v; want 6 (the submitted results of the live runs, every result of the others), nil", n, err)
+			if err != nil || n != 4 {
+				t.Errorf("Prune = %d, %v; want 4 (every result of the runs that are over, none of the live ones), nil", n, err)
 			}
 			for thread, isLive := range liveRuns {
 				if _, ok := get(t, jj, threadKey(thread, "kept")); ok != isLive {
 					t.Errorf("thread %s: the result not submitted present %v after Prune, want %v", thread, ok, isLive)
 				}
-				if _, ok := get(t, jj, threadKey(thread, "sent")); ok {
-					t.Errorf("thread %s: the submitted result is still there after Prune", thread)
+				if _, ok := get(t, jj, threadKey(thread, "sent")); ok != isLive {
+					t.Errorf("thread %s: the submitted result present %v after Prune, want %v", thread, ok, isLive)
 				}
 				if hasNotes {
 					if _, ok, err := notes.Note(ctx, "journaltest", thread, "totals"); ok != isLive || err != nil {

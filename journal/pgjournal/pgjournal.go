@@ -190,7 +190,7 @@ func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, 
 		// One statement per key: a join with a list of keys lets the
 		// planner scan the whole table while it is small.
 		mark:  `UPDATE ` + e + ` SET state = 'submitted', updated = now() WHERE ` + key + ` AND state IN ('succeeded', 'failed')`,
-		prune: `DELETE FROM ` + e + ` AS e WHERE state <> 'started' AND updated < $1 AND (state = 'submitted' OR NOT ` + t.liveRun() + `)`,
+		prune: `DELETE FROM ` + e + ` AS e WHERE state <> 'started' AND updated < $1 AND NOT ` + t.liveRun(),
 	}
 	j.w.init(j)
 	return j, nil

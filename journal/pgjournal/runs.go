@@ -13,20 +13,19 @@ var _ driver.Runs = (*Journal)(nil)
 
 const runColumns = `backend, thread, state, owner, lease_until, options, error, created, updated`
 
-// PutRun implements [driver.Runs]: one upsert.
+// PutRun implements [driver.Runs]: one upsert, conditional on the record
+// not running under another owner's lease.
 func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 	var lease *time.Time
 	if !r.LeaseUntil.IsZero() {
 		lease = &r.LeaseUntil
 	}
-	_, err := j.exec(ctx, true, runLock(r.Backend, r.Thread), `INSERT INTO `+j.t.runs+` (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
+	tag, err := j.exec(ctx, true, runLock(r.Backend, r.Thread), `INSERT INTO `+j.t.runs+` AS r (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
 		ON CONFLICT (backend, thread) DO UPDATE SET state = excluded.state, owner = excluded.owner, lease_until = excluded.lease_until,
-			options = excluded.options, error = excluded.error, updated = excluded.updated`,
+			options = excluded.options, error = excluded.error, updated = excluded.updated
+		WHERE r.state <> 'running' OR r.owner = excluded.owner OR coalesce(r.lease_until <= now(), true)`,
 		r.Backend, r.Thread, string(r.State), r.Owner, lease, r.Options, r.Error)
-	if err != nil {
-		return j.opError("put run", err)
-	}
-	return nil
+	return j.changedOne("put run", tag, err)
 }
 
 // EndRun implements [driver.Runs]: a conditional UPDATE, synced under

@@ -11,21 +11,18 @@ var _ driver.Runs = (*Journal)(nil)
 
 const runColumns = `backend, thread, state, owner, lease_until, options, error, created, updated`
 
-// PutRun implements [driver.Runs]: an upsert, synced as claims are (a run
+// PutRun implements [driver.Runs]: an upsert, conditional on the record
+// not running under another owner's lease, synced as claims are (a run
 // record is what lets another worker find a dead one's run).
 func (j *Journal) PutRun(ctx context.Context, r driver.Run) error {
 	now := time.Now().UnixNano()
-	err := j.w.q.Do(ctx, &op{syncFrom: Claims, run: func(ctx context.Context) error {
-		_, err := j.conn.ExecContext(ctx, `INSERT INTO `+runsTable+` (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	return j.owned(ctx, "put run", Claims, func(ctx context.Context) (int64, error) {
+		return affected(j.conn.ExecContext(ctx, `INSERT INTO `+runsTable+` (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (backend, thread) DO UPDATE SET state = excluded.state, owner = excluded.owner, lease_until = excluded.lease_until,
-				options = excluded.options, error = excluded.error, updated = excluded.updated`,
-			r.Backend, r.Thread, string(r.State), r.Owner, unixOrZero(r.LeaseUntil), r.Options, r.Error, now, now)
-		return err
-	}})
-	if err != nil {
-		return j.opError("put run", err)
-	}
-	return nil
+				options = excluded.options, error = excluded.error, updated = excluded.updated
+			WHERE `+runsTable+`.state <> 'running' OR `+runsTable+`.owner = excluded.owner OR `+runsTable+`.lease_until <= ?`,
+			r.Backend, r.Thread, string(r.State), r.Owner, unixOrZero(r.LeaseUntil), r.Options, r.Error, now, now, now))
+	})
 }
 
 // EndRun implements [driver.Runs]: a conditional UPDATE, synced under

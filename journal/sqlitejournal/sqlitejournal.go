@@ -510,9 +510,9 @@ const liveRun = `EXISTS (SELECT 1 FROM ` + runsTable + ` AS r
 	WHERE r.backend = e.backend AND r.thread = e.thread AND r.state IN ('running', 'awaiting_approval'))`
 
 // unneeded holds, in a statement on the row e of an entry with a result,
-// when no run needs it any more: it was submitted, or its thread's run is
-// over.
-const unneeded = `(e.state = 'submitted' OR NOT ` + liveRun + `)`
+// when no run needs it any more: its thread's run is over (a run not over
+// needs its results sent too, for a resume whose read was stale).
+const unneeded = `NOT ` + liveRun
 
 // keyLess orders keys as SQLite's BINARY collation orders the primary key.
 func keyLess(a, b driver.Key) bool {

@@ -1,0 +1,94 @@
+package core_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
+	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// staleResume is a backend whose Resume reads the thread's state, then
+// waits for gate: the state it returns is stale by then.
+type staleResume struct {
+	*coretest.Backend
+	fetched, gate chan struct{}
+}
+
+func (b *staleResume) Resume(ctx context.Context, thread string) (*driver.Step, error) {
+	step, err := b.Backend.Resume(ctx, thread)
+	close(b.fetched)
+	<-b.gate
+	return step, err
+}
+
+// TestPruneDuringConcurrentResume (issue 30, items 1 and 5, across
+// processes): two workers resume a decided run at once, one of them
+// reading the thread, then slow to go on. The other must not run the step
+// meanwhile (it waits: the runs of a thread are taken one at a time, in
+// any process), so that, with the journal pruned with no retention, no
+// worker goes on from a stale read of the thread: each handler runs once,
+// and both get the answer.
+func TestPruneDuringConcurrentResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var charges, refunds atomic.Int32
+		charge := mustTool(t)(core.NewTool("charge", "Charges a card.", func(context.Context, struct{}) (string, error) {
+			charges.Add(1)
+			return "charged", nil
+		}, nil))
+		refund := mustTool(t)(core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) {
+			refunds.Add(1)
+			return "refunded", nil
+		}, &core.ToolOptions{Approval: core.Always("refunds need a person")}))
+		tools, _ := core.NewToolbox(charge, refund)
+		inner := coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+			{Calls: []coretest.Call{{Name: "charge", Arguments: []byte(`{}`)}, {Name: "refund", Arguments: []byte(`{}`)}}},
+			{Text: `{{output "charge"}}, {{output "refund"}}`},
+		}}}}, &coretest.BackendOptions{Tools: tools})
+		mem := jdriver.NewMemory()
+		first := core.NewRunner(inner, tools, &core.Options{Journal: mem, Owner: "first", Logger: quiet})
+		defer first.Close()
+		res, err := first.Run(t.Context(), "charge, then refund", nil)
+		if len(res.Pending) != 1 {
+			t.Fatalf("Run = %+v, %v; want it paused on the refund", res, err)
+		}
+		if err := first.Decide(t.Context(), res.Thread, res.Pending[0].Key.Call, core.Decision{Approved: true}); err != nil {
+			t.Fatal(err)
+		}
+		slow := &staleResume{Backend: inner, fetched: make(chan struct{}), gate: make(chan struct{})}
+		second := core.NewRunner(slow, tools, &core.Options{Journal: mem, Owner: "second", Logger: quiet})
+		defer second.Close()
+		type outcome struct {
+			res *core.Result
+			err error
+		}
+		firstDone, secondDone := make(chan outcome, 1), make(chan outcome, 1)
+		go func() {
+			res, err := second.Resume(context.Background(), res.Thread, nil)
+			secondDone <- outcome{res, err}
+		}()
+		<-slow.fetched
+		go func() {
+			res, err := first.Resume(context.Background(), res.Thread, nil)
+			firstDone <- outcome{res, err}
+		}()
+		synctest.Wait() // the first has finished, or waits for the second
+		if _, err := mem.Prune(t.Context(), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		close(slow.gate)
+		for _, o := range []outcome{<-secondDone, <-firstDone} {
+			if o.err != nil || o.res.Text != "charged, refunded" {
+				t.Errorf("Resume = %+v, %v; want the answer", o.res, o.err)
+			}
+		}
+		if c, r := charges.Load(), refunds.Load(); c != 1 || r != 1 {
+			t.Errorf("charged %d times, refunded %d times; want once each", c, r)
+		}
+	})
+}

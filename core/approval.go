@@ -191,7 +191,9 @@ func (r *Runner) awaiting(ctx context.Context, step *driver.Step) ([]Approval, e
 // When some do, it records that the run pauses (in rec, if any) and then
 // looks again: a decision recorded while the run was still running did
 // not wake it (see Decide), so if every call is decided by then, the run
-// is recorded running here again and pause returns none.
+// is recorded running here again and pause returns none; or, if the
+// worker that decided took the run on (it woke it), an error: the run
+// must not go on here too.
 func (r *Runner) pause(ctx context.Context, rec *runRecord, step *driver.Step) ([]Approval, error) {
 	pending, err := r.awaiting(ctx, step)
 	if err != nil || len(pending) == 0 || rec == nil {
@@ -199,7 +201,7 @@ func (r *Runner) pause(ctx context.Context, rec *runRecord, step *driver.Step) (
 	}
 	rec.pause(ctx)
 	if pending, err = r.awaiting(ctx, step); err == nil && len(pending) == 0 {
-		rec.goOn(ctx)
+		err = rec.goOn(ctx)
 	}
 	return pending, err
 }

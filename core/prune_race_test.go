@@ -2,6 +2,9 @@ package core_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -10,6 +13,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 	jdriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
@@ -91,4 +95,68 @@ func TestPruneDuringConcurrentResume(t *testing.T) {
 			t.Errorf("charged %d times, refunded %d times; want once each", c, r)
 		}
 	})
+}
+
+// pauseHook is a journal that calls hook once, after the run it records
+// as awaiting approval for the first time.
+type pauseHook struct {
+	*jdriver.Memory
+	once sync.Once
+	hook func()
+}
+
+func (j *pauseHook) EndRun(ctx context.Context, backend, thread, owner string, state jdriver.RunState, errText string) error {
+	err := j.Memory.EndRun(ctx, backend, thread, owner, state, errText)
+	if state == jdriver.RunAwaiting {
+		j.once.Do(j.hook)
+	}
+	return err
+}
+
+// TestDecisionAsRunPauses: a decision recorded by another worker just as
+// the run records its pause wakes the run there; the other worker resumes
+// it, and the paused run, finding every call decided, must not go on too
+// (two workers on one step): it stops with FailedPrecondition, leaving
+// the run to the other, and the approved call runs once.
+func TestDecisionAsRunPauses(t *testing.T) {
+	var refunds atomic.Int32
+	refund := mustTool(t)(core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) {
+		refunds.Add(1)
+		return "refunded", nil
+	}, &core.ToolOptions{Approval: core.Always("refunds need a person")}))
+	tools, _ := core.NewToolbox(refund)
+	inner := coretest.NewBackend(coretest.Simple("refund", `{}`, `{{output "refund"}}`), &coretest.BackendOptions{Tools: tools})
+	j := &pauseHook{Memory: jdriver.NewMemory()}
+	paused := core.NewRunner(inner, tools, &core.Options{Journal: j, Owner: "paused", Logger: quiet})
+	defer paused.Close()
+	decider := core.NewRunner(inner, tools, &core.Options{Journal: j, Owner: "decider", Logger: quiet})
+	defer decider.Close()
+	deciderDone := make(chan error, 1)
+	j.hook = func() {
+		list, err := decider.Approvals(t.Context(), "thread_1")
+		if err != nil || len(list) != 1 {
+			t.Errorf("Approvals = %+v, %v", list, err)
+			return
+		}
+		if err := decider.Decide(t.Context(), "thread_1", list[0].Key.Call, core.Decision{Approved: true}); err != nil {
+			t.Error(err)
+		}
+		go func() {
+			res, err := decider.Resume(t.Context(), "thread_1", nil)
+			if err == nil && res.Text != "refunded" {
+				err = fmt.Errorf("answer %q", res.Text)
+			}
+			deciderDone <- err
+		}()
+	}
+	_, err := paused.Run(t.Context(), "refund", nil)
+	if errcode.Of(err) != errcode.FailedPrecondition || !errors.Is(err, jdriver.ErrLeaseLost) {
+		t.Errorf("the paused worker's Run = %v (%v), want FailedPrecondition: another worker goes on", err, errcode.Of(err))
+	}
+	if err := <-deciderDone; err != nil {
+		t.Errorf("the deciding worker's Resume: %v", err)
+	}
+	if n := refunds.Load(); n != 1 {
+		t.Errorf("refunded %d times, want once", n)
+	}
 }

@@ -193,13 +193,22 @@ func (rec *runRecord) end(ctx context.Context, err error) {
 }
 
 // pause records that the run waits for decisions on its thread; goOn
-// records it running here again (a decision came as it paused).
+// records it running here again (a decision came as it paused), unless
+// another worker took it on meanwhile (its error then).
 func (rec *runRecord) pause(ctx context.Context) { rec.end(ctx, ErrAwaitingApproval) }
 
-func (rec *runRecord) goOn(ctx context.Context) {
-	if rec != nil && rec.ended && rec.put(ctx, rec.thread, rec.options) == nil {
-		rec.ended = false
+func (rec *runRecord) goOn(ctx context.Context) error {
+	if rec == nil || !rec.ended {
+		return nil
 	}
+	switch err := rec.put(ctx, rec.thread, rec.options); {
+	case err == nil:
+		rec.ended = false
+	case errors.Is(err, jdriver.ErrLeaseLost):
+		// The worker that decided took the run on: this one stops here.
+		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("another worker goes on with the run of thread %s, its calls decided: %w", rec.thread, err)}
+	}
+	return nil
 }
 
 // endAs records the run on its thread ended in state, unless another

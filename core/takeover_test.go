@@ -63,7 +63,7 @@ func TestTakeOver(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	if got, _ := alive.TakeOver(t.Context()); len(got) != 0 {
-		t.Fatalf("TakeOver while the lease holds took %d runs, want none", len(got))
+		t.Fatalf("TakeOver while the lease holds took %d runs (the first on thread %s), want none: worker alive stole a run worker dead holds, its lease live", len(got), got[0].Thread)
 	}
 	time.Sleep(lease + 20*time.Millisecond)
 	got, err := alive.TakeOver(t.Context())

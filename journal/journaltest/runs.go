@@ -2,6 +2,7 @@ package journaltest
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -205,7 +206,7 @@ var runCases = []optionalCase[jdriver.Runs]{
 	},
 	{
 		name:        "RunClaimRace",
-		explanation: "Of several owners claiming expired runs at once, each run goes to exactly one.",
+		explanation: "Of several owners claiming expired runs at once, each run goes to exactly one, and once claimed (its lease live) to no other: a journal that hands a live run to a second owner fails at once, naming the run, rather than looping until the test's deadline.",
 		f: func(t *testing.T, j jdriver.Runs) {
 			ctx := t.Context()
 			const runs = 20
@@ -215,13 +216,17 @@ var runCases = []optionalCase[jdriver.Runs]{
 				}
 			}
 			var (
-				wg  sync.WaitGroup
-				mu  sync.Mutex
-				got = map[string]string{}
+				wg     sync.WaitGroup
+				mu     sync.Mutex
+				got    = map[string]string{}
+				stolen []string
 			)
 			for _, owner := range []string{"a", "b", "c", "d"} {
 				wg.Go(func() {
-					for {
+					// Each claim that finds runs takes at least one: no
+					// owner needs more rounds than there are runs, even
+					// with a journal that hands out live runs.
+					for range runs + 1 {
 						rs, err := j.ClaimRuns(ctx, "journaltest", owner, time.Hour, 3)
 						if err != nil {
 							t.Errorf("ClaimRuns by %s: %v", owner, err)
@@ -232,18 +237,37 @@ var runCases = []optionalCase[jdriver.Runs]{
 						}
 						mu.Lock()
 						for _, r := range rs {
-							if prev, dup := got[r.Thread]; dup {
-								t.Errorf("run %s claimed by %s and %s", r.Thread, prev, owner)
+							switch prev, dup := got[r.Thread]; {
+							case dup && prev == owner:
+								stolen = append(stolen, fmt.Sprintf("run %s claimed again by %s, its lease live", r.Thread, owner))
+							case dup:
+								stolen = append(stolen, fmt.Sprintf("run %s held by %s and %s at once: %s's claim took it under %s's live lease", r.Thread, prev, owner, owner, prev))
 							}
 							got[r.Thread] = owner
 						}
+						done := len(stolen) > 0
 						mu.Unlock()
+						if done {
+							return
+						}
 					}
 				})
 			}
 			wg.Wait()
+			if len(stolen) > 0 {
+				t.Fatalf("a run whose lease was live was claimed again (%d times), the first: %s", len(stolen), stolen[0])
+			}
 			if len(got) != runs {
 				t.Errorf("%d runs claimed, want %d", len(got), runs)
+			}
+			list, err := j.ListRuns(ctx, "journaltest", jdriver.RunRunning, runs+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range list {
+				if got[r.Thread] != r.Owner {
+					t.Errorf("run %s is recorded as %s's, claimed by %s", r.Thread, r.Owner, got[r.Thread])
+				}
 			}
 		},
 	},

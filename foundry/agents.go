@@ -164,43 +164,84 @@ func (c *agentsClient) deleteVersion(ctx context.Context, name, version string) 
 	return nil
 }
 
-// maxVersionPages bounds the listing of an agent's versions that looks for
-// one of the definition wanted (100 versions a page, newest first).
-const maxVersionPages = 10
+// maxListPages bounds a listing of agents, or of an agent's versions,
+// that looks for the version of a definition (100 a page, newest first).
+const maxListPages = 10
 
 // findVersion returns the newest live version of agent name whose metadata
 // holds digest under owned.DefinitionKey, or "" if there is none (or no
-// such agent).
+// such agent). It lists the project's agents (a listing of an agent that
+// does not exist would be a 404, an error in every trace of a first run),
+// and the agent's versions unless its latest is the one.
 func (c *agentsClient) findVersion(ctx context.Context, name, digest string) (string, error) {
+	var agent *agentObject
+	err := c.list(ctx, c.url(), func(raw json.RawMessage) (bool, error) {
+		var a agentObject
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return false, err
+		}
+		if a.Name == name {
+			agent = &a
+		}
+		return agent != nil, nil
+	})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("foundry: list the agents: %w", err)
+	case agent == nil:
+		return "", nil
+	case defines(&agent.Versions.Latest, digest):
+		return agent.Versions.Latest.Version, nil
+	}
+	found := ""
+	err = c.list(ctx, c.url(name, "versions"), func(raw json.RawMessage) (bool, error) {
+		var v versionInfo
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return false, err
+		}
+		if defines(&v, digest) {
+			found = v.Version
+		}
+		return found != "", nil
+	})
+	if err != nil && errorCode(err) != errcode.NotFound { // deleted meanwhile
+		return "", fmt.Errorf("foundry: list the versions of agent %q: %w", name, err)
+	}
+	return found, nil
+}
+
+// defines reports whether v is a live version of the definition of digest.
+func defines(v *versionInfo, digest string) bool {
+	return v.Metadata[owned.DefinitionKey] == digest && v.Status != "deleting" && v.Status != "deleted" && v.Status != "failed"
+}
+
+// list pages through a listing (u, with its api-version), newest first,
+// handing each element to each until it reports done, for at most
+// maxListPages pages.
+func (c *agentsClient) list(ctx context.Context, u string, each func(json.RawMessage) (done bool, err error)) error {
 	after := ""
-	for range maxVersionPages {
-		u := c.url(name, "versions") + "&limit=100&order=desc"
+	for range maxListPages {
+		q := u + "&limit=100&order=desc"
 		if after != "" {
-			u += "&after=" + url.QueryEscape(after)
+			q += "&after=" + url.QueryEscape(after)
 		}
 		var page struct {
-			Data    []versionInfo `json:"data"`
-			HasMore bool          `json:"has_more"`
-			LastID  string        `json:"last_id"`
+			Data    []json.RawMessage `json:"data"`
+			HasMore bool              `json:"has_more"`
+			LastID  string            `json:"last_id"`
 		}
-		if err := c.do(ctx, http.MethodGet, u, nil, &page); err != nil {
-			if errorCode(err) == errcode.NotFound {
-				return "", nil
-			}
-			return "", fmt.Errorf("foundry: list the versions of agent %q: %w", name, err)
+		if err := c.do(ctx, http.MethodGet, q, nil, &page); err != nil {
+			return err
 		}
-		for _, v := range page.Data {
-			if v.Metadata[owned.DefinitionKey] == digest && v.Status != "deleting" && v.Status != "deleted" && v.Status != "failed" {
-				return v.Version, nil
+		for _, raw := range page.Data {
+			if done, err := each(raw); done || err != nil {
+				return err
 			}
 		}
-		if !page.HasMore || len(page.Data) == 0 {
-			return "", nil
+		if !page.HasMore || len(page.Data) == 0 || page.LastID == "" {
+			return nil
 		}
 		after = page.LastID
-		if after == "" {
-			after = page.Data[len(page.Data)-1].Version
-		}
 	}
-	return "", nil
+	return nil
 }

@@ -41,9 +41,10 @@ type Backend struct {
 	// the definition (one per set of tools): Close deletes them.
 	versionsMu   sync.Mutex
 	agentVersion string
-	byDigest     map[string]string // definition digest -> version
-	versions     []string          // made or found, in order
-	missing      []string          // set by Open, read-only after
+	byDigest     map[string]string   // definition digest -> version
+	recent       map[offerKey]string // toolbox version and format -> version, saving a digest per request
+	versions     []string            // made or found, in order
+	missing      []string            // set by Open, read-only after
 }
 
 var (
@@ -127,8 +128,8 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if o.Definition != nil {
 		def := *o.Definition
 		b.def = &def
-		list, _ := tools.Snapshot()
-		if _, err := b.version(ctx, list, nil); err != nil {
+		list, v := tools.Snapshot()
+		if _, err := b.version(ctx, list, v, nil); err != nil {
 			return nil, b.openError(err)
 		}
 	} else {
@@ -150,8 +151,8 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		// that format answers in it.
 		cfg.AgentFormats = true
 		cfg.Offer = func(ctx context.Context, format *driver.Format) ([]responses.ToolUnionParam, map[string]any, error) {
-			list, _ := tools.Snapshot()
-			v, err := b.version(ctx, list, format)
+			list, tv := b.tools.Snapshot()
+			v, err := b.version(ctx, list, tv, format)
 			if err != nil {
 				return nil, nil, &errcode.Error{Code: errorCode(err), Op: "foundry: the agent version for the tools and format", Err: err}
 			}
@@ -175,10 +176,47 @@ func agentRef(name, version string) map[string]any {
 }
 
 // version returns the version of the agent that defines the definition
-// with tools, answering in format (nil: text): the one the backend used
+// with tools (the toolbox at toolsVersion), answering in format (nil:
+// text): the one the backend used
 // before, or one of the same definition that a backend (of this process or
 // another) made, found by the digest in its metadata, or else a new one.
-func (b *Backend) version(ctx context.Context, tools []*core.Tool, format *driver.Format) (string, error) {
+func (b *Backend) version(ctx context.Context, tools []*core.Tool, toolsVersion uint64, format *driver.Format) (string, error) {
+	key := offerKey{tools: toolsVersion}
+	if format != nil {
+		key.format, key.schema, key.strict = format.Name, string(format.Schema), format.Strict
+	}
+	b.versionsMu.Lock()
+	v, ok := b.recent[key]
+	if ok {
+		b.agentVersion = v
+	}
+	b.versionsMu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := b.versionOf(ctx, tools, format)
+	if err != nil {
+		return "", err
+	}
+	b.versionsMu.Lock()
+	if b.recent == nil {
+		b.recent = map[offerKey]string{}
+	}
+	b.recent[key] = v
+	b.versionsMu.Unlock()
+	return v, nil
+}
+
+// offerKey is what a request offers: the toolbox at a version, and a
+// format.
+type offerKey struct {
+	tools          uint64
+	format, schema string
+	strict         bool
+}
+
+// versionOf is version, from the definition's digest.
+func (b *Backend) versionOf(ctx context.Context, tools []*core.Tool, format *driver.Format) (string, error) {
 	text, err := textOf(format)
 	if err != nil {
 		return "", err
@@ -235,6 +273,7 @@ func (b *Backend) versionGone(ctx context.Context, ref map[string]any) bool {
 	b.versionsMu.Lock()
 	defer b.versionsMu.Unlock()
 	maps.DeleteFunc(b.byDigest, func(_, version string) bool { return version == v })
+	maps.DeleteFunc(b.recent, func(_ offerKey, version string) bool { return version == v })
 	b.versions = slices.DeleteFunc(b.versions, func(version string) bool { return version == v })
 	return true
 }

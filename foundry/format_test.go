@@ -9,8 +9,10 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/foundry"
+	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 )
 
 // city is the answer of TestFormat.
@@ -152,5 +154,41 @@ func TestFormatExistingAgent(t *testing.T) {
 	}
 	if got := srv.Requests()[n:]; len(got) != 0 {
 		t.Errorf("%d requests sent for a refused format", len(got))
+	}
+}
+
+// BenchmarkOffer measures what naming the agent version costs a request
+// with a format: "memo" is the backend's way (the version recalled by the
+// toolbox's version and the format), "digest" the baseline of finding it
+// by the digest of the definition (a marshal and a SHA-256 per request).
+func BenchmarkOffer(b *testing.B) {
+	srv := foundrytest.NewServer(weatherScript(), nil)
+	defer srv.Close()
+	tools := toolbox(b, &counter{})
+	fb, err := foundry.Open(context.Background(), tools, options(srv, foundry.Conversation, false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fb.Close()
+	f, err := core.NewFormat[city]("city", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	format := &driver.Format{Name: f.Name(), Schema: f.Schema(), Strict: f.Strict()}
+	for _, bc := range []struct {
+		name  string
+		offer func(*foundry.Backend, *driver.Format) (map[string]any, error)
+	}{{"memo", foundry.OfferForTest}, {"digest", foundry.DigestOfferForTest}} {
+		b.Run(bc.name, func(b *testing.B) {
+			if _, err := bc.offer(fb, format); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.offer(fb, format); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

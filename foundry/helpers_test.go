@@ -125,7 +125,7 @@ type weatherArgs struct {
 
 // toolbox returns the seed's tools (horoscope and weather), a failing
 // tool, and a tool returning a content array, counting their runs.
-func toolbox(t *testing.T, c *counter) *core.Toolbox {
+func toolbox(t testing.TB, c *counter) *core.Toolbox {
 	t.Helper()
 	loc := map[string]core.Field{"location": {Description: "The city and state, e.g. San Francisco, CA"}}
 	must := func(tool *core.Tool, err error) *core.Tool {
@@ -204,7 +204,7 @@ func statuses(srv *foundrytest.Server) []string {
 func checkNoRefusals(t *testing.T, srv *foundrytest.Server) {
 	t.Helper()
 	for _, r := range srv.Requests() {
-		if r.Status != 200 && !lookup(r) {
+		if r.Status != 200 {
 			t.Errorf("%s %s answered %d: %s", r.Method, r.Path, r.Status, r.Error)
 		}
 	}
@@ -219,11 +219,4 @@ func results(srv *foundrytest.Server) []string {
 		}
 	}
 	return out
-}
-
-// lookup reports whether r is the backend's search for a version of its
-// definition among an agent's versions, which finds no agent (404) before
-// the first version is made.
-func lookup(r foundrytest.Request) bool {
-	return r.Op == foundrytest.OpListAgentVersions && r.Status == 404
 }

@@ -109,7 +109,8 @@ func TestSameOnEveryFake(t *testing.T) {
 }
 
 // TestTraceTree: with -trace, the output holds the answer, then the spans
-// as a tree, one line each: the agent version made before the run, the
+// as a tree, one line each: the look-up of a version of the agent's
+// definition (the agents listed) and the version made before the run, the
 // run, its steps with their HTTP requests inside and its calls between
 // them, and the clean-up after; each with its duration and key
 // attributes.
@@ -119,11 +120,12 @@ func TestTraceTree(t *testing.T) {
 	if err := run(context.Background(), &out, traceTree); err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	_, tree, ok := strings.Cut(out.String(), "70f.\n\n16 spans:\n")
+	_, tree, ok := strings.Cut(out.String(), "70f.\n\n17 spans:\n")
 	if !ok {
-		t.Fatalf("output %q, want the answer, then 16 spans", out.String())
+		t.Fatalf("output %q, want the answer, then 17 spans", out.String())
 	}
 	want := []struct{ label, attrs string }{
+		{"HTTP GET …/agents", "status=200"},
 		{"HTTP POST …/agents/toolrelay-agent/versions", "status=200"},
 		{"invoke_agent weather-bot", "thread=conv_"},
 		{"├─ chat", "op=start calls=1 results=0 tokens in=10 out=5"},

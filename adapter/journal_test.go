@@ -14,7 +14,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
 )
 
@@ -73,8 +73,8 @@ func TestOpenJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := res.Calls[0].Call
-	e, found, err := j.Get(ctx, jdriver.Key{Backend: r.Backend().Name(), Thread: call.Thread, Turn: call.Turn, Call: call.ID})
-	if err != nil || !found || e.State != jdriver.Submitted {
+	e, found, err := j.Get(ctx, journaldriver.Key{Backend: r.Backend().Name(), Thread: call.Thread, Turn: call.Turn, Call: call.ID})
+	if err != nil || !found || e.State != journaldriver.Submitted {
 		t.Errorf("journal entry of the call = %+v, %v, %v; want it submitted", e, found, err)
 	}
 	if lease := e.LeaseUntil.Sub(e.Created); lease != 2*time.Second {
@@ -83,7 +83,7 @@ func TestOpenJournal(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, _, err := j.Get(ctx, jdriver.Key{}); err == nil {
+	if _, _, err := j.Get(ctx, journaldriver.Key{}); err == nil {
 		t.Errorf("Get after the runner's Close succeeded; want the journal closed")
 	}
 }
@@ -93,13 +93,13 @@ func TestOpenJournal(t *testing.T) {
 func TestOpenJournalFromCode(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	t.Setenv("TOOLRELAY_JOURNAL", "sqlite://"+path)
-	mine := jdriver.NewMemory()
+	mine := journaldriver.NewMemory()
 	r, err := adapter.Open(t.Context(), weatherTools(t), &adapter.Options{DefaultBackend: "journal-test", Runner: core.Options{Journal: mine}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if r.Journal() != jdriver.Journal(mine) {
+	if r.Journal() != journaldriver.Journal(mine) {
 		t.Errorf("runner's journal is a %T, want the one set in code", r.Journal())
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {

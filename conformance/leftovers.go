@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolrelay/toolrelay/core"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // inventory returns the harness's Inventory, or skips the scenario.
@@ -91,7 +91,7 @@ func (e *env) approveAll(r *core.Runner, thread string) {
 func leftAfterPauseResume(e *env) {
 	inv := e.inventory()
 	var refunds atomic.Int32
-	mem := jdriver.NewMemory()
+	mem := journaldriver.NewMemory()
 	r := e.runner(script(calls("refund", `{"order":"1","amount":150}`), answer(`{{result 0}}`)), &core.Options{Journal: mem}, pausingRefund(e, &refunds))
 	cr := e.coreRunner(r, "the decision and the resume go through core's Runner")
 	res, err := r.Run(e.t.Context(), "refund", nil)
@@ -110,7 +110,7 @@ func leftAfterPauseResume(e *env) {
 
 // reopen opens another backend on the fake, as another process of the
 // same program would, and a runner over it sharing journal.
-func (e *env) reopen(re Reopener, tools *core.Toolbox, journal jdriver.Journal) *core.Runner {
+func (e *env) reopen(re Reopener, tools *core.Toolbox, journal journaldriver.Journal) *core.Runner {
 	e.t.Helper()
 	b, err := re.Reopen(e.t.Context(), tools)
 	if err != nil {
@@ -124,7 +124,7 @@ func (e *env) reopen(re Reopener, tools *core.Toolbox, journal jdriver.Journal) 
 // pauseFirst starts the scenarios of work taken up by other processes: a
 // run of steps refunds, each needing approval, paused on the first. It
 // returns the thread, the toolbox and the journal the processes share.
-func (e *env) pauseFirst(steps int, refunds *atomic.Int32) (Reopener, string, *core.Toolbox, jdriver.Journal, Loop) {
+func (e *env) pauseFirst(steps int, refunds *atomic.Int32) (Reopener, string, *core.Toolbox, journaldriver.Journal, Loop) {
 	e.t.Helper()
 	re, ok := e.h.(Reopener)
 	if !ok {
@@ -135,7 +135,7 @@ func (e *env) pauseFirst(steps int, refunds *atomic.Int32) (Reopener, string, *c
 		s.Turns[0].Steps = append(s.Turns[0].Steps, calls("refund", fmt.Sprintf(`{"order":"%d","amount":%d}`, i+1, 10*(i+1))))
 	}
 	s.Turns[0].Steps = append(s.Turns[0].Steps, answer(`{{result 0}}`))
-	mem := jdriver.NewMemory()
+	mem := journaldriver.NewMemory()
 	r := e.runner(s, &core.Options{Journal: mem}, pausingRefund(e, refunds))
 	cr := e.coreRunner(r, "processes share core's journal")
 	if e.caps.LocalThreads {

@@ -10,7 +10,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/mcptools"
 	"github.com/toolrelay/toolrelay/mcptools/mcptest"
 )
@@ -259,7 +259,7 @@ func mcpApproval(e *env, _ string) {
 
 func mcpJournalReuse(e *env, _ string) {
 	s, dir := e.mcpServer("memory")
-	j := jdriver.NewMemory()
+	j := journaldriver.NewMemory()
 	r := e.mcpRunner(script(calls("count", `{}`), answer("{{result 0}}")), &core.Options{Journal: j, Logger: quiet}, []mcptools.Server{s}, nil)
 	c := e.coreRunner(r, "it plays a process that died with a result in core's journal (a Temporal history keeps each result instead)")
 	dying := core.NewRunner(submitFails{e.b}, c.Toolbox(), &core.Options{Journal: j, Logger: quiet})

@@ -22,7 +22,7 @@ import (
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/pgtest"
 	"github.com/toolrelay/toolrelay/journal"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres:// for ApprovalSecondProcess
 	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite:// for ApprovalSecondProcess
 )
@@ -673,7 +673,7 @@ func journalReuse(e *env) {
 	}) (string, error) {
 		return fmt.Sprintf("table %d booked (%d)", in.Table, runs.Load()), nil
 	}), nil)
-	j := jdriver.NewMemory()
+	j := journaldriver.NewMemory()
 	r := e.runner(script(calls("book_table", `{"table":7}`), answer("{{result 0}}")), &core.Options{Journal: j}, book)
 	c := e.coreRunner(r, "it plays a process that died with a result in core's journal (a Temporal history keeps each result instead)")
 	dying := core.NewRunner(submitFails{e.b}, c.Toolbox(), &core.Options{Journal: j, Logger: quiet})

@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // DefaultApprovalTimeout is how long a call awaits a decision unless
@@ -20,10 +20,10 @@ const DefaultApprovalTimeout = 24 * time.Hour
 type (
 	// An Approval is a call that needs a person's decision before it runs
 	// (see [ToolOptions.Approval]).
-	Approval = jdriver.Approval
+	Approval = journaldriver.Approval
 	// A Decision is what a person decided about a call (see
 	// [Runner.Decide]).
-	Decision = jdriver.Decision
+	Decision = journaldriver.Decision
 )
 
 // ErrAwaitingApproval is matched by the error of a run that paused because
@@ -67,8 +67,8 @@ func awaitingError(thread string, n int, what string) error {
 
 // approvals returns the journal's approvals, or an error saying it keeps
 // none.
-func (r *Runner) approvals() (jdriver.Approvals, error) {
-	if a, ok := r.opts.Journal.(jdriver.Approvals); ok {
+func (r *Runner) approvals() (journaldriver.Approvals, error) {
+	if a, ok := r.opts.Journal.(journaldriver.Approvals); ok {
 		return a, nil
 	}
 	return nil, errcode.Errorf(errcode.FailedPrecondition, "core: a tool needs approval, but the journal (%T) keeps no approvals: use the memory journal", r.opts.Journal)
@@ -111,7 +111,7 @@ func (r *Runner) approve(ctx context.Context, c *callRun, rule ApprovalRule) err
 	}
 	if a.Decision == nil && !a.Pending(now) {
 		d := Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
-		if a, err = ap.DecideApproval(ctx, c.key, d); err != nil && !errors.Is(err, jdriver.ErrDecided) {
+		if a, err = ap.DecideApproval(ctx, c.key, d); err != nil && !errors.Is(err, journaldriver.ErrDecided) {
 			return r.journalError(ctx, err)
 		}
 	}
@@ -165,7 +165,7 @@ func approvalRule(call *Call, tool *Tool) ApprovalRule {
 
 // awaiting returns the approvals of step's calls still awaiting a decision.
 func (r *Runner) awaiting(ctx context.Context, step *driver.Step) ([]Approval, error) {
-	ap, ok := r.opts.Journal.(jdriver.Approvals)
+	ap, ok := r.opts.Journal.(journaldriver.Approvals)
 	if !ok {
 		return nil, nil
 	}
@@ -331,10 +331,10 @@ func (r *Runner) checkDecision(a *Approval, d *Decision) error {
 // wakeRun records the run paused on thread as running under this runner,
 // with a lease it does not renew: if the runner does not resume it (or
 // stops), another worker takes it over once the lease passes (see
-// [jdriver.Runs]). It reports whether it did; it does nothing in a
+// [journaldriver.Runs]). It reports whether it did; it does nothing in a
 // journal that keeps no runs.
 func (r *Runner) wakeRun(ctx context.Context, thread string) bool {
-	runs, ok := r.opts.Journal.(jdriver.Runs)
+	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok || r.own != nil {
 		return false
 	}
@@ -351,8 +351,8 @@ func (r *Runner) wakeRun(ctx context.Context, thread string) bool {
 // before the decision. A run it puts back to paused is looked at again: a
 // decision recorded meanwhile by another worker may have found it awake,
 // and left it to this one.
-func (r *Runner) wakeAfterDecision(ctx context.Context, ap jdriver.Approvals, thread string, woke bool) {
-	runs, ok := r.opts.Journal.(jdriver.Runs)
+func (r *Runner) wakeAfterDecision(ctx context.Context, ap journaldriver.Approvals, thread string, woke bool) {
+	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok || r.own != nil {
 		return
 	}
@@ -374,7 +374,7 @@ func (r *Runner) wakeAfterDecision(ctx context.Context, ap jdriver.Approvals, th
 		case !pending, !woke:
 			return
 		}
-		if err := runs.EndRun(ctx, r.b.Name(), thread, r.opts.Owner, jdriver.RunAwaiting, ""); err != nil {
+		if err := runs.EndRun(ctx, r.b.Name(), thread, r.opts.Owner, journaldriver.RunAwaiting, ""); err != nil {
 			return // another worker took it over
 		}
 		woke = false
@@ -428,7 +428,7 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) 
 		woke := r.wakeRun(ctx, thread)
 		_, err := ap.DecideApproval(ctx, a.Key, d)
 		r.wakeAfterDecision(ctx, ap, thread, woke)
-		if errors.Is(err, jdriver.ErrDecided) {
+		if errors.Is(err, journaldriver.ErrDecided) {
 			return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, err)}
 		}
 		if err != nil {
@@ -436,5 +436,5 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) 
 		}
 		return nil
 	}
-	return &errcode.Error{Code: errcode.NotFound, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, jdriver.ErrNoApproval)}
+	return &errcode.Error{Code: errcode.NotFound, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, journaldriver.ErrNoApproval)}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/pgtest"
 	"github.com/toolrelay/toolrelay/journal"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres: journals
 	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite: journals
 )
@@ -33,7 +33,7 @@ type refundArgs struct {
 type approvalEnv struct {
 	runner  *core.Runner
 	backend *coretest.Backend
-	journal *jdriver.Memory
+	journal *journaldriver.Memory
 	refunds atomic.Int32
 	amounts chan int
 	lookups atomic.Int32
@@ -41,7 +41,7 @@ type approvalEnv struct {
 
 func newApprovalEnv(t *testing.T, script *coretest.Script, opts *core.Options) *approvalEnv {
 	t.Helper()
-	e := &approvalEnv{journal: jdriver.NewMemory(), amounts: make(chan int, 10)}
+	e := &approvalEnv{journal: journaldriver.NewMemory(), amounts: make(chan int, 10)}
 	refund := mustTool(t)(core.NewTool("refund", "Refund an order.", func(_ context.Context, in refundArgs) (string, error) {
 		e.refunds.Add(1)
 		e.amounts <- in.Amount
@@ -218,13 +218,13 @@ func TestApprovalOtherRunner(t *testing.T) {
 }
 
 // noApprovals is a journal that keeps no approvals.
-type noApprovals struct{ jdriver.Journal }
+type noApprovals struct{ journaldriver.Journal }
 
 // TestApprovalNeedsJournal: a tool that needs approval on a journal that
 // keeps none fails the run with FailedPrecondition, without running it.
 func TestApprovalNeedsJournal(t *testing.T) {
 	e := newApprovalEnv(t, refundScript("150"), nil)
-	r := core.NewRunner(e.backend, e.runner.Toolbox(), &core.Options{Logger: quiet, Journal: noApprovals{jdriver.NewMemory()}})
+	r := core.NewRunner(e.backend, e.runner.Toolbox(), &core.Options{Logger: quiet, Journal: noApprovals{journaldriver.NewMemory()}})
 	defer r.Close()
 	_, err := r.Run(t.Context(), "refund", nil)
 	if errcode.Of(err) != errcode.FailedPrecondition || !strings.Contains(err.Error(), "keeps no approvals") || e.refunds.Load() != 0 {
@@ -328,14 +328,14 @@ func TestApprovalStream(t *testing.T) {
 // the decision. The resume must send the lookup's kept result (not run it
 // again) and run the approved refund, on every store.
 func TestPruneDuringApproval(t *testing.T) {
-	stores := map[string]func(t *testing.T) jdriver.Journal{
-		"memory": func(*testing.T) jdriver.Journal { return jdriver.NewMemory() },
-		"sqlite": func(t *testing.T) jdriver.Journal {
+	stores := map[string]func(t *testing.T) journaldriver.Journal{
+		"memory": func(*testing.T) journaldriver.Journal { return journaldriver.NewMemory() },
+		"sqlite": func(t *testing.T) journaldriver.Journal {
 			return openStore(t, "sqlite://"+filepath.Join(t.TempDir(), "journal.db"))
 		},
 	}
 	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
-		stores["postgres"] = func(t *testing.T) jdriver.Journal { return openStore(t, pgtest.FreshTable(t, u, "prune")) }
+		stores["postgres"] = func(t *testing.T) journaldriver.Journal { return openStore(t, pgtest.FreshTable(t, u, "prune")) }
 	} else {
 		t.Log("TOOLRELAY_TEST_POSTGRES is not set: PostgreSQL is not tried")
 	}
@@ -370,7 +370,7 @@ func TestPruneDuringApproval(t *testing.T) {
 }
 
 // openStore opens the journal at u for the test.
-func openStore(t *testing.T, u string) jdriver.Journal {
+func openStore(t *testing.T, u string) journaldriver.Journal {
 	t.Helper()
 	j, err := journal.Open(t.Context(), u)
 	if err != nil {
@@ -440,17 +440,17 @@ func TestDecideValidatesEdits(t *testing.T) {
 // recorded a decision: every read of the approvals after the decision
 // fails.
 type diesAfterDecision struct {
-	*jdriver.Memory
+	*journaldriver.Memory
 	decided atomic.Bool
 }
 
-func (j *diesAfterDecision) DecideApproval(ctx context.Context, key jdriver.Key, d jdriver.Decision) (jdriver.Approval, error) {
+func (j *diesAfterDecision) DecideApproval(ctx context.Context, key journaldriver.Key, d journaldriver.Decision) (journaldriver.Approval, error) {
 	a, err := j.Memory.DecideApproval(ctx, key, d)
 	j.decided.Store(true)
 	return a, err
 }
 
-func (j *diesAfterDecision) ListApprovals(ctx context.Context, backend, thread string) ([]jdriver.Approval, error) {
+func (j *diesAfterDecision) ListApprovals(ctx context.Context, backend, thread string) ([]journaldriver.Approval, error) {
 	if j.decided.Load() {
 		return nil, errors.New("the worker stopped")
 	}
@@ -471,7 +471,7 @@ func TestDecidedRunTakenOver(t *testing.T) {
 				t.Fatalf("Run = %v, want ErrAwaitingApproval", err)
 			}
 			const lease = 100 * time.Millisecond
-			var dj jdriver.Journal = e.journal
+			var dj journaldriver.Journal = e.journal
 			if how == "dies after the decision" {
 				dj = &diesAfterDecision{Memory: e.journal}
 			}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/toolrelay/toolrelay/core/driver"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // A CallRequest asks [Runner.Call] to answer one call for a loop that is
@@ -126,7 +126,7 @@ func (r *Runner) callJournaled(ctx context.Context, req *CallRequest) (driver.To
 	if r.own != nil {
 		// The runner's own journal keeps a call no longer than it runs:
 		// nothing will ask for it again.
-		r.own.Forget([]jdriver.Key{c.key})
+		r.own.Forget([]journaldriver.Key{c.key})
 	}
 	return tr, err
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // TestRunnerCall answers single calls outside a run (Runner.Call): every
@@ -241,7 +241,7 @@ func TestCallJournaled(t *testing.T) {
 	}, &core.ToolOptions{Approval: core.Always("money goes out")}))
 	var mw atomic.Int32
 	r, _ := newRunner(t, &coretest.Script{}, []*core.Tool{w, refund}, &core.Options{
-		Journal: jdriver.NewMemory(),
+		Journal: journaldriver.NewMemory(),
 		Middleware: []core.Middleware{func(next core.CallFunc) core.CallFunc {
 			return func(ctx context.Context, c *core.Call) (core.CallResult, error) {
 				mw.Add(1)

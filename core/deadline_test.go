@@ -15,7 +15,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // TestDefaultToolTimeout checks that a handler without a timeout of its own
@@ -122,7 +122,7 @@ func TestRunTimeout(t *testing.T) {
 					o = *tt.opts
 					o.Logger = quiet
 				}
-				j := jdriver.NewMemory()
+				j := journaldriver.NewMemory()
 				o.Journal = j
 				r := core.NewRunner(b, tb, &o)
 				defer r.Close()
@@ -150,12 +150,12 @@ func TestRunTimeout(t *testing.T) {
 				if diff := cmp.Diff([]string{"input"}, kinds); diff != "" {
 					t.Errorf("backend received (-want +got):\n%s", diff)
 				}
-				key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+				key := journaldriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
 				e, ok, err := j.Get(t.Context(), key)
 				switch {
 				case err != nil:
 					t.Fatal(err)
-				case tt.service && (!ok || e.State != jdriver.Succeeded):
+				case tt.service && (!ok || e.State != journaldriver.Succeeded):
 					t.Errorf("journal entry = %+v, %v; want the result kept, to send again", e, ok)
 				case !tt.service && ok:
 					t.Errorf("journal entry = %+v; want none: the interrupted call may run again", e)

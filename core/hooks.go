@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // Hooks let a program follow a runner's work with the context of each
@@ -49,7 +49,7 @@ type RunInfo struct {
 	// Origin carries a short text from a run to the later resumes of its
 	// thread, in this process or another, such as a trace context to link
 	// to. On a resume it holds what the hook set for the thread's last
-	// started run, if the journal keeps notes ([jdriver.Notes]); for a
+	// started run, if the journal keeps notes ([journaldriver.Notes]); for a
 	// run that starts a turn the hook may set it, and the runner records
 	// it as soon as the thread is known.
 	Origin string
@@ -57,7 +57,7 @@ type RunInfo struct {
 	// from run to run of a thread: the thread itself, or, on a backend
 	// whose thread moves on with each response (a chain of responses),
 	// the thread the chain began on, as the journal's notes recorded it
-	// ([jdriver.Notes]; without them, the thread resumed or continued).
+	// ([journaldriver.Notes]; without them, the thread resumed or continued).
 	// It is "" when the hook is called for a run that starts a new
 	// thread; the runner sets it to that thread once it is known.
 	Conversation string
@@ -114,7 +114,7 @@ func (r *Runner) hookRun(ctx context.Context, thread string, resume, recovered b
 		return ctx, nil, nil
 	}
 	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume, TakenOver: recovered, Conversation: thread}
-	if n, ok := r.opts.Journal.(jdriver.Notes); ok && thread != "" {
+	if n, ok := r.opts.Journal.(journaldriver.Notes); ok && thread != "" {
 		if resume {
 			if v, found, err := n.Note(ctx, info.Backend, thread, originNote); err == nil && found {
 				info.Origin = v
@@ -145,7 +145,7 @@ func (r *Runner) saveOrigin(ctx context.Context, info *RunInfo, thread string) {
 	if info == nil || thread == "" {
 		return
 	}
-	n, ok := r.opts.Journal.(jdriver.Notes)
+	n, ok := r.opts.Journal.(journaldriver.Notes)
 	if !ok {
 		return
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // tooLargeError reports arguments or an output past the runner's limit.
@@ -62,7 +62,7 @@ func (l outputLimit) parts(p []Part) (Output, error) {
 // bounds a handler's, refused (a TooLarge failure, with the error) or cut
 // when l.truncate is set. Only lengths are read when jr is within the
 // limit.
-func (l outputLimit) result(jr jdriver.Result) (jdriver.Result, error) {
+func (l outputLimit) result(jr journaldriver.Result) (journaldriver.Result, error) {
 	switch {
 	case jr.Failed:
 		if len(jr.Error) > l.max {

@@ -20,7 +20,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 type textArgs struct {
@@ -81,7 +81,7 @@ func TestArgumentLimit(t *testing.T) {
 			}
 			call := core.Call{Thread: "thread_1", Turn: "turn_1", ID: "call_1", Name: "echo", Arguments: json.RawMessage(tt.args)}
 			b := &canned{steps: []*driver.Step{{Thread: "thread_1", Turn: "turn_1", Calls: []core.Call{call}}, {Thread: "thread_1", Text: "done"}}}
-			j := jdriver.NewMemory()
+			j := journaldriver.NewMemory()
 			r := core.NewRunner(b, tb, &core.Options{Logger: quiet, Journal: j, MaxArgumentBytes: 61, OnEvent: ev.onEvent})
 			if _, err := r.Run(t.Context(), "go", nil); err != nil {
 				t.Fatal(err)
@@ -103,11 +103,11 @@ func TestArgumentLimit(t *testing.T) {
 			if diff := cmp.Diff([]string{tt.outcome}, ev.got); diff != "" {
 				t.Errorf("call events (-want +got):\n%s", diff)
 			}
-			entry, ok, err := j.Get(t.Context(), jdriver.Key{Backend: "canned", Thread: "thread_1", Turn: "turn_1", Call: "call_1"})
+			entry, ok, err := j.Get(t.Context(), journaldriver.Key{Backend: "canned", Thread: "thread_1", Turn: "turn_1", Call: "call_1"})
 			if err != nil || !ok {
 				t.Fatalf("journal entry: %v, %v", ok, err)
 			}
-			if entry.State != jdriver.Submitted || entry.Result == nil || entry.Result.Outcome != tt.want.Outcome {
+			if entry.State != journaldriver.Submitted || entry.Result == nil || entry.Result.Outcome != tt.want.Outcome {
 				t.Errorf("journal entry = %+v, want a submitted %v result", entry, tt.want.Outcome)
 			}
 			if tt.want.Outcome == core.TooLarge {
@@ -140,7 +140,7 @@ func TestArgumentLimitResume(t *testing.T) {
 		}
 		return nil
 	}})
-	r := core.NewRunner(b, tb, &core.Options{Logger: quiet, Journal: jdriver.NewMemory(), MaxArgumentBytes: 50, OnEvent: ev.onEvent})
+	r := core.NewRunner(b, tb, &core.Options{Logger: quiet, Journal: journaldriver.NewMemory(), MaxArgumentBytes: 50, OnEvent: ev.onEvent})
 	res, err := r.Run(t.Context(), "go", nil)
 	if !errors.Is(err, unavailable) {
 		t.Fatalf("Run error = %v, want the failed submission's", err)

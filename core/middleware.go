@@ -4,12 +4,12 @@ import (
 	"context"
 	"runtime/debug"
 
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // A CallResult is a call's result as the model receives it: its Output, or,
 // when Failed, the message Error. Outcome says how it came about.
-type CallResult = jdriver.Result
+type CallResult = journaldriver.Result
 
 // A CallFunc produces the result of a call. The error is the internal
 // cause of a failed result, for the operator (events, logs, traces); the

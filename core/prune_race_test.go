@@ -14,7 +14,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // staleResume is a backend whose Resume reads the thread's state, then
@@ -54,7 +54,7 @@ func TestPruneDuringConcurrentResume(t *testing.T) {
 			{Calls: []coretest.Call{{Name: "charge", Arguments: []byte(`{}`)}, {Name: "refund", Arguments: []byte(`{}`)}}},
 			{Text: `{{output "charge"}}, {{output "refund"}}`},
 		}}}}, &coretest.BackendOptions{Tools: tools})
-		mem := jdriver.NewMemory()
+		mem := journaldriver.NewMemory()
 		first := core.NewRunner(inner, tools, &core.Options{Journal: mem, Owner: "first", Logger: quiet})
 		defer first.Close()
 		res, err := first.Run(t.Context(), "charge, then refund", nil)
@@ -100,14 +100,14 @@ func TestPruneDuringConcurrentResume(t *testing.T) {
 // pauseHook is a journal that calls hook once, after the run it records
 // as awaiting approval for the first time.
 type pauseHook struct {
-	*jdriver.Memory
+	*journaldriver.Memory
 	once sync.Once
 	hook func()
 }
 
-func (j *pauseHook) EndRun(ctx context.Context, backend, thread, owner string, state jdriver.RunState, errText string) error {
+func (j *pauseHook) EndRun(ctx context.Context, backend, thread, owner string, state journaldriver.RunState, errText string) error {
 	err := j.Memory.EndRun(ctx, backend, thread, owner, state, errText)
-	if state == jdriver.RunAwaiting {
+	if state == journaldriver.RunAwaiting {
 		j.once.Do(j.hook)
 	}
 	return err
@@ -126,7 +126,7 @@ func TestDecisionAsRunPauses(t *testing.T) {
 	}, &core.ToolOptions{Approval: core.Always("refunds need a person")}))
 	tools, _ := core.NewToolbox(refund)
 	inner := coretest.NewBackend(coretest.Simple("refund", `{}`, `{{output "refund"}}`), &coretest.BackendOptions{Tools: tools})
-	j := &pauseHook{Memory: jdriver.NewMemory()}
+	j := &pauseHook{Memory: journaldriver.NewMemory()}
 	paused := core.NewRunner(inner, tools, &core.Options{Journal: j, Owner: "paused", Logger: quiet})
 	defer paused.Close()
 	decider := core.NewRunner(inner, tools, &core.Options{Journal: j, Owner: "decider", Logger: quiet})
@@ -150,7 +150,7 @@ func TestDecisionAsRunPauses(t *testing.T) {
 		}()
 	}
 	_, err := paused.Run(t.Context(), "refund", nil)
-	if errcode.Of(err) != errcode.FailedPrecondition || !errors.Is(err, jdriver.ErrLeaseLost) {
+	if errcode.Of(err) != errcode.FailedPrecondition || !errors.Is(err, journaldriver.ErrLeaseLost) {
 		t.Errorf("the paused worker's Run = %v (%v), want FailedPrecondition: another worker goes on", err, errcode.Of(err))
 	}
 	if err := <-deciderDone; err != nil {

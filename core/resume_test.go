@@ -17,7 +17,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // spy records the submissions a backend receives.
@@ -58,7 +58,7 @@ func TestResumeResendsKeptResult(t *testing.T) {
 		}
 		return nil
 	}})}
-	journal := jdriver.NewMemory()
+	journal := journaldriver.NewMemory()
 	r := core.NewRunner(backend, tb, &core.Options{Journal: journal, Logger: quiet})
 
 	res, err := r.Run(t.Context(), "book table 7", nil)
@@ -92,9 +92,9 @@ func TestResumeResendsKeptResult(t *testing.T) {
 	if diff := cmp.Diff(first.Output, second.Output); diff != "" {
 		t.Errorf("resent output differs (-first +second):\n%s", diff)
 	}
-	key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+	key := journaldriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
 	e, ok, _ := journal.Get(t.Context(), key)
-	if !ok || e.State != jdriver.Submitted {
+	if !ok || e.State != journaldriver.Submitted {
 		t.Errorf("journal entry = %+v, want submitted", e)
 	}
 	// Resuming a finished thread returns its answer and runs nothing.
@@ -110,11 +110,11 @@ func TestResumeResendsKeptResult(t *testing.T) {
 
 // startedEntry puts an entry for the first call of bookScript in j, started
 // by a dead owner whose lease has expired: the call is in doubt.
-func startedEntry(t *testing.T, j jdriver.Journal, args string) {
+func startedEntry(t *testing.T, j journaldriver.Journal, args string) {
 	t.Helper()
-	key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+	key := journaldriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
 	digest := core.ArgumentsDigest(json.RawMessage(args))
-	if _, ok, err := j.Claim(t.Context(), key, digest, jdriver.IdempotencyKey(key, digest), "dead-worker", -time.Second); !ok || err != nil {
+	if _, ok, err := j.Claim(t.Context(), key, digest, journaldriver.IdempotencyKey(key, digest), "dead-worker", -time.Second); !ok || err != nil {
 		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 }
@@ -157,7 +157,7 @@ func TestInDoubt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tool, runs := counter(t, tt.opts)
-			journal := jdriver.NewMemory()
+			journal := journaldriver.NewMemory()
 			startedEntry(t, journal, `{"table": "7"}`)
 			var doubts []core.Outcome
 			r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal, OnEvent: func(e core.Event) {
@@ -211,7 +211,7 @@ func TestInDoubtVerifyBounded(t *testing.T) {
 					<-release
 					return "booked 7", true, nil
 				}})
-				journal := jdriver.NewMemory()
+				journal := journaldriver.NewMemory()
 				startedEntry(t, journal, `{"table": "7"}`)
 				r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal, RunTimeout: tt.run})
 				start := time.Now()
@@ -228,8 +228,8 @@ func TestInDoubtVerifyBounded(t *testing.T) {
 				if diff := cmp.Diff(tt.sent, results(b.Received())); diff != "" {
 					t.Errorf("delivered (-want +got):\n%s", diff)
 				}
-				key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
-				if e, ok, err := journal.Get(t.Context(), key); err != nil || !ok || (e.State == jdriver.Started) != tt.started {
+				key := journaldriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+				if e, ok, err := journal.Get(t.Context(), key); err != nil || !ok || (e.State == journaldriver.Started) != tt.started {
 					t.Errorf("journal entry = %+v, %v, %v; want it started: %v", e, ok, err, tt.started)
 				}
 			})
@@ -241,7 +241,7 @@ func TestInDoubtVerifyBounded(t *testing.T) {
 // same key is refused, not run.
 func TestJournalConflict(t *testing.T) {
 	tool, runs := counter(t, nil)
-	journal := jdriver.NewMemory()
+	journal := journaldriver.NewMemory()
 	startedEntry(t, journal, `{"table": "8"}`)
 	r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
 	_, err := r.Run(t.Context(), "book table 7", nil)
@@ -258,15 +258,15 @@ func TestJournalConflict(t *testing.T) {
 func TestWaitsForOtherOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tool, runs := counter(t, nil)
-		journal := jdriver.NewMemory()
-		key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+		journal := journaldriver.NewMemory()
+		key := journaldriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
 		digest := core.ArgumentsDigest(json.RawMessage(`{"table":"7"}`))
-		if _, ok, _ := journal.Claim(t.Context(), key, digest, jdriver.IdempotencyKey(key, digest), "other", time.Minute); !ok {
+		if _, ok, _ := journal.Claim(t.Context(), key, digest, journaldriver.IdempotencyKey(key, digest), "other", time.Minute); !ok {
 			t.Fatal("claim failed")
 		}
 		go func() {
 			time.Sleep(3 * time.Second)
-			journal.Finish(context.Background(), key, "other", jdriver.Result{Output: core.Output{Text: "booked 7 elsewhere"}})
+			journal.Finish(context.Background(), key, "other", journaldriver.Result{Output: core.Output{Text: "booked 7 elsewhere"}})
 		}()
 		r, b := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
 		start := time.Now()
@@ -298,7 +298,7 @@ func TestInterruptedCallRunsAgain(t *testing.T) {
 			<-ctx.Done()
 			return "", ctx.Err()
 		}, nil))
-		journal := jdriver.NewMemory()
+		journal := journaldriver.NewMemory()
 		r, _ := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: journal})
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() { <-started; cancel() }()
@@ -309,7 +309,7 @@ func TestInterruptedCallRunsAgain(t *testing.T) {
 		// The run returns at once; the handler's goroutine then releases
 		// its claim.
 		synctest.Wait()
-		key := jdriver.Key{Backend: "coretest", Thread: res.Thread, Turn: "turn_1", Call: "call_1"}
+		key := journaldriver.Key{Backend: "coretest", Thread: res.Thread, Turn: "turn_1", Call: "call_1"}
 		if e, ok, _ := journal.Get(t.Context(), key); ok {
 			t.Errorf("journal kept %+v for an interrupted call", e)
 		}
@@ -321,17 +321,17 @@ func TestInterruptedCallRunsAgain(t *testing.T) {
 // grow with every run), keeps them while the turn may be resumed, and that
 // a journal given to the runner keeps them.
 func TestOwnJournalForgets(t *testing.T) {
-	key := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
+	key := journaldriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: "call_1"}
 	lost := errors.New("connection reset")
 	tests := []struct {
 		name    string
-		journal jdriver.Journal // nil: the runner's own
-		fail    bool            // the submission fails, so the run has no answer
-		want    bool            // the call's entry is still there after the run
+		journal journaldriver.Journal // nil: the runner's own
+		fail    bool                  // the submission fails, so the run has no answer
+		want    bool                  // the call's entry is still there after the run
 	}{
 		{name: "own journal, answered", want: false},
 		{name: "own journal, failed mid-turn", fail: true, want: true},
-		{name: "journal given", journal: jdriver.NewMemory(), want: true},
+		{name: "journal given", journal: journaldriver.NewMemory(), want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -368,10 +368,10 @@ func TestOwnJournalForgets(t *testing.T) {
 }
 
 // writeLog is a memory journal that can write without a sync
-// (jdriver.Unsynced), and logs which of its claim and finish methods the
+// (journaldriver.Unsynced), and logs which of its claim and finish methods the
 // runner calls.
 type writeLog struct {
-	*jdriver.Memory
+	*journaldriver.Memory
 	mu    sync.Mutex
 	calls []string
 }
@@ -382,22 +382,22 @@ func (j *writeLog) log(name string) {
 	j.calls = append(j.calls, name)
 }
 
-func (j *writeLog) Claim(ctx context.Context, key jdriver.Key, digest, idem, owner string, lease time.Duration) (jdriver.Entry, bool, error) {
+func (j *writeLog) Claim(ctx context.Context, key journaldriver.Key, digest, idem, owner string, lease time.Duration) (journaldriver.Entry, bool, error) {
 	j.log("Claim")
 	return j.Memory.Claim(ctx, key, digest, idem, owner, lease)
 }
 
-func (j *writeLog) ClaimUnsynced(ctx context.Context, key jdriver.Key, digest, idem, owner string, lease time.Duration) (jdriver.Entry, bool, error) {
+func (j *writeLog) ClaimUnsynced(ctx context.Context, key journaldriver.Key, digest, idem, owner string, lease time.Duration) (journaldriver.Entry, bool, error) {
 	j.log("ClaimUnsynced")
 	return j.Memory.Claim(ctx, key, digest, idem, owner, lease)
 }
 
-func (j *writeLog) Finish(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
+func (j *writeLog) Finish(ctx context.Context, key journaldriver.Key, owner string, r journaldriver.Result) error {
 	j.log("Finish")
 	return j.Memory.Finish(ctx, key, owner, r)
 }
 
-func (j *writeLog) FinishUnsynced(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
+func (j *writeLog) FinishUnsynced(ctx context.Context, key journaldriver.Key, owner string, r journaldriver.Result) error {
 	j.log("FinishUnsynced")
 	return j.Memory.Finish(ctx, key, owner, r)
 }
@@ -423,7 +423,7 @@ func TestUnsyncedWrites(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tool, runs := counter(t, tt.opts)
-			j := &writeLog{Memory: jdriver.NewMemory()}
+			j := &writeLog{Memory: journaldriver.NewMemory()}
 			if tt.doubt {
 				startedEntry(t, j.Memory, `{"table": "7"}`)
 			}
@@ -442,7 +442,7 @@ func TestUnsyncedWrites(t *testing.T) {
 
 	// A journal that cannot write without a sync gets the synced writes.
 	tool, _ := counter(t, &core.ToolOptions{Idempotent: true})
-	j := jdriver.NewMemory()
+	j := journaldriver.NewMemory()
 	r, _ := newRunner(t, bookScript, []*core.Tool{tool}, &core.Options{Journal: j})
 	if res, err := r.Run(t.Context(), "book table 7", nil); err != nil || res.Text != "booked 7" {
 		t.Fatalf("Run on a journal without unsynced writes = %+v, %v", res, err)
@@ -451,9 +451,9 @@ func TestUnsyncedWrites(t *testing.T) {
 
 // resultless is a journal (a third party's, or a store reading a damaged
 // row) that returns finished entries without their result.
-type resultless struct{ *jdriver.Memory }
+type resultless struct{ *journaldriver.Memory }
 
-func (j resultless) Claim(ctx context.Context, key jdriver.Key, digest, idem, owner string, lease time.Duration) (jdriver.Entry, bool, error) {
+func (j resultless) Claim(ctx context.Context, key journaldriver.Key, digest, idem, owner string, lease time.Duration) (journaldriver.Entry, bool, error) {
 	e, created, err := j.Memory.Claim(ctx, key, digest, idem, owner, lease)
 	e.Result = nil
 	return e, created, err
@@ -472,7 +472,7 @@ func TestFinishedEntryWithoutResult(t *testing.T) {
 		}
 		return nil
 	}})
-	j := jdriver.NewMemory()
+	j := journaldriver.NewMemory()
 	r := core.NewRunner(backend, tb, &core.Options{Journal: j, Logger: quiet})
 	res, err := r.Run(t.Context(), "book table 7", nil)
 	if err == nil || runs.Load() != 1 {

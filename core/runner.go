@@ -15,7 +15,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/runnerhook"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // Defaults of [Options].
@@ -92,11 +92,11 @@ type Options struct {
 	// arrays and values serialised as JSON are never cut (a cut JSON
 	// document is not JSON): past the limit they fail as above.
 	TruncateOutput bool
-	// Journal keeps every result (see [jdriver.Journal]). Nil means a new
-	// [jdriver.Memory] of the runner's own, which forgets the calls of a run
+	// Journal keeps every result (see [journaldriver.Journal]). Nil means a new
+	// [journaldriver.Memory] of the runner's own, which forgets the calls of a run
 	// once the run has its answer (so that it does not grow with every
 	// run); a journal set here keeps its entries until they are pruned.
-	Journal jdriver.Journal
+	Journal journaldriver.Journal
 	// Owner names this runner in the journal, so that workers sharing a
 	// journal can tell their claims apart. Empty means a random name.
 	Owner string
@@ -150,7 +150,7 @@ type Runner struct {
 	threads threadLocks
 	// own is the journal when the runner made it: it forgets the calls
 	// of each run that ends with an answer.
-	own *jdriver.Memory
+	own *journaldriver.Memory
 	// closer is closed after the backend (see package internal/runnerhook).
 	closer io.Closer
 }
@@ -170,7 +170,7 @@ func NewRunner(b driver.Backend, tools *Toolbox, opts *Options) *Runner {
 		o.MaxSteps = DefaultMaxSteps
 	}
 	if o.Journal == nil {
-		r.own = jdriver.NewMemory()
+		r.own = journaldriver.NewMemory()
 		o.Journal = r.own
 	}
 	if o.Owner == "" {
@@ -209,7 +209,7 @@ func (r *Runner) Backend() driver.Backend { return r.b }
 func (r *Runner) Toolbox() *Toolbox { return r.tools }
 
 // Journal returns the runner's journal.
-func (r *Runner) Journal() jdriver.Journal { return r.opts.Journal }
+func (r *Runner) Journal() journaldriver.Journal { return r.opts.Journal }
 
 // Hooks returns the runner's hooks (Options.Hooks), nil if none: a loop
 // run elsewhere (see [Runner.Call]) calls Hooks.Step around the backend
@@ -495,7 +495,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 	res := &Result{Thread: thread}
 	// noted: totals of the turn are noted in the journal, to clear once
 	// it is over.
-	var counted map[jdriver.Key]bool // the calls earlier runs of the turn counted
+	var counted map[journaldriver.Key]bool // the calls earlier runs of the turn counted
 	if resumed {
 		counted = r.loadTotals(ctx, thread, res)
 	}
@@ -662,8 +662,8 @@ func (r *Runner) forget(calls []driver.ToolResult) {
 }
 
 // keys returns the journal keys of the calls results answer.
-func (r *Runner) keys(results []driver.ToolResult) []jdriver.Key {
-	keys := make([]jdriver.Key, len(results))
+func (r *Runner) keys(results []driver.ToolResult) []journaldriver.Key {
+	keys := make([]journaldriver.Key, len(results))
 	for i := range results {
 		keys[i] = r.key(&results[i].Call)
 	}
@@ -856,8 +856,8 @@ func (r *Runner) ctxError(ctx context.Context) error {
 	return &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: err}
 }
 
-func (r *Runner) key(c *Call) jdriver.Key {
-	return jdriver.Key{Backend: r.b.Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID}
+func (r *Runner) key(c *Call) journaldriver.Key {
+	return journaldriver.Key{Backend: r.b.Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID}
 }
 
 // A callRun is one call being run: its journal key, its arguments in
@@ -866,7 +866,7 @@ func (r *Runner) key(c *Call) jdriver.Key {
 type callRun struct {
 	call     *Call
 	tool     *Tool // the tool of the call's name; nil if none
-	key      jdriver.Key
+	key      journaldriver.Key
 	args     []byte         // canonical arguments; nil when argErr is set
 	obj      map[string]any // the arguments parsed (numbers as json.Number)
 	argErr   error          // why the arguments are not valid
@@ -880,7 +880,7 @@ type callRun struct {
 	cause    error  // the internal cause of a failed result
 	// unsynced: the call's tool may run again, and the journal can write
 	// its claim and result without waiting for the disk.
-	unsynced jdriver.Unsynced
+	unsynced journaldriver.Unsynced
 	// outside: a journaled call of Runner.Call, which no person can
 	// approve.
 	outside bool
@@ -942,7 +942,7 @@ func (r *Runner) prepare(c *callRun) {
 		c.args, c.obj, c.argErr = parseArgs(call.Arguments)
 	}
 	c.digest = digestOf(call.Arguments, c.args)
-	c.idem = jdriver.IdempotencyKey(c.key, c.digest)
+	c.idem = journaldriver.IdempotencyKey(c.key, c.digest)
 }
 
 // answer is runCall without its hook.
@@ -953,13 +953,13 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 	}
 	r.prepare(c)
 	if c.tool != nil && c.tool.mayRerun() {
-		c.unsynced, _ = j.(jdriver.Unsynced)
+		c.unsynced, _ = j.(journaldriver.Unsynced)
 	}
 	if rule := approvalRule(call, c.tool); rule != nil && (c.argErr == nil || call.Kind == ServiceApproval) {
 		if c.outside {
 			// A journaled call of Runner.Call: no one to ask.
 			if deny := r.outsideApproval(ctx, c, rule); deny != "" {
-				tr := toResult(call, &jdriver.Result{Failed: true, Error: deny, Outcome: Denied}, c.idem)
+				tr := toResult(call, &journaldriver.Result{Failed: true, Error: deny, Outcome: Denied}, c.idem)
 				return r.decided(ctx, c, EventCallFinished, tr, 0, nil), nil
 			}
 		} else if err := r.approve(ctx, c, rule); err != nil {
@@ -969,7 +969,7 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		t0 := r.journalClock()
 		var (
-			entry   jdriver.Entry
+			entry   journaldriver.Entry
 			claimed bool
 			err     error
 		)
@@ -997,7 +997,7 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 				return driver.ToolResult{}, &errcode.Error{Code: errcode.DataLoss, Op: "core: journal", Err: err}
 			}
 			tr := toResult(call, entry.Result, entry.IdempotencyKey)
-			tr.Resend = entry.State == jdriver.Submitted
+			tr.Resend = entry.State == journaldriver.Submitted
 			c.reused = true
 			return r.decided(ctx, c, EventCallReused, tr, 0, nil), nil
 		}
@@ -1028,7 +1028,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 	if c.denial != "" || c.approved {
 		jr := failed(Denied, c.denial)
 		if c.approved {
-			jr = jdriver.Result{Output: Output{Text: "approved"}, Outcome: OK}
+			jr = journaldriver.Result{Output: Output{Text: "approved"}, Outcome: OK}
 		}
 		if err := r.finish(ctx, c, &jr); err != nil {
 			return driver.ToolResult{}, err
@@ -1106,7 +1106,7 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 		switch {
 		case err == nil && found:
 			out, err := encodeOutput(v, r.outputLimit(tool))
-			jr := jdriver.Result{Output: out, Outcome: OK}
+			jr := journaldriver.Result{Output: out, Outcome: OK}
 			var tl *tooLargeError
 			if errors.As(err, &tl) {
 				jr = failed(TooLarge, tl.Error())
@@ -1143,7 +1143,7 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 // finish bounds the result of call c as the model reads it (see
 // [outputLimit.result]: the one check every result passes, whatever
 // produced it) and records it in the journal (none for a detached call).
-func (r *Runner) finish(ctx context.Context, c *callRun, jr *jdriver.Result) error {
+func (r *Runner) finish(ctx context.Context, c *callRun, jr *journaldriver.Result) error {
 	var err error
 	if *jr, err = r.outputLimit(c.tool).result(*jr); err != nil && c.cause == nil {
 		c.cause = err
@@ -1171,7 +1171,7 @@ func (r *Runner) journalError(ctx context.Context, err error) error {
 	return &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err}
 }
 
-func toResult(call *Call, jr *jdriver.Result, idem string) driver.ToolResult {
+func toResult(call *Call, jr *journaldriver.Result, idem string) driver.ToolResult {
 	return driver.ToolResult{Call: *call, Output: jr.Output, Failed: jr.Failed, Error: jr.Error, Outcome: jr.Outcome, IdempotencyKey: idem}
 }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -257,7 +257,7 @@ func TestCancelMidStep(t *testing.T) {
 			{Calls: []coretest.Call{{Name: "block"}, {Name: "polite"}}},
 			{Text: "never"},
 		}}}}
-		j := jdriver.NewMemory()
+		j := journaldriver.NewMemory()
 		r, b := newRunner(t, script, []*core.Tool{blocker, polite}, &core.Options{Journal: j})
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() {
@@ -276,8 +276,8 @@ func TestCancelMidStep(t *testing.T) {
 		if diff := cmp.Diff([]string{"input"}, kindsOf(b.Received())); diff != "" {
 			t.Errorf("backend received (-want +got):\n%s", diff)
 		}
-		for call, want := range map[string]jdriver.State{"call_1": jdriver.Started, "call_2": 0} {
-			e, _, _ := j.Get(t.Context(), jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: call})
+		for call, want := range map[string]journaldriver.State{"call_1": journaldriver.Started, "call_2": 0} {
+			e, _, _ := j.Get(t.Context(), journaldriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: call})
 			if e.State != want {
 				t.Errorf("journal entry of %s: %v, want %v", call, e.State, want)
 			}

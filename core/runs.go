@@ -10,17 +10,17 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // maxTakenOver bounds the runs one TakeOver takes over.
 const maxTakenOver = 100
 
 // runRecord is the record of a run this runner runs, in a journal that
-// keeps runs ([jdriver.Runs]); nil when there is none.
+// keeps runs ([journaldriver.Runs]); nil when there is none.
 type runRecord struct {
 	r       *Runner
-	runs    jdriver.Runs
+	runs    journaldriver.Runs
 	thread  string
 	options string
 	ended   bool // end recorded how the run ended (see pause)
@@ -56,7 +56,7 @@ func (r *Runner) recordRun(ctx context.Context, thread string, ro RunOptions) *r
 // not written yet; nil when the journal keeps no runs, or is the runner's
 // own.
 func (r *Runner) newRecord(ctx context.Context, ro RunOptions) *runRecord {
-	runs, ok := r.opts.Journal.(jdriver.Runs)
+	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok || r.own != nil {
 		return nil
 	}
@@ -93,14 +93,14 @@ func (r *Runner) recordStart(ctx context.Context, b beginning, ro RunOptions) *r
 
 // put writes the record of the run on thread, running under this runner's
 // lease, with options, and holds its lease. It returns the journal's
-// error, logged unless it matches jdriver.ErrLeaseLost (another worker
+// error, logged unless it matches journaldriver.ErrLeaseLost (another worker
 // runs the thread).
 func (rec *runRecord) put(ctx context.Context, thread, options string) error {
 	r := rec.r
-	err := rec.runs.PutRun(ctx, jdriver.Run{Backend: r.b.Name(), Thread: thread, State: jdriver.RunRunning, Owner: r.opts.Owner,
+	err := rec.runs.PutRun(ctx, journaldriver.Run{Backend: r.b.Name(), Thread: thread, State: journaldriver.RunRunning, Owner: r.opts.Owner,
 		LeaseUntil: time.Now().Add(r.opts.Lease), Options: options})
 	if err != nil {
-		if !errors.Is(err, jdriver.ErrLeaseLost) {
+		if !errors.Is(err, journaldriver.ErrLeaseLost) {
 			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", thread, errorAttr(err))
 		}
 		return err
@@ -127,7 +127,7 @@ func (r *Runner) acquireRun(ctx context.Context, thread string, ro RunOptions) (
 		case err == nil:
 			rec.thread = thread
 			return rec, nil
-		case !errors.Is(err, jdriver.ErrLeaseLost):
+		case !errors.Is(err, journaldriver.ErrLeaseLost):
 			return nil, nil
 		}
 		select {
@@ -140,15 +140,15 @@ func (r *Runner) acquireRun(ctx context.Context, thread string, ro RunOptions) (
 }
 
 // runKey is the lease key of a run's record: a key with no call.
-func (r *Runner) runKey(thread string) jdriver.Key {
-	return jdriver.Key{Backend: r.b.Name(), Thread: thread}
+func (r *Runner) runKey(thread string) journaldriver.Key {
+	return journaldriver.Key{Backend: r.b.Name(), Thread: thread}
 }
 
 // move records the run as running on thread (a chain's thread moves on
 // with each response), the record of its former thread continued. The
 // record of a start (see recordStart) moves to the thread at once, and
 // only if it is still this runner's: else move returns an error matching
-// jdriver.ErrLeaseLost (another worker took the start over, and runs it
+// journaldriver.ErrLeaseLost (another worker took the start over, and runs it
 // again), or the journal's.
 func (rec *runRecord) move(ctx context.Context, thread string) error {
 	if rec == nil || thread == rec.thread || thread == "" {
@@ -169,7 +169,7 @@ func (rec *runRecord) move(ctx context.Context, thread string) error {
 	}
 	if rec.thread != "" {
 		r.dropLease(rec.ctx, r.runKey(rec.thread))
-		rec.endAs(ctx, jdriver.RunContinued, "")
+		rec.endAs(ctx, journaldriver.RunContinued, "")
 	}
 	rec.thread = thread
 	return nil
@@ -182,12 +182,12 @@ func (rec *runRecord) end(ctx context.Context, err error) {
 	}
 	rec.ended = true
 	rec.r.dropLease(rec.ctx, rec.r.runKey(rec.thread))
-	state, msg := jdriver.RunFinished, ""
+	state, msg := journaldriver.RunFinished, ""
 	switch {
 	case errors.Is(err, ErrAwaitingApproval):
-		state = jdriver.RunAwaiting
+		state = journaldriver.RunAwaiting
 	case err != nil:
-		state, msg = jdriver.RunFailed, err.Error()
+		state, msg = journaldriver.RunFailed, err.Error()
 	}
 	rec.endAs(context.WithoutCancel(ctx), state, msg)
 }
@@ -204,7 +204,7 @@ func (rec *runRecord) goOn(ctx context.Context) error {
 	switch err := rec.put(ctx, rec.thread, rec.options); {
 	case err == nil:
 		rec.ended = false
-	case errors.Is(err, jdriver.ErrLeaseLost):
+	case errors.Is(err, journaldriver.ErrLeaseLost):
 		// The worker that decided took the run on: this one stops here.
 		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("another worker goes on with the run of thread %s, its calls decided: %w", rec.thread, err)}
 	}
@@ -213,11 +213,11 @@ func (rec *runRecord) goOn(ctx context.Context) error {
 
 // endAs records the run on its thread ended in state, unless another
 // worker took it over meanwhile.
-func (rec *runRecord) endAs(ctx context.Context, state jdriver.RunState, msg string) {
+func (rec *runRecord) endAs(ctx context.Context, state journaldriver.RunState, msg string) {
 	r := rec.r
 	err := rec.runs.EndRun(ctx, r.b.Name(), rec.thread, r.opts.Owner, state, msg)
 	switch {
-	case errors.Is(err, jdriver.ErrLeaseLost):
+	case errors.Is(err, journaldriver.ErrLeaseLost):
 		r.opts.Logger.InfoContext(ctx, "toolrelay: another worker took the run over", "thread", rec.thread)
 	case err != nil:
 		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", rec.thread, "state", state, errorAttr(err))
@@ -241,7 +241,7 @@ func (rec *runRecord) endAs(ctx context.Context, state jdriver.RunState, msg str
 // runs (SQLite, PostgreSQL, or a memory journal shared in one process);
 // runs are recorded by runners over such a journal.
 func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
-	runs, ok := r.opts.Journal.(jdriver.Runs)
+	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok {
 		return nil, nil
 	}
@@ -269,7 +269,7 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 
 // Enqueue records a run of input on a new thread, for a worker sharing
 // the runner's journal to start ([Runner.TakeOver], [Runner.KeepTakingOver]),
-// and returns the name of its record (as jdriver.Runs lists it until the
+// and returns the name of its record (as journaldriver.Runs lists it until the
 // run's thread exists). It runs nothing itself: once it returns, the run
 // is in the journal, and survives this process, which may hand runs to a
 // fleet and exit; the first worker's TakeOver starts it, as [Runner.Run]
@@ -280,7 +280,7 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 // (opts.Thread), or whose input has parts or a format, cannot be
 // enqueued (InvalidArgument).
 func (r *Runner) Enqueue(ctx context.Context, input string, opts *RunOptions) (string, error) {
-	runs, ok := r.opts.Journal.(jdriver.Runs)
+	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok || r.own != nil {
 		return "", errcode.Errorf(errcode.FailedPrecondition, "core: enqueue: the runner's journal keeps no runs that other workers share (open a SQLite or PostgreSQL journal)")
 	}
@@ -295,7 +295,7 @@ func (r *Runner) Enqueue(ctx context.Context, input string, opts *RunOptions) (s
 	b, _ := json.Marshal(o)
 	name := startPrefix + rand.Text()
 	// No worker holds it: its lease ended as it was written.
-	err := runs.PutRun(ctx, jdriver.Run{Backend: r.b.Name(), Thread: name, State: jdriver.RunRunning, LeaseUntil: time.Now(), Options: string(b)})
+	err := runs.PutRun(ctx, journaldriver.Run{Backend: r.b.Name(), Thread: name, State: journaldriver.RunRunning, LeaseUntil: time.Now(), Options: string(b)})
 	if err != nil {
 		return "", r.journalError(ctx, err)
 	}

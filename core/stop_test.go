@@ -14,7 +14,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // chargeStep is a step of n charges (side effects), then the answer.
@@ -48,7 +48,7 @@ func TestNoHandlerAfterCancel(t *testing.T) {
 			t.Run(fmt.Sprintf("%d calls/%s", n, how), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					charge, started := chargeTool(t)
-					j := jdriver.NewMemory()
+					j := journaldriver.NewMemory()
 					ctx, cancel := context.WithCancel(t.Context())
 					defer cancel()
 					opts := &core.Options{Journal: j}
@@ -84,7 +84,7 @@ func TestNoHandlerAfterCancel(t *testing.T) {
 						t.Errorf("%d handlers started after the run's context was done, want 0", got)
 					}
 					for i := range n {
-						k := jdriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: fmt.Sprintf("call_%d", i+1)}
+						k := journaldriver.Key{Backend: "coretest", Thread: "thread_1", Turn: "turn_1", Call: fmt.Sprintf("call_%d", i+1)}
 						if e, ok, _ := j.Get(t.Context(), k); ok {
 							t.Errorf("call %s left in the journal as %v, want no entry (not started)", k.Call, e.State)
 						}
@@ -97,11 +97,11 @@ func TestNoHandlerAfterCancel(t *testing.T) {
 
 // failingFinish is a journal whose Finish fails (a full disk) from the
 // first call on.
-type failingFinish struct{ *jdriver.Memory }
+type failingFinish struct{ *journaldriver.Memory }
 
 var errDiskFull = &errcode.Error{Code: errcode.ResourceExhausted, Op: "journal: finish", Err: errors.New("disk full")}
 
-func (failingFinish) Finish(context.Context, jdriver.Key, string, jdriver.Result) error {
+func (failingFinish) Finish(context.Context, journaldriver.Key, string, journaldriver.Result) error {
 	return errDiskFull
 }
 
@@ -113,7 +113,7 @@ func TestJournalFailureStopsStep(t *testing.T) {
 	for _, concurrency := range []int{1, 2} {
 		t.Run(fmt.Sprintf("concurrency=%d", concurrency), func(t *testing.T) {
 			charge, started := chargeTool(t)
-			r, b := newRunner(t, chargeStep(4), []*core.Tool{charge}, &core.Options{Journal: failingFinish{jdriver.NewMemory()}, Concurrency: concurrency})
+			r, b := newRunner(t, chargeStep(4), []*core.Tool{charge}, &core.Options{Journal: failingFinish{journaldriver.NewMemory()}, Concurrency: concurrency})
 			start := time.Now()
 			_, err := r.Run(t.Context(), "charge", nil)
 			if errcode.Of(err) != errcode.ResourceExhausted || !errors.Is(err, errDiskFull) {

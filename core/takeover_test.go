@@ -18,14 +18,14 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // deadJournal is the journal as a worker that stopped sees it: its lease
 // renewals never reach the store.
-type deadJournal struct{ *jdriver.Memory }
+type deadJournal struct{ *journaldriver.Memory }
 
-func (deadJournal) Renew(context.Context, jdriver.Key, string, time.Duration) error { return nil }
+func (deadJournal) Renew(context.Context, journaldriver.Key, string, time.Duration) error { return nil }
 func (deadJournal) RenewRun(context.Context, string, string, string, time.Duration) error {
 	return nil
 }
@@ -36,7 +36,7 @@ func (deadJournal) RenewRun(context.Context, string, string, string, time.Durati
 // finished there; the first worker's late result is refused; the records
 // say who finished it; a second TakeOver finds nothing.
 func TestTakeOver(t *testing.T) {
-	mem := jdriver.NewMemory()
+	mem := journaldriver.NewMemory()
 	release := make(chan struct{})
 	var runs atomic.Int32
 	book := mustTool(t)(core.NewTool("book", "Books a table.", func(ctx context.Context, _ struct{}) (string, error) {
@@ -71,11 +71,11 @@ func TestTakeOver(t *testing.T) {
 		t.Fatalf("TakeOver = %+v, %v; want the run finished here", got, err)
 	}
 	close(release)
-	if err := <-firstDone; !errors.Is(err, jdriver.ErrLeaseLost) {
+	if err := <-firstDone; !errors.Is(err, journaldriver.ErrLeaseLost) {
 		t.Errorf("the stuck worker's run = %v, want its late result refused (lease lost)", err)
 	}
 	list, _ := mem.ListRuns(t.Context(), backend.Name(), "", 10)
-	if len(list) != 1 || list[0].State != jdriver.RunFinished || list[0].Owner != "alive" {
+	if len(list) != 1 || list[0].State != journaldriver.RunFinished || list[0].Owner != "alive" {
 		t.Errorf("run records %+v, want one, finished by alive", list)
 	}
 	if again, err := alive.TakeOver(t.Context()); err != nil || len(again) != 0 {
@@ -105,7 +105,7 @@ func (b *stuckStart) Start(ctx context.Context, req *driver.StartRequest) (*driv
 // of it, starts it again on a thread of its own; the stopped worker, if it
 // goes on after all, finds its run taken over, and runs nothing.
 func TestTakeOverStart(t *testing.T) {
-	mem := jdriver.NewMemory()
+	mem := journaldriver.NewMemory()
 	var runs atomic.Int32
 	book := mustTool(t)(core.NewTool("book", "Books a table.", func(ctx context.Context, _ struct{}) (string, error) {
 		runs.Add(1)
@@ -148,14 +148,14 @@ func TestTakeOverStart(t *testing.T) {
 		t.Errorf("RunInfo.TakenOver of a start taken over (-want +got):\n%s", diff)
 	}
 	close(backend.gate)
-	if err := <-firstDone; !errors.Is(err, jdriver.ErrLeaseLost) {
+	if err := <-firstDone; !errors.Is(err, journaldriver.ErrLeaseLost) {
 		t.Errorf("the stuck worker's run = %v, want it refused (lease lost)", err)
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the handler ran %d times, want once (the stuck worker's thread must not go on)", n)
 	}
 	list, _ = mem.ListRuns(t.Context(), backend.Name(), "", 10)
-	if len(list) != 1 || list[0].Thread != got[0].Thread || list[0].State != jdriver.RunFinished || list[0].Owner != "alive" || strings.Contains(list[0].Options, "input") {
+	if len(list) != 1 || list[0].Thread != got[0].Thread || list[0].State != journaldriver.RunFinished || list[0].Owner != "alive" || strings.Contains(list[0].Options, "input") {
 		t.Errorf("run records %+v, want one, on the new thread, finished by alive, its input dropped", list)
 	}
 }
@@ -175,7 +175,7 @@ func TestBlockedReaderTimeLimit(t *testing.T) {
 					limit = 2 * time.Second
 					lease = 3 * time.Second
 				)
-				mem := jdriver.NewMemory()
+				mem := journaldriver.NewMemory()
 				var runs atomic.Int32
 				book := mustTool(t)(core.NewTool("book", "Books a table.", func(context.Context, struct{}) (string, error) {
 					runs.Add(1)
@@ -229,7 +229,7 @@ func TestBlockedReaderTimeLimit(t *testing.T) {
 					t.Errorf("the handler ran %d times, want once", n)
 				}
 				list, _ := mem.ListRuns(t.Context(), backend.Name(), "", 10)
-				if len(list) != 1 || list[0].State != jdriver.RunFinished || list[0].Owner != "other" {
+				if len(list) != 1 || list[0].State != journaldriver.RunFinished || list[0].Owner != "other" {
 					t.Errorf("run records %+v, want one, finished by other", list)
 				}
 			})
@@ -243,12 +243,12 @@ func TestBlockedReaderTimeLimit(t *testing.T) {
 // enqueued step limit kept; its handler runs once, its record ends finished
 // on its thread; the runs Enqueue cannot record are refused with a code.
 func TestEnqueue(t *testing.T) {
-	stores := map[string]func(t *testing.T) (first, second jdriver.Journal){
-		"memory": func(t *testing.T) (jdriver.Journal, jdriver.Journal) {
-			m := jdriver.NewMemory()
+	stores := map[string]func(t *testing.T) (first, second journaldriver.Journal){
+		"memory": func(t *testing.T) (journaldriver.Journal, journaldriver.Journal) {
+			m := journaldriver.NewMemory()
 			return m, m
 		},
-		"sqlite": func(t *testing.T) (jdriver.Journal, jdriver.Journal) {
+		"sqlite": func(t *testing.T) (journaldriver.Journal, journaldriver.Journal) {
 			u := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
 			return openStore(t, u), openStore(t, u)
 		},
@@ -273,8 +273,8 @@ func TestEnqueue(t *testing.T) {
 			if got := backend.Received(); len(got) != 0 || runs.Load() != 0 {
 				t.Fatalf("Enqueue sent %+v and ran %d handlers, want nothing", got, runs.Load())
 			}
-			list, _ := j2.(jdriver.Runs).ListRuns(t.Context(), backend.Name(), "", 10)
-			if len(list) != 1 || list[0].Thread != name || list[0].State != jdriver.RunRunning || !strings.Contains(list[0].Options, `"max_steps":3,"input":"book a table"`) {
+			list, _ := j2.(journaldriver.Runs).ListRuns(t.Context(), backend.Name(), "", 10)
+			if len(list) != 1 || list[0].Thread != name || list[0].State != journaldriver.RunRunning || !strings.Contains(list[0].Options, `"max_steps":3,"input":"book a table"`) {
 				t.Fatalf("records after Enqueue = %+v, want %s, running, keeping its input and step limit", list, name)
 			}
 
@@ -287,8 +287,8 @@ func TestEnqueue(t *testing.T) {
 			if n := runs.Load(); n != 1 {
 				t.Errorf("the handler ran %d times, want once", n)
 			}
-			list, _ = j2.(jdriver.Runs).ListRuns(t.Context(), backend.Name(), "", 10)
-			if len(list) != 1 || list[0].Thread != got[0].Thread || list[0].State != jdriver.RunFinished || list[0].Owner != "worker" {
+			list, _ = j2.(journaldriver.Runs).ListRuns(t.Context(), backend.Name(), "", 10)
+			if len(list) != 1 || list[0].Thread != got[0].Thread || list[0].State != journaldriver.RunFinished || list[0].Owner != "worker" {
 				t.Errorf("records after TakeOver = %+v, want one, on the run's thread, finished by worker", list)
 			}
 			if again, err := worker.TakeOver(t.Context()); err != nil || len(again) != 0 {
@@ -302,7 +302,7 @@ func TestEnqueue(t *testing.T) {
 	if _, err := own.Enqueue(t.Context(), "book", nil); errcode.Of(err) != errcode.FailedPrecondition {
 		t.Errorf("Enqueue over the runner's own journal = %v, want FailedPrecondition", err)
 	}
-	shared := core.NewRunner(backend, nil, &core.Options{Logger: quiet, Journal: jdriver.NewMemory()})
+	shared := core.NewRunner(backend, nil, &core.Options{Logger: quiet, Journal: journaldriver.NewMemory()})
 	for _, opts := range []*core.RunOptions{{Thread: "thread_1"}, {Parts: []core.Part{core.ImagePart("https://example.com/a.png")}}} {
 		if _, err := shared.Enqueue(t.Context(), "book", opts); errcode.Of(err) != errcode.InvalidArgument {
 			t.Errorf("Enqueue(%+v) = %v, want InvalidArgument", opts, err)
@@ -317,7 +317,7 @@ func TestEnqueue(t *testing.T) {
 func TestTakeOverKeepsQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const lease = time.Second
-		mem := jdriver.NewMemory()
+		mem := journaldriver.NewMemory()
 		release := make(chan struct{})
 		var runs atomic.Int32
 		book := mustTool(t)(core.NewTool("book", "Books a table.", func(context.Context, struct{}) (string, error) {

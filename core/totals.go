@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolrelay/toolrelay/core/driver"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // totalsNote names the journal note that keeps what the runs of a turn
@@ -38,7 +38,7 @@ type callRef struct {
 // comes on, after a step's results were sent. A failure costs only the
 // counts of a later run, so it is logged.
 func (r *Runner) noteTotals(ctx context.Context, thread string, res *Result) {
-	n, ok := r.opts.Journal.(jdriver.Notes)
+	n, ok := r.opts.Journal.(journaldriver.Notes)
 	if !ok || thread == "" {
 		return
 	}
@@ -55,12 +55,12 @@ func (r *Runner) noteTotals(ctx context.Context, thread string, res *Result) {
 // has its answer, or was canceled), and the next run on it starts a new
 // one.
 func (r *Runner) clearTotals(ctx context.Context, thread string) {
-	if n, ok := r.opts.Journal.(jdriver.Notes); ok && thread != "" {
+	if n, ok := r.opts.Journal.(journaldriver.Notes); ok && thread != "" {
 		r.setTotals(ctx, n, thread, "")
 	}
 }
 
-func (r *Runner) setTotals(ctx context.Context, n jdriver.Notes, thread, value string) {
+func (r *Runner) setTotals(ctx context.Context, n journaldriver.Notes, thread, value string) {
 	if err := n.SetNote(context.WithoutCancel(ctx), r.b.Name(), thread, totalsNote, value); err != nil {
 		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's totals", "thread", thread, errorAttr(err))
 	}
@@ -71,8 +71,8 @@ func (r *Runner) setTotals(ctx context.Context, n jdriver.Notes, thread, value s
 // sent, read back from the journal (without their arguments; a result
 // the journal no longer holds is left out). It returns the keys of the
 // calls counted, nil when nothing was noted.
-func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result) map[jdriver.Key]bool {
-	n, ok := r.opts.Journal.(jdriver.Notes)
+func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result) map[journaldriver.Key]bool {
+	n, ok := r.opts.Journal.(journaldriver.Notes)
 	if !ok {
 		return nil
 	}
@@ -86,7 +86,7 @@ func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result) map
 		return nil
 	}
 	res.Steps, res.Usage = t.Steps, t.Usage
-	counted := make(map[jdriver.Key]bool, len(t.Calls))
+	counted := make(map[journaldriver.Key]bool, len(t.Calls))
 	for _, c := range t.Calls {
 		call := Call{Thread: c.Thread, Turn: c.Turn, ID: c.ID, Name: c.Name, Kind: c.Kind}
 		key := r.key(&call)
@@ -96,14 +96,14 @@ func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result) map
 			continue
 		}
 		tr := toResult(&call, e.Result, e.IdempotencyKey)
-		tr.Resend = e.State == jdriver.Submitted
+		tr.Resend = e.State == journaldriver.Submitted
 		res.Calls = append(res.Calls, tr)
 	}
 	return counted
 }
 
 // allCounted reports whether counted holds every call of calls.
-func (r *Runner) allCounted(calls []Call, counted map[jdriver.Key]bool) bool {
+func (r *Runner) allCounted(calls []Call, counted map[journaldriver.Key]bool) bool {
 	for i := range calls {
 		if !counted[r.key(&calls[i])] {
 			return false

@@ -14,7 +14,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/internal/pgtest"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // usageBackend reports 15 tokens (10 in, 5 out) with every step, a
@@ -62,18 +62,18 @@ type totalsOf struct {
 // run paused for a decision or was stopped (its context ended) after a
 // step. A later run on the thread, a new turn, counts from zero.
 func TestTotalsAcrossResume(t *testing.T) {
-	stores := map[string]func(t *testing.T) (first, second jdriver.Journal){
-		"memory": func(t *testing.T) (jdriver.Journal, jdriver.Journal) {
-			m := jdriver.NewMemory()
+	stores := map[string]func(t *testing.T) (first, second journaldriver.Journal){
+		"memory": func(t *testing.T) (journaldriver.Journal, journaldriver.Journal) {
+			m := journaldriver.NewMemory()
 			return m, m
 		},
-		"sqlite": func(t *testing.T) (jdriver.Journal, jdriver.Journal) {
+		"sqlite": func(t *testing.T) (journaldriver.Journal, journaldriver.Journal) {
 			u := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
 			return openStore(t, u), openStore(t, u)
 		},
 	}
 	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
-		stores["postgres"] = func(t *testing.T) (jdriver.Journal, jdriver.Journal) {
+		stores["postgres"] = func(t *testing.T) (journaldriver.Journal, journaldriver.Journal) {
 			u := pgtest.FreshTable(t, u, "totals")
 			return openStore(t, u), openStore(t, u)
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // countingCredential is a static test credential that counts GetToken
@@ -81,7 +81,7 @@ func open(t *testing.T, tools *core.Toolbox, opts *foundry.Options) *foundry.Bac
 	return b
 }
 
-func newRunner(b driver.Backend, tools *core.Toolbox, j jdriver.Journal) *core.Runner {
+func newRunner(b driver.Backend, tools *core.Toolbox, j journaldriver.Journal) *core.Runner {
 	return core.NewRunner(b, tools, &core.Options{Logger: discard, Journal: j})
 }
 

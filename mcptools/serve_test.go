@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrelay/toolrelay/core"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/mcptools"
 )
 
@@ -37,7 +37,7 @@ func TestServe(t *testing.T) {
 	for _, tr := range []string{"memory", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			tb := served()
-			j := jdriver.NewMemory()
+			j := journaldriver.NewMemory()
 			var events []core.Event
 			opts := &mcptools.ServeOptions{Runner: core.Options{Logger: quiet, Journal: j, OnEvent: func(e core.Event) { events = append(events, e) }}}
 			changed := make(chan struct{}, 8)

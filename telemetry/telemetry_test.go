@@ -29,7 +29,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/foundry"
 	_ "github.com/toolrelay/toolrelay/foundry/foundrytest"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/openai"
 	_ "github.com/toolrelay/toolrelay/openai/openaitest"
 	"github.com/toolrelay/toolrelay/telemetry"
@@ -405,16 +405,16 @@ func (e *env) checkNoSecret(rm metricdata.ResourceMetrics) {
 // tool, once each: the process "dies" with the call run but its result
 // unsaved.
 type failingFinish struct {
-	*jdriver.Memory
+	*journaldriver.Memory
 	mu   sync.Mutex
 	tool string
-	keys map[jdriver.Key]bool // claimed calls of tool
-	done map[jdriver.Key]bool
+	keys map[journaldriver.Key]bool // claimed calls of tool
+	done map[journaldriver.Key]bool
 }
 
 var errDisk = errors.New("disk on fire")
 
-func (j *failingFinish) Finish(ctx context.Context, key jdriver.Key, owner string, res jdriver.Result) error {
+func (j *failingFinish) Finish(ctx context.Context, key journaldriver.Key, owner string, res journaldriver.Result) error {
 	j.mu.Lock()
 	fail := j.keys[key] && !j.done[key]
 	if fail {
@@ -427,7 +427,7 @@ func (j *failingFinish) Finish(ctx context.Context, key jdriver.Key, owner strin
 	return j.Memory.Finish(ctx, key, owner, res)
 }
 
-func (j *failingFinish) mark(key jdriver.Key) {
+func (j *failingFinish) mark(key journaldriver.Key) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.keys[key] = true
@@ -448,7 +448,7 @@ func TestFailureTrace(t *testing.T) {
 	}}}}
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			j := &failingFinish{Memory: jdriver.NewMemory(), tool: "charge", keys: map[jdriver.Key]bool{}, done: map[jdriver.Key]bool{}}
+			j := &failingFinish{Memory: journaldriver.NewMemory(), tool: "charge", keys: map[journaldriver.Key]bool{}, done: map[journaldriver.Key]bool{}}
 			const lease = 100 * time.Millisecond
 			must := func(tl *core.Tool, err error) *core.Tool {
 				if err != nil {
@@ -467,7 +467,7 @@ func TestFailureTrace(t *testing.T) {
 					}, &core.ToolOptions{Timeout: 10 * time.Millisecond})),
 					must(core.NewTool("charge", "", func(ctx context.Context, _ chargeArgs) (string, error) {
 						c, _ := core.CallFromContext(ctx)
-						j.mark(jdriver.Key{Backend: e.runner.Backend().Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID})
+						j.mark(journaldriver.Key{Backend: e.runner.Backend().Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID})
 						return "charged", nil
 					}, nil)),
 				}
@@ -597,7 +597,7 @@ func TestConversationAcrossRuns(t *testing.T) {
 				}
 				return append(e.weatherTools(), forecast)
 			}
-			e = newEnv(t, be.name, script, tools, nil, core.Options{Journal: jdriver.NewMemory()})
+			e = newEnv(t, be.name, script, tools, nil, core.Options{Journal: journaldriver.NewMemory()})
 			first, err := e.runner.Run(t.Context(), "my city?", nil)
 			if err != nil {
 				t.Fatalf("Run: %v", err)

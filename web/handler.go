@@ -12,7 +12,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // Defaults of [Options].
@@ -131,7 +131,7 @@ type handler struct {
 // the answer being written, from its start, and follows it to its end
 // (204 when none is).
 //
-// Each chat's thread is kept in the runner's journal ([jdriver.Notes]),
+// Each chat's thread is kept in the runner's journal ([journaldriver.Notes]),
 // so that any process sharing the journal serves the chat's next
 // message; a journal that keeps no notes keeps them in this process.
 //
@@ -181,9 +181,9 @@ func Handler(runner *core.Runner, opts *Options) http.Handler {
 			panic("web: Options.TrustedOrigins: " + err.Error())
 		}
 	}
-	notes, ok := runner.Journal().(jdriver.Notes)
+	notes, ok := runner.Journal().(journaldriver.Notes)
 	if !ok {
-		notes = jdriver.NewMemory()
+		notes = journaldriver.NewMemory()
 	}
 	h.store = store{notes: notes, backend: runner.Backend().Name()}
 	return h

@@ -14,7 +14,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/foundry"
 	_ "github.com/toolrelay/toolrelay/foundry/foundrytest" // fake-foundry
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 var lookupScript = &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
@@ -156,7 +156,7 @@ func TestDroppedStopsRun(t *testing.T) {
 // another, which finds the chat (its owner, thread and message), decides,
 // and finishes the answer; the refund runs once.
 func TestFleet(t *testing.T) {
-	journal := jdriver.NewMemory()
+	journal := journaldriver.NewMemory()
 	fx := &effects{}
 	tb := testTools(t, fx)
 	service := coretest.NewBackend(refundScript, &coretest.BackendOptions{Tools: tb, DeltaSize: 8})

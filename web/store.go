@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // A record is what the journal keeps of a chat, so that any process
@@ -32,7 +32,7 @@ const (
 // backend, a thread name of their own ("web-chat/" + id) and the name
 // "web".
 type store struct {
-	notes   jdriver.Notes
+	notes   journaldriver.Notes
 	backend string
 }
 

@@ -37,7 +37,7 @@ import (
 	_ "github.com/toolrelay/toolrelay/all" // every journal store
 	"github.com/toolrelay/toolrelay/internal/redact"
 	"github.com/toolrelay/toolrelay/journal"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 func main() {
@@ -110,16 +110,16 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	if cmd != "show" && sub.NArg() > 0 {
 		return fmt.Errorf("%s: unexpected argument %s\n%s", cmd, shown(sub.Arg(0)), usage)
 	}
-	runs, _ := store.(jdriver.Runs)
+	runs, _ := store.(journaldriver.Runs)
 	switch cmd {
 	case "runs", "orphans":
 		if runs == nil {
 			return fmt.Errorf("the journal (%T) keeps no run records", store)
 		}
-		if *state != "" && !runStates[jdriver.RunState(*state)] {
+		if *state != "" && !runStates[journaldriver.RunState(*state)] {
 			return fmt.Errorf("runs: unknown state %s (want running, awaiting_approval, finished, failed or continued)", shown(*state))
 		}
-		list, err := runs.ListRuns(ctx, *backend, jdriver.RunState(*state), *limit)
+		list, err := runs.ListRuns(ctx, *backend, journaldriver.RunState(*state), *limit)
 		if err != nil {
 			return err
 		}
@@ -129,12 +129,12 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		printRuns(w, list)
 		return nil
 	case "calls":
-		f := jdriver.EntryFilter{Backend: *backend, Thread: *thread}
+		f := journaldriver.EntryFilter{Backend: *backend, Thread: *thread}
 		switch *state {
 		case "":
 		case "in_doubt":
 			f.InDoubt = true
-		case string(jdriver.RunAwaiting):
+		case string(journaldriver.RunAwaiting):
 			return awaiting(ctx, w, store, f, *limit)
 		default:
 			st, ok := entryStates[*state]
@@ -180,22 +180,22 @@ func shown(arg string) string {
 }
 
 // runStates are the run states runs -state takes.
-var runStates = map[jdriver.RunState]bool{
-	jdriver.RunRunning: true, jdriver.RunAwaiting: true, jdriver.RunFinished: true, jdriver.RunFailed: true, jdriver.RunContinued: true,
+var runStates = map[journaldriver.RunState]bool{
+	journaldriver.RunRunning: true, journaldriver.RunAwaiting: true, journaldriver.RunFinished: true, journaldriver.RunFailed: true, journaldriver.RunContinued: true,
 }
 
 // orphans returns the running runs whose lease expired at now.
-func orphans(list []jdriver.Run, now time.Time) []jdriver.Run {
-	var out []jdriver.Run
+func orphans(list []journaldriver.Run, now time.Time) []journaldriver.Run {
+	var out []journaldriver.Run
 	for _, r := range list {
-		if r.State == jdriver.RunRunning && !now.Before(r.LeaseUntil) {
+		if r.State == journaldriver.RunRunning && !now.Before(r.LeaseUntil) {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
-func printRuns(w io.Writer, list []jdriver.Run) {
+func printRuns(w io.Writer, list []journaldriver.Run) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BACKEND\tTHREAD\tSTATE\tOWNER\tLEASE\tUPDATED\tERROR")
 	for _, r := range list {
@@ -210,13 +210,13 @@ func printRuns(w io.Writer, list []jdriver.Run) {
 }
 
 // entryStates are the call states calls -state takes.
-var entryStates = map[string]jdriver.State{
-	"started": jdriver.Started, "succeeded": jdriver.Succeeded, "failed": jdriver.Failed, "submitted": jdriver.Submitted,
+var entryStates = map[string]journaldriver.State{
+	"started": journaldriver.Started, "succeeded": journaldriver.Succeeded, "failed": journaldriver.Failed, "submitted": journaldriver.Submitted,
 }
 
 // calls prints the calls f selects.
-func calls(ctx context.Context, w io.Writer, store journal.Store, f jdriver.EntryFilter, limit int) error {
-	es, ok := store.(jdriver.Entries)
+func calls(ctx context.Context, w io.Writer, store journal.Store, f journaldriver.EntryFilter, limit int) error {
+	es, ok := store.(journaldriver.Entries)
 	if !ok {
 		return fmt.Errorf("the journal (%T) does not list its calls", store)
 	}
@@ -229,7 +229,7 @@ func calls(ctx context.Context, w io.Writer, store journal.Store, f jdriver.Entr
 	fmt.Fprintln(tw, "BACKEND\tTHREAD\tTURN\tCALL\tSTATE\tOWNER\tLEASE\tUPDATED\tOUTCOME")
 	for _, e := range list {
 		state, lease, outcome := e.State.String(), "-", "-"
-		if e.State == jdriver.Started {
+		if e.State == journaldriver.Started {
 			lease = e.LeaseUntil.Format(time.RFC3339)
 			if !now.Before(e.LeaseUntil) {
 				state = "in_doubt"
@@ -248,13 +248,13 @@ func calls(ctx context.Context, w io.Writer, store journal.Store, f jdriver.Entr
 // awaiting prints the calls that await a person's decision, of the runs
 // paused for one (f's thread and backend, if set): they are in the
 // journal's approvals, not yet among its calls.
-func awaiting(ctx context.Context, w io.Writer, store journal.Store, f jdriver.EntryFilter, limit int) error {
-	runs, ok := store.(jdriver.Runs)
-	ap, ok2 := store.(jdriver.Approvals)
+func awaiting(ctx context.Context, w io.Writer, store journal.Store, f journaldriver.EntryFilter, limit int) error {
+	runs, ok := store.(journaldriver.Runs)
+	ap, ok2 := store.(journaldriver.Approvals)
 	if !ok || !ok2 {
 		return fmt.Errorf("the journal (%T) keeps no run records or no approvals", store)
 	}
-	paused, err := runs.ListRuns(ctx, f.Backend, jdriver.RunAwaiting, 1<<20)
+	paused, err := runs.ListRuns(ctx, f.Backend, journaldriver.RunAwaiting, 1<<20)
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func awaiting(ctx context.Context, w io.Writer, store journal.Store, f jdriver.E
 				continue
 			}
 			n++
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Key.Backend, a.Key.Thread, a.Key.Turn, a.Key.Call, jdriver.RunAwaiting,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Key.Backend, a.Key.Thread, a.Key.Turn, a.Key.Call, journaldriver.RunAwaiting,
 				a.Tool, a.Expires.Format(time.RFC3339), a.Requested.Format(time.RFC3339), a.Why)
 		}
 	}
@@ -286,12 +286,12 @@ func awaiting(ctx context.Context, w io.Writer, store journal.Store, f jdriver.E
 
 // show prints a thread's run record, calls and approvals.
 func show(ctx context.Context, w io.Writer, store journal.Store, backend, thread string) error {
-	if runs, ok := store.(jdriver.Runs); ok {
+	if runs, ok := store.(journaldriver.Runs); ok {
 		list, err := runs.ListRuns(ctx, backend, "", 1<<20)
 		if err != nil {
 			return err
 		}
-		var mine []jdriver.Run
+		var mine []journaldriver.Run
 		for _, r := range list {
 			if r.Thread == thread {
 				mine = append(mine, r)
@@ -299,12 +299,12 @@ func show(ctx context.Context, w io.Writer, store journal.Store, backend, thread
 		}
 		printRuns(w, mine)
 	}
-	if _, ok := store.(jdriver.Entries); ok {
-		if err := calls(ctx, w, store, jdriver.EntryFilter{Backend: backend, Thread: thread}, 1<<20); err != nil {
+	if _, ok := store.(journaldriver.Entries); ok {
+		if err := calls(ctx, w, store, journaldriver.EntryFilter{Backend: backend, Thread: thread}, 1<<20); err != nil {
 			return err
 		}
 	}
-	ap, ok := store.(jdriver.Approvals)
+	ap, ok := store.(journaldriver.Approvals)
 	if !ok {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/journal"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // TestCommands: runs, orphans, calls, show and prune on a SQLite journal
@@ -23,42 +23,42 @@ func TestCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := store.(jdriver.Runs)
-	for _, r := range []jdriver.Run{
-		{Backend: "openai", Thread: "sess_done", State: jdriver.RunFinished, Owner: "w1"},
-		{Backend: "openai", Thread: "sess_dead", State: jdriver.RunRunning, Owner: "w2", LeaseUntil: time.Now().Add(-time.Minute)},
-		{Backend: "openai", Thread: "sess_paused", State: jdriver.RunAwaiting, Owner: "w1"},
+	runs := store.(journaldriver.Runs)
+	for _, r := range []journaldriver.Run{
+		{Backend: "openai", Thread: "sess_done", State: journaldriver.RunFinished, Owner: "w1"},
+		{Backend: "openai", Thread: "sess_dead", State: journaldriver.RunRunning, Owner: "w2", LeaseUntil: time.Now().Add(-time.Minute)},
+		{Backend: "openai", Thread: "sess_paused", State: journaldriver.RunAwaiting, Owner: "w1"},
 	} {
 		if err := runs.PutRun(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ap := store.(jdriver.Approvals)
-	key := jdriver.Key{Backend: "openai", Thread: "sess_paused", Turn: "turn_1", Call: "call_7"}
-	if _, _, err := ap.RequestApproval(ctx, jdriver.Approval{Key: key, Tool: "refund", Arguments: []byte(`{}`), Why: "over 100", Requested: time.Now()}); err != nil {
+	ap := store.(journaldriver.Approvals)
+	key := journaldriver.Key{Backend: "openai", Thread: "sess_paused", Turn: "turn_1", Call: "call_7"}
+	if _, _, err := ap.RequestApproval(ctx, journaldriver.Approval{Key: key, Tool: "refund", Arguments: []byte(`{}`), Why: "over 100", Requested: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	calls := []struct {
-		key   jdriver.Key
+		key   journaldriver.Key
 		owner string
 		lease time.Duration
 		done  bool
 	}{
-		{jdriver.Key{Backend: "openai", Thread: "sess_done", Turn: "turn_1", Call: "call_3"}, "w1", time.Hour, true},
-		{jdriver.Key{Backend: "openai", Thread: "sess_dead", Turn: "turn_1", Call: "call_9"}, "w2", -time.Minute, false},
-		{jdriver.Key{Backend: "openai", Thread: "sess_paused", Turn: "turn_1", Call: "call_1"}, "w1", time.Hour, true},
+		{journaldriver.Key{Backend: "openai", Thread: "sess_done", Turn: "turn_1", Call: "call_3"}, "w1", time.Hour, true},
+		{journaldriver.Key{Backend: "openai", Thread: "sess_dead", Turn: "turn_1", Call: "call_9"}, "w2", -time.Minute, false},
+		{journaldriver.Key{Backend: "openai", Thread: "sess_paused", Turn: "turn_1", Call: "call_1"}, "w1", time.Hour, true},
 	}
 	for _, c := range calls {
 		if _, _, err := store.Claim(ctx, c.key, "d", "i", c.owner, c.lease); err != nil {
 			t.Fatal(err)
 		}
 		if c.done {
-			if err := store.Finish(ctx, c.key, c.owner, jdriver.Result{Outcome: core.OK}); err != nil {
+			if err := store.Finish(ctx, c.key, c.owner, journaldriver.Result{Outcome: core.OK}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := store.MarkSubmitted(ctx, []jdriver.Key{calls[2].key}); err != nil {
+	if err := store.MarkSubmitted(ctx, []journaldriver.Key{calls[2].key}); err != nil {
 		t.Fatal(err)
 	}
 	store.Close()

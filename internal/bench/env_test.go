@@ -24,7 +24,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 )
@@ -179,7 +179,7 @@ type flow struct {
 	turn  func(ctx context.Context, thread, input string) (string, string, error)
 	close func()
 	// stats, if set, returns the counts of toolrelay's journal.
-	stats func() jdriver.Stats
+	stats func() journaldriver.Stats
 }
 
 // agentName is the name of the Foundry agent the benchmarks create.

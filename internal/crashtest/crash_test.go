@@ -23,7 +23,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/sqlitejournal"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
@@ -405,19 +405,19 @@ type killingJournal struct {
 	point string
 }
 
-func (j *killingJournal) Finish(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
+func (j *killingJournal) Finish(ctx context.Context, key journaldriver.Key, owner string, r journaldriver.Result) error {
 	return j.recorded(ctx, key, j.Journal.Finish(ctx, key, owner, r))
 }
 
 // FinishUnsynced records the result of an idempotent tool's call, without
 // a sync: the kill after it checks that such a write survives a kill.
-func (j *killingJournal) FinishUnsynced(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
+func (j *killingJournal) FinishUnsynced(ctx context.Context, key journaldriver.Key, owner string, r journaldriver.Result) error {
 	return j.recorded(ctx, key, j.Journal.FinishUnsynced(ctx, key, owner, r))
 }
 
 // recorded kills the process once the side-effecting call's result is
 // recorded, at afterRecord; else it returns err, the recording's.
-func (j *killingJournal) recorded(ctx context.Context, key jdriver.Key, err error) error {
+func (j *killingJournal) recorded(ctx context.Context, key journaldriver.Key, err error) error {
 	if j.point == afterRecord && isWeather(ctx, j, key) {
 		die()
 	}
@@ -433,7 +433,7 @@ func (j *killingJournal) MoveRun(ctx context.Context, backend, from, to, owner, 
 	return j.Journal.MoveRun(ctx, backend, from, to, owner, options)
 }
 
-func (j *killingJournal) MarkSubmitted(ctx context.Context, keys []jdriver.Key) error {
+func (j *killingJournal) MarkSubmitted(ctx context.Context, keys []journaldriver.Key) error {
 	for _, k := range keys {
 		if j.point == afterSubmit && isWeather(ctx, j, k) {
 			die()
@@ -444,7 +444,7 @@ func (j *killingJournal) MarkSubmitted(ctx context.Context, keys []jdriver.Key) 
 
 // isWeather reports whether key is the side-effecting call: the only one
 // whose result mentions the weather.
-func isWeather(ctx context.Context, j *killingJournal, key jdriver.Key) bool {
+func isWeather(ctx context.Context, j *killingJournal, key journaldriver.Key) bool {
 	e, ok, err := j.Get(ctx, key)
 	return err == nil && ok && e.Result != nil && e.Result.Output.Text == "70f"
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/internal/pgtest"
 	"github.com/toolrelay/toolrelay/journal"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	_ "github.com/toolrelay/toolrelay/journal/pgjournal"     // postgres:// for the fleet
 	_ "github.com/toolrelay/toolrelay/journal/sqlitejournal" // sqlite:// for the fleet
 	"github.com/toolrelay/toolrelay/openai"
@@ -309,8 +309,8 @@ func (f *fleet) check(srv *openaitest.Server, kills []kill) {
 func (f *fleet) lastAnswer(srv *openaitest.Server, thread string) string {
 	if st, err := journal.Open(f.t.Context(), f.env["FLEET_JOURNAL"]); err == nil {
 		defer st.Close()
-		if runs, err := st.(jdriver.Runs).ListRuns(f.t.Context(), "openai", jdriver.RunFinished, 1<<20); err == nil {
-			if !slices.ContainsFunc(runs, func(r jdriver.Run) bool { return r.Thread == thread }) {
+		if runs, err := st.(journaldriver.Runs).ListRuns(f.t.Context(), "openai", journaldriver.RunFinished, 1<<20); err == nil {
+			if !slices.ContainsFunc(runs, func(r journaldriver.Run) bool { return r.Thread == thread }) {
 				return "" // the run's record did not end finished
 			}
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/openai"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 )
@@ -70,9 +70,9 @@ func (l *lines) records(t *testing.T) []map[string]any {
 // runsFail is a journal whose run records cannot be written: its error
 // names the database's URL, password included, as a careless driver's
 // would.
-type runsFail struct{ *jdriver.Memory }
+type runsFail struct{ *journaldriver.Memory }
 
-func (runsFail) PutRun(context.Context, jdriver.Run) error {
+func (runsFail) PutRun(context.Context, journaldriver.Run) error {
 	return errors.New("cannot write to postgres://app:" + secJournalError + "@db.internal:5432/app: connection reset")
 }
 
@@ -112,7 +112,7 @@ func TestLogLevels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			j := runsFail{jdriver.NewMemory()}
+			j := runsFail{journaldriver.NewMemory()}
 			mw := func(next core.CallFunc) core.CallFunc {
 				return func(ctx context.Context, call *core.Call) (core.CallResult, error) {
 					if call.Name == "guarded" {

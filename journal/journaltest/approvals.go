@@ -8,16 +8,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
-// approvalCases are the rules of [jdriver.Approvals], checked for journals
+// approvalCases are the rules of [journaldriver.Approvals], checked for journals
 // that implement it.
-var approvalCases = []optionalCase[jdriver.Approvals]{
+var approvalCases = []optionalCase[journaldriver.Approvals]{
 	{
 		name:        "ApprovalRequest",
 		explanation: "RequestApproval stores a pending approval once: a second request for the key returns the first, unchanged; GetApproval and ListApprovals return it.",
-		f: func(t *testing.T, j jdriver.Approvals) {
+		f: func(t *testing.T, j journaldriver.Approvals) {
 			a := approval("a", time.Now())
 			got, created, err := j.RequestApproval(t.Context(), a)
 			if err != nil || !created {
@@ -44,24 +44,24 @@ var approvalCases = []optionalCase[jdriver.Approvals]{
 	{
 		name:        "ApprovalDecideOnce",
 		explanation: "DecideApproval records a decision (approval, reason, edited arguments, actor, time) once: a second decision is refused with ErrDecided and the first stays; an unknown key gives ErrNoApproval.",
-		f: func(t *testing.T, j jdriver.Approvals) {
+		f: func(t *testing.T, j journaldriver.Approvals) {
 			a := approval("a", time.Now())
 			if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
 				t.Fatal(err)
 			}
-			d := jdriver.Decision{Approved: true, Reason: "fine", Arguments: []byte(`{"amount":90}`), Actor: "ada", At: time.Now()}
+			d := journaldriver.Decision{Approved: true, Reason: "fine", Arguments: []byte(`{"amount":90}`), Actor: "ada", At: time.Now()}
 			got, err := j.DecideApproval(t.Context(), a.Key, d)
 			if err != nil {
 				t.Fatal(err)
 			}
 			a.Decision = &d
 			checkApproval(t, "DecideApproval", a, got)
-			if _, err := j.DecideApproval(t.Context(), a.Key, jdriver.Decision{Reason: "no", Actor: "bob", At: time.Now()}); !errors.Is(err, jdriver.ErrDecided) {
+			if _, err := j.DecideApproval(t.Context(), a.Key, journaldriver.Decision{Reason: "no", Actor: "bob", At: time.Now()}); !errors.Is(err, journaldriver.ErrDecided) {
 				t.Errorf("a second decision: %v, want ErrDecided", err)
 			}
 			got, _, _ = j.GetApproval(t.Context(), a.Key)
 			checkApproval(t, "GetApproval after a refused decision", a, got)
-			if _, err := j.DecideApproval(t.Context(), key("none"), d); !errors.Is(err, jdriver.ErrNoApproval) {
+			if _, err := j.DecideApproval(t.Context(), key("none"), d); !errors.Is(err, journaldriver.ErrNoApproval) {
 				t.Errorf("DecideApproval of an unknown key: %v, want ErrNoApproval", err)
 			}
 		},
@@ -69,7 +69,7 @@ var approvalCases = []optionalCase[jdriver.Approvals]{
 	{
 		name:        "ApprovalDecideRace",
 		explanation: "Of several deciders racing for one approval, exactly one decision is recorded; the others get ErrDecided.",
-		f: func(t *testing.T, j jdriver.Approvals) {
+		f: func(t *testing.T, j journaldriver.Approvals) {
 			a := approval("a", time.Now())
 			if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
 				t.Fatal(err)
@@ -81,13 +81,13 @@ var approvalCases = []optionalCase[jdriver.Approvals]{
 			)
 			for _, actor := range []string{"a", "b", "c", "d"} {
 				wg.Go(func() {
-					_, err := j.DecideApproval(t.Context(), a.Key, jdriver.Decision{Approved: true, Actor: actor, At: time.Now()})
+					_, err := j.DecideApproval(t.Context(), a.Key, journaldriver.Decision{Approved: true, Actor: actor, At: time.Now()})
 					switch {
 					case err == nil:
 						mu.Lock()
 						wins = append(wins, actor)
 						mu.Unlock()
-					case !errors.Is(err, jdriver.ErrDecided):
+					case !errors.Is(err, journaldriver.ErrDecided):
 						t.Errorf("DecideApproval by %s: %v", actor, err)
 					}
 				})
@@ -102,23 +102,23 @@ var approvalCases = []optionalCase[jdriver.Approvals]{
 	{
 		name:        "ApprovalPrune",
 		explanation: "Prune deletes the approvals decided before its time, and keeps the pending ones and those decided later.",
-		f: func(t *testing.T, j jdriver.Approvals) {
+		f: func(t *testing.T, j journaldriver.Approvals) {
 			now := time.Now()
 			old, recent, pending := approval("old", now), approval("recent", now), approval("pending", now)
-			for _, a := range []jdriver.Approval{old, recent, pending} {
+			for _, a := range []journaldriver.Approval{old, recent, pending} {
 				if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
 					t.Fatal(err)
 				}
 			}
-			for k, at := range map[jdriver.Key]time.Time{old.Key: now.Add(-2 * time.Hour), recent.Key: now} {
-				if _, err := j.DecideApproval(t.Context(), k, jdriver.Decision{Approved: true, At: at}); err != nil {
+			for k, at := range map[journaldriver.Key]time.Time{old.Key: now.Add(-2 * time.Hour), recent.Key: now} {
+				if _, err := j.DecideApproval(t.Context(), k, journaldriver.Decision{Approved: true, At: at}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := j.(jdriver.Journal).Prune(t.Context(), now.Add(-time.Hour)); err != nil {
+			if _, err := j.(journaldriver.Journal).Prune(t.Context(), now.Add(-time.Hour)); err != nil {
 				t.Fatal(err)
 			}
-			for k, want := range map[jdriver.Key]bool{old.Key: false, recent.Key: true, pending.Key: true} {
+			for k, want := range map[journaldriver.Key]bool{old.Key: false, recent.Key: true, pending.Key: true} {
 				if _, ok, err := j.GetApproval(t.Context(), k); ok != want || err != nil {
 					t.Errorf("approval %s after Prune: present %v (%v), want %v", k.Call, ok, err, want)
 				}
@@ -128,12 +128,12 @@ var approvalCases = []optionalCase[jdriver.Approvals]{
 	{
 		name:        "ApprovalList",
 		explanation: "ListApprovals returns the approvals of one thread of one backend, oldest first.",
-		f: func(t *testing.T, j jdriver.Approvals) {
+		f: func(t *testing.T, j journaldriver.Approvals) {
 			t0 := time.Now().Add(-time.Hour)
 			second, first := approval("b", t0.Add(time.Minute)), approval("a", t0)
 			other := approval("c", t0)
 			other.Key.Thread = "thread-2"
-			for _, a := range []jdriver.Approval{second, first, other} {
+			for _, a := range []journaldriver.Approval{second, first, other} {
 				if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
 					t.Fatal(err)
 				}
@@ -154,9 +154,9 @@ var approvalCases = []optionalCase[jdriver.Approvals]{
 	{
 		name:        "ApprovalExpired",
 		explanation: "ExpiredApprovals returns the undecided approvals of one backend, on every thread, whose expiry is at or before its time, earliest expiry first, at most limit; decided ones, unexpired ones, ones that never expire and other backends' are left out.",
-		f: func(t *testing.T, j jdriver.Approvals) {
+		f: func(t *testing.T, j journaldriver.Approvals) {
 			now := time.Now()
-			mk := func(call, thread string, expires time.Time) jdriver.Approval {
+			mk := func(call, thread string, expires time.Time) journaldriver.Approval {
 				a := approval(call, now.Add(-48*time.Hour))
 				a.Key.Thread, a.Expires = thread, expires
 				return a
@@ -168,12 +168,12 @@ var approvalCases = []optionalCase[jdriver.Approvals]{
 			never := mk("never", "thread-1", time.Time{})
 			other := mk("other", "thread-1", now.Add(-time.Hour))
 			other.Key.Backend = "another"
-			for _, a := range []jdriver.Approval{late, early, decided, future, never, other} {
+			for _, a := range []journaldriver.Approval{late, early, decided, future, never, other} {
 				if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := j.DecideApproval(t.Context(), decided.Key, jdriver.Decision{Actor: "ada", At: now}); err != nil {
+			if _, err := j.DecideApproval(t.Context(), decided.Key, journaldriver.Decision{Actor: "ada", At: now}); err != nil {
 				t.Fatal(err)
 			}
 			for _, tc := range []struct {
@@ -198,13 +198,13 @@ var approvalCases = []optionalCase[jdriver.Approvals]{
 
 // approval returns a pending approval of call requested at t, expiring a
 // day later.
-func approval(call string, t time.Time) jdriver.Approval {
-	return jdriver.Approval{Key: key(call), Tool: "refund", Arguments: []byte(`{"amount":150}`), Why: "over 100",
+func approval(call string, t time.Time) journaldriver.Approval {
+	return journaldriver.Approval{Key: key(call), Tool: "refund", Arguments: []byte(`{"amount":150}`), Why: "over 100",
 		Requested: t, Expires: t.Add(24 * time.Hour)}
 }
 
 // checkApproval compares approvals, times within slack.
-func checkApproval(t *testing.T, what string, want, got jdriver.Approval) {
+func checkApproval(t *testing.T, what string, want, got journaldriver.Approval) {
 	t.Helper()
 	if diff := cmp.Diff(want, got, nearTimes); diff != "" {
 		t.Errorf("%s (-want +got):\n%s", what, diff)

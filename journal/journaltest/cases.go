@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolrelay/toolrelay/core/driver"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // cases are the rules of the contract, each a subtest of [Run].
@@ -19,7 +19,7 @@ var cases = []testCase{
 	{
 		name:        "ClaimNew",
 		explanation: "Claim of an unknown key creates it Started, owned by the claimer with a lease of the given length, with the digest and idempotency key given; Get returns the same entry.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			k := key("a")
 			before := time.Now()
 			e, created := claim(t, j, k, "owner-a", live)
@@ -27,7 +27,7 @@ var cases = []testCase{
 			if !created {
 				t.Fatalf("Claim of a new key: created = false, want true")
 			}
-			want := jdriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: jdriver.Started, Owner: "owner-a"}
+			want := journaldriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: journaldriver.Started, Owner: "owner-a"}
 			checkEntry(t, "Claim", want, e)
 			within(t, "Claim: LeaseUntil", e.LeaseUntil, before.Add(live), after.Add(live))
 			within(t, "Claim: Created", e.Created, before, after)
@@ -43,7 +43,7 @@ var cases = []testCase{
 	{
 		name:        "ClaimExisting",
 		explanation: "Claim of a key that has an entry creates nothing and returns the entry as stored, whatever digest, idempotency key, owner and lease it is given.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			k := key("a")
 			first, _ := claim(t, j, k, "owner-a", live)
 			e, created, err := j.Claim(t.Context(), k, "other-digest", "other-idem", "owner-b", expired)
@@ -64,7 +64,7 @@ var cases = []testCase{
 	{
 		name:        "ClaimFinished",
 		explanation: "Claim of a finished key returns the entry with its state and result, so the result is re-sent and not recomputed.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			k := key("a")
 			claim(t, j, k, "owner-a", live)
 			r := textResult("21 °C")
@@ -76,14 +76,14 @@ var cases = []testCase{
 			if created {
 				t.Errorf("Claim of a finished key: created = true, want false")
 			}
-			want := jdriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: jdriver.Succeeded, Owner: "owner-a", Result: &r}
+			want := journaldriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: journaldriver.Succeeded, Owner: "owner-a", Result: &r}
 			checkEntry(t, "Claim of a finished key", want, e)
 		},
 	},
 	{
 		name:        "GetMissing",
 		explanation: "Get of a key that has no entry reports none, without an error.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			claim(t, j, key("a"), "owner-a", live)
 			if e, ok, err := j.Get(t.Context(), key("b")); err != nil || ok {
 				t.Errorf("Get of an unknown key = %+v, %v, %v; want no entry and no error", e, ok, err)
@@ -93,8 +93,8 @@ var cases = []testCase{
 	{
 		name:        "DistinctKeys",
 		explanation: "Keys that differ in any one field (backend, thread, turn, call) are different entries, even when their fields run together to the same text; an empty turn is a turn like any other; fields may hold any Unicode text but NUL.",
-		f: func(t *testing.T, j jdriver.Journal) {
-			keys := []jdriver.Key{
+		f: func(t *testing.T, j journaldriver.Journal) {
+			keys := []journaldriver.Key{
 				{Backend: "b", Thread: "t", Turn: "u", Call: "c"},
 				{Backend: "b2", Thread: "t", Turn: "u", Call: "c"},
 				{Backend: "b", Thread: "t2", Turn: "u", Call: "c"},
@@ -125,7 +125,7 @@ var cases = []testCase{
 	{
 		name:        "FinishSucceeded",
 		explanation: "Finish by the owner of a Started entry moves it to Succeeded with the result, and sets Updated to the time of the change (Created stays).",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			k := key("a")
 			c, _ := claim(t, j, k, "owner-a", live)
 			r := textResult(`{"temperature":21,"unit":"C"}`)
@@ -133,7 +133,7 @@ var cases = []testCase{
 			finish(t, j, k, "owner-a", r)
 			after := time.Now()
 			e := mustGet(t, j, k)
-			want := jdriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: jdriver.Succeeded, Owner: "owner-a", Result: &r}
+			want := journaldriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: journaldriver.Succeeded, Owner: "owner-a", Result: &r}
 			checkEntry(t, "after Finish", want, e)
 			if !e.Created.Equal(c.Created) {
 				t.Errorf("after Finish: Created = %v, want %v (unchanged)", e.Created, c.Created)
@@ -147,13 +147,13 @@ var cases = []testCase{
 	{
 		name:        "FinishFailed",
 		explanation: "Finish with a failed result moves the entry to Failed, keeping the model-visible message and the outcome.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			for _, o := range []driver.Outcome{driver.ToolError, driver.Panicked, driver.TimedOut, driver.InDoubt, driver.InvalidArguments, driver.UnknownTool, driver.TooLarge} {
 				k := key(o.String())
 				claim(t, j, k, "owner-a", live)
-				r := jdriver.Result{Failed: true, Error: "the " + o.String() + " failure, as the model reads it", Outcome: o}
+				r := journaldriver.Result{Failed: true, Error: "the " + o.String() + " failure, as the model reads it", Outcome: o}
 				finish(t, j, k, "owner-a", r)
-				want := jdriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: jdriver.Failed, Owner: "owner-a", Result: &r}
+				want := journaldriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: journaldriver.Failed, Owner: "owner-a", Result: &r}
 				checkEntry(t, "after Finish with a failed result", want, mustGet(t, j, k))
 			}
 		},
@@ -161,8 +161,8 @@ var cases = []testCase{
 	{
 		name:        "ResultRoundTrip",
 		explanation: "A result reads back exactly as it was written: text of any Unicode (quotes, newlines, NUL, emoji), content arrays with every kind of part, an empty content array apart from none, null, and large outputs.",
-		f: func(t *testing.T, j jdriver.Journal) {
-			results := map[string]jdriver.Result{
+		f: func(t *testing.T, j journaldriver.Journal) {
+			results := map[string]journaldriver.Result{
 				"empty":   {},
 				"text":    textResult("line 1\nline \"2\"\t\\ \x00 ü 日本 🙂 </script> & <b>"),
 				"json":    textResult(`{"a":[1,2.5,"x"],"b":null,"c":{"d":true}}`),
@@ -190,15 +190,15 @@ var cases = []testCase{
 	{
 		name:        "FinishNotOwned",
 		explanation: "Finish fails with an error matching core.ErrLeaseLost, and changes nothing, when the entry is another owner's, does not exist, or is finished already (even for its owner).",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ctx := t.Context()
 			k := key("a")
 			c, _ := claim(t, j, k, "owner-a", live)
-			if err := j.Finish(ctx, k, "owner-b", textResult("b's")); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Finish(ctx, k, "owner-b", textResult("b's")); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Finish by another owner: error %v, want ErrLeaseLost", err)
 			}
 			checkEntry(t, "after Finish by another owner", c, mustGet(t, j, k))
-			if err := j.Finish(ctx, key("missing"), "owner-a", textResult("x")); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Finish(ctx, key("missing"), "owner-a", textResult("x")); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Finish of a missing key: error %v, want ErrLeaseLost", err)
 			}
 			if _, ok := get(t, j, key("missing")); ok {
@@ -206,7 +206,7 @@ var cases = []testCase{
 			}
 			r := textResult("first")
 			finish(t, j, k, "owner-a", r)
-			if err := j.Finish(ctx, k, "owner-a", textResult("second")); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Finish(ctx, k, "owner-a", textResult("second")); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("second Finish by the owner: error %v, want ErrLeaseLost", err)
 			}
 			if e := mustGet(t, j, k); e.Result == nil || e.Result.Output.Text != "first" {
@@ -217,11 +217,11 @@ var cases = []testCase{
 	{
 		name:        "FinishAfterExpiry",
 		explanation: "An owner whose lease has expired may still finish, as long as nobody took the call over.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			k := key("a")
 			claim(t, j, k, "owner-a", expired)
 			finish(t, j, k, "owner-a", textResult("late"))
-			if e := mustGet(t, j, k); e.State != jdriver.Succeeded {
+			if e := mustGet(t, j, k); e.State != journaldriver.Succeeded {
 				t.Errorf("after a late Finish: state %v, want succeeded", e.State)
 			}
 		},
@@ -229,7 +229,7 @@ var cases = []testCase{
 	{
 		name:        "Renew",
 		explanation: "Renew by the owner sets the lease to end the given time from now, without changing anything else: an expired claim, renewed, cannot be taken over.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ctx := t.Context()
 			k := key("a")
 			c, _ := claim(t, j, k, "owner-a", expired)
@@ -256,11 +256,11 @@ var cases = []testCase{
 	{
 		name:        "RenewNotOwned",
 		explanation: "Renew fails with an error matching core.ErrLeaseLost, and changes nothing, when the entry is another owner's, does not exist, or is finished.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ctx := t.Context()
 			k := key("a")
 			c, _ := claim(t, j, k, "owner-a", expired)
-			if err := j.Renew(ctx, k, "owner-b", live); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Renew(ctx, k, "owner-b", live); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Renew by another owner: error %v, want ErrLeaseLost", err)
 			}
 			e := mustGet(t, j, k)
@@ -268,17 +268,17 @@ var cases = []testCase{
 			if !e.LeaseUntil.Equal(c.LeaseUntil) {
 				t.Errorf("Renew by another owner moved the lease from %v to %v", c.LeaseUntil, e.LeaseUntil)
 			}
-			if err := j.Renew(ctx, key("missing"), "owner-a", live); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Renew(ctx, key("missing"), "owner-a", live); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Renew of a missing key: error %v, want ErrLeaseLost", err)
 			}
 			if _, ok := get(t, j, key("missing")); ok {
 				t.Errorf("Renew of a missing key created an entry")
 			}
 			finish(t, j, k, "owner-a", textResult("done"))
-			if err := j.Renew(ctx, k, "owner-a", live); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Renew(ctx, k, "owner-a", live); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Renew of a finished entry: error %v, want ErrLeaseLost", err)
 			}
-			if e := mustGet(t, j, k); e.State != jdriver.Succeeded {
+			if e := mustGet(t, j, k); e.State != journaldriver.Succeeded {
 				t.Errorf("after Renew of a finished entry: state %v, want succeeded", e.State)
 			}
 		},
@@ -286,7 +286,7 @@ var cases = []testCase{
 	{
 		name:        "TakeOverLive",
 		explanation: "TakeOver of a Started entry whose lease has not ended reports false and changes nothing.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			k := key("a")
 			c, _ := claim(t, j, k, "owner-a", live)
 			if took, err := j.TakeOver(t.Context(), k, "owner-b", live); err != nil || took {
@@ -302,7 +302,7 @@ var cases = []testCase{
 	{
 		name:        "TakeOverExpired",
 		explanation: "TakeOver of a Started entry whose lease has ended gives it to the new owner with a new lease (Updated moves; digest and idempotency key stay); the old owner can no longer finish, renew or release it, the new one can finish it.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ctx := t.Context()
 			k := key("a")
 			c, _ := claim(t, j, k, "owner-a", expired)
@@ -321,25 +321,25 @@ var cases = []testCase{
 			if !e.Created.Equal(c.Created) {
 				t.Errorf("after TakeOver: Created = %v, want %v (unchanged)", e.Created, c.Created)
 			}
-			if err := j.Finish(ctx, k, "owner-a", textResult("a's")); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Finish(ctx, k, "owner-a", textResult("a's")); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Finish by the previous owner: error %v, want ErrLeaseLost", err)
 			}
-			if err := j.Renew(ctx, k, "owner-a", live); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Renew(ctx, k, "owner-a", live); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Renew by the previous owner: error %v, want ErrLeaseLost", err)
 			}
-			if err := j.Release(ctx, k, "owner-a"); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Release(ctx, k, "owner-a"); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Release by the previous owner: error %v, want ErrLeaseLost", err)
 			}
 			r := textResult("b's")
 			finish(t, j, k, "owner-b", r)
-			want.State, want.Result = jdriver.Succeeded, &r
+			want.State, want.Result = journaldriver.Succeeded, &r
 			checkEntry(t, "after Finish by the new owner", want, mustGet(t, j, k))
 		},
 	},
 	{
 		name:        "TakeOverOnce",
 		explanation: "Of two takeovers of the same expired entry, the first wins and the second finds the new lease live (false), whoever asks.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ctx := t.Context()
 			k := key("a")
 			claim(t, j, k, "owner-a", expired)
@@ -359,7 +359,7 @@ var cases = []testCase{
 	{
 		name:        "TakeOverNotStarted",
 		explanation: "TakeOver of a key that has no entry, or whose entry is finished or submitted, reports false and changes nothing (it never creates an entry).",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ctx := t.Context()
 			if took, err := j.TakeOver(ctx, key("missing"), "owner-b", live); err != nil || took {
 				t.Errorf("TakeOver of a missing key = %v, %v; want false, nil", took, err)
@@ -368,12 +368,12 @@ var cases = []testCase{
 				t.Errorf("TakeOver of a missing key created an entry")
 			}
 			done, sub := key("done"), key("submitted")
-			for _, k := range []jdriver.Key{done, sub} {
+			for _, k := range []journaldriver.Key{done, sub} {
 				claim(t, j, k, "owner-a", expired)
 				finish(t, j, k, "owner-a", textResult("r"))
 			}
 			markSubmitted(t, j, sub)
-			for _, k := range []jdriver.Key{done, sub} {
+			for _, k := range []journaldriver.Key{done, sub} {
 				before := mustGet(t, j, k)
 				if took, err := j.TakeOver(ctx, k, "owner-b", live); err != nil || took {
 					t.Errorf("TakeOver of %s entry = %v, %v; want false, nil", before.State, took, err)
@@ -385,7 +385,7 @@ var cases = []testCase{
 	{
 		name:        "Release",
 		explanation: "Release by the owner deletes a Started entry, so the call can be claimed again (by anyone, with new arguments).",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			k := key("a")
 			claim(t, j, k, "owner-a", live)
 			if err := j.Release(t.Context(), k, "owner-a"); err != nil {
@@ -406,24 +406,24 @@ var cases = []testCase{
 	{
 		name:        "ReleaseNotOwned",
 		explanation: "Release fails with an error matching core.ErrLeaseLost, and deletes nothing, when the entry is another owner's, does not exist, or is finished.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ctx := t.Context()
 			k := key("a")
 			claim(t, j, k, "owner-a", live)
-			if err := j.Release(ctx, k, "owner-b"); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Release(ctx, k, "owner-b"); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Release by another owner: error %v, want ErrLeaseLost", err)
 			}
 			if _, ok := get(t, j, k); !ok {
 				t.Errorf("Release by another owner deleted the entry")
 			}
-			if err := j.Release(ctx, key("missing"), "owner-a"); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Release(ctx, key("missing"), "owner-a"); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Release of a missing key: error %v, want ErrLeaseLost", err)
 			}
 			finish(t, j, k, "owner-a", textResult("kept"))
-			if err := j.Release(ctx, k, "owner-a"); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.Release(ctx, k, "owner-a"); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("Release of a finished entry: error %v, want ErrLeaseLost", err)
 			}
-			if e, ok := get(t, j, k); !ok || e.State != jdriver.Succeeded {
+			if e, ok := get(t, j, k); !ok || e.State != journaldriver.Succeeded {
 				t.Errorf("after Release of a finished entry: %+v, %v; want it kept, succeeded", e, ok)
 			}
 		},
@@ -431,9 +431,9 @@ var cases = []testCase{
 	{
 		name:        "MarkSubmitted",
 		explanation: "MarkSubmitted moves finished entries (Succeeded or Failed) to Submitted, keeping their result and setting Updated; it leaves Started entries alone and ignores keys without an entry.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ok, bad, started, missing := key("ok"), key("failed"), key("started"), key("missing")
-			rOK, rBad := textResult("fine"), jdriver.Result{Failed: true, Error: "no", Outcome: driver.ToolError}
+			rOK, rBad := textResult("fine"), journaldriver.Result{Failed: true, Error: "no", Outcome: driver.ToolError}
 			claim(t, j, ok, "owner-a", live)
 			finish(t, j, ok, "owner-a", rOK)
 			claim(t, j, bad, "owner-a", live)
@@ -442,9 +442,9 @@ var cases = []testCase{
 			before := time.Now()
 			markSubmitted(t, j, ok, bad, started, missing)
 			after := time.Now()
-			for k, r := range map[jdriver.Key]jdriver.Result{ok: rOK, bad: rBad} {
+			for k, r := range map[journaldriver.Key]journaldriver.Result{ok: rOK, bad: rBad} {
 				e := mustGet(t, j, k)
-				want := jdriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: jdriver.Submitted, Owner: "owner-a", Result: &r}
+				want := journaldriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: journaldriver.Submitted, Owner: "owner-a", Result: &r}
 				checkEntry(t, "after MarkSubmitted", want, e)
 				within(t, "after MarkSubmitted: Updated", e.Updated, before, after)
 			}
@@ -457,12 +457,12 @@ var cases = []testCase{
 	{
 		name:        "MarkSubmittedRepeat",
 		explanation: "MarkSubmitted accepts an empty or nil list and a key listed twice, and marking a submitted entry again keeps it submitted with its result.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ctx := t.Context()
 			if err := j.MarkSubmitted(ctx, nil); err != nil {
 				t.Errorf("MarkSubmitted(nil): %v", err)
 			}
-			if err := j.MarkSubmitted(ctx, []jdriver.Key{}); err != nil {
+			if err := j.MarkSubmitted(ctx, []journaldriver.Key{}); err != nil {
 				t.Errorf("MarkSubmitted(empty): %v", err)
 			}
 			k := key("a")
@@ -471,14 +471,14 @@ var cases = []testCase{
 			finish(t, j, k, "owner-a", r)
 			markSubmitted(t, j, k, k)
 			markSubmitted(t, j, k)
-			want := jdriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: jdriver.Submitted, Owner: "owner-a", Result: &r}
+			want := journaldriver.Entry{Key: k, Digest: digest(k), IdempotencyKey: idem(k), State: journaldriver.Submitted, Owner: "owner-a", Result: &r}
 			checkEntry(t, "after MarkSubmitted twice", want, mustGet(t, j, k))
 		},
 	},
 	{
 		name:        "SubmittedIsFinal",
 		explanation: "A submitted entry cannot be finished, renewed or released (ErrLeaseLost), nor taken over or claimed anew: it stays as it is.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ctx := t.Context()
 			k := key("a")
 			claim(t, j, k, "owner-a", expired)
@@ -490,7 +490,7 @@ var cases = []testCase{
 				"Renew":   j.Renew(ctx, k, "owner-a", live),
 				"Release": j.Release(ctx, k, "owner-a"),
 			} {
-				if !errors.Is(err, jdriver.ErrLeaseLost) {
+				if !errors.Is(err, journaldriver.ErrLeaseLost) {
 					t.Errorf("%s of a submitted entry: error %v, want ErrLeaseLost", name, err)
 				}
 			}
@@ -508,21 +508,21 @@ var cases = []testCase{
 	{
 		name:        "Prune",
 		explanation: "Prune deletes the finished and submitted entries last updated before the given time and returns how many it deleted; it never deletes a Started entry, however old.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			ctx := t.Context()
 			started, ok, bad, sub := key("started"), key("ok"), key("failed"), key("submitted")
 			claim(t, j, started, "owner-a", expired)
-			for _, k := range []jdriver.Key{ok, bad, sub} {
+			for _, k := range []journaldriver.Key{ok, bad, sub} {
 				claim(t, j, k, "owner-a", live)
 			}
 			finish(t, j, ok, "owner-a", textResult("ok"))
-			finish(t, j, bad, "owner-a", jdriver.Result{Failed: true, Error: "bad", Outcome: driver.ToolError})
+			finish(t, j, bad, "owner-a", journaldriver.Result{Failed: true, Error: "bad", Outcome: driver.ToolError})
 			finish(t, j, sub, "owner-a", textResult("sub"))
 			markSubmitted(t, j, sub)
 			if n, err := j.Prune(ctx, time.Now().Add(-slack)); err != nil || n != 0 {
 				t.Errorf("Prune(a minute ago) = %d, %v; want 0, nil", n, err)
 			}
-			for _, k := range []jdriver.Key{started, ok, bad, sub} {
+			for _, k := range []journaldriver.Key{started, ok, bad, sub} {
 				if _, found := get(t, j, k); !found {
 					t.Errorf("Prune(a minute ago) deleted %q", k.Call)
 				}
@@ -530,7 +530,7 @@ var cases = []testCase{
 			if n, err := j.Prune(ctx, time.Now().Add(slack)); err != nil || n != 3 {
 				t.Errorf("Prune(in a minute) = %d, %v; want 3, nil", n, err)
 			}
-			for _, k := range []jdriver.Key{ok, bad, sub} {
+			for _, k := range []journaldriver.Key{ok, bad, sub} {
 				if e, found := get(t, j, k); found {
 					t.Errorf("after Prune: %q is still there (%v)", k.Call, e.State)
 				}
@@ -549,7 +549,7 @@ var cases = []testCase{
 	{
 		name:        "ConcurrentClaims",
 		explanation: "Of many owners claiming the same keys at once, exactly one creates each key, and every owner gets back the winner's entry.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			const owners, keys = 8, 25
 			var wg sync.WaitGroup
 			wins := make([][]string, keys)
@@ -569,7 +569,7 @@ var cases = []testCase{
 							wins[i] = append(wins[i], owner)
 						}
 						mu.Unlock()
-						if e.Digest != digest(k) || e.State != jdriver.Started {
+						if e.Digest != digest(k) || e.State != journaldriver.Started {
 							t.Errorf("Claim by %s returned %+v", owner, e)
 						}
 					}
@@ -590,7 +590,7 @@ var cases = []testCase{
 	{
 		name:        "ConcurrentTakeOvers",
 		explanation: "Of many owners taking over the same expired entries at once, exactly one wins each.",
-		f: func(t *testing.T, j jdriver.Journal) {
+		f: func(t *testing.T, j journaldriver.Journal) {
 			const owners, keys = 8, 25
 			for i := range keys {
 				claim(t, j, key(fmt.Sprint(i)), "dead-owner", expired)

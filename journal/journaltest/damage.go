@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // RunDamaged checks how a journal reads an entry that says its call
@@ -16,13 +16,13 @@ import (
 // the case has finished (a SQL store sets its result column to NULL).
 // newJournal is as for [Run]. A journal that cannot hold such an entry (the
 // memory journal) has no need of it.
-func RunDamaged(t *testing.T, newJournal func(t *testing.T) jdriver.Journal, damage func(t *testing.T, j jdriver.Journal, k jdriver.Key)) {
+func RunDamaged(t *testing.T, newJournal func(t *testing.T) journaldriver.Journal, damage func(t *testing.T, j journaldriver.Journal, k journaldriver.Key)) {
 	t.Helper()
 	t.Run("FinishedWithoutResult", func(t *testing.T) {
 		explain(t, "A finished entry without its result is damaged: reading it gives DataLoss, and it is neither replaced nor claimed anew.")
 		j := newJournal(t)
 		bad, good := key("damaged"), key("intact")
-		for _, k := range []jdriver.Key{bad, good} {
+		for _, k := range []journaldriver.Key{bad, good} {
 			claim(t, j, k, "owner-a", live)
 			finish(t, j, k, "owner-a", textResult("charged"))
 		}
@@ -39,8 +39,8 @@ func RunDamaged(t *testing.T, newJournal func(t *testing.T) jdriver.Journal, dam
 		if e := mustGet(t, j, good); e.Result == nil || e.Result.Output.Text != "charged" {
 			t.Errorf("the intact entry: %+v, want its result", e)
 		}
-		if l, ok := j.(jdriver.Entries); ok {
-			if _, err := l.ListEntries(t.Context(), jdriver.EntryFilter{}, 10); errcode.Of(err) != errcode.DataLoss {
+		if l, ok := j.(journaldriver.Entries); ok {
+			if _, err := l.ListEntries(t.Context(), journaldriver.EntryFilter{}, 10); errcode.Of(err) != errcode.DataLoss {
 				t.Errorf("ListEntries over the damaged entry = %v, want DataLoss", err)
 			}
 		}

@@ -1,4 +1,4 @@
-// Package journaltest checks implementations of [jdriver.Journal]: [Run] is the
+// Package journaltest checks implementations of [journaldriver.Journal]: [Run] is the
 // contract every journal keeps, [RunDamaged] how a store reads a damaged
 // entry, [Race] has several owners race for the same calls, and
 // [Benchmark] measures what the runner's journal writes cost per call. A journal's whole contract test is one call:
@@ -27,7 +27,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/toolrelay/toolrelay/core/driver"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // Leases the cases use: a live one that nothing in a test outlasts, and an
@@ -45,14 +45,14 @@ const slack = time.Minute
 type testCase struct {
 	name        string
 	explanation string
-	f           func(t *testing.T, j jdriver.Journal)
+	f           func(t *testing.T, j journaldriver.Journal)
 }
 
 // Run checks that the journals newJournal returns keep the contract of
-// [jdriver.Journal]. It calls newJournal once per case, in a subtest; each call
+// [journaldriver.Journal]. It calls newJournal once per case, in a subtest; each call
 // must return a new, empty journal (newJournal closes it with t.Cleanup).
 // A failing case logs the rule it checks.
-func Run(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
+func Run(t *testing.T, newJournal func(t *testing.T) journaldriver.Journal) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,19 +66,19 @@ func Run(t *testing.T, newJournal func(t *testing.T) jdriver.Journal) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				j := newJournal(t)
-				u, ok := j.(jdriver.Unsynced)
+				u, ok := j.(journaldriver.Unsynced)
 				if !ok {
-					t.Skip("the journal has no claims and results without a sync (jdriver.Unsynced)")
+					t.Skip("the journal has no claims and results without a sync (journaldriver.Unsynced)")
 				}
 				explain(t, c.explanation+" (through ClaimUnsynced and FinishUnsynced)")
 				c.f(t, unsynced{j, u})
 			})
 		}
 	})
-	runOptional(t, newJournal, approvalCases, "the journal keeps no approvals (jdriver.Approvals)")
-	runOptional(t, newJournal, noteCases, "the journal keeps no notes (jdriver.Notes)")
-	runOptional(t, newJournal, runCases, "the journal keeps no runs (jdriver.Runs)")
-	runOptional(t, newJournal, entryCases, "the journal does not list its entries (jdriver.Entries)")
+	runOptional(t, newJournal, approvalCases, "the journal keeps no approvals (journaldriver.Approvals)")
+	runOptional(t, newJournal, noteCases, "the journal keeps no notes (journaldriver.Notes)")
+	runOptional(t, newJournal, runCases, "the journal keeps no runs (journaldriver.Runs)")
+	runOptional(t, newJournal, entryCases, "the journal does not list its entries (journaldriver.Entries)")
 }
 
 // explain logs the rule a case checks, if it fails.
@@ -93,33 +93,33 @@ func explain(t *testing.T, rule string) {
 // unsynced is a journal whose Claim and Finish are its ClaimUnsynced and
 // FinishUnsynced.
 type unsynced struct {
-	jdriver.Journal
-	u jdriver.Unsynced
+	journaldriver.Journal
+	u journaldriver.Unsynced
 }
 
-func (j unsynced) Claim(ctx context.Context, key jdriver.Key, digest, idem, owner string, lease time.Duration) (jdriver.Entry, bool, error) {
+func (j unsynced) Claim(ctx context.Context, key journaldriver.Key, digest, idem, owner string, lease time.Duration) (journaldriver.Entry, bool, error) {
 	return j.u.ClaimUnsynced(ctx, key, digest, idem, owner, lease)
 }
 
-func (j unsynced) Finish(ctx context.Context, key jdriver.Key, owner string, r jdriver.Result) error {
+func (j unsynced) Finish(ctx context.Context, key journaldriver.Key, owner string, r journaldriver.Result) error {
 	return j.u.FinishUnsynced(ctx, key, owner, r)
 }
 
 // key returns a key of the suite's thread.
-func key(call string) jdriver.Key {
-	return jdriver.Key{Backend: "journaltest", Thread: "thread-1", Turn: "turn-1", Call: call}
+func key(call string) journaldriver.Key {
+	return journaldriver.Key{Backend: "journaltest", Thread: "thread-1", Turn: "turn-1", Call: call}
 }
 
 // digest returns a digest for k's arguments (any stable text will do).
-func digest(k jdriver.Key) string { return "digest-of-" + k.Call }
+func digest(k journaldriver.Key) string { return "digest-of-" + k.Call }
 
-func idem(k jdriver.Key) string { return jdriver.IdempotencyKey(k, digest(k)) }
+func idem(k journaldriver.Key) string { return journaldriver.IdempotencyKey(k, digest(k)) }
 
-func textResult(s string) jdriver.Result {
-	return jdriver.Result{Output: driver.Output{Text: s}, Outcome: driver.OK}
+func textResult(s string) journaldriver.Result {
+	return journaldriver.Result{Output: driver.Output{Text: s}, Outcome: driver.OK}
 }
 
-func claim(t *testing.T, j jdriver.Journal, k jdriver.Key, owner string, lease time.Duration) (jdriver.Entry, bool) {
+func claim(t *testing.T, j journaldriver.Journal, k journaldriver.Key, owner string, lease time.Duration) (journaldriver.Entry, bool) {
 	t.Helper()
 	e, created, err := j.Claim(t.Context(), k, digest(k), idem(k), owner, lease)
 	if err != nil {
@@ -128,21 +128,21 @@ func claim(t *testing.T, j jdriver.Journal, k jdriver.Key, owner string, lease t
 	return e, created
 }
 
-func finish(t *testing.T, j jdriver.Journal, k jdriver.Key, owner string, r jdriver.Result) {
+func finish(t *testing.T, j journaldriver.Journal, k journaldriver.Key, owner string, r journaldriver.Result) {
 	t.Helper()
 	if err := j.Finish(t.Context(), k, owner, r); err != nil {
 		t.Fatalf("Finish(%q, %s): %v", k.Call, owner, err)
 	}
 }
 
-func markSubmitted(t *testing.T, j jdriver.Journal, keys ...jdriver.Key) {
+func markSubmitted(t *testing.T, j journaldriver.Journal, keys ...journaldriver.Key) {
 	t.Helper()
 	if err := j.MarkSubmitted(t.Context(), keys); err != nil {
 		t.Fatalf("MarkSubmitted: %v", err)
 	}
 }
 
-func get(t *testing.T, j jdriver.Journal, k jdriver.Key) (jdriver.Entry, bool) {
+func get(t *testing.T, j journaldriver.Journal, k journaldriver.Key) (journaldriver.Entry, bool) {
 	t.Helper()
 	e, ok, err := j.Get(t.Context(), k)
 	if err != nil {
@@ -151,7 +151,7 @@ func get(t *testing.T, j jdriver.Journal, k jdriver.Key) (jdriver.Entry, bool) {
 	return e, ok
 }
 
-func mustGet(t *testing.T, j jdriver.Journal, k jdriver.Key) jdriver.Entry {
+func mustGet(t *testing.T, j journaldriver.Journal, k journaldriver.Key) journaldriver.Entry {
 	t.Helper()
 	e, ok := get(t, j, k)
 	if !ok {
@@ -162,14 +162,14 @@ func mustGet(t *testing.T, j jdriver.Journal, k jdriver.Key) jdriver.Entry {
 
 // ignoreTimes leaves the times of entries out of a comparison; the cases
 // check them with within.
-var ignoreTimes = cmpopts.IgnoreFields(jdriver.Entry{}, "LeaseUntil", "Created", "Updated")
+var ignoreTimes = cmpopts.IgnoreFields(journaldriver.Entry{}, "LeaseUntil", "Created", "Updated")
 
 // equateTimes compares times with Equal, ignoring their location and
 // monotonic reading.
 var equateTimes = cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
 
 // checkEntry compares an entry with want, but for its times.
-func checkEntry(t *testing.T, what string, want, got jdriver.Entry) {
+func checkEntry(t *testing.T, what string, want, got journaldriver.Entry) {
 	t.Helper()
 	if diff := cmp.Diff(want, got, ignoreTimes); diff != "" {
 		t.Errorf("%s: entry (-want +got):\n%s", what, diff)
@@ -186,7 +186,7 @@ func within(t *testing.T, what string, got, from, to time.Time) {
 }
 
 // An optionalCase is a rule of an interface a journal may implement beside
-// jdriver.Journal (J: jdriver.Approvals, jdriver.Notes, jdriver.Runs).
+// journaldriver.Journal (J: journaldriver.Approvals, journaldriver.Notes, journaldriver.Runs).
 type optionalCase[J any] struct {
 	name, explanation string
 	f                 func(t *testing.T, j J)
@@ -194,7 +194,7 @@ type optionalCase[J any] struct {
 
 // runOptional runs cases on journals that implement J, and skips them,
 // saying why (skip), on the others.
-func runOptional[J any](t *testing.T, newJournal func(t *testing.T) jdriver.Journal, cases []optionalCase[J], skip string) {
+func runOptional[J any](t *testing.T, newJournal func(t *testing.T) journaldriver.Journal, cases []optionalCase[J], skip string) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

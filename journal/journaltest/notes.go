@@ -4,16 +4,16 @@ import (
 	"testing"
 	"time"
 
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
-// noteCases are the rules of [jdriver.Notes], checked for journals that
+// noteCases are the rules of [journaldriver.Notes], checked for journals that
 // implement it.
-var noteCases = []optionalCase[jdriver.Notes]{
+var noteCases = []optionalCase[journaldriver.Notes]{
 	{
 		name:        "NoteSetGet",
 		explanation: "Note returns what SetNote recorded for the same backend, thread and name, the last value set; nothing for another backend, thread or name.",
-		f: func(t *testing.T, j jdriver.Notes) {
+		f: func(t *testing.T, j journaldriver.Notes) {
 			ctx := t.Context()
 			if _, ok, err := j.Note(ctx, "journaltest", "thread-1", "trace"); ok || err != nil {
 				t.Fatalf("Note before any = %v, %v; want none", ok, err)
@@ -46,12 +46,12 @@ var noteCases = []optionalCase[jdriver.Notes]{
 	{
 		name:        "NotePrune",
 		explanation: "Prune deletes the notes set before its time and keeps the others.",
-		f: func(t *testing.T, j jdriver.Notes) {
+		f: func(t *testing.T, j journaldriver.Notes) {
 			ctx := t.Context()
 			if err := j.SetNote(ctx, "journaltest", "thread-1", "trace", "v"); err != nil {
 				t.Fatal(err)
 			}
-			prune := j.(jdriver.Journal).Prune
+			prune := j.(journaldriver.Journal).Prune
 			if _, err := prune(ctx, time.Now().Add(-time.Hour)); err != nil {
 				t.Fatal(err)
 			}

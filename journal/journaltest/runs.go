@@ -10,32 +10,32 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
-// runCases are the rules of [jdriver.Runs], checked for journals that
+// runCases are the rules of [journaldriver.Runs], checked for journals that
 // implement it.
-var runCases = []optionalCase[jdriver.Runs]{
+var runCases = []optionalCase[journaldriver.Runs]{
 	{
 		name:        "RunPutList",
 		explanation: "PutRun records a run, and updates it when it exists (keeping when it was created); ListRuns returns the runs of a backend (or all), in a state (or any), oldest first, at most limit.",
-		f: func(t *testing.T, j jdriver.Runs) {
+		f: func(t *testing.T, j journaldriver.Runs) {
 			ctx := t.Context()
 			lease := time.Now().Add(time.Hour)
-			for _, r := range []jdriver.Run{
-				{Backend: "journaltest", Thread: "t1", State: jdriver.RunRunning, Owner: "a", LeaseUntil: lease, Options: `{"max_steps":3}`},
-				{Backend: "journaltest", Thread: "t2", State: jdriver.RunRunning, Owner: "a", LeaseUntil: lease},
-				{Backend: "other", Thread: "t3", State: jdriver.RunRunning, Owner: "a", LeaseUntil: lease},
+			for _, r := range []journaldriver.Run{
+				{Backend: "journaltest", Thread: "t1", State: journaldriver.RunRunning, Owner: "a", LeaseUntil: lease, Options: `{"max_steps":3}`},
+				{Backend: "journaltest", Thread: "t2", State: journaldriver.RunRunning, Owner: "a", LeaseUntil: lease},
+				{Backend: "other", Thread: "t3", State: journaldriver.RunRunning, Owner: "a", LeaseUntil: lease},
 			} {
 				if err := j.PutRun(ctx, r); err != nil {
 					t.Fatal(err)
 				}
 				time.Sleep(time.Millisecond) // distinct creation times
 			}
-			if err := j.PutRun(ctx, jdriver.Run{Backend: "journaltest", Thread: "t1", State: jdriver.RunFailed, Owner: "a", Error: "boom"}); err != nil {
+			if err := j.PutRun(ctx, journaldriver.Run{Backend: "journaltest", Thread: "t1", State: journaldriver.RunFailed, Owner: "a", Error: "boom"}); err != nil {
 				t.Fatal(err)
 			}
-			threads := func(rs []jdriver.Run) []string {
+			threads := func(rs []journaldriver.Run) []string {
 				var out []string
 				for _, r := range rs {
 					out = append(out, r.Thread)
@@ -44,15 +44,15 @@ var runCases = []optionalCase[jdriver.Runs]{
 			}
 			for _, tc := range []struct {
 				backend string
-				state   jdriver.RunState
+				state   journaldriver.RunState
 				limit   int
 				want    []string
 			}{
 				{"journaltest", "", 10, []string{"t1", "t2"}},
 				{"", "", 10, []string{"t1", "t2", "t3"}},
 				{"", "", 2, []string{"t1", "t2"}},
-				{"journaltest", jdriver.RunRunning, 10, []string{"t2"}},
-				{"journaltest", jdriver.RunFailed, 10, []string{"t1"}},
+				{"journaltest", journaldriver.RunRunning, 10, []string{"t2"}},
+				{"journaltest", journaldriver.RunFailed, 10, []string{"t1"}},
 			} {
 				got, err := j.ListRuns(ctx, tc.backend, tc.state, tc.limit)
 				if err != nil {
@@ -62,7 +62,7 @@ var runCases = []optionalCase[jdriver.Runs]{
 					t.Errorf("ListRuns(%q, %q, %d) (-want +got):\n%s", tc.backend, tc.state, tc.limit, diff)
 				}
 			}
-			failed, _ := j.ListRuns(ctx, "journaltest", jdriver.RunFailed, 1)
+			failed, _ := j.ListRuns(ctx, "journaltest", journaldriver.RunFailed, 1)
 			if len(failed) != 1 || failed[0].Error != "boom" || failed[0].Created.IsZero() || failed[0].Updated.Before(failed[0].Created) {
 				t.Errorf("the updated run = %+v, want its error and its creation time kept", failed)
 			}
@@ -72,29 +72,29 @@ var runCases = []optionalCase[jdriver.Runs]{
 		name: "RunPutHeld",
 		explanation: "PutRun does not take a run running under another owner's lease (ErrLeaseLost, nothing changed); " +
 			"it updates one of the same owner, one whose lease ended, or one that is not running.",
-		f: func(t *testing.T, j jdriver.Runs) {
+		f: func(t *testing.T, j journaldriver.Runs) {
 			ctx := t.Context()
-			put := func(thread string, state jdriver.RunState, owner string, lease time.Time) error {
-				return j.PutRun(ctx, jdriver.Run{Backend: "journaltest", Thread: thread, State: state, Owner: owner, LeaseUntil: lease, Options: owner})
+			put := func(thread string, state journaldriver.RunState, owner string, lease time.Time) error {
+				return j.PutRun(ctx, journaldriver.Run{Backend: "journaltest", Thread: thread, State: state, Owner: owner, LeaseUntil: lease, Options: owner})
 			}
 			held, ended := time.Now().Add(time.Hour), time.Now().Add(-time.Second)
 			for _, r := range []struct {
 				thread string
-				state  jdriver.RunState
+				state  journaldriver.RunState
 				lease  time.Time
-			}{{"held", jdriver.RunRunning, held}, {"expired", jdriver.RunRunning, ended}, {"paused", jdriver.RunAwaiting, time.Time{}}, {"over", jdriver.RunFinished, time.Time{}}} {
+			}{{"held", journaldriver.RunRunning, held}, {"expired", journaldriver.RunRunning, ended}, {"paused", journaldriver.RunAwaiting, time.Time{}}, {"over", journaldriver.RunFinished, time.Time{}}} {
 				if err := put(r.thread, r.state, "a", r.lease); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := put("held", jdriver.RunRunning, "b", held); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := put("held", journaldriver.RunRunning, "b", held); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("PutRun of a run held by another owner = %v, want ErrLeaseLost", err)
 			}
-			if err := put("held", jdriver.RunRunning, "a", held); err != nil {
+			if err := put("held", journaldriver.RunRunning, "a", held); err != nil {
 				t.Errorf("PutRun by the owner that holds the run: %v", err)
 			}
 			for _, thread := range []string{"expired", "paused", "over"} {
-				if err := put(thread, jdriver.RunRunning, "b", held); err != nil {
+				if err := put(thread, journaldriver.RunRunning, "b", held); err != nil {
 					t.Errorf("PutRun of run %s by another owner: %v, want it taken", thread, err)
 				}
 			}
@@ -114,19 +114,19 @@ var runCases = []optionalCase[jdriver.Runs]{
 	{
 		name:        "RunMove",
 		explanation: "MoveRun moves the owner's running run to another thread, with new options, keeping its state, owner and lease; another owner's move, or a move of an ended run, returns ErrLeaseLost and changes nothing.",
-		f: func(t *testing.T, j jdriver.Runs) {
+		f: func(t *testing.T, j journaldriver.Runs) {
 			ctx := t.Context()
 			lease := time.Now().Add(time.Hour)
-			for _, r := range []jdriver.Run{
-				{Backend: "journaltest", Thread: "start-1", State: jdriver.RunRunning, Owner: "a", LeaseUntil: lease, Options: `{"input":"hi"}`},
-				{Backend: "journaltest", Thread: "start-2", State: jdriver.RunFailed, Owner: "a"},
+			for _, r := range []journaldriver.Run{
+				{Backend: "journaltest", Thread: "start-1", State: journaldriver.RunRunning, Owner: "a", LeaseUntil: lease, Options: `{"input":"hi"}`},
+				{Backend: "journaltest", Thread: "start-2", State: journaldriver.RunFailed, Owner: "a"},
 			} {
 				if err := j.PutRun(ctx, r); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for _, tc := range []struct{ from, owner string }{{"start-1", "b"}, {"start-2", "a"}, {"start-9", "a"}} {
-				if err := j.MoveRun(ctx, "journaltest", tc.from, "thread-x", tc.owner, "{}"); !errors.Is(err, jdriver.ErrLeaseLost) {
+				if err := j.MoveRun(ctx, "journaltest", tc.from, "thread-x", tc.owner, "{}"); !errors.Is(err, journaldriver.ErrLeaseLost) {
 					t.Errorf("MoveRun(%s) by %s = %v, want ErrLeaseLost", tc.from, tc.owner, err)
 				}
 			}
@@ -137,11 +137,11 @@ var runCases = []optionalCase[jdriver.Runs]{
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []jdriver.Run{
-				{Backend: "journaltest", Thread: "start-2", State: jdriver.RunFailed, Owner: "a"},
-				{Backend: "journaltest", Thread: "thread-1", State: jdriver.RunRunning, Owner: "a", LeaseUntil: lease, Options: `{"max_steps":3}`},
+			want := []journaldriver.Run{
+				{Backend: "journaltest", Thread: "start-2", State: journaldriver.RunFailed, Owner: "a"},
+				{Backend: "journaltest", Thread: "thread-1", State: journaldriver.RunRunning, Owner: "a", LeaseUntil: lease, Options: `{"max_steps":3}`},
 			}
-			opts := cmp.Options{equateTimes, cmpopts.IgnoreFields(jdriver.Run{}, "Created", "Updated", "LeaseUntil"), cmpopts.SortSlices(func(a, b jdriver.Run) bool { return a.Thread < b.Thread })}
+			opts := cmp.Options{equateTimes, cmpopts.IgnoreFields(journaldriver.Run{}, "Created", "Updated", "LeaseUntil"), cmpopts.SortSlices(func(a, b journaldriver.Run) bool { return a.Thread < b.Thread })}
 			if diff := cmp.Diff(want, got, opts); diff != "" {
 				t.Errorf("runs after MoveRun (-want +got):\n%s", diff)
 			}
@@ -155,15 +155,15 @@ var runCases = []optionalCase[jdriver.Runs]{
 	{
 		name:        "RunRenewClaim",
 		explanation: "RenewRun extends the owner's lease, and fails with ErrLeaseLost for another owner or a run not running; ClaimRuns takes only running runs whose lease expired, oldest lease first, at most limit, giving them to the claimer with a new lease; EndRun by the former owner is refused with ErrLeaseLost, by the owner recorded.",
-		f: func(t *testing.T, j jdriver.Runs) {
+		f: func(t *testing.T, j journaldriver.Runs) {
 			ctx := t.Context()
 			past := time.Now().Add(-time.Minute)
-			for _, r := range []jdriver.Run{
-				{Backend: "journaltest", Thread: "expired-late", State: jdriver.RunRunning, Owner: "dead", LeaseUntil: past.Add(30 * time.Second)},
-				{Backend: "journaltest", Thread: "expired-early", State: jdriver.RunRunning, Owner: "dead", LeaseUntil: past},
-				{Backend: "journaltest", Thread: "alive", State: jdriver.RunRunning, Owner: "a", LeaseUntil: time.Now().Add(time.Hour)},
-				{Backend: "journaltest", Thread: "paused", State: jdriver.RunAwaiting, Owner: "dead", LeaseUntil: past},
-				{Backend: "other", Thread: "elsewhere", State: jdriver.RunRunning, Owner: "dead", LeaseUntil: past},
+			for _, r := range []journaldriver.Run{
+				{Backend: "journaltest", Thread: "expired-late", State: journaldriver.RunRunning, Owner: "dead", LeaseUntil: past.Add(30 * time.Second)},
+				{Backend: "journaltest", Thread: "expired-early", State: journaldriver.RunRunning, Owner: "dead", LeaseUntil: past},
+				{Backend: "journaltest", Thread: "alive", State: journaldriver.RunRunning, Owner: "a", LeaseUntil: time.Now().Add(time.Hour)},
+				{Backend: "journaltest", Thread: "paused", State: journaldriver.RunAwaiting, Owner: "dead", LeaseUntil: past},
+				{Backend: "other", Thread: "elsewhere", State: journaldriver.RunRunning, Owner: "dead", LeaseUntil: past},
 			} {
 				if err := j.PutRun(ctx, r); err != nil {
 					t.Fatal(err)
@@ -172,10 +172,10 @@ var runCases = []optionalCase[jdriver.Runs]{
 			if err := j.RenewRun(ctx, "journaltest", "alive", "a", time.Hour); err != nil {
 				t.Errorf("RenewRun by the owner: %v", err)
 			}
-			if err := j.RenewRun(ctx, "journaltest", "alive", "b", time.Hour); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.RenewRun(ctx, "journaltest", "alive", "b", time.Hour); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("RenewRun by another owner: %v, want ErrLeaseLost", err)
 			}
-			if err := j.RenewRun(ctx, "journaltest", "paused", "dead", time.Hour); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.RenewRun(ctx, "journaltest", "paused", "dead", time.Hour); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("RenewRun of a paused run: %v, want ErrLeaseLost", err)
 			}
 			got, err := j.ClaimRuns(ctx, "journaltest", "b", time.Hour, 1)
@@ -192,13 +192,13 @@ var runCases = []optionalCase[jdriver.Runs]{
 			if err := j.RenewRun(ctx, "journaltest", "expired-early", "b", time.Hour); err != nil {
 				t.Errorf("RenewRun by the claimer: %v", err)
 			}
-			if err := j.EndRun(ctx, "journaltest", "expired-early", "dead", jdriver.RunFailed, "late"); !errors.Is(err, jdriver.ErrLeaseLost) {
+			if err := j.EndRun(ctx, "journaltest", "expired-early", "dead", journaldriver.RunFailed, "late"); !errors.Is(err, journaldriver.ErrLeaseLost) {
 				t.Errorf("EndRun by the former owner: %v, want ErrLeaseLost", err)
 			}
-			if err := j.EndRun(ctx, "journaltest", "expired-early", "b", jdriver.RunFinished, ""); err != nil {
+			if err := j.EndRun(ctx, "journaltest", "expired-early", "b", journaldriver.RunFinished, ""); err != nil {
 				t.Errorf("EndRun by the owner: %v", err)
 			}
-			done, _ := j.ListRuns(ctx, "journaltest", jdriver.RunFinished, 10)
+			done, _ := j.ListRuns(ctx, "journaltest", journaldriver.RunFinished, 10)
 			if len(done) != 1 || done[0].Thread != "expired-early" || done[0].Owner != "b" {
 				t.Errorf("finished runs %+v, want expired-early, b's", done)
 			}
@@ -207,11 +207,11 @@ var runCases = []optionalCase[jdriver.Runs]{
 	{
 		name:        "RunClaimRace",
 		explanation: "Of several owners claiming expired runs at once, each run goes to exactly one, and once claimed (its lease live) to no other: a journal that hands a live run to a second owner fails at once, naming the run, rather than looping until the test's deadline.",
-		f: func(t *testing.T, j jdriver.Runs) {
+		f: func(t *testing.T, j journaldriver.Runs) {
 			ctx := t.Context()
 			const runs = 20
 			for i := range runs {
-				if err := j.PutRun(ctx, jdriver.Run{Backend: "journaltest", Thread: "t" + string(rune('a'+i)), State: jdriver.RunRunning, Owner: "dead", LeaseUntil: time.Now().Add(-time.Second)}); err != nil {
+				if err := j.PutRun(ctx, journaldriver.Run{Backend: "journaltest", Thread: "t" + string(rune('a'+i)), State: journaldriver.RunRunning, Owner: "dead", LeaseUntil: time.Now().Add(-time.Second)}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -260,7 +260,7 @@ var runCases = []optionalCase[jdriver.Runs]{
 			if len(got) != runs {
 				t.Errorf("%d runs claimed, want %d", len(got), runs)
 			}
-			list, err := j.ListRuns(ctx, "journaltest", jdriver.RunRunning, runs+1)
+			list, err := j.ListRuns(ctx, "journaltest", journaldriver.RunRunning, runs+1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -274,18 +274,18 @@ var runCases = []optionalCase[jdriver.Runs]{
 	{
 		name:        "RunPrune",
 		explanation: "Prune deletes the ended runs last updated before its time, and keeps running and paused ones.",
-		f: func(t *testing.T, j jdriver.Runs) {
+		f: func(t *testing.T, j journaldriver.Runs) {
 			ctx := t.Context()
-			for _, r := range []jdriver.Run{
-				{Backend: "journaltest", Thread: "done", State: jdriver.RunFinished},
-				{Backend: "journaltest", Thread: "running", State: jdriver.RunRunning, Owner: "a", LeaseUntil: time.Now().Add(time.Hour)},
-				{Backend: "journaltest", Thread: "paused", State: jdriver.RunAwaiting},
+			for _, r := range []journaldriver.Run{
+				{Backend: "journaltest", Thread: "done", State: journaldriver.RunFinished},
+				{Backend: "journaltest", Thread: "running", State: journaldriver.RunRunning, Owner: "a", LeaseUntil: time.Now().Add(time.Hour)},
+				{Backend: "journaltest", Thread: "paused", State: journaldriver.RunAwaiting},
 			} {
 				if err := j.PutRun(ctx, r); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := j.(jdriver.Journal).Prune(ctx, time.Now().Add(time.Hour)); err != nil {
+			if _, err := j.(journaldriver.Journal).Prune(ctx, time.Now().Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			left, err := j.ListRuns(ctx, "journaltest", "", 10)
@@ -304,13 +304,13 @@ var runCases = []optionalCase[jdriver.Runs]{
 	{
 		name:        "RunWake",
 		explanation: "WakeRun moves a run awaiting approval to running under the given owner with a lease of the given length, so that ClaimRuns hands it out once that lease expires; it leaves a running, ended or unknown run as it is, and reports whether it changed one.",
-		f: func(t *testing.T, j jdriver.Runs) {
+		f: func(t *testing.T, j journaldriver.Runs) {
 			ctx := t.Context()
 			later := time.Now().Add(time.Hour)
-			for _, r := range []jdriver.Run{
-				{Backend: "journaltest", Thread: "paused", State: jdriver.RunAwaiting, Owner: "pauser"},
-				{Backend: "journaltest", Thread: "running", State: jdriver.RunRunning, Owner: "worker", LeaseUntil: later},
-				{Backend: "journaltest", Thread: "done", State: jdriver.RunFinished, Owner: "worker"},
+			for _, r := range []journaldriver.Run{
+				{Backend: "journaltest", Thread: "paused", State: journaldriver.RunAwaiting, Owner: "pauser"},
+				{Backend: "journaltest", Thread: "running", State: journaldriver.RunRunning, Owner: "worker", LeaseUntil: later},
+				{Backend: "journaltest", Thread: "done", State: journaldriver.RunFinished, Owner: "worker"},
 			} {
 				if err := j.PutRun(ctx, r); err != nil {
 					t.Fatal(err)
@@ -328,7 +328,7 @@ var runCases = []optionalCase[jdriver.Runs]{
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got) != 1 || got[0].Thread != "paused" || got[0].State != jdriver.RunRunning || got[0].Owner != "taker" {
+			if len(got) != 1 || got[0].Thread != "paused" || got[0].State != journaldriver.RunRunning || got[0].Owner != "taker" {
 				t.Errorf("ClaimRuns after the wake = %+v, want the woken run, running, now the taker's", got)
 			}
 			runs, err := j.ListRuns(ctx, "journaltest", "", 10)
@@ -349,27 +349,27 @@ var runCases = []optionalCase[jdriver.Runs]{
 		name: "PruneKeepsLiveRuns",
 		explanation: "Prune never deletes what a run that is not over may still need, however old: of a thread whose run is running or awaiting approval, the results, submitted or not, and (in a journal that keeps approvals, or notes) the decided approvals and the notes stay; " +
 			"the results, decided approvals and notes of threads whose run ended or that have no run go; pending approvals always stay.",
-		f: func(t *testing.T, j jdriver.Runs) {
+		f: func(t *testing.T, j journaldriver.Runs) {
 			ctx := t.Context()
-			jj := j.(jdriver.Journal)
-			ap, approvals := j.(jdriver.Approvals)
-			notes, hasNotes := j.(jdriver.Notes)
+			jj := j.(journaldriver.Journal)
+			ap, approvals := j.(journaldriver.Approvals)
+			notes, hasNotes := j.(journaldriver.Notes)
 			liveRuns := map[string]bool{"running": true, "paused": true, "failed": false, "unrecorded": false}
-			for _, r := range []jdriver.Run{
-				{Backend: "journaltest", Thread: "running", State: jdriver.RunRunning, Owner: "a", LeaseUntil: time.Now().Add(time.Hour)},
-				{Backend: "journaltest", Thread: "paused", State: jdriver.RunAwaiting},
-				{Backend: "journaltest", Thread: "failed", State: jdriver.RunFailed, Error: "the backend failed"},
+			for _, r := range []journaldriver.Run{
+				{Backend: "journaltest", Thread: "running", State: journaldriver.RunRunning, Owner: "a", LeaseUntil: time.Now().Add(time.Hour)},
+				{Backend: "journaltest", Thread: "paused", State: journaldriver.RunAwaiting},
+				{Backend: "journaltest", Thread: "failed", State: journaldriver.RunFailed, Error: "the backend failed"},
 			} {
 				if err := j.PutRun(ctx, r); err != nil {
 					t.Fatal(err)
 				}
 			}
-			threadKey := func(thread, call string) jdriver.Key {
-				return jdriver.Key{Backend: "journaltest", Thread: thread, Turn: "turn-1", Call: call}
+			threadKey := func(thread, call string) journaldriver.Key {
+				return journaldriver.Key{Backend: "journaltest", Thread: thread, Turn: "turn-1", Call: call}
 			}
 			for thread := range liveRuns {
 				kept, sent := threadKey(thread, "kept"), threadKey(thread, "sent")
-				for _, k := range []jdriver.Key{kept, sent} {
+				for _, k := range []journaldriver.Key{kept, sent} {
 					claim(t, jj, k, "owner-a", live)
 					finish(t, jj, k, "owner-a", textResult("charged"))
 				}
@@ -389,7 +389,7 @@ var runCases = []optionalCase[jdriver.Runs]{
 						t.Fatal(err)
 					}
 				}
-				if _, err := ap.DecideApproval(ctx, threadKey(thread, "decided"), jdriver.Decision{Approved: true, At: time.Now().Add(-2 * time.Hour)}); err != nil {
+				if _, err := ap.DecideApproval(ctx, threadKey(thread, "decided"), journaldriver.Decision{Approved: true, At: time.Now().Add(-2 * time.Hour)}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // The writes [Syncs] makes, by the names its want map uses.
@@ -41,18 +41,18 @@ func SyncsUnderFull() map[string]int64 {
 }
 
 // Syncs checks which of j's writes wait for the disk, as j's Stats count
-// them (j must implement [jdriver.Stater]): it makes one write of each kind
+// them (j must implement [journaldriver.Stater]): it makes one write of each kind
 // the runner makes on a call's and a run's path, one at a time, and
 // compares the syncs each added with want, by the names above. The
-// unsynced writes are made only if j implements [jdriver.Unsynced] and the
-// run writes only if it implements [jdriver.Runs]; each write must add one
+// unsynced writes are made only if j implements [journaldriver.Unsynced] and the
+// run writes only if it implements [journaldriver.Runs]; each write must add one
 // to Writes by the time Get returns (a journal may make a write, such as a
 // submitted mark, later, but before its next read).
-func Syncs(t *testing.T, j jdriver.Journal, want map[string]int64) {
+func Syncs(t *testing.T, j journaldriver.Journal, want map[string]int64) {
 	t.Helper()
-	st, ok := j.(jdriver.Stater)
+	st, ok := j.(journaldriver.Stater)
 	if !ok {
-		t.Fatalf("%T does not report its Stats (jdriver.Stater)", j)
+		t.Fatalf("%T does not report its Stats (journaldriver.Stater)", j)
 	}
 	ctx := t.Context()
 	k1, k2 := key("synced"), key("unsynced")
@@ -64,19 +64,19 @@ func Syncs(t *testing.T, j jdriver.Journal, want map[string]int64) {
 		{SyncClaim, func() error { _, _, err := j.Claim(ctx, k1, digest(k1), idem(k1), "w", live); return err }},
 		{SyncFinish, func() error { return j.Finish(ctx, k1, "w", textResult("one")) }},
 	}
-	if u, ok := j.(jdriver.Unsynced); ok {
+	if u, ok := j.(journaldriver.Unsynced); ok {
 		writes = append(writes,
 			write{SyncClaimUnsynced, func() error { _, _, err := u.ClaimUnsynced(ctx, k2, digest(k2), idem(k2), "w", live); return err }},
 			write{SyncFinishUnsynced, func() error { return u.FinishUnsynced(ctx, k2, "w", textResult("two")) }})
 	}
-	writes = append(writes, write{SyncMarkSubmitted, func() error { return j.MarkSubmitted(ctx, []jdriver.Key{k1, k2}) }})
-	if r, ok := j.(jdriver.Runs); ok {
+	writes = append(writes, write{SyncMarkSubmitted, func() error { return j.MarkSubmitted(ctx, []journaldriver.Key{k1, k2}) }})
+	if r, ok := j.(journaldriver.Runs); ok {
 		writes = append(writes,
 			write{SyncPutRun, func() error {
-				return r.PutRun(ctx, jdriver.Run{Backend: k1.Backend, Thread: k1.Thread, State: jdriver.RunRunning, Owner: "w", LeaseUntil: time.Now().Add(live)})
+				return r.PutRun(ctx, journaldriver.Run{Backend: k1.Backend, Thread: k1.Thread, State: journaldriver.RunRunning, Owner: "w", LeaseUntil: time.Now().Add(live)})
 			}},
 			write{SyncRenewRun, func() error { return r.RenewRun(ctx, k1.Backend, k1.Thread, "w", live) }},
-			write{SyncEndRun, func() error { return r.EndRun(ctx, k1.Backend, k1.Thread, "w", jdriver.RunFinished, "") }})
+			write{SyncEndRun, func() error { return r.EndRun(ctx, k1.Backend, k1.Thread, "w", journaldriver.RunFinished, "") }})
 	}
 	got := map[string]int64{}
 	for _, w := range writes {

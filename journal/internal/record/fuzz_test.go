@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolrelay/toolrelay/core/driver"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/internal/record"
 )
 
@@ -22,7 +22,7 @@ func FuzzResultRoundTrip(f *testing.F) {
 	f.Add("\x00\xff", "\u2028", true, false, 49, "", "")
 	f.Add("", "", false, false, -1, "", "")
 	f.Fuzz(func(t *testing.T, text, errText string, failed, null bool, outcome int, partType, partValue string) {
-		r := &jdriver.Result{Output: driver.Output{Text: text, Null: null}, Failed: failed, Error: errText, Outcome: driver.Outcome(outcome)}
+		r := &journaldriver.Result{Output: driver.Output{Text: text, Null: null}, Failed: failed, Error: errText, Outcome: driver.Outcome(outcome)}
 		switch partType {
 		case "text":
 			r.Output = driver.Output{Parts: driver.Content{driver.TextPart(partValue)}}

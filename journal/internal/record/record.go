@@ -8,7 +8,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	jdriver "github.com/toolrelay/toolrelay/journal/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // result is a driver.Result as the durable journals store it, as JSON
@@ -25,7 +25,7 @@ type result struct {
 }
 
 // EncodeResult returns r as the JSON text the journals store.
-func EncodeResult(r *jdriver.Result) (string, error) {
+func EncodeResult(r *journaldriver.Result) (string, error) {
 	if !known(r.Outcome) {
 		return "", fmt.Errorf("encode result: unknown outcome %d", int(r.Outcome))
 	}
@@ -37,7 +37,7 @@ func EncodeResult(r *jdriver.Result) (string, error) {
 }
 
 // DecodeResult reads a result written by EncodeResult.
-func DecodeResult(s string) (*jdriver.Result, error) {
+func DecodeResult(s string) (*journaldriver.Result, error) {
 	var r result
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
 		return nil, fmt.Errorf("decode result: %w", err)
@@ -45,7 +45,7 @@ func DecodeResult(s string) (*jdriver.Result, error) {
 	if !known(r.Outcome) { // a number decodes into an Outcome unchecked
 		return nil, fmt.Errorf("decode result: unknown outcome %d", int(r.Outcome))
 	}
-	return &jdriver.Result{Output: driver.Output{Text: r.Text, Parts: r.Parts, Null: r.Null}, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome}, nil
+	return &journaldriver.Result{Output: driver.Output{Text: r.Text, Parts: r.Parts, Null: r.Null}, Failed: r.Failed, Error: r.Error, Outcome: r.Outcome}, nil
 }
 
 // EntryResult reads the result column (nil for NULL) of the entry of key
@@ -53,7 +53,7 @@ func DecodeResult(s string) (*jdriver.Result, error) {
 // when the column is empty or cannot be read, an error whose code is
 // DataLoss (a damaged row: the call must not be run again, nor its
 // result guessed).
-func EntryResult(key jdriver.Key, state jdriver.State, column *string) (*jdriver.Result, error) {
+func EntryResult(key journaldriver.Key, state journaldriver.State, column *string) (*journaldriver.Result, error) {
 	switch {
 	case column != nil:
 		r, err := DecodeResult(*column)
@@ -78,8 +78,8 @@ func known(o driver.Outcome) bool {
 // "succeeded", "failed" or "submitted".
 
 // ParseState returns the state a stored name names.
-func ParseState(name string) (jdriver.State, error) {
-	for _, s := range []jdriver.State{jdriver.Started, jdriver.Succeeded, jdriver.Failed, jdriver.Submitted} {
+func ParseState(name string) (journaldriver.State, error) {
+	for _, s := range []journaldriver.State{journaldriver.Started, journaldriver.Succeeded, journaldriver.Failed, journaldriver.Submitted} {
 		if s.String() == name {
 			return s, nil
 		}
@@ -88,9 +88,9 @@ func ParseState(name string) (jdriver.State, error) {
 }
 
 // FinishedState returns the state Finish moves an entry to for r.
-func FinishedState(r *jdriver.Result) string {
+func FinishedState(r *journaldriver.Result) string {
 	if r.Failed {
-		return jdriver.Failed.String()
+		return journaldriver.Failed.String()
 	}
-	return jdriver.Succeeded.String()
+	return journaldriver.Succeeded.String()
 }

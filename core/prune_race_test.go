@@ -115,48 +115,68 @@ func (j *pauseHook) EndRun(ctx context.Context, backend, thread, owner string, s
 
 // TestDecisionAsRunPauses: a decision recorded by another worker just as
 // the run records its pause wakes the run there; the other worker resumes
-// it, and the paused run, finding every call decided, must not go on too
-// (two workers on one step): it stops with FailedPrecondition, leaving
-// the run to the other, and the approved call runs once.
+// it (and may even finish it, and the journal be pruned, before the paused
+// run looks again), and the paused run, finding every call decided, must
+// not go on too (two workers on one step): it stops with
+// FailedPrecondition, leaving the run to the other; each call runs once.
 func TestDecisionAsRunPauses(t *testing.T) {
-	var refunds atomic.Int32
-	refund := mustTool(t)(core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) {
-		refunds.Add(1)
-		return "refunded", nil
-	}, &core.ToolOptions{Approval: core.Always("refunds need a person")}))
-	tools, _ := core.NewToolbox(refund)
-	inner := coretest.NewBackend(coretest.Simple("refund", `{}`, `{{output "refund"}}`), &coretest.BackendOptions{Tools: tools})
-	j := &pauseHook{Memory: journaldriver.NewMemory()}
-	paused := core.NewRunner(inner, tools, &core.Options{Journal: j, Owner: "paused", Logger: quiet})
-	defer paused.Close()
-	decider := core.NewRunner(inner, tools, &core.Options{Journal: j, Owner: "decider", Logger: quiet})
-	defer decider.Close()
-	deciderDone := make(chan error, 1)
-	j.hook = func() {
-		list, err := decider.Approvals(t.Context(), "thread_1")
-		if err != nil || len(list) != 1 {
-			t.Errorf("Approvals = %+v, %v", list, err)
-			return
-		}
-		if err := decider.Decide(t.Context(), "thread_1", list[0].Key.Call, core.Decision{Approved: true}); err != nil {
-			t.Error(err)
-		}
-		go func() {
-			res, err := decider.Resume(t.Context(), "thread_1", nil)
-			if err == nil && res.Text != "refunded" {
-				err = fmt.Errorf("answer %q", res.Text)
+	for _, finished := range []bool{false, true} {
+		t.Run(fmt.Sprintf("finished=%v", finished), func(t *testing.T) {
+			var charges, refunds atomic.Int32
+			charge := mustTool(t)(core.NewTool("charge", "Charges a card.", func(context.Context, struct{}) (string, error) {
+				charges.Add(1)
+				return "charged", nil
+			}, nil))
+			refund := mustTool(t)(core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) {
+				refunds.Add(1)
+				return "refunded", nil
+			}, &core.ToolOptions{Approval: core.Always("refunds need a person")}))
+			tools, _ := core.NewToolbox(charge, refund)
+			inner := coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+				{Calls: []coretest.Call{{Name: "charge", Arguments: []byte(`{}`)}, {Name: "refund", Arguments: []byte(`{}`)}}},
+				{Text: `{{output "charge"}}, {{output "refund"}}`},
+			}}}}, &coretest.BackendOptions{Tools: tools})
+			j := &pauseHook{Memory: journaldriver.NewMemory()}
+			paused := core.NewRunner(inner, tools, &core.Options{Journal: j, Owner: "paused", Logger: quiet})
+			defer paused.Close()
+			decider := core.NewRunner(inner, tools, &core.Options{Journal: j, Owner: "decider", Logger: quiet})
+			defer decider.Close()
+			deciderDone := make(chan error, 1)
+			resume := func() {
+				res, err := decider.Resume(t.Context(), "thread_1", nil)
+				if err == nil && res.Text != "charged, refunded" {
+					err = fmt.Errorf("answer %q", res.Text)
+				}
+				deciderDone <- err
 			}
-			deciderDone <- err
-		}()
-	}
-	_, err := paused.Run(t.Context(), "refund", nil)
-	if errcode.Of(err) != errcode.FailedPrecondition || !errors.Is(err, journaldriver.ErrLeaseLost) {
-		t.Errorf("the paused worker's Run = %v (%v), want FailedPrecondition: another worker goes on", err, errcode.Of(err))
-	}
-	if err := <-deciderDone; err != nil {
-		t.Errorf("the deciding worker's Resume: %v", err)
-	}
-	if n := refunds.Load(); n != 1 {
-		t.Errorf("refunded %d times, want once", n)
+			j.hook = func() {
+				list, err := decider.Approvals(t.Context(), "thread_1")
+				if err != nil || len(list) != 1 {
+					t.Errorf("Approvals = %+v, %v", list, err)
+					return
+				}
+				if err := decider.Decide(t.Context(), "thread_1", list[0].Key.Call, core.Decision{Approved: true}); err != nil {
+					t.Error(err)
+				}
+				if !finished {
+					go resume()
+					return
+				}
+				resume()
+				if _, err := j.Prune(t.Context(), time.Now().Add(time.Hour)); err != nil {
+					t.Error(err)
+				}
+			}
+			_, err := paused.Run(t.Context(), "charge, then refund", nil)
+			if errcode.Of(err) != errcode.FailedPrecondition || !errors.Is(err, journaldriver.ErrLeaseLost) {
+				t.Errorf("the paused worker's Run = %v (%v), want FailedPrecondition: another worker goes on", err, errcode.Of(err))
+			}
+			if err := <-deciderDone; err != nil {
+				t.Errorf("the deciding worker's Resume: %v", err)
+			}
+			if c, r := charges.Load(), refunds.Load(); c != 1 || r != 1 {
+				t.Errorf("charged %d times, refunded %d times; want once each", c, r)
+			}
+		})
 	}
 }

@@ -201,13 +201,19 @@ func (rec *runRecord) goOn(ctx context.Context) error {
 	if rec == nil || !rec.ended {
 		return nil
 	}
-	switch err := rec.put(ctx, rec.thread, rec.options); {
-	case err == nil:
-		rec.ended = false
-	case errors.Is(err, journaldriver.ErrLeaseLost):
-		// The worker that decided took the run on: this one stops here.
-		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("another worker goes on with the run of thread %s, its calls decided: %w", rec.thread, err)}
+	r := rec.r
+	// Only a run still paused goes on here: one that another worker woke
+	// (it decided), or even finished, meanwhile is that worker's.
+	woke, err := rec.runs.WakeRun(ctx, r.b.Name(), rec.thread, r.opts.Owner, r.opts.Lease)
+	switch {
+	case err != nil:
+		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", rec.thread, errorAttr(err))
+		return nil
+	case !woke:
+		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("another worker goes on with the run of thread %s, its calls decided: %w", rec.thread, journaldriver.ErrLeaseLost)}
 	}
+	r.holdLease(rec.ctx, r.runKey(rec.thread))
+	rec.ended = false
 	return nil
 }
 

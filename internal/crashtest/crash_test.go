@@ -491,16 +491,7 @@ func weatherTools(point, decl, effects string) (*core.Toolbox, error) {
 			die()
 		}
 		time.Sleep(delay)
-		call, _ := core.CallFromContext(ctx)
-		f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			return "", err
-		}
-		_, err = f.WriteString(call.ID + "\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := takeEffect(ctx, effects); err != nil {
 			return "", err
 		}
 		if point == afterEffect {
@@ -512,4 +503,19 @@ func weatherTools(point, decl, effects string) (*core.Toolbox, error) {
 		return nil, err
 	}
 	return core.NewToolbox(city, nickname, weather)
+}
+
+// takeEffect is the side effect of the call of ctx: a line with its id
+// appended to the effects file.
+func takeEffect(ctx context.Context, effects string) error {
+	call, _ := core.CallFromContext(ctx)
+	f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(call.ID + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

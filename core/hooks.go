@@ -57,9 +57,11 @@ type RunInfo struct {
 	// from run to run of a thread: the thread itself, or, on a backend
 	// whose thread moves on with each response (a chain of responses),
 	// the thread the chain began on, as the journal's notes recorded it
-	// ([journaldriver.Notes]; without them, the thread resumed or continued).
-	// It is "" when the hook is called for a run that starts a new
-	// thread; the runner sets it to that thread once it is known.
+	// (a runner with a Run hook records it where a chain moves on, in a
+	// journal that keeps notes, [journaldriver.Notes]; without them, it
+	// is the thread resumed or continued). It is "" when the hook is
+	// called for a run that starts a new thread; the runner sets it to
+	// that thread once it is known.
 	Conversation string
 }
 
@@ -106,8 +108,9 @@ type CallEnd struct {
 }
 
 // hookRun calls the Run hook, if any, reading the thread's origin note on a
-// resume, and its conversation note on a resume or a continuation. It returns the run's context, the info (whose Origin the hook
-// may have set) and the end function, nil when there is no hook.
+// resume, and its conversation note on a resume or a continuation. It
+// returns the run's context, the info (whose Origin the hook may have set)
+// and the end function, nil when there is no hook.
 func (r *Runner) hookRun(ctx context.Context, thread string, resume, recovered bool) (context.Context, *RunInfo, func(*Result, error)) {
 	h := r.opts.Hooks
 	if h == nil || h.Run == nil {

@@ -3,6 +3,7 @@ module github.com/toolrelay/toolrelay/temporal/realtest
 go 1.26.8
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/toolrelay/toolrelay v0.0.0
 	github.com/toolrelay/toolrelay/temporal v0.0.0
 	go.temporal.io/api v1.63.5
@@ -101,7 +102,6 @@ require (
 	github.com/golang/mock v1.6.0 // indirect
 	github.com/golang/snappy v1.0.0 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/s2a-go v0.1.9 // indirect
 	github.com/google/uuid v1.6.0 // indirect

@@ -82,6 +82,12 @@
 // whose thread did not exist yet; [Runner.KeepTakingOver] does it every
 // interval. Of several workers taking over at once, each run goes to one;
 // the first worker's late result, if it comes back to life, is refused.
+// So are its calls: a worker that stalled past its lease (its renewals
+// lost) claims each call of its run only while the run's record is still
+// its own, in the claim's transaction (see journaldriver.Fenced), so that
+// it cannot run again a call whose result another worker made and a prune
+// deleted; it runs no handler, and its run stops with an error whose code
+// is FailedPrecondition (matching journaldriver.ErrLeaseLost).
 //
 // A run survives its worker from its first write to the journal on:
 // [Runner.Run] records a run that starts a thread, with its input, before

@@ -392,6 +392,17 @@ func (j *writeLog) ClaimUnsynced(ctx context.Context, key journaldriver.Key, dig
 	return j.Memory.Claim(ctx, key, digest, idem, owner, lease)
 }
 
+// ClaimFenced is the claim of a call of a recorded run: logged as Claim or
+// ClaimUnsynced, by its durability.
+func (j *writeLog) ClaimFenced(ctx context.Context, req journaldriver.ClaimRequest) (journaldriver.Entry, bool, error) {
+	if req.Unsynced {
+		j.log("ClaimUnsynced")
+	} else {
+		j.log("Claim")
+	}
+	return j.Memory.ClaimFenced(ctx, req)
+}
+
 func (j *writeLog) Finish(ctx context.Context, key journaldriver.Key, owner string, r journaldriver.Result) error {
 	j.log("Finish")
 	return j.Memory.Finish(ctx, key, owner, r)
@@ -455,6 +466,12 @@ type resultless struct{ *journaldriver.Memory }
 
 func (j resultless) Claim(ctx context.Context, key journaldriver.Key, digest, idem, owner string, lease time.Duration) (journaldriver.Entry, bool, error) {
 	e, created, err := j.Memory.Claim(ctx, key, digest, idem, owner, lease)
+	e.Result = nil
+	return e, created, err
+}
+
+func (j resultless) ClaimFenced(ctx context.Context, req journaldriver.ClaimRequest) (journaldriver.Entry, bool, error) {
+	e, created, err := j.Memory.ClaimFenced(ctx, req)
 	e.Result = nil
 	return e, created, err
 }

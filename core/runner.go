@@ -558,7 +558,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		res.Steps++
 		r.send(ctx, sk, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls)})
 
-		results, err := r.runCalls(ctx, step, res.Steps, sk)
+		results, err := r.runCalls(ctx, step, res.Steps, sk, rec.fence())
 		if err == errPaused {
 			// The calls that needed no decision ran, their results
 			// journaled; the step's results go when every call is decided.
@@ -761,7 +761,7 @@ func stepStopped(first error, errs []error) error {
 // their results in call order. It returns early, with the context's error,
 // when ctx is canceled. Once a call fails (the journal failed), the calls
 // not started yet are not started (see halt).
-func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sink) ([]driver.ToolResult, error) {
+func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sink, fence string) ([]driver.ToolResult, error) {
 	if sk != nil {
 		// The handlers' own backend calls (a run inside a tool) are not
 		// this run's to observe.
@@ -774,7 +774,7 @@ func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sin
 		// which a canceled context or the call's timeout leaves behind
 		// (see invoke).
 		var err error
-		if results[0], err = r.runCall(ctx, &step.Calls[0], n, sk, nil); err != nil && err != errPaused {
+		if results[0], err = r.runCall(ctx, &step.Calls[0], n, sk, nil, fence); err != nil && err != errPaused {
 			return nil, err
 		}
 		return results, err
@@ -813,7 +813,7 @@ launch:
 		}
 		launched++
 		go func() {
-			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n, ask, h)
+			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n, ask, h, fence)
 			if errs[i] != nil && errs[i] != errPaused {
 				h.stop()
 			}
@@ -888,6 +888,9 @@ type callRun struct {
 	// ([Runner.Call]), which keeps its result: no journal, no lease.
 	detached bool
 	halt     *halt // the step's, if it has several calls
+	// fence: the thread of the record of the run the call is answered
+	// for, which the claim checks is still this runner's; empty: none.
+	fence string
 }
 
 // event reports an event about the call.
@@ -905,8 +908,10 @@ func (r *Runner) decided(ctx context.Context, c *callRun, kind EventKind, tr dri
 // runCall produces the result of one call: from the journal when it holds
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
-func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink, stop *halt) (driver.ToolResult, error) {
-	return r.hookedAnswer(ctx, &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out, halt: stop})
+// fence is the thread of the run's record, if any: the call is claimed
+// only while the record is this runner's (see journaldriver.Fenced).
+func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink, stop *halt, fence string) (driver.ToolResult, error) {
+	return r.hookedAnswer(ctx, &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out, halt: stop, fence: fence})
 }
 
 // hookedAnswer is answer inside the call hook.
@@ -973,12 +978,24 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 			claimed bool
 			err     error
 		)
-		if c.unsynced != nil {
+		fenced, _ := j.(journaldriver.Fenced)
+		switch {
+		case fenced != nil && c.fence != "":
+			entry, claimed, err = fenced.ClaimFenced(ctx, journaldriver.ClaimRequest{Key: c.key, Digest: c.digest, IdempotencyKey: c.idem,
+				Owner: r.opts.Owner, Lease: r.opts.Lease, Run: c.fence, Unsynced: c.unsynced != nil})
+		case c.unsynced != nil:
 			entry, claimed, err = c.unsynced.ClaimUnsynced(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
-		} else {
+		default:
 			entry, claimed, err = j.Claim(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
 		}
 		r.journalWrote(ctx, "claim", t0, err)
+		if err != nil && c.fence != "" && errors.Is(err, journaldriver.ErrLeaseLost) && ctx.Err() == nil {
+			// This runner lost the run (it stalled past its lease, and
+			// another worker took it over, or even finished it): the call
+			// is that worker's, and this run stops here.
+			return driver.ToolResult{}, &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run",
+				Err: fmt.Errorf("the run of thread %s is not this worker's any more (another took it over, or it ended): call %s not run: %w", c.fence, c.call.ID, err)}
+		}
 		if err != nil {
 			return driver.ToolResult{}, r.journalError(ctx, err)
 		}

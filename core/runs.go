@@ -175,6 +175,16 @@ func (rec *runRecord) move(ctx context.Context, thread string) error {
 	return nil
 }
 
+// fence returns the thread of the run's record, which the run's claims
+// check is still this runner's (see journaldriver.Fenced): "" when the
+// run has no record.
+func (rec *runRecord) fence() string {
+	if rec == nil || rec.ended {
+		return ""
+	}
+	return rec.thread
+}
+
 // end records how the run ended, and stops renewing its lease.
 func (rec *runRecord) end(ctx context.Context, err error) {
 	if rec == nil || rec.thread == "" || rec.ended {

@@ -72,7 +72,8 @@ type Journal interface {
 }
 
 // ErrLeaseLost is matched (with [errors.Is]) by errors a Journal returns when
-// an owner acts on an entry it no longer owns.
+// an owner acts on an entry, or a run, it no longer owns (see [Runs] and
+// [Fenced]).
 var ErrLeaseLost = errors.New("journal: lease lost")
 
 // Key identifies a call in a journal.
@@ -179,6 +180,11 @@ var _ Journal = (*Memory)(nil)
 func (j *Memory) Claim(_ context.Context, key Key, digest, idem, owner string, lease time.Duration) (Entry, bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	return j.claimLocked(key, digest, idem, owner, lease)
+}
+
+// claimLocked is Claim, with j.mu held.
+func (j *Memory) claimLocked(key Key, digest, idem, owner string, lease time.Duration) (Entry, bool, error) {
 	if e, ok := j.entries[key]; ok {
 		return copyEntry(e), false, nil
 	}

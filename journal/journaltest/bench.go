@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/journal/driver"
@@ -25,6 +26,10 @@ import (
 //   - Parallel: steps of one call from many goroutines at once
 //     (b.RunParallel, eight per GOMAXPROCS), as concurrent runs make them;
 //     ns/op is then wall time divided by calls.
+//   - CallFenced: Call, each claim fenced by a run's record
+//     ([driver.Fenced]), as the runner claims the calls of a recorded run;
+//     only for journals that keep runs and fence claims. Call is its
+//     baseline.
 func Benchmark(b *testing.B, j driver.Journal) {
 	thread := "bench-" + rand.Text()
 	var next atomic.Int64
@@ -32,9 +37,19 @@ func Benchmark(b *testing.B, j driver.Journal) {
 		return driver.Key{Backend: "journaltest", Thread: thread, Turn: "turn-1", Call: "call-" + strconv.FormatInt(next.Add(1), 10)}
 	}
 	result := textResult(`{"location":"Paris","temperature":21,"unit":"C"}`)
+	fenced, _ := j.(driver.Fenced)
+	fence := "" // the thread of the run whose record fences the claims, if any
 	call := func(ctx context.Context, k driver.Key) error {
 		d := digest(k)
-		if _, created, err := j.Claim(ctx, k, d, driver.IdempotencyKey(k, d), "bench-owner", core.DefaultLease); err != nil || !created {
+		claim := func() (driver.Entry, bool, error) {
+			return j.Claim(ctx, k, d, driver.IdempotencyKey(k, d), "bench-owner", core.DefaultLease)
+		}
+		if fence != "" {
+			claim = func() (driver.Entry, bool, error) {
+				return fenced.ClaimFenced(ctx, driver.ClaimRequest{Key: k, Digest: d, IdempotencyKey: driver.IdempotencyKey(k, d), Owner: "bench-owner", Lease: core.DefaultLease, Run: fence})
+			}
+		}
+		if _, created, err := claim(); err != nil || !created {
 			return fmt.Errorf("Claim = %v, %v; want created", created, err)
 		}
 		if err := j.Finish(ctx, k, "bench-owner", result); err != nil {
@@ -97,5 +112,23 @@ func Benchmark(b *testing.B, j driver.Journal) {
 				}
 			}
 		})
+	})
+	runs, ok := j.(driver.Runs)
+	if fenced == nil || !ok {
+		return
+	}
+	b.Run("CallFenced", func(b *testing.B) {
+		b.ReportAllocs()
+		err := runs.PutRun(b.Context(), driver.Run{Backend: "journaltest", Thread: thread, State: driver.RunRunning, Owner: "bench-owner", LeaseUntil: time.Now().Add(time.Hour)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fence = thread
+		defer func() { fence = "" }()
+		for b.Loop() {
+			if err := run(b.Context(), []driver.Key{newKey()}); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }

@@ -78,6 +78,7 @@ func Run(t *testing.T, newJournal func(t *testing.T) journaldriver.Journal) {
 	runOptional(t, newJournal, approvalCases, "the journal keeps no approvals (journaldriver.Approvals)")
 	runOptional(t, newJournal, noteCases, "the journal keeps no notes (journaldriver.Notes)")
 	runOptional(t, newJournal, runCases, "the journal keeps no runs (journaldriver.Runs)")
+	runOptional(t, newJournal, fenceCases, "the journal does not fence claims with runs (journaldriver.Runs and journaldriver.Fenced)")
 	runOptional(t, newJournal, entryCases, "the journal does not list its entries (journaldriver.Entries)")
 }
 

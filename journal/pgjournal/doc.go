@@ -28,7 +28,10 @@
 //
 // Claim is one atomic statement (INSERT … ON CONFLICT DO NOTHING, which
 // returns the entry found instead): of any number of workers claiming a
-// call at once, exactly one creates its entry. TakeOver is one conditional
+// call at once, exactly one creates its entry; a fenced claim
+// ([driver.Fenced]) is the same statement, which also locks the run's
+// record (FOR SHARE) and claims nothing unless it is running under the
+// claim's owner. TakeOver is one conditional
 // UPDATE (state started, lease ended): of workers taking over an abandoned
 // call at once, exactly one wins, the others see the new lease. Renew,
 // Release and Finish are single statements conditional on the owner;

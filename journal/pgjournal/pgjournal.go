@@ -76,12 +76,15 @@ type Journal struct {
 	writes, commits, syncs atomic.Int64 // see Stats
 
 	claim, get, renew, takeOver, release, finish, mark, prune string
+	// claimFenced is claim, fenced by a run's record (see ClaimFenced).
+	claimFenced string
 }
 
 var (
 	_ driver.Journal  = (*Journal)(nil)
 	_ driver.Unsynced = (*Journal)(nil)
 	_ driver.Stater   = (*Journal)(nil)
+	_ driver.Fenced   = (*Journal)(nil)
 )
 
 // Open connects to the PostgreSQL database that connString names (a URL,
@@ -182,6 +185,20 @@ func newJournal(ctx context.Context, pool *pgxpool.Pool, o *Options) (*Journal, 
 			SELECT * FROM ins
 			UNION ALL
 			SELECT ` + columns + `, false FROM ` + e + ` WHERE ` + key + ` AND NOT EXISTS (SELECT FROM ins)`,
+		// The fenced claim is the claim, made only if the run's record
+		// ($9) is running under the claim's owner, a row it locks (FOR
+		// SHARE) until the claim commits: a takeover, an end or a pause of
+		// the run waits for the claim, or the claim reads what they wrote.
+		claimFenced: `WITH fence AS (
+				SELECT 1 FROM ` + t.runs + ` WHERE backend = $1 AND thread = $9 AND state = 'running' AND owner = $7 FOR SHARE),
+			ins AS (
+				INSERT INTO ` + e + ` (backend, thread, turn, call_id, digest, idempotency_key, state, owner, lease_until, created, updated)
+				SELECT $1, $2, $3, $4, $5, $6, 'started', $7, now() + $8::bigint * interval '1 microsecond', now(), now() WHERE EXISTS (SELECT FROM fence)
+				ON CONFLICT (backend, thread, turn, call_id) DO NOTHING
+				RETURNING ` + columns + `, true AS created)
+			SELECT * FROM ins
+			UNION ALL
+			SELECT ` + columns + `, false FROM ` + e + ` WHERE ` + key + ` AND NOT EXISTS (SELECT FROM ins) AND EXISTS (SELECT FROM fence)`,
 		get:      `SELECT ` + columns + ` FROM ` + e + ` WHERE ` + key,
 		renew:    `UPDATE ` + e + ` SET lease_until = now() + $6::bigint * interval '1 microsecond' WHERE ` + key + ` AND state = 'started' AND owner = $5`,
 		takeOver: `UPDATE ` + e + ` SET owner = $5, lease_until = now() + $6::bigint * interval '1 microsecond', updated = now() WHERE ` + key + ` AND state = 'started' AND lease_until <= now()`,
@@ -230,17 +247,44 @@ func (j *Journal) ClaimUnsynced(ctx context.Context, key driver.Key, digest, ide
 	return j.claimSynced(ctx, key, digest, idempotencyKey, owner, lease, false)
 }
 
+// ClaimFenced implements [driver.Fenced]: one statement, which locks the
+// run's record (FOR SHARE) and claims the call only if the record is
+// running under the claim's owner.
+func (j *Journal) ClaimFenced(ctx context.Context, req driver.ClaimRequest) (driver.Entry, bool, error) {
+	return j.claimRun(ctx, req.Key, req.Digest, req.IdempotencyKey, req.Owner, req.Lease, !req.Unsynced, req.Run)
+}
+
 func (j *Journal) claimSynced(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration, synced bool) (driver.Entry, bool, error) {
+	return j.claimRun(ctx, key, digest, idempotencyKey, owner, lease, synced, "")
+}
+
+// claimRun is a claim, fenced by the record of run when run is not empty.
+func (j *Journal) claimRun(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration, synced bool, run string) (driver.Entry, bool, error) {
 	args := keyArgs(key, digest, idempotencyKey, owner, lease.Microseconds())
+	stmt := j.claim
+	if run != "" {
+		stmt, args = j.claimFenced, append(args, run)
+	}
 	for range 10 {
 		var (
 			e       driver.Entry
 			created bool
 		)
-		err := j.queryRow(ctx, synced, entryLock(key), j.claim, args, func(row pgx.Row) (err error) {
+		err := j.queryRow(ctx, synced, entryLock(key), stmt, args, func(row pgx.Row) (err error) {
 			e, err = scanEntry(row, &created)
 			return err
 		})
+		if errors.Is(err, pgx.ErrNoRows) && run != "" {
+			// No row: the fence held no longer, or the entry changed as
+			// the statement ran. Either way nothing was claimed.
+			held, err := j.holds(ctx, key.Backend, run, owner)
+			if err != nil {
+				return driver.Entry{}, false, j.opError("claim", err)
+			}
+			if !held {
+				return driver.Entry{}, false, fmt.Errorf("pgjournal: claim: the run of thread %s is not %s's: %w", run, owner, driver.ErrLeaseLost)
+			}
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // the entry was committed, or deleted, as the statement ran
 		}
@@ -250,6 +294,15 @@ func (j *Journal) claimSynced(ctx context.Context, key driver.Key, digest, idemp
 		return e, created, nil
 	}
 	return driver.Entry{}, false, j.opError("claim", errors.New("the entry kept changing under the claim"))
+}
+
+// holds reports whether the record of the run of (backend, thread) is
+// running under owner.
+func (j *Journal) holds(ctx context.Context, backend, thread, owner string) (bool, error) {
+	var held bool
+	err := j.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM `+j.t.runs+` WHERE backend = $1 AND thread = $2 AND state = 'running' AND owner = $3)`,
+		backend, thread, owner).Scan(&held)
+	return held, err
 }
 
 // Renew implements [driver.Journal].

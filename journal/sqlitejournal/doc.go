@@ -24,7 +24,8 @@
 // made in a write transaction (BEGIN IMMEDIATE), so that of several
 // connections racing for a call, in this process or in others, exactly one
 // creates its entry (Claim is one INSERT … ON CONFLICT DO NOTHING) or takes
-// it over (TakeOver is one conditional UPDATE).
+// it over (TakeOver is one conditional UPDATE). A fenced claim
+// ([driver.Fenced]) reads the run's record in the claim's transaction.
 //
 // Within a process, a Journal makes its writes on one connection, in the
 // order they come, and commits the writes that arrive while it is

@@ -68,7 +68,10 @@ type Journal struct {
 
 	// Statements of the writer's connection.
 	claim, selectKey, renew, takeOver, release, finish, prune, pruneFirst *sql.Stmt
-	mark                                                                  [markBatch + 1]*sql.Stmt // by number of keys
+	// held reads whether a run's record is running under an owner (see
+	// ClaimFenced).
+	held *sql.Stmt
+	mark [markBatch + 1]*sql.Stmt // by number of keys
 	// get reads on another connection.
 	get *sql.Stmt
 }
@@ -186,6 +189,7 @@ func (j *Journal) init(ctx context.Context, o *Options) error {
 		{&j.claim, `INSERT INTO ` + entriesTable + ` (` + columns + `) VALUES (?, ?, ?, ?, ?, ?, 'started', ?, ?, NULL, ?, ?)
 			ON CONFLICT DO NOTHING`},
 		{&j.selectKey, `SELECT ` + columns + ` FROM ` + entriesTable + ` WHERE ` + keyMatch},
+		{&j.held, `SELECT EXISTS (SELECT 1 FROM ` + runsTable + ` WHERE backend = ? AND thread = ? AND state = 'running' AND owner = ?)`},
 		{&j.renew, `UPDATE ` + entriesTable + ` SET lease_until = ? WHERE ` + keyMatch + ` AND state = 'started' AND owner = ?`},
 		{&j.takeOver, `UPDATE ` + entriesTable + ` SET owner = ?, lease_until = ?, updated = ? WHERE ` + keyMatch + ` AND state = 'started' AND lease_until <= ?`},
 		{&j.release, `DELETE FROM ` + entriesTable + ` WHERE ` + keyMatch + ` AND state = 'started' AND owner = ?`},
@@ -231,7 +235,7 @@ func (j *Journal) Close() error {
 	// SQLite closes a connection (checkpointing its log into the file) only
 	// once its statements are.
 	var errs []error
-	for _, s := range append([]*sql.Stmt{j.claim, j.selectKey, j.renew, j.takeOver, j.release, j.finish, j.prune, j.pruneFirst}, j.mark[1:]...) {
+	for _, s := range append([]*sql.Stmt{j.claim, j.selectKey, j.held, j.renew, j.takeOver, j.release, j.finish, j.prune, j.pruneFirst}, j.mark[1:]...) {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
@@ -267,12 +271,39 @@ func (j *Journal) ClaimUnsynced(ctx context.Context, key driver.Key, digest, ide
 	return j.claimSynced(ctx, key, digest, idempotencyKey, owner, lease, "")
 }
 
+// ClaimFenced implements [driver.Fenced]: the run's record is read in the
+// claim's write transaction, which no other write (of any process) can
+// interleave.
+func (j *Journal) ClaimFenced(ctx context.Context, req driver.ClaimRequest) (driver.Entry, bool, error) {
+	syncFrom := Claims
+	if req.Unsynced {
+		syncFrom = ""
+	}
+	return j.claimRun(ctx, req.Key, req.Digest, req.IdempotencyKey, req.Owner, req.Lease, syncFrom, req.Run)
+}
+
 func (j *Journal) claimSynced(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration, syncFrom Synchronous) (driver.Entry, bool, error) {
+	return j.claimRun(ctx, key, digest, idempotencyKey, owner, lease, syncFrom, "")
+}
+
+// claimRun is a claim, fenced by the record of run when run is not empty
+// (see driver.Fenced).
+func (j *Journal) claimRun(ctx context.Context, key driver.Key, digest, idempotencyKey, owner string, lease time.Duration, syncFrom Synchronous, run string) (driver.Entry, bool, error) {
 	var (
 		e       driver.Entry
 		created bool
+		lost    bool // the run is not owner's
 	)
 	err := j.w.q.Do(ctx, &op{syncFrom: syncFrom, run: func(ctx context.Context) error {
+		if run != "" {
+			var held bool
+			if err := j.held.QueryRowContext(ctx, key.Backend, run, owner).Scan(&held); err != nil {
+				return err
+			}
+			if lost = !held; lost {
+				return nil
+			}
+		}
 		t := now()
 		n, err := exec(ctx, j.claim, keyArgs(key, digest, idempotencyKey, owner, t+int64(lease), t, t))
 		if err != nil {
@@ -290,6 +321,9 @@ func (j *Journal) claimSynced(ctx context.Context, key driver.Key, digest, idemp
 	}})
 	if err != nil {
 		return driver.Entry{}, false, j.opError("claim", err)
+	}
+	if lost {
+		return driver.Entry{}, false, fmt.Errorf("sqlitejournal: claim: the run of thread %s is not %s's: %w", run, owner, driver.ErrLeaseLost)
 	}
 	return e, created, nil
 }

@@ -31,6 +31,27 @@ func (b *staleResume) Resume(ctx context.Context, thread string) (*driver.Step, 
 	return step, err
 }
 
+// chargeAndRefund is the step the tests below race on: charge (no
+// approval) and refund (it needs a person) in one step, then an answer
+// quoting both; the counters count each handler's runs.
+func chargeAndRefund(t *testing.T) (tools *core.Toolbox, backend *coretest.Backend, charges, refunds *atomic.Int32) {
+	charges, refunds = new(atomic.Int32), new(atomic.Int32)
+	charge := mustTool(t)(core.NewTool("charge", "Charges a card.", func(context.Context, struct{}) (string, error) {
+		charges.Add(1)
+		return "charged", nil
+	}, nil))
+	refund := mustTool(t)(core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) {
+		refunds.Add(1)
+		return "refunded", nil
+	}, &core.ToolOptions{Approval: core.Always("refunds need a person")}))
+	tools, _ = core.NewToolbox(charge, refund)
+	backend = coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "charge", Arguments: []byte(`{}`)}, {Name: "refund", Arguments: []byte(`{}`)}}},
+		{Text: `{{output "charge"}}, {{output "refund"}}`},
+	}}}}, &coretest.BackendOptions{Tools: tools})
+	return tools, backend, charges, refunds
+}
+
 // TestPruneDuringConcurrentResume (issue 30, items 1 and 5, across
 // processes): two workers resume a decided run at once, one of them
 // reading the thread, then slow to go on. The other must not run the step
@@ -40,20 +61,7 @@ func (b *staleResume) Resume(ctx context.Context, thread string) (*driver.Step, 
 // and both get the answer.
 func TestPruneDuringConcurrentResume(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var charges, refunds atomic.Int32
-		charge := mustTool(t)(core.NewTool("charge", "Charges a card.", func(context.Context, struct{}) (string, error) {
-			charges.Add(1)
-			return "charged", nil
-		}, nil))
-		refund := mustTool(t)(core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) {
-			refunds.Add(1)
-			return "refunded", nil
-		}, &core.ToolOptions{Approval: core.Always("refunds need a person")}))
-		tools, _ := core.NewToolbox(charge, refund)
-		inner := coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
-			{Calls: []coretest.Call{{Name: "charge", Arguments: []byte(`{}`)}, {Name: "refund", Arguments: []byte(`{}`)}}},
-			{Text: `{{output "charge"}}, {{output "refund"}}`},
-		}}}}, &coretest.BackendOptions{Tools: tools})
+		tools, inner, charges, refunds := chargeAndRefund(t)
 		mem := journaldriver.NewMemory()
 		first := core.NewRunner(inner, tools, &core.Options{Journal: mem, Owner: "first", Logger: quiet})
 		defer first.Close()
@@ -122,20 +130,7 @@ func (j *pauseHook) EndRun(ctx context.Context, backend, thread, owner string, s
 func TestDecisionAsRunPauses(t *testing.T) {
 	for _, finished := range []bool{false, true} {
 		t.Run(fmt.Sprintf("finished=%v", finished), func(t *testing.T) {
-			var charges, refunds atomic.Int32
-			charge := mustTool(t)(core.NewTool("charge", "Charges a card.", func(context.Context, struct{}) (string, error) {
-				charges.Add(1)
-				return "charged", nil
-			}, nil))
-			refund := mustTool(t)(core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) {
-				refunds.Add(1)
-				return "refunded", nil
-			}, &core.ToolOptions{Approval: core.Always("refunds need a person")}))
-			tools, _ := core.NewToolbox(charge, refund)
-			inner := coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
-				{Calls: []coretest.Call{{Name: "charge", Arguments: []byte(`{}`)}, {Name: "refund", Arguments: []byte(`{}`)}}},
-				{Text: `{{output "charge"}}, {{output "refund"}}`},
-			}}}}, &coretest.BackendOptions{Tools: tools})
+			tools, inner, charges, refunds := chargeAndRefund(t)
 			j := &pauseHook{Memory: journaldriver.NewMemory()}
 			paused := core.NewRunner(inner, tools, &core.Options{Journal: j, Owner: "paused", Logger: quiet})
 			defer paused.Close()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -243,17 +242,7 @@ func TestBlockedReaderTimeLimit(t *testing.T) {
 // enqueued step limit kept; its handler runs once, its record ends finished
 // on its thread; the runs Enqueue cannot record are refused with a code.
 func TestEnqueue(t *testing.T) {
-	stores := map[string]func(t *testing.T) (first, second journaldriver.Journal){
-		"memory": func(t *testing.T) (journaldriver.Journal, journaldriver.Journal) {
-			m := journaldriver.NewMemory()
-			return m, m
-		},
-		"sqlite": func(t *testing.T) (journaldriver.Journal, journaldriver.Journal) {
-			u := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
-			return openStore(t, u), openStore(t, u)
-		},
-	}
-	for name, open := range stores {
+	for name, open := range sharedStores("enqueue") {
 		t.Run(name, func(t *testing.T) {
 			var runs atomic.Int32
 			book := mustTool(t)(core.NewTool("book", "Books a table.", func(context.Context, struct{}) (string, error) {

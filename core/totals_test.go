@@ -55,13 +55,11 @@ type totalsOf struct {
 	FinishedUsage core.Usage
 }
 
-// TestTotalsAcrossResume (issue 30, item 11): a run resumed in another
-// process (another runner, over a journal opened anew on the same store)
-// counts from its turn's start: Result's steps, calls and usage, the step
-// numbers of its events, and its last event's totals; whether the first
-// run paused for a decision or was stopped (its context ended) after a
-// step. A later run on the thread, a new turn, counts from zero.
-func TestTotalsAcrossResume(t *testing.T) {
+// sharedStores opens, by store, the journals of two processes that share
+// it: the memory journal (one value for both), SQLite (one file opened
+// twice) and, when TOOLRELAY_TEST_POSTGRES names a database, PostgreSQL
+// (a fresh table named after table, opened twice).
+func sharedStores(table string) map[string]func(t *testing.T) (first, second journaldriver.Journal) {
 	stores := map[string]func(t *testing.T) (first, second journaldriver.Journal){
 		"memory": func(t *testing.T) (journaldriver.Journal, journaldriver.Journal) {
 			m := journaldriver.NewMemory()
@@ -74,11 +72,21 @@ func TestTotalsAcrossResume(t *testing.T) {
 	}
 	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
 		stores["postgres"] = func(t *testing.T) (journaldriver.Journal, journaldriver.Journal) {
-			u := pgtest.FreshTable(t, u, "totals")
+			u := pgtest.FreshTable(t, u, table)
 			return openStore(t, u), openStore(t, u)
 		}
 	}
-	for name, open := range stores {
+	return stores
+}
+
+// TestTotalsAcrossResume (issue 30, item 11): a run resumed in another
+// process (another runner, over a journal opened anew on the same store)
+// counts from its turn's start: Result's steps, calls and usage, the step
+// numbers of its events, and its last event's totals; whether the first
+// run paused for a decision or was stopped (its context ended) after a
+// step. A later run on the thread, a new turn, counts from zero.
+func TestTotalsAcrossResume(t *testing.T) {
+	for name, open := range sharedStores("totals") {
 		for _, how := range []string{"paused", "stopped"} {
 			t.Run(name+"/"+how, func(t *testing.T) {
 				amount := "150" // needs a decision

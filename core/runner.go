@@ -493,12 +493,12 @@ func runContext(ctx context.Context, d time.Duration) (context.Context, context.
 func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, resumed bool, sk *sink, info *RunInfo, rec *runRecord, hold *threadHold) (*Result, error) {
 	t0 := time.Now()
 	res := &Result{Thread: thread}
-	// noted: totals of the turn are noted in the journal, to clear once
-	// it is over.
 	var counted map[journaldriver.Key]bool // the calls earlier runs of the turn counted
 	if resumed {
 		counted = r.loadTotals(ctx, thread, res)
 	}
+	// noted: totals of the turn are noted in the journal, to clear once
+	// it is over.
 	noted := counted != nil
 	finish := func(err error) (*Result, error) {
 		if err == nil && noted {
@@ -627,11 +627,11 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		if err != nil {
 			return finish(&errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err})
 		}
+		on := res.Thread // the thread the turn's next step comes on
 		if next != nil && next.Thread != "" {
-			r.noteTotals(ctx, next.Thread, res)
-		} else {
-			r.noteTotals(ctx, res.Thread, res)
+			on = next.Thread
 		}
+		r.noteTotals(ctx, on, res)
 		noted = true
 		r.emit(ctx, submitted)
 		if sk != nil {

@@ -97,13 +97,14 @@ func runFleets(t *testing.T, shape *fleet, script *coretest.Script, period, limi
 			for k, v := range shape.env {
 				env[k] = v
 			}
-			f := &fleet{t: t, env: env, dir: dir, procs: make([]*exec.Cmd, fl.workers), runs: shape.runs, answer: shape.answer, inDoubt: shape.inDoubt}
+			f := &fleet{t: t, srv: srv, env: env, dir: dir, procs: make([]*exec.Cmd, fl.workers), runs: shape.runs, answer: shape.answer, inDoubt: shape.inDoubt}
 			for w := range fl.workers {
 				f.start(w)
 			}
 			kills := f.chaos(period, limit)
+			f.settle(settleLimit)
 			f.stop()
-			f.check(srv, kills)
+			f.check(kills)
 		})
 	}
 }
@@ -162,6 +163,7 @@ func TestFleetApproval(t *testing.T) {
 // A fleet is the worker processes of a TestFleet.
 type fleet struct {
 	t     *testing.T
+	srv   *openaitest.Server
 	env   map[string]string
 	dir   string
 	mu    sync.Mutex
@@ -214,13 +216,13 @@ func (f *fleet) chaos(period, limit time.Duration) []kill {
 	deadline := time.Now().Add(limit)
 	next := time.Now().Add(period)
 	last, since := 0, time.Now()
-	for f.done() < f.runs {
-		if n := f.done(); n != last {
+	for n := f.done(); n < f.runs; n = f.done() {
+		if n != last {
 			last, since = n, time.Now()
 		}
 		started, _ := filepath.Glob(filepath.Join(f.dir, "start-*"))
 		if time.Now().After(deadline) || len(started) == f.runs && time.Since(since) > 10*time.Second {
-			f.t.Logf("%d of %d runs done; chaos stops", f.done(), f.runs)
+			f.t.Logf("%d of %d runs done; chaos stops", n, f.runs)
 			return kills
 		}
 		if time.Now().After(next) {
@@ -240,10 +242,76 @@ func (f *fleet) chaos(period, limit time.Duration) []kill {
 	return kills
 }
 
-// done counts the runs done.
+// done counts the runs done: those with an answer on one of their
+// threads. It counts runs, not answers: a run enqueued twice (its worker
+// killed between Enqueue and marking it started) has two threads, each
+// answered, and a fleet that counted answers would stop while another run
+// is still going.
 func (f *fleet) done() int {
+	answered := map[string]bool{}
 	m, _ := filepath.Glob(filepath.Join(f.dir, "done-*"))
-	return len(m)
+	for _, p := range m {
+		answered[strings.TrimPrefix(filepath.Base(p), "done-")] = true
+	}
+	n := 0
+	for _, threads := range f.threads() {
+		if slices.ContainsFunc(threads, func(th string) bool { return answered[th] }) {
+			n++
+		}
+	}
+	return n
+}
+
+// threads returns the threads of each run, by its index: the sessions the
+// service received its input on ("run i").
+func (f *fleet) threads() map[int][]string {
+	threads := map[int][]string{}
+	for _, r := range f.srv.Received() {
+		var i int
+		if r.Kind == "input" {
+			if _, err := fmt.Sscanf(r.Input, "run %d", &i); err == nil {
+				threads[i] = append(threads[i], r.Thread)
+			}
+		}
+	}
+	return threads
+}
+
+// settleLimit bounds how long a fleet whose runs are done is given to
+// settle: a run record that a killed worker left running (one it had
+// taken again to read a thread already answered, say) is taken over by
+// a live worker a lease after the kill.
+const settleLimit = 30 * time.Second
+
+// settle waits, the workers running and none killed any more, until no
+// run record is running or awaiting approval (then the fleet is at rest:
+// every run ended), or limit passes (check then reports what is left).
+func (f *fleet) settle(limit time.Duration) {
+	if f.env["FLEET_APPROVAL"] == "" {
+		return // only the approval fleet checks the records
+	}
+	st, err := journal.Open(f.t.Context(), f.env["FLEET_JOURNAL"])
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer st.Close()
+	t0 := time.Now()
+	for time.Since(t0) < limit {
+		live := 0
+		for _, state := range []journaldriver.RunState{journaldriver.RunRunning, journaldriver.RunAwaiting} {
+			runs, err := st.(journaldriver.Runs).ListRuns(f.t.Context(), "", state, 100)
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			live += len(runs)
+		}
+		if live == 0 {
+			f.t.Logf("the fleet settled %v after its runs were done", time.Since(t0).Round(time.Millisecond))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.t.Logf("the fleet did not settle within %v of its runs being done", limit)
 }
 
 // stop asks every worker to stop, and waits for them.
@@ -255,19 +323,10 @@ func (f *fleet) stop() {
 // check verifies the outcome: every run done, with the answer (or the
 // weather in doubt), every side effect once, no session left waiting, and
 // the takeovers' latency.
-func (f *fleet) check(srv *openaitest.Server, kills []kill) {
-	t := f.t
+func (f *fleet) check(kills []kill) {
+	t, srv := f.t, f.srv
 	unsent := 0
-	// The runs by their input ("run i"), and their threads.
-	threads := map[int][]string{}
-	for _, r := range srv.Received() {
-		var i int
-		if r.Kind == "input" {
-			if _, err := fmt.Sscanf(r.Input, "run %d", &i); err == nil {
-				threads[i] = append(threads[i], r.Thread)
-			}
-		}
-	}
+	threads := f.threads()
 	inDoubt, undelivered := 0, 0
 	for i := range f.runs {
 		var text string

@@ -238,63 +238,48 @@ func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result
 	if err != nil {
 		return nil, r.journalError(ctx, err)
 	}
-	var todo []resumption
-	done := map[string]bool{}
+	var threads []string
 	for _, a := range due {
-		if !done[a.Key.Thread] {
-			done[a.Key.Thread] = true
-			todo = append(todo, resumption{thread: a.Key.Thread, opts: opts})
+		if !slices.Contains(threads, a.Key.Thread) {
+			threads = append(threads, a.Key.Thread)
 		}
 	}
-	return r.resumeAll(ctx, todo)
+	return r.resumeAll(ctx, threads, opts)
 }
 
-// A resumption is a thread to resume, with its run's options.
-type resumption struct {
-	thread    string
-	opts      *RunOptions
-	recovered bool       // taken over by TakeOver
-	start     *beginning // set: start the run again instead (see recordStart)
-	// held: the run's record is claimed (TakeOver), its lease held until
-	// the run begins.
-	held bool
-}
-
-// resumeAll resumes the threads of todo one after the other and returns
+// resumeAll resumes threads one after the other, with opts, and returns
 // their results, a run that pauses again on calls awaiting a decision
 // among them; the errors of the runs that failed are joined. It stops
 // when ctx ends.
-func (r *Runner) resumeAll(ctx context.Context, todo []resumption) ([]*Result, error) {
-	var (
-		out  []*Result
-		errs []error
-	)
-	for i, t := range todo {
-		b := beginning{thread: t.thread, recovered: t.recovered}
-		if t.start != nil {
-			b = *t.start
-		}
-		if t.held {
-			// The run records its own claim from here on.
-			r.dropLease(ctx, r.runKey(t.thread))
-		}
-		res, err := r.exec(ctx, r.runOptions(t.opts), b, nil)
-		switch {
-		case err == nil, errors.Is(err, ErrAwaitingApproval):
-			out = append(out, res)
-		case ctx.Err() != nil:
-			for _, t := range todo[i+1:] {
-				if t.held {
-					r.dropLease(ctx, r.runKey(t.thread))
-				}
-			}
-			return out, err
-		default:
-			errs = append(errs, err)
+func (r *Runner) resumeAll(ctx context.Context, threads []string, opts *RunOptions) ([]*Result, error) {
+	var g gathered
+	for _, thread := range threads {
+		if g.add(r.exec(ctx, r.runOptions(opts), resume(thread), nil)); ctx.Err() != nil {
+			break
 		}
 	}
-	return out, errors.Join(errs...)
+	return g.results()
 }
+
+// gathered are the outcomes of runs made one after the other (resumed,
+// taken over): the results of those that ended or paused, the errors of
+// those that failed.
+type gathered struct {
+	out  []*Result
+	errs []error
+}
+
+// add adds a run's outcome.
+func (g *gathered) add(res *Result, err error) {
+	if err == nil || errors.Is(err, ErrAwaitingApproval) {
+		g.out = append(g.out, res)
+	} else {
+		g.errs = append(g.errs, err)
+	}
+}
+
+// results returns the results gathered, and the errors joined.
+func (g *gathered) results() ([]*Result, error) { return g.out, errors.Join(g.errs...) }
 
 // checkDecision returns why d cannot be recorded for a: a reason the
 // model could not read whole (past Options.MaxOutputBytes), or edited

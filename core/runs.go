@@ -249,38 +249,44 @@ func (rec *runRecord) endAs(ctx context.Context, state journaldriver.RunState, m
 // thread existed, or before the thread was recorded, is started again
 // here, on a new thread (none of its calls having run; a thread the dead
 // worker may have created is left as it is); so is a run recorded with
-// [Runner.Enqueue]. It takes at most 100 runs per call, the longest dead
-// first, runs them one after the other (renewing the leases of those
-// that wait), and returns their results;
-// the errors of the runs that failed are joined. Of several workers
-// recovering at once, each run goes to one. It needs a journal that keeps
-// runs (SQLite, PostgreSQL, or a memory journal shared in one process);
-// runs are recorded by runners over such a journal.
+// [Runner.Enqueue]. It claims one run at a time, the longest dead first,
+// and runs it before it claims the next, at most 100 runs per call: a
+// worker holds no run it is not working on, so that the other workers
+// take the rest meanwhile, and a worker that dies strands one run, not
+// its backlog. It returns their results; the errors of the runs that
+// failed are joined. Of several workers recovering at once, each run goes
+// to one. It needs a journal that keeps runs (SQLite, PostgreSQL, or a
+// memory journal shared in one process); runs are recorded by runners
+// over such a journal.
 func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok {
 		return nil, nil
 	}
-	due, err := runs.ClaimRuns(ctx, r.b.Name(), r.opts.Owner, r.opts.Lease, maxTakenOver)
-	if err != nil {
-		return nil, r.journalError(ctx, err)
-	}
-	todo := make([]resumption, len(due))
-	for i, run := range due {
+	var g gathered
+	for range maxTakenOver {
+		due, err := runs.ClaimRuns(ctx, r.b.Name(), r.opts.Owner, r.opts.Lease, 1)
+		if err != nil {
+			g.errs = append(g.errs, r.journalError(ctx, err))
+			break
+		}
+		if len(due) == 0 {
+			break
+		}
+		run := due[0]
 		var o runOptionsJSON
 		json.Unmarshal([]byte(run.Options), &o)
 		r.opts.Logger.InfoContext(ctx, "toolrelay: taking over a run whose worker stopped", "thread", run.Thread, "previous_owner", run.Owner)
-		// The runs wait their turn here under leases kept alive: another
-		// worker must not take them while this one works through those
-		// before them.
-		r.holdLease(ctx, r.runKey(run.Thread))
-		todo[i] = resumption{thread: run.Thread, opts: &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}, recovered: true, held: true}
+		b := beginning{thread: run.Thread, recovered: true}
 		if strings.HasPrefix(run.Thread, startPrefix) {
 			// Its thread did not exist, or was not recorded: start again.
-			todo[i].start = &beginning{input: o.Input, startRecord: run.Thread, recovered: true}
+			b = beginning{input: o.Input, startRecord: run.Thread, recovered: true}
+		}
+		if g.add(r.exec(ctx, r.runOptions(&RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}), b, nil)); ctx.Err() != nil {
+			break
 		}
 	}
-	return r.resumeAll(ctx, todo)
+	return g.results()
 }
 
 // Enqueue records a run of input on a new thread, for a worker sharing

@@ -47,8 +47,11 @@ type Server struct {
 	// URL reaches the server over the streamable HTTP transport. Headers
 	// (such as Authorization) go with every request to URL's origin
 	// (scheme, host and port) and nowhere else: a redirect to another
-	// origin is refused, and headers go over plain http only to a
-	// loopback host. HTTPClient, if set, sends the requests.
+	// origin is refused before anything is sent there (the call, or
+	// [Connect], fails with code PermissionDenied; the connection stays),
+	// and headers go over plain http only to a loopback host. HTTPClient,
+	// if set, sends the requests (its own CheckRedirect sees only the
+	// redirects within the origin).
 	URL        string
 	Headers    map[string]string
 	HTTPClient *http.Client

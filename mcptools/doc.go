@@ -71,7 +71,11 @@
 // streamable HTTP. Each call is answered as a model's call would be:
 // validation, limits, middleware, journal, hooks and events
 // ([ServeOptions.Runner]); a failure is an isError result with the text
-// the model would read.
+// the model would read. Over HTTP, as MCP asks against DNS rebinding, a
+// request from a browser's page (one with an Origin header) is served
+// only from an origin the program trusts ([ServeOptions.TrustedOrigins])
+// or from the server's own on a loopback host, and refused with 403
+// otherwise; clients that are not browsers send none and are served.
 //
 // # Configuration
 //

@@ -31,6 +31,14 @@ type ServeOptions struct {
 	// Implementation names the server to its clients; nil means
 	// "toolrelay".
 	Implementation *mcp.Implementation
+	// TrustedOrigins are the origins ("https://app.example.com", scheme
+	// and host) whose pages may call a toolbox served by [Handler] from a
+	// browser. A request of any other page (its Origin header naming
+	// another origin, "null", or none that parses) is refused with 403,
+	// except a page of the very origin the request was made to on a
+	// loopback host. Requests without an Origin header (clients that are
+	// not browsers) are not affected.
+	TrustedOrigins []string
 }
 
 // NewServer returns an MCP server (the SDK's, to run over any of its
@@ -80,11 +88,30 @@ func ServeStdio(ctx context.Context, tools *core.Toolbox, opts *ServeOptions) er
 }
 
 // Handler returns an http.Handler serving tools over MCP's streamable
-// HTTP transport (the SDK's, with its limits and its protection of
-// localhost servers from other origins).
+// HTTP transport (the SDK's, with its limits). As MCP asks of servers,
+// against DNS rebinding, every request is checked before it is served:
+//
+//   - its Origin header, when it has one (a browser's page): the origin
+//     must be one of opts.TrustedOrigins, or the origin the request was
+//     made to on a loopback host; another, "null" or a malformed one is
+//     refused with 403. A request without one (a client that is not a
+//     browser) passes.
+//   - its Host, by the SDK: a request that reached a loopback address
+//     naming a host that is not loopback is refused with 403.
+//
+// The Host is not otherwise checked, nor is the caller authenticated:
+// serve on a loopback address, or put authentication in front. Handler
+// panics if an entry of opts.TrustedOrigins is not an http or https
+// origin. opts may be nil.
 func Handler(tools *core.Toolbox, opts *ServeOptions) http.Handler {
+	var trusted []string
+	if opts != nil {
+		trusted = opts.TrustedOrigins
+	}
+	check := newOriginCheck(trusted)
 	srv := NewServer(tools, opts)
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	check.next = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	return check
 }
 
 // exported is a toolbox served over MCP.

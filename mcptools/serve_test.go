@@ -3,6 +3,9 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -138,5 +141,91 @@ func TestBothWays(t *testing.T) {
 	}
 	if got := call(t, r, "m_get_weather", `{"city":"Paris"}`); !got.Failed || got.Error != "no weather for Paris" {
 		t.Errorf("m_get_weather(Paris) = %+v", got)
+	}
+}
+
+// TestHandlerOrigin: the served toolbox refuses (403) the requests of
+// browser pages of an origin it does not trust, whatever their method,
+// before the SDK sees them, and serves requests without an Origin header,
+// of a trusted origin, and of its own origin on loopback.
+func TestHandlerOrigin(t *testing.T) {
+	hs := httptest.NewServer(mcptools.Handler(served(), &mcptools.ServeOptions{
+		Runner:         core.Options{Logger: quiet},
+		TrustedOrigins: []string{"https://app.example.com", "http://localhost:6274"},
+	}))
+	t.Cleanup(hs.Close)
+	port := hs.URL[strings.LastIndex(hs.URL, ":")+1:]
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	tests := []struct {
+		name    string
+		method  string
+		origins []string // the request's Origin headers
+		host    string   // the request's Host, when not the server's
+		served  bool
+	}{
+		{"no Origin", "POST", nil, "", true},
+		{"same origin on loopback", "POST", []string{hs.URL}, "", true},
+		{"same origin, written otherwise", "POST", []string{"HTTP://127.0.0.1:" + port}, "", true},
+		{"trusted", "POST", []string{"https://app.example.com"}, "", true},
+		{"trusted, default port written", "POST", []string{"https://APP.example.com:443"}, "", true},
+		{"trusted loopback origin", "POST", []string{"http://localhost:6274"}, "", true},
+		{"foreign", "POST", []string{"https://evil.example"}, "", false},
+		{"foreign GET", "GET", []string{"https://evil.example"}, "", false},
+		{"foreign DELETE", "DELETE", []string{"https://evil.example"}, "", false},
+		{"foreign OPTIONS", "OPTIONS", []string{"https://evil.example"}, "", false},
+		{"trusted host, other scheme", "POST", []string{"http://app.example.com"}, "", false},
+		{"another loopback page", "POST", []string{"http://127.0.0.1:1"}, "", false},
+		{"rebound name: Origin and Host alike", "POST", []string{"http://evil.example:" + port}, "evil.example:" + port, false},
+		{"null", "POST", []string{"null"}, "", false},
+		{"malformed", "POST", []string{"http://[::1"}, "", false},
+		{"empty", "POST", []string{""}, "", false},
+		{"no scheme", "POST", []string{"app.example.com"}, "", false},
+		{"with a path", "POST", []string{"https://app.example.com/app"}, "", false},
+		{"not http", "POST", []string{"ftp://app.example.com"}, "", false},
+		{"two Origin headers", "POST", []string{"https://app.example.com", "https://evil.example"}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, hs.URL, strings.NewReader(initialize))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for _, o := range tt.origins {
+				req.Header.Add("Origin", o)
+			}
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			resp, err := hs.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			refused := resp.StatusCode == http.StatusForbidden && strings.Contains(string(body), "TrustedOrigins")
+			switch {
+			case tt.served && resp.StatusCode != http.StatusOK:
+				t.Errorf("%s with Origin %q = %d %s, want it served (200)", tt.method, tt.origins, resp.StatusCode, body)
+			case !tt.served && !refused:
+				t.Errorf("%s with Origin %q = %d %s, want it refused for its origin (403)", tt.method, tt.origins, resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// TestHandlerTrustedOrigins: Handler refuses, by a panic naming the
+// setting, a trusted origin that is not one.
+func TestHandlerTrustedOrigins(t *testing.T) {
+	for _, bad := range []string{"app.example.com", "https://app.example.com/", "https://app.example.com/app", "null", "*", "ftp://app.example.com", "https://user@app.example.com"} {
+		t.Run(bad, func(t *testing.T) {
+			defer func() {
+				if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "TrustedOrigins") {
+					t.Errorf("Handler with trusted origin %q: panic %v, want one naming TrustedOrigins", bad, p)
+				}
+			}()
+			mcptools.Handler(served(), &mcptools.ServeOptions{TrustedOrigins: []string{bad}})
+		})
 	}
 }

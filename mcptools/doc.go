@@ -71,7 +71,8 @@
 // streamable HTTP. Each call is answered as a model's call would be:
 // validation, limits, middleware, journal, hooks and events
 // ([ServeOptions.Runner]); a failure is an isError result with the text
-// the model would read. Over HTTP, as MCP asks against DNS rebinding, a
+// the model would read. Given no logger, it logs only what goes wrong in
+// it (at Warn and above, on slog.Default()), not its calls. Over HTTP, as MCP asks against DNS rebinding, a
 // request from a browser's page (one with an Origin header) is served
 // only from an origin the program trusts ([ServeOptions.TrustedOrigins])
 // or from the server's own on a loopback host, and refused with 403

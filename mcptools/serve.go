@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -27,6 +28,14 @@ type ServeOptions struct {
 	// call is answered as a step's call of a run is (core.Runner.Call,
 	// journaled), under the backend name "mcp", the session as its
 	// thread.
+	//
+	// Unlike a runner's, a nil Runner.Logger keeps the served toolbox
+	// quiet: slog.Default() (as it is when the server is made) receives
+	// only records at Warn and above (a tool's panic, the journal's
+	// failures, a call in doubt), not the calls, answered or failed,
+	// whose outcome the client is told. A logger given receives the
+	// runner's records at their levels (see core.Options.Logger: failed
+	// calls at Info) and the SDK's.
 	Runner core.Options
 	// Implementation names the server to its clients; nil means
 	// "toolrelay".
@@ -67,8 +76,12 @@ func NewServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "toolrelay", Version: "v1"}
 	}
+	sdkLogger := o.Runner.Logger // nil: the SDK logs nothing
+	if o.Runner.Logger == nil {
+		o.Runner.Logger = slog.New(warnings{slog.Default().Handler()})
+	}
 	e := &exported{tools: tools, runner: core.NewRunner(servedBackend{}, tools, &o.Runner), offered: map[string]bool{}}
-	e.srv = mcp.NewServer(impl, &mcp.ServerOptions{Logger: o.Runner.Logger})
+	e.srv = mcp.NewServer(impl, &mcp.ServerOptions{Logger: sdkLogger})
 	e.sync()
 	e.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -113,6 +126,24 @@ func Handler(tools *core.Toolbox, opts *ServeOptions) http.Handler {
 	check.next = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	return check
 }
+
+// warnings passes on the records of its handler's at Warn and above: the
+// logger of a served toolbox given none.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+func (w warnings) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return nil
+	}
+	return w.Handler.Handle(ctx, r)
+}
+func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnings{w.Handler.WithAttrs(attrs)}
+}
+func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handler.WithGroup(name)} }
 
 // exported is a toolbox served over MCP.
 type exported struct {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,3 +231,87 @@ func TestHandlerTrustedOrigins(t *testing.T) {
 		})
 	}
 }
+
+// TestServeQuiet: a toolbox served with no logger of its own (nil
+// options) writes nothing to the default logger for its calls, answered
+// or failed (their clients are told), even with the default logger
+// enabled at Debug: only what goes wrong in it (a tool's panic, at
+// Error); a logger given receives every event, at the runner's levels.
+func TestServeQuiet(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts func(l *slog.Logger) *mcptools.ServeOptions
+		want []string // the records logged, "LEVEL msg outcome"
+	}{
+		{"default", func(*slog.Logger) *mcptools.ServeOptions { return nil }, []string{
+			"ERROR toolrelay: call_finished panicked",
+		}},
+		{"a logger given", func(l *slog.Logger) *mcptools.ServeOptions {
+			return &mcptools.ServeOptions{Runner: core.Options{Logger: l}}
+		}, []string{
+			"DEBUG toolrelay: call_started ",
+			"DEBUG toolrelay: call_finished ok",
+			"DEBUG toolrelay: call_started ",
+			"INFO toolrelay: call_finished tool_error",
+			"DEBUG toolrelay: call_started ",
+			"ERROR toolrelay: call_finished panicked",
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var records []string
+			var mu sync.Mutex
+			l := slog.New(recordHandler(func(r slog.Record) {
+				if !strings.HasPrefix(r.Message, "toolrelay:") {
+					return // the SDK's, when the logger is given
+				}
+				outcome := ""
+				r.Attrs(func(a slog.Attr) bool {
+					if a.Key == "outcome" {
+						outcome = a.Value.String()
+					}
+					return true
+				})
+				mu.Lock()
+				records = append(records, fmt.Sprintf("%s %s %s", r.Level, r.Message, outcome))
+				mu.Unlock()
+			}))
+			prev := slog.Default()
+			slog.SetDefault(l)
+			t.Cleanup(func() { slog.SetDefault(prev) })
+			tb := served()
+			boom, _ := core.NewTool("boom", "", func(context.Context, struct{}) (string, error) { panic("boom") }, nil)
+			if err := tb.Add(boom); err != nil {
+				t.Fatal(err)
+			}
+			hs := httptest.NewServer(mcptools.Handler(tb, tt.opts(l)))
+			t.Cleanup(hs.Close)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			for _, c := range []struct{ name, args string }{{"get_weather", `{"city":"Seattle"}`}, {"get_weather", `{"city":"Paris"}`}, {"boom", `{}`}} {
+				if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: c.name, Arguments: json.RawMessage(c.args)}); err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if diff := cmp.Diff(tt.want, records); diff != "" {
+				t.Errorf("records logged (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// recordHandler is a slog.Handler enabled at every level, giving each
+// record to f.
+type recordHandler func(slog.Record)
+
+func (recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h(r)
+	return nil
+}
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordHandler) WithGroup(string) slog.Handler      { return h }

@@ -66,7 +66,7 @@
 //
 // # A toolbox served over MCP
 //
-// [NewServer] returns the SDK's MCP server offering a toolbox's tools,
+// [ToolboxServer] returns the SDK's MCP server offering a toolbox's tools,
 // [ServeStdio] serves it on standard input and output, and [Handler] over
 // streamable HTTP. Each call is answered as a model's call would be:
 // validation, limits, middleware, journal, hooks and events

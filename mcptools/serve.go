@@ -50,12 +50,12 @@ type ServeOptions struct {
 	TrustedOrigins []string
 }
 
-// NewServer returns an MCP server (the SDK's, to run over any of its
-// transports) offering the tools of tools: each tool's name, description
-// and schema as they are, ReadOnly and Idempotent as readOnlyHint and
-// idempotentHint. A tool added to or removed from the toolbox is offered
-// or withdrawn at the next request, and the clients are told
-// (notifications/tools/list_changed).
+// ToolboxServer returns an MCP server (the SDK's, to run over any of its
+// transports) serving a toolbox: it offers the tools of tools, each
+// tool's name, description and schema as they are, ReadOnly and
+// Idempotent as readOnlyHint and idempotentHint. A tool added to or
+// removed from the toolbox is offered or withdrawn at the next request,
+// and the clients are told (notifications/tools/list_changed).
 //
 // A call gets what a model's call would: its arguments bounded and
 // validated, the middleware, the tool's timeout and output limit, the
@@ -67,7 +67,7 @@ type ServeOptions struct {
 // link (a URL), files as embedded resources (their bytes) or resource
 // links; a file the service holds (a file id) as a text naming it.
 // opts may be nil.
-func NewServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
+func ToolboxServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
 	var o ServeOptions
 	if opts != nil {
 		o = *opts
@@ -94,10 +94,18 @@ func NewServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
 	return e.srv
 }
 
+// NewServer is [ToolboxServer]: it serves a toolbox, and does not make a
+// [Server] (an MCP server to connect to).
+//
+// Deprecated: use ToolboxServer.
+func NewServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
+	return ToolboxServer(tools, opts)
+}
+
 // ServeStdio serves tools over MCP on the process's standard input and
 // output until ctx ends or the client closes the connection.
 func ServeStdio(ctx context.Context, tools *core.Toolbox, opts *ServeOptions) error {
-	return NewServer(tools, opts).Run(ctx, &mcp.StdioTransport{})
+	return ToolboxServer(tools, opts).Run(ctx, &mcp.StdioTransport{})
 }
 
 // Handler returns an http.Handler serving tools over MCP's streamable
@@ -122,7 +130,7 @@ func Handler(tools *core.Toolbox, opts *ServeOptions) http.Handler {
 		trusted = opts.TrustedOrigins
 	}
 	check := newOriginCheck(trusted)
-	srv := NewServer(tools, opts)
+	srv := ToolboxServer(tools, opts)
 	check.next = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	return check
 }

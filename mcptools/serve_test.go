@@ -52,7 +52,7 @@ func TestServe(t *testing.T) {
 			var transport mcp.Transport
 			if tr == "memory" {
 				ct, st := mcp.NewInMemoryTransports()
-				if _, err := mcptools.NewServer(tb, opts).Connect(t.Context(), st, nil); err != nil {
+				if _, err := mcptools.ToolboxServer(tb, opts).Connect(t.Context(), st, nil); err != nil {
 					t.Fatal(err)
 				}
 				transport = ct
@@ -136,7 +136,7 @@ func TestServe(t *testing.T) {
 
 // TestBothWays: a toolbox served over MCP is a toolbox's MCP server.
 func TestBothWays(t *testing.T) {
-	srv := mcptools.NewServer(served(), &mcptools.ServeOptions{Runner: core.Options{Logger: quiet}})
+	srv := mcptools.ToolboxServer(served(), &mcptools.ServeOptions{Runner: core.Options{Logger: quiet}})
 	_, _, r, _ := connect(t, []mcptools.Server{{Name: "mirror", Transport: mcptools.InMemory(srv), Prefix: "m_"}}, nil)
 	if got := call(t, r, "m_get_weather", `{"city":"Seattle"}`); got.Output.Text != "70f and rainy" {
 		t.Errorf("m_get_weather = %+v", got)
@@ -315,3 +315,6 @@ func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// NewServer stays, deprecated, for one release: ToolboxServer's old name.
+var _ func(*core.Toolbox, *mcptools.ServeOptions) *mcp.Server = mcptools.NewServer

@@ -24,8 +24,10 @@ import (
 // [Server.MaxRestarts] says otherwise.
 const DefaultMaxRestarts = 3
 
-// A Server is an MCP server whose tools a program offers to the model.
-// Exactly one of Command, URL and Transport says how to reach it.
+// A Server is an MCP server to connect to ([Connect]), whose tools a
+// program offers to the model; [ToolboxServer] is the other way, serving
+// a toolbox. Exactly one of Command, URL and Transport says how to reach
+// it.
 type Server struct {
 	// Name names the server in errors, logs, events and spans. It is
 	// required, and unique among the servers of a [Set].

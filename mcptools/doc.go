@@ -49,8 +49,9 @@
 // A protocol or transport failure is a failed result the model can act on
 // ("the MCP server … refused the call's arguments", "… stopped answering
 // during the call; whether the call took effect is unknown", "… is
-// unavailable"), whose error in the run's events is an *errcode.Error
-// (InvalidArgument, NotFound, Internal, Unavailable). A server whose
+// unavailable", "… redirected the call to another origin"), whose error
+// in the run's events is an *errcode.Error (InvalidArgument, NotFound,
+// Internal, Unavailable, PermissionDenied). A server whose
 // connection ends (a stdio server that exits, an HTTP server whose
 // response breaks off) is started again, at most [Server.MaxRestarts]
 // times with a growing pause, and its tools listed again; its calls fail
@@ -65,12 +66,17 @@
 //
 // # A toolbox served over MCP
 //
-// [NewServer] returns the SDK's MCP server offering a toolbox's tools,
+// [ToolboxServer] returns the SDK's MCP server offering a toolbox's tools,
 // [ServeStdio] serves it on standard input and output, and [Handler] over
 // streamable HTTP. Each call is answered as a model's call would be:
 // validation, limits, middleware, journal, hooks and events
 // ([ServeOptions.Runner]); a failure is an isError result with the text
-// the model would read.
+// the model would read. Given no logger, it logs only what goes wrong in
+// it (at Warn and above, on slog.Default()), not its calls. Over HTTP, as MCP asks against DNS rebinding, a
+// request from a browser's page (one with an Origin header) is served
+// only from an origin the program trusts ([ServeOptions.TrustedOrigins])
+// or from the server's own on a loopback host, and refused with 403
+// otherwise; clients that are not browsers send none and are served.
 //
 // # Configuration
 //
@@ -94,7 +100,10 @@
 // A stdio server's environment holds PATH, HOME, USER, LOGNAME, SHELL,
 // TERM, TMPDIR and LANG of the program's and its own env, nothing else:
 // the program's credentials are not passed on. Headers go to the URL's
-// origin only, over https (or to a loopback host).
+// origin only, over https (or to a loopback host): a server that
+// redirects a request to another origin gets nothing sent there, and the
+// call (or Connect) fails with code PermissionDenied, as on the backends'
+// clients.
 //
 // # Testing
 //

@@ -80,7 +80,7 @@ func ExampleConnect() {
 
 // A program's toolbox served over MCP, called by the SDK's client (here
 // in memory; ServeStdio and Handler serve it over stdio and HTTP).
-func ExampleNewServer() {
+func ExampleToolboxServer() {
 	ctx := context.Background()
 	weather, err := core.NewTool("get_weather", "Gets the weather in a city.",
 		func(_ context.Context, in struct {
@@ -96,7 +96,7 @@ func ExampleNewServer() {
 		log.Fatal(err)
 	}
 	ct, st := mcp.NewInMemoryTransports()
-	if _, err := mcptools.NewServer(tools, nil).Connect(ctx, st, nil); err != nil {
+	if _, err := mcptools.ToolboxServer(tools, nil).Connect(ctx, st, nil); err != nil {
 		log.Fatal(err)
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client"}, nil).Connect(ctx, ct, nil)

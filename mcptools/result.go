@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/origin"
 )
 
 // output maps what a tool call returned to what the handler of its
@@ -128,6 +129,9 @@ const (
 // broken reports whether err says the connection to the server failed
 // (rather than the server answering with an error).
 func broken(err error) bool {
+	if refused(err) {
+		return false
+	}
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
 		return true
 	}
@@ -140,6 +144,15 @@ func broken(err error) bool {
 		return false
 	}
 	return true
+}
+
+// refused reports whether err is a request the client refused to send:
+// redirected by the server to another origin (an *origin.RedirectError),
+// or made to another origin than the server's, where its headers must not
+// go. The connection is not broken by it.
+func refused(err error) bool {
+	var re *origin.RedirectError
+	return errors.As(err, &re) || errors.Is(err, errOtherOrigin)
 }
 
 // callError returns the handler's error for a call that failed below the
@@ -156,6 +169,8 @@ func callError(ctx context.Context, server, tool string, err error) error {
 	switch {
 	case errors.Is(err, errDown):
 		return &core.ModelError{Message: fmt.Sprintf("the MCP server %q is unavailable (it stopped); the call was not made", server), Err: &errcode.Error{Code: errcode.Unavailable, Op: op, Err: err}}
+	case refused(err):
+		return &core.ModelError{Message: fmt.Sprintf("the MCP server %q redirected the call to another origin, where it was not sent; the call was not made", server), Err: &errcode.Error{Code: errcode.PermissionDenied, Op: op, Err: err}}
 	case broken(err):
 		// The connection ended under the call: below the switch.
 	case errors.As(err, &we):

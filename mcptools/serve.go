@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -27,18 +28,34 @@ type ServeOptions struct {
 	// call is answered as a step's call of a run is (core.Runner.Call,
 	// journaled), under the backend name "mcp", the session as its
 	// thread.
+	//
+	// Unlike a runner's, a nil Runner.Logger keeps the served toolbox
+	// quiet: slog.Default() (as it is when the server is made) receives
+	// only records at Warn and above (a tool's panic, the journal's
+	// failures, a call in doubt), not the calls, answered or failed,
+	// whose outcome the client is told. A logger given receives the
+	// runner's records at their levels (see core.Options.Logger: failed
+	// calls at Info) and the SDK's.
 	Runner core.Options
 	// Implementation names the server to its clients; nil means
 	// "toolrelay".
 	Implementation *mcp.Implementation
+	// TrustedOrigins are the origins ("https://app.example.com", scheme
+	// and host) whose pages may call a toolbox served by [Handler] from a
+	// browser. A request of any other page (its Origin header naming
+	// another origin, "null", or none that parses) is refused with 403,
+	// except a page of the very origin the request was made to on a
+	// loopback host. Requests without an Origin header (clients that are
+	// not browsers) are not affected.
+	TrustedOrigins []string
 }
 
-// NewServer returns an MCP server (the SDK's, to run over any of its
-// transports) offering the tools of tools: each tool's name, description
-// and schema as they are, ReadOnly and Idempotent as readOnlyHint and
-// idempotentHint. A tool added to or removed from the toolbox is offered
-// or withdrawn at the next request, and the clients are told
-// (notifications/tools/list_changed).
+// ToolboxServer returns an MCP server (the SDK's, to run over any of its
+// transports) serving a toolbox: it offers the tools of tools, each
+// tool's name, description and schema as they are, ReadOnly and
+// Idempotent as readOnlyHint and idempotentHint. A tool added to or
+// removed from the toolbox is offered or withdrawn at the next request,
+// and the clients are told (notifications/tools/list_changed).
 //
 // A call gets what a model's call would: its arguments bounded and
 // validated, the middleware, the tool's timeout and output limit, the
@@ -50,7 +67,7 @@ type ServeOptions struct {
 // link (a URL), files as embedded resources (their bytes) or resource
 // links; a file the service holds (a file id) as a text naming it.
 // opts may be nil.
-func NewServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
+func ToolboxServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
 	var o ServeOptions
 	if opts != nil {
 		o = *opts
@@ -59,8 +76,12 @@ func NewServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "toolrelay", Version: "v1"}
 	}
+	sdkLogger := o.Runner.Logger // nil: the SDK logs nothing
+	if o.Runner.Logger == nil {
+		o.Runner.Logger = slog.New(warnings{slog.Default().Handler()})
+	}
 	e := &exported{tools: tools, runner: core.NewRunner(servedBackend{}, tools, &o.Runner), offered: map[string]bool{}}
-	e.srv = mcp.NewServer(impl, &mcp.ServerOptions{Logger: o.Runner.Logger})
+	e.srv = mcp.NewServer(impl, &mcp.ServerOptions{Logger: sdkLogger})
 	e.sync()
 	e.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -73,19 +94,64 @@ func NewServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
 	return e.srv
 }
 
+// NewServer is [ToolboxServer]: it serves a toolbox, and does not make a
+// [Server] (an MCP server to connect to).
+//
+// Deprecated: use ToolboxServer.
+func NewServer(tools *core.Toolbox, opts *ServeOptions) *mcp.Server {
+	return ToolboxServer(tools, opts)
+}
+
 // ServeStdio serves tools over MCP on the process's standard input and
 // output until ctx ends or the client closes the connection.
 func ServeStdio(ctx context.Context, tools *core.Toolbox, opts *ServeOptions) error {
-	return NewServer(tools, opts).Run(ctx, &mcp.StdioTransport{})
+	return ToolboxServer(tools, opts).Run(ctx, &mcp.StdioTransport{})
 }
 
 // Handler returns an http.Handler serving tools over MCP's streamable
-// HTTP transport (the SDK's, with its limits and its protection of
-// localhost servers from other origins).
+// HTTP transport (the SDK's, with its limits). As MCP asks of servers,
+// against DNS rebinding, every request is checked before it is served:
+//
+//   - its Origin header, when it has one (a browser's page): the origin
+//     must be one of opts.TrustedOrigins, or the origin the request was
+//     made to on a loopback host; another, "null" or a malformed one is
+//     refused with 403. A request without one (a client that is not a
+//     browser) passes.
+//   - its Host, by the SDK: a request that reached a loopback address
+//     naming a host that is not loopback is refused with 403.
+//
+// The Host is not otherwise checked, nor is the caller authenticated:
+// serve on a loopback address, or put authentication in front. Handler
+// panics if an entry of opts.TrustedOrigins is not an http or https
+// origin. opts may be nil.
 func Handler(tools *core.Toolbox, opts *ServeOptions) http.Handler {
-	srv := NewServer(tools, opts)
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var trusted []string
+	if opts != nil {
+		trusted = opts.TrustedOrigins
+	}
+	check := newOriginCheck(trusted)
+	srv := ToolboxServer(tools, opts)
+	check.next = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	return check
 }
+
+// warnings passes on the records of its handler's at Warn and above: the
+// logger of a served toolbox given none.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+func (w warnings) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return nil
+	}
+	return w.Handler.Handle(ctx, r)
+}
+func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnings{w.Handler.WithAttrs(attrs)}
+}
+func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handler.WithGroup(name)} }
 
 // exported is a toolbox served over MCP.
 type exported struct {

@@ -24,8 +24,10 @@ import (
 // [Server.MaxRestarts] says otherwise.
 const DefaultMaxRestarts = 3
 
-// A Server is an MCP server whose tools a program offers to the model.
-// Exactly one of Command, URL and Transport says how to reach it.
+// A Server is an MCP server to connect to ([Connect]), whose tools a
+// program offers to the model; [ToolboxServer] is the other way, serving
+// a toolbox. Exactly one of Command, URL and Transport says how to reach
+// it.
 type Server struct {
 	// Name names the server in errors, logs, events and spans. It is
 	// required, and unique among the servers of a [Set].
@@ -47,8 +49,11 @@ type Server struct {
 	// URL reaches the server over the streamable HTTP transport. Headers
 	// (such as Authorization) go with every request to URL's origin
 	// (scheme, host and port) and nowhere else: a redirect to another
-	// origin is refused, and headers go over plain http only to a
-	// loopback host. HTTPClient, if set, sends the requests.
+	// origin is refused before anything is sent there (the call, or
+	// [Connect], fails with code PermissionDenied; the connection stays),
+	// and headers go over plain http only to a loopback host. HTTPClient,
+	// if set, sends the requests (its own CheckRedirect sees only the
+	// redirects within the origin).
 	URL        string
 	Headers    map[string]string
 	HTTPClient *http.Client

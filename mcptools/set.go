@@ -71,7 +71,8 @@ var errDown = errors.New("the MCP server is not connected")
 // (after [ToolName], with the server's prefix) is already taken, by the
 // program or by another server; a tool whose schema cannot be used is left
 // out, and logged. A server that cannot be reached fails Connect, with
-// code Unavailable. opts may be nil.
+// code Unavailable; one that redirects the client to another origin, with
+// code PermissionDenied. opts may be nil.
 func Connect(ctx context.Context, tools *core.Toolbox, servers []Server, opts *Options) (*Set, error) {
 	if tools == nil {
 		return nil, errcode.Errorf(errcode.InvalidArgument, "mcptools: Connect with a nil toolbox")
@@ -283,7 +284,11 @@ func (c *conn) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	})
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, &errcode.Error{Code: errcode.Unavailable, Op: "mcptools: connect " + c.srv.Name, Err: err}
+		code := errcode.Unavailable
+		if refused(err) {
+			code = errcode.PermissionDenied
+		}
+		return nil, &errcode.Error{Code: code, Op: "mcptools: connect " + c.srv.Name, Err: err}
 	}
 	return cs, nil
 }

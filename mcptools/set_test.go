@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,8 +313,9 @@ func TestHints(t *testing.T) {
 	}
 }
 
-// TestHeaders: headers go to the server's origin, and a server's request
-// elsewhere is refused.
+// TestHeaders: headers go to the server's origin, and never over plain
+// http to a host that is not loopback (TestRedirect: nor where the server
+// redirects to another origin).
 func TestHeaders(t *testing.T) {
 	dir := t.TempDir()
 	srv := mcptest.NewServer(dir, nil)
@@ -337,6 +340,119 @@ func TestHeaders(t *testing.T) {
 	_, err = mcptools.Connect(t.Context(), tb, []mcptools.Server{{Name: "test", URL: "http://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}}}, nil)
 	if errcode.Of(err) != errcode.InvalidArgument || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("headers over plain http: %v, want InvalidArgument without the secret", err)
+	}
+}
+
+// TestRedirect: a server that redirects the client to another origin, at
+// connect or during a call, gets nothing there, not its headers: the
+// redirect is refused, with code PermissionDenied and an error saying so
+// (as the backends' clients refuse one), and never naming the secret. A
+// redirect within the server's origin is followed.
+func TestRedirect(t *testing.T) {
+	const secret = "Bearer s3cret"
+	for _, tt := range []struct {
+		name  string
+		when  string // "connect" or "call"
+		other bool   // redirected to another origin, else within the server's
+	}{
+		{"connect/other origin", "connect", true},
+		{"call/other origin", "call", true},
+		{"connect/same origin", "connect", false},
+		{"call/same origin", "call", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := mcptest.NewServer(t.TempDir(), nil)
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+			var elsewhere []string // what the other origin received
+			var mu sync.Mutex
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				elsewhere = append(elsewhere, fmt.Sprintf("%s %s (Authorization %q)", r.Method, r.URL.Path, r.Header.Get("Authorization")))
+				mu.Unlock()
+				http.Error(w, "not here", http.StatusNotFound)
+			}))
+			t.Cleanup(other.Close)
+			var redirecting atomic.Bool
+			var redirected atomic.Int32
+			hs := httptest.NewServer(nil)
+			hs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Authorization") != secret {
+					http.Error(w, "no", http.StatusUnauthorized)
+					return
+				}
+				if rest, ok := strings.CutPrefix(r.URL.Path, "/moved"); ok {
+					r.URL.Path = "/" + strings.TrimPrefix(rest, "/")
+				} else if redirecting.Load() && r.Method == http.MethodPost {
+					redirected.Add(1)
+					to := hs.URL + "/moved" + r.URL.Path
+					if tt.other {
+						to = other.URL + r.URL.Path
+					}
+					w.Header().Set("Location", to)
+					w.WriteHeader(http.StatusTemporaryRedirect)
+					return
+				}
+				h.ServeHTTP(w, r)
+			})
+			t.Cleanup(hs.Close)
+			s := mcptools.Server{Name: "test", URL: hs.URL, Headers: map[string]string{"Authorization": secret}, MaxRestarts: -1}
+			var err error
+			if tt.when == "connect" {
+				redirecting.Store(true)
+				tb, _ := core.NewToolbox()
+				var set *mcptools.Set
+				set, err = mcptools.Connect(t.Context(), tb, []mcptools.Server{s}, &mcptools.Options{Logger: quiet})
+				if set != nil {
+					set.Close()
+				}
+			} else {
+				_, _, r, events := connect(t, []mcptools.Server{s}, nil)
+				redirecting.Store(true)
+				got := call(t, r, "echo", `{"text":"ok"}`)
+				if tt.other != got.Failed {
+					t.Errorf("echo = %+v, failed %v; want %v", got, got.Failed, tt.other)
+				}
+				if got.Failed && !strings.Contains(got.Error, "origin") {
+					t.Errorf("the model reads %q; want it told the server redirected to another origin", got.Error)
+				}
+				for _, e := range *events {
+					if e.Kind == core.EventCallFinished && e.Err != nil {
+						err = e.Err
+					}
+				}
+				// The refusal broke nothing: the session is not dropped as a
+				// broken connection's would be, and the next call, not
+				// redirected, is answered on it.
+				if err != nil && mcptools.Broken(err) {
+					t.Errorf("the refused redirect counts as a broken connection, whose session is dropped: %v", err)
+				}
+				redirecting.Store(false)
+				if got := call(t, r, "echo", `{"text":"again"}`); got.Failed || got.Output.Text != "again" {
+					t.Errorf("echo after the redirect = %+v, want it answered", got)
+				}
+			}
+			if redirected.Load() == 0 {
+				t.Fatalf("%s = %v, and the server redirected no request", tt.when, err)
+			}
+			if !tt.other {
+				if err != nil {
+					t.Errorf("%s redirected within the server's origin = %v, want success", tt.when, err)
+				}
+				return
+			}
+			t.Logf("error: %v", err)
+			if code := errcode.Of(err); code != errcode.PermissionDenied || !strings.Contains(err.Error(), "origin") {
+				t.Errorf("%s = %v, of code %v; want PermissionDenied, saying the redirect leaves the origin", tt.when, err, code)
+			}
+			if err != nil && strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("the error shows the secret: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range elsewhere {
+				t.Errorf("the other origin received %s", r)
+			}
+		})
 	}
 }
 

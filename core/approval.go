@@ -253,7 +253,7 @@ func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result
 type resumption struct {
 	thread    string
 	opts      *RunOptions
-	recovered bool       // taken over by TakeOver
+	takenOver bool       // taken over by TakeOver
 	start     *beginning // set: start the run again instead (see recordStart)
 	// held: the run's record is claimed (TakeOver), its lease held until
 	// the run begins.
@@ -270,7 +270,7 @@ func (r *Runner) resumeAll(ctx context.Context, todo []resumption) ([]*Result, e
 		errs []error
 	)
 	for i, t := range todo {
-		b := beginning{thread: t.thread, recovered: t.recovered}
+		b := beginning{thread: t.thread, takenOver: t.takenOver}
 		if t.start != nil {
 			b = *t.start
 		}

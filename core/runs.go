@@ -66,7 +66,7 @@ func (r *Runner) newRecord(ctx context.Context, ro RunOptions) *runRecord {
 
 // recordStart records a run that starts a new thread before the request
 // that creates it, under the thread startPrefix + an id of its own (or
-// b.startRecord, the record of a start recovered), with its input: a
+// b.startRecord, the record of a start taken over), with its input: a
 // worker that stops before the thread exists, or before the thread's own
 // record is written, leaves this record, and the worker that takes it
 // over starts the run again (on a new thread; the thread the stopped worker
@@ -253,7 +253,7 @@ func (rec *runRecord) endAs(ctx context.Context, state journaldriver.RunState, m
 // first, runs them one after the other (renewing the leases of those
 // that wait), and returns their results;
 // the errors of the runs that failed are joined. Of several workers
-// recovering at once, each run goes to one. It needs a journal that keeps
+// taking over at once, each run goes to one. It needs a journal that keeps
 // runs (SQLite, PostgreSQL, or a memory journal shared in one process);
 // runs are recorded by runners over such a journal.
 func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
@@ -274,10 +274,10 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 		// worker must not take them while this one works through those
 		// before them.
 		r.holdLease(ctx, r.runKey(run.Thread))
-		todo[i] = resumption{thread: run.Thread, opts: &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}, recovered: true, held: true}
+		todo[i] = resumption{thread: run.Thread, opts: &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}, takenOver: true, held: true}
 		if strings.HasPrefix(run.Thread, startPrefix) {
 			// Its thread did not exist, or was not recorded: start again.
-			todo[i].start = &beginning{input: o.Input, startRecord: run.Thread, recovered: true}
+			todo[i].start = &beginning{input: o.Input, startRecord: run.Thread, takenOver: true}
 		}
 	}
 	return r.resumeAll(ctx, todo)
@@ -319,8 +319,8 @@ func (r *Runner) Enqueue(ctx context.Context, input string, opts *RunOptions) (s
 }
 
 // KeepTakingOver calls [Runner.TakeOver] every interval until ctx ends,
-// handing each recovered run's result (or the error of a round) to
-// handle, which may be nil. It returns ctx's error.
+// handing the result of each run it took over (or the error of a round)
+// to handle, which may be nil. It returns ctx's error.
 func (r *Runner) KeepTakingOver(ctx context.Context, every time.Duration, handle func(*Result, error)) error {
 	t := time.NewTicker(every)
 	defer t.Stop()

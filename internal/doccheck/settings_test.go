@@ -2,9 +2,6 @@ package doccheck
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,25 +16,9 @@ import (
 func TestBackendSettingsDocs(t *testing.T) {
 	root := filepath.Join("..", "..")
 	found := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "node_modules" || n == "temporal") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
-		if err != nil {
-			return err
-		}
+	goFiles(t, root, 0, func(path string, f *ast.File) {
 		if f.Name.Name == "adapter" {
-			return nil // its Settings are the shared ones, in Options.Settings
+			return // its Settings are the shared ones, in Options.Settings
 		}
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
@@ -59,11 +40,7 @@ func TestBackendSettingsDocs(t *testing.T) {
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if found < 5 { // openai, foundry, responses, coretest, mcptools
 		t.Fatalf("found %d backend settings types, want at least 5: the search is broken", found)
 	}

@@ -111,12 +111,12 @@ type CallEnd struct {
 // resume, and its conversation note on a resume or a continuation. It
 // returns the run's context, the info (whose Origin the hook may have set)
 // and the end function, nil when there is no hook.
-func (r *Runner) hookRun(ctx context.Context, thread string, resume, recovered bool) (context.Context, *RunInfo, func(*Result, error)) {
+func (r *Runner) hookRun(ctx context.Context, thread string, resume, takenOver bool) (context.Context, *RunInfo, func(*Result, error)) {
 	h := r.opts.Hooks
 	if h == nil || h.Run == nil {
 		return ctx, nil, nil
 	}
-	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume, TakenOver: recovered, Conversation: thread}
+	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume, TakenOver: takenOver, Conversation: thread}
 	if n, ok := r.opts.Journal.(journaldriver.Notes); ok && thread != "" {
 		if resume {
 			if v, found, err := n.Note(ctx, info.Backend, thread, originNote); err == nil && found {

@@ -312,10 +312,10 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*
 type beginning struct {
 	input  string
 	thread string // the thread resumed; "" for a start
-	// A start recovered from a worker that stopped before its thread
+	// A start taken over from a worker that stopped before its thread
 	// existed goes on under that worker's record of it (see recordStart).
 	startRecord string
-	recovered   bool // taken over by TakeOver
+	takenOver   bool // taken over by TakeOver
 	// hold holds the threads the run works on (see threadLocks).
 	hold *threadHold
 }
@@ -345,7 +345,7 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return &Result{Thread: thread}, err
 	}
-	ctx, info, end := r.hookRun(ctx, thread, b.thread != "", b.recovered)
+	ctx, info, end := r.hookRun(ctx, thread, b.thread != "", b.takenOver)
 	res, err := r.begin(ctx, ro, b, sk, info)
 	if end != nil {
 		end(res, err)

@@ -66,7 +66,7 @@ func (r *Runner) newRecord(ctx context.Context, ro RunOptions) *runRecord {
 
 // recordStart records a run that starts a new thread before the request
 // that creates it, under the thread startPrefix + an id of its own (or
-// b.startRecord, the record of a start recovered), with its input: a
+// b.startRecord, the record of a start taken over), with its input: a
 // worker that stops before the thread exists, or before the thread's own
 // record is written, leaves this record, and the worker that takes it
 // over starts the run again (on a new thread; the thread the stopped worker
@@ -254,7 +254,7 @@ func (rec *runRecord) endAs(ctx context.Context, state journaldriver.RunState, m
 // worker holds no run it is not working on, so that the other workers
 // take the rest meanwhile, and a worker that dies strands one run, not
 // its backlog. It returns their results; the errors of the runs that
-// failed are joined. Of several workers recovering at once, each run goes
+// failed are joined. Of several workers taking over at once, each run goes
 // to one. It needs a journal that keeps runs (SQLite, PostgreSQL, or a
 // memory journal shared in one process); runs are recorded by runners
 // over such a journal.
@@ -277,10 +277,10 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 		var o runOptionsJSON
 		json.Unmarshal([]byte(run.Options), &o)
 		r.opts.Logger.InfoContext(ctx, "toolrelay: taking over a run whose worker stopped", "thread", run.Thread, "previous_owner", run.Owner)
-		b := beginning{thread: run.Thread, recovered: true}
+		b := beginning{thread: run.Thread, takenOver: true}
 		if strings.HasPrefix(run.Thread, startPrefix) {
 			// Its thread did not exist, or was not recorded: start again.
-			b = beginning{input: o.Input, startRecord: run.Thread, recovered: true}
+			b = beginning{input: o.Input, startRecord: run.Thread, takenOver: true}
 		}
 		if g.add(r.exec(ctx, r.runOptions(&RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}), b, nil)); ctx.Err() != nil {
 			break
@@ -325,8 +325,8 @@ func (r *Runner) Enqueue(ctx context.Context, input string, opts *RunOptions) (s
 }
 
 // KeepTakingOver calls [Runner.TakeOver] every interval until ctx ends,
-// handing each recovered run's result (or the error of a round) to
-// handle, which may be nil. It returns ctx's error.
+// handing the result of each run it took over (or the error of a round)
+// to handle, which may be nil. It returns ctx's error.
 func (r *Runner) KeepTakingOver(ctx context.Context, every time.Duration, handle func(*Result, error)) error {
 	t := time.NewTicker(every)
 	defer t.Stop()

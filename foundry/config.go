@@ -11,8 +11,9 @@ import (
 
 // Settings are the configuration settings of the foundry backend: section
 // "foundry" of the configuration file, and the environment variables of
-// the package doc's table. A program may also set them in code, in
-// adapter.Options.Settings.
+// the package doc's table. A program may also set them in code, as a
+// Settings value (or a pointer to one) in adapter.Options.BackendSettings,
+// whose non-zero fields win over the file and the environment.
 type Settings struct {
 	// Endpoint is the project endpoint,
 	// https://<resource>.services.ai.azure.com/api/projects/<project>.

@@ -10,8 +10,9 @@ import (
 
 // Settings are the configuration settings of the openai backend: section
 // "openai" of the configuration file, and the environment variables of the
-// package doc's table. A program may also set them in code, in
-// adapter.Options.Settings.
+// package doc's table. A program may also set them in code, as a Settings
+// value (or a pointer to one) in adapter.Options.BackendSettings, whose
+// non-zero fields win over the file and the environment.
 type Settings struct {
 	// APIKey authenticates the requests (Options.APIKey).
 	APIKey string `json:"api_key,omitempty" env:"OPENAI_API_KEY"`

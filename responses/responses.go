@@ -214,7 +214,10 @@ func (b *Backend) KeepThread(thread string) { b.loop.KeepThread(thread) }
 
 // Settings are the configuration settings of the responses backend:
 // section "responses" of the configuration file, and the environment
-// variables of the package doc's table.
+// variables of the package doc's table. A program may also set them in
+// code, as a Settings value (or a pointer to one) in
+// adapter.Options.BackendSettings, whose non-zero fields win over the file
+// and the environment.
 type Settings struct {
 	// APIKey is the API key, sent as a bearer token.
 	APIKey string `json:"api_key,omitempty" env:"OPENAI_API_KEY"`

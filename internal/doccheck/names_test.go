@@ -123,7 +123,23 @@ func TestNamesExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	found += check("README.md", string(readme))
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	goFiles(t, root, parser.PackageClauseOnly, func(path string, f *ast.File) {
+		if f.Doc != nil {
+			found += check(path+" (package doc)", f.Doc.Text())
+		}
+	})
+	if found < 30 {
+		t.Fatalf("found %d references; the extraction is broken", found)
+	}
+	t.Logf("%d references checked", found)
+}
+
+// goFiles calls fn with each Go file of the module under root, but for
+// tests, testdata, hidden directories, node_modules and the temporal
+// module, parsed with its comments and mode.
+func goFiles(t *testing.T, root string, mode parser.Mode, fn func(path string, f *ast.File)) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -136,18 +152,14 @@ func TestNamesExist(t *testing.T) {
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.PackageClauseOnly)
-		if err != nil || f.Doc == nil {
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|mode)
+		if err != nil {
 			return err
 		}
-		found += check(path+" (package doc)", f.Doc.Text())
+		fn(path, f)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found < 30 {
-		t.Fatalf("found %d references; the extraction is broken", found)
-	}
-	t.Logf("%d references checked", found)
 }

@@ -418,7 +418,8 @@ func TestMigrate(t *testing.T) {
 // TestSyncs checks which writes wait for the server's log flush under each
 // setting: a claim before a handler runs, and (under Full) its result;
 // never the writes of a call that may run twice, the submitted marks and
-// the run lease renewals.
+// the run lease renewals; and that a batch of writes is synced if one of
+// them must be, whichever comes first.
 func TestSyncs(t *testing.T) {
 	for _, tc := range []struct {
 		sync pgjournal.Synchronous
@@ -428,7 +429,13 @@ func TestSyncs(t *testing.T) {
 		{pgjournal.Full, journaltest.SyncsUnderFull()},
 	} {
 		t.Run(string(cmp.Or(tc.sync, "default")), func(t *testing.T) {
-			journaltest.Syncs(t, open(t, newSchema(t), &pgjournal.Options{Synchronous: tc.sync}), tc.want)
+			t.Run("alone", func(t *testing.T) {
+				journaltest.Syncs(t, open(t, newSchema(t), &pgjournal.Options{Synchronous: tc.sync}), tc.want)
+			})
+			t.Run("batched", func(t *testing.T) {
+				j := open(t, newSchema(t), &pgjournal.Options{Synchronous: tc.sync})
+				journaltest.SyncsBatched(t, j, tc.want, pgjournal.BatchingForTest(j))
+			})
 		})
 	}
 }

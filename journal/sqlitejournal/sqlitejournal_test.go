@@ -498,7 +498,8 @@ func TestMigrate(t *testing.T) {
 // TestSyncs checks which writes wait for the disk under each setting: a
 // claim before a handler runs, and (under Full) its result; never the
 // writes of a call that may run twice, the submitted marks and the run
-// lease renewals.
+// lease renewals; and that a batch of writes is synced if one of them
+// must be, whichever comes first.
 func TestSyncs(t *testing.T) {
 	for _, tc := range []struct {
 		sync sqlitejournal.Synchronous
@@ -512,8 +513,13 @@ func TestSyncs(t *testing.T) {
 		}},
 	} {
 		t.Run(string(cmp.Or(tc.sync, "default")), func(t *testing.T) {
-			j := open(t, filepath.Join(t.TempDir(), "journal.db"), &sqlitejournal.Options{Synchronous: tc.sync})
-			journaltest.Syncs(t, j, tc.want)
+			t.Run("alone", func(t *testing.T) {
+				journaltest.Syncs(t, open(t, filepath.Join(t.TempDir(), "journal.db"), &sqlitejournal.Options{Synchronous: tc.sync}), tc.want)
+			})
+			t.Run("batched", func(t *testing.T) {
+				j := open(t, filepath.Join(t.TempDir(), "journal.db"), &sqlitejournal.Options{Synchronous: tc.sync})
+				journaltest.SyncsBatched(t, j, tc.want, sqlitejournal.BatchingForTest(j))
+			})
 		})
 	}
 }

@@ -324,3 +324,64 @@ func TestWriteLater(t *testing.T) {
 		}
 	})
 }
+
+// TestWriterSyncsBatch checks that a transaction is committed under
+// synchronous = FULL if one of its writes must be synced, whichever comes
+// first in it, and under NORMAL if none must: each write reads the
+// setting its transaction is made under. The writer syncs claims (Claims),
+// and the transactions follow each other, so that the setting changes
+// between them.
+func TestWriterSyncsBatch(t *testing.T) {
+	w, _ := newTestWriter(t)
+	w.sync = Claims
+	const normal, full = 1, 2 // PRAGMA synchronous
+	for _, tc := range []struct {
+		name  string
+		batch []Synchronous // the syncFrom of each write, in order; "-": a write with nothing to make
+		want  int
+	}{
+		{"unsynced, synced", []Synchronous{"", Claims}, full},
+		{"unsynced, unsynced", []Synchronous{"", ""}, normal},
+		{"synced, unsynced", []Synchronous{Claims, ""}, full},
+		{"unsynced, synced from full", []Synchronous{"", Full}, normal},
+		{"unsynced, synced from full, synced", []Synchronous{"", Full, Claims}, full},
+		{"nothing to make, synced", []Synchronous{"-", Claims}, full},
+		{"synced, synced", []Synchronous{Claims, Claims}, full},
+		{"unsynced alone", []Synchronous{""}, normal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got, want []int
+			batch := make([]*op, len(tc.batch))
+			for i, from := range tc.batch {
+				if from == "-" {
+					batch[i] = &op{} // as the queue's Empty
+					continue
+				}
+				want = append(want, tc.want)
+				batch[i] = &op{syncFrom: from, run: func(ctx context.Context) error {
+					var s int
+					err := w.conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&s)
+					got = append(got, s)
+					return err
+				}}
+			}
+			before := w.stats().Syncs
+			w.run(batch) // the writer is idle: no transaction is under way
+			for i, o := range batch {
+				if o.err != nil {
+					t.Errorf("write %d: %v", i, o.err)
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("PRAGMA synchronous each write read (-want +got):\n%s", diff)
+			}
+			wantSyncs := int64(0)
+			if tc.want == full {
+				wantSyncs = 1
+			}
+			if syncs := w.stats().Syncs - before; syncs != wantSyncs {
+				t.Errorf("Stats counted %d syncs, want %d", syncs, wantSyncs)
+			}
+		})
+	}
+}

@@ -140,15 +140,36 @@
 // is a ServiceApproval call named [OriginAccess] with arguments
 // {"origin", "reason"}, answered with
 // agent.session.input.computer_use_approval_request_result (approve or
-// deny). Any other required action, such as a computer-use request to sign
-// in (browser_authentication, which asks for credentials toolrelay never
-// holds), gives an *[UnsupportedActionError] (Unimplemented); a stream that
-// keeps dropping gives Unknown. Context errors are returned as they are.
+// deny). Any other required action gives an *[UnsupportedActionError]
+// (Unimplemented), the turn left waiting, its Error saying what the
+// program does: a computer-use request to sign in (browser_authentication,
+// which asks for credentials toolrelay never holds) is answered with the
+// SDK (an agent.session.input.computer_use_approval_request_result,
+// browser_authentication submit or cancel); an environment_connection (a
+// session in a self-hosted environment waits for its executor, which no
+// input event answers) by starting or reconnecting the executor; a resume
+// then goes on. A stream that keeps dropping gives Unknown. Context errors
+// are returned as they are.
+//
+// # Webhooks
+//
+// [WebhookHandler] serves the webhooks of a project's sessions
+// (agent.session.created, in_progress, action_required, idle, failed):
+// it verifies each delivery with openai-go's client.Webhooks.Unwrap
+// (signature and timestamp; 401 otherwise, 413 past its size bound),
+// takes each event once (in memory, and across the processes sharing the
+// runner's journal), and on agent.session.action_required resumes the
+// session's run in the background (core.Runner.Resume), in whichever
+// process the webhook reached, so that no process follows a session
+// while it waits. An environment_connection is handed to the program
+// (WebhookOptions.OnEvent), not resumed. Only this backend has session
+// webhooks: [NewWebhookHandler] refuses a runner over another.
 //
 // # SDK access
 //
 // [Backend.Client] returns the *openai.Client (of
 // github.com/openai/openai-go/v3) the backend uses, for anything toolrelay
-// does not do: answering a browser sign-in request, listing a session's
-// items, updating the agent. [Backend.Agent] names the agent in use.
+// does not do: answering a browser sign-in request, starting a session that
+// only webhooks follow, listing a session's items, updating the agent.
+// [Backend.Agent] names the agent in use.
 package openai

@@ -33,27 +33,52 @@ func (e *SessionError) Error() string {
 // UnsupportedActionError reports a required action toolrelay cannot
 // perform: function calls, MCP approval requests and requests for a
 // browser's access to an origin are answered; a computer-use request to
-// sign in (which asks for credentials, never kept by toolrelay) or an
-// environment connection needs the program's own handling. The turn is
-// left waiting; the program may answer it with the SDK (see
-// [Backend.Client]) or cancel it.
+// sign in (browser_authentication, which asks for credentials, never kept
+// by toolrelay) and an environment connection (environment_connection: the
+// session waits for its self-hosted environment's executor to connect,
+// which no input event answers) need the program's own handling. The turn
+// is left waiting; the program answers it (with the SDK, see
+// [Backend.Client], or by connecting the environment) or cancels it, and
+// a resume (core.Runner.Resume) then goes on. Its Error says which, and
+// how.
 type UnsupportedActionError struct {
-	// Session and Turn locate the action.
+	// Session and Turn locate the action (an environment connection
+	// names no turn).
 	Session, Turn string
-	// Type is the action's type, such as "computer_use_approval_request".
+	// Type is the action's type, such as "computer_use_approval_request"
+	// or "environment_connection".
 	Type string
 	// Request is the type of a computer-use request, such as
 	// "browser_authentication", or "".
 	Request string
+	// Origin is the origin a sign-in request is for (its
+	// credential_origin), or "".
+	Origin string
+	// Environment is the id of the environment an environment_connection
+	// waits for, or "".
+	Environment string
 }
 
-// Error describes the action.
+// Error describes the action, and what the program does about it.
 func (e *UnsupportedActionError) Error() string {
+	switch {
+	case e.Type == "environment_connection":
+		return fmt.Sprintf("openai: unsupported action environment_connection in session %s: the session waits for its environment %s to connect, "+
+			"which toolrelay cannot do: start or reconnect the environment's executor (with the session's environment id and an environment key; "+
+			"a webhook handler's OnEvent gets agent.session.action_required for it), then resume the run (Runner.Resume); "+
+			"the session's state: Backend.Client().Beta.Agents.Sessions.Get", e.Session, e.Environment)
+	case e.Request == "browser_authentication":
+		return fmt.Sprintf("openai: unsupported action computer_use_approval_request (browser_authentication) in session %s: the browser asks to sign in to %s, "+
+			"with credentials toolrelay never holds: answer it with the SDK (Backend.Client().Beta.Agents.Sessions.Events.New, "+
+			"an agent.session.input.computer_use_approval_request_result whose response is browser_authentication submit or cancel) "+
+			"or cancel the turn, then resume the run (Runner.Resume)", e.Session, e.Origin)
+	}
 	what := e.Type
 	if e.Request != "" {
 		what += " (" + e.Request + ")"
 	}
-	return fmt.Sprintf("openai: unsupported action %s in session %s: toolrelay answers function calls and approvals; answer it with the SDK or cancel the turn", what, e.Session)
+	return fmt.Sprintf("openai: unsupported action %s in session %s: toolrelay answers function calls and approvals; "+
+		"answer it with the SDK (Backend.Client().Beta.Agents.Sessions.Events.New) or cancel the turn, then resume the run (Runner.Resume)", what, e.Session)
 }
 
 // errStreamDropped is wrapped by the error a run returns when the event

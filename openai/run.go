@@ -536,9 +536,9 @@ func unsupported(st *thread, list []oai.AgentSessionRequiredActionUnion) error {
 		case a.Type == "function_call", a.Type == "mcp_approval_request":
 		case a.Type == "computer_use_approval_request" && a.Request.Type == OriginAccess:
 		default:
-			ue := &UnsupportedActionError{Session: st.id, Turn: a.TurnID, Type: a.Type}
+			ue := &UnsupportedActionError{Session: st.id, Turn: a.TurnID, Type: a.Type, Environment: a.EnvironmentID}
 			if a.Type == "computer_use_approval_request" {
-				ue.Request = a.Request.Type
+				ue.Request, ue.Origin = a.Request.Type, a.Request.CredentialOrigin
 			}
 			return ue
 		}

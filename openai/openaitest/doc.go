@@ -46,7 +46,22 @@
 // top-level "error" key. A step scripted to fail with code
 // "budget_reached" pauses the session as a spending limit does (status
 // budget_reached, an agent.session.budget_reached event). environment must be
-// {"type":"none"}, and input is required.
+// {"type":"none"} or {"type":"self_hosted","workspace_directory":"/…"},
+// and input is required. A self-hosted session's turn waits for its
+// executor, as the service's does (status requires_action, required action
+// environment_connection, which no input event answers), until
+// [Server.ConnectEnvironment] stands for the program's executor
+// connecting.
+//
+// # Webhooks
+//
+// With [Options].Webhooks the server sends signed webhooks of its session
+// events (created, in_progress, action_required, idle) to the URLs given,
+// over a real HTTP client: Standard Webhooks signatures openai-go's
+// Unwrap verifies ([SignWebhook] signs alike, for tests that send what the
+// service would not), duplicated, shuffled, and sent again while not
+// answered 2xx, as configured. [Server.WebhookDeliveries] records every
+// attempt; [Server.FlushWebhooks] waits for those queued.
 //
 // # Faults
 //
@@ -67,9 +82,11 @@
 //
 // The fake runs function tools in the client only: environment types other
 // than "none", hosted tools, subagents, artifacts, traces and vaults are
-// not served (404 or 400). Computer use is limited to requests for a
-// browser's access to an origin (scripted with coretest.Call.Origin); a
-// sign-in request is never sent. Agent updates apply to later sessions
+// not served (404 or 400); a self-hosted environment has no executor but
+// ConnectEnvironment. Computer use is limited to requests for a browser's
+// access to an origin (scripted with coretest.Call.Origin), or with
+// [Options].SignIn to sign in to it (browser_authentication). No session
+// fails, so agent.session.failed is never sent. Agent updates apply to later sessions
 // only; session updates keep metadata only (spend control and prompt cache
 // options are accepted and ignored). DuplicateEvents duplicates every
 // stream, not one request's.

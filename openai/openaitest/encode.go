@@ -166,6 +166,12 @@ func (s *sessionJSON) appendJSON(b []byte) []byte {
 			}
 			b = append(b, `{"type":`...)
 			b = appendString(b, a.Type)
+			if a.EnvironmentID != "" {
+				b = append(b, `,"environment_id":`...)
+				b = appendString(b, a.EnvironmentID)
+				b = append(b, '}')
+				continue
+			}
 			b = append(b, `,"turn_id":`...)
 			b = appendString(b, a.TurnID)
 			if a.RequestID != "" {
@@ -190,6 +196,14 @@ func (s *sessionJSON) appendJSON(b []byte) []byte {
 	b = appendRaw(b, s.Agent)
 	b = append(b, `,"environment":{"type":`...)
 	b = appendString(b, s.Environment.Type)
+	if e := &s.Environment; e.ID != "" {
+		b = append(b, `,"id":`...)
+		b = appendString(b, e.ID)
+		b = append(b, `,"remote_url":`...)
+		b = appendString(b, e.RemoteURL)
+		b = append(b, `,"workspace_directory":`...)
+		b = appendString(b, e.WorkspaceDirectory)
+	}
 	b = append(b, `},"error":`...)
 	b = appendStringPtr(b, s.Error)
 	b = append(b, `,"created_at":`...)

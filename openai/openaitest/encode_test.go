@@ -58,6 +58,11 @@ func TestAppendJSON(t *testing.T) {
 		if i%3 == 2 {
 			sess.RequiredActions, sess.VaultIDs = nil, nil
 		}
+		if i%4 == 3 {
+			sess.Environment = environmentJSON{Type: "self_hosted", ID: s, RemoteURL: s, WorkspaceDirectory: s}
+			sess.RequiredActions = []requiredActionJSON{{Type: "environment_connection", EnvironmentID: s + "env"},
+				{Type: "computer_use_approval_request", TurnID: s, RequestID: s, Request: r}}
+		}
 		turn := &turnJSON{ID: s, Object: "agent.session.turn", AgentID: s, SessionID: s, Status: s, CreatedAt: 3, StartedAt: 3}
 		if i%2 == 0 {
 			turn.SubagentID, turn.CompletedAt, turn.Error, turn.Usage = sp(s), &one, &turnErrorJSON{Code: s, Message: s}, usage

@@ -23,6 +23,12 @@ type inputEvent struct {
 	Response  *struct {
 		Type     string `json:"type"`
 		Decision string `json:"decision"`
+		// browser_authentication: submit (with fields) or cancel
+		Action string `json:"action"`
+		Fields []struct {
+			FieldID string `json:"field_id"`
+			Value   string `json:"value"`
+		} `json:"fields"`
 	} `json:"response"`
 }
 
@@ -76,17 +82,25 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 					return bad("missing_required_parameter", "Missing required parameters: 'request_id' and 'response' are required for an approval result.")
 				}
 				computer := ev.Type == "agent.session.input.computer_use_approval_request_result"
-				if computer && ev.Response.Type != "browser_origin_access" {
-					return bad("invalid_value", "Invalid value for 'response.type': '"+ev.Response.Type+"'; the request is for browser_origin_access.")
-				}
-				switch ev.Response.Decision {
-				case "approve", "deny", "cancel":
-				default:
-					return bad("invalid_value", "Invalid value for 'response.decision': '"+ev.Response.Decision+"'.")
-				}
 				p := sess.pendingApproval(*ev.RequestID, computer)
 				if p == nil || answered[p] {
 					return bad("invalid_request_error", "Unknown pending approval request: "+*ev.RequestID)
+				}
+				if refusal := checkResponse(p, computer, ev.Response.Type, ev.Response.Decision, ev.Response.Action, len(ev.Response.Fields)); refusal != "" {
+					return bad("invalid_value", refusal)
+				}
+				if p.signIn && ev.Response.Action == "submit" {
+					given := map[string]bool{}
+					for _, f := range ev.Response.Fields {
+						if f.Value != "" {
+							given[f.FieldID] = true
+						}
+					}
+					for _, f := range signInFields {
+						if !given[f["id"].(string)] {
+							return bad("invalid_value", "Missing a value for the required field '"+f["id"].(string)+"'.")
+						}
+					}
 				}
 				answered[p] = true
 			case "agent.session.input.cancel":
@@ -121,7 +135,12 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 			case "agent.session.input.mcp_approval_request_result", "agent.session.input.computer_use_approval_request_result":
 				p := sess.pendingApproval(*ev.RequestID, ev.Type == "agent.session.input.computer_use_approval_request_result")
 				d := coretest.Delivered{CallID: p.callID, Name: p.name, Output: "approved"}
-				if ev.Response.Decision != "approve" {
+				switch {
+				case p.signIn && ev.Response.Action == "submit":
+					d.Output = "signed in" // the credentials go to the browser, not to the model
+				case p.signIn:
+					d.Output, d.Failed, d.Error = "", true, "cancelled"
+				case ev.Response.Decision != "approve":
 					// The event carries no reason.
 					d.Output, d.Failed, d.Error = "", true, map[string]string{"deny": "denied", "cancel": "cancelled"}[ev.Response.Decision]
 				}
@@ -139,6 +158,32 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 		}
 		return reply{status: http.StatusAccepted}
 	}
+}
+
+// checkResponse returns why the response to approval request p is
+// refused, or "": an MCP request or a request for access to an origin
+// takes a decision (approve, deny or cancel); a sign-in request
+// (browser_authentication) takes submit, with fields, or cancel.
+func checkResponse(p *pendingCall, computer bool, typ, decision, action string, fields int) string {
+	want := "browser_origin_access"
+	if p.signIn {
+		want = "browser_authentication"
+	}
+	switch {
+	case computer && typ != want:
+		return "Invalid value for 'response.type': '" + typ + "'; the request is for " + want + "."
+	case p.signIn && action != "submit" && action != "cancel":
+		return "Invalid value for 'response.action': '" + action + "'; want 'submit' or 'cancel'."
+	case p.signIn && action == "submit" && fields == 0:
+		return "Missing required parameter: 'response.fields'."
+	case p.signIn:
+		return ""
+	}
+	switch decision {
+	case "approve", "deny", "cancel":
+		return ""
+	}
+	return "Invalid value for 'response.decision': '" + decision + "'."
 }
 
 // pendingCall returns the pending call (turnID, callID) that has no result

@@ -44,6 +44,7 @@ type Server struct {
 	counters      map[string]int
 	nstream       int
 	clock         int64
+	hooks         *hookSender // nil unless Options.Webhooks
 }
 
 // Options configure a [Server]. nil is usable.
@@ -65,6 +66,15 @@ type Options struct {
 	// call that needs no result. A client that runs it is wrong; a result
 	// for it is refused like any call that is not pending.
 	StrayCalls bool
+	// SignIn makes every computer-use request (a call scripted with
+	// coretest.Call.Origin) one to sign in to the origin
+	// (browser_authentication, with a username and a password field)
+	// instead of one for access to it. Its answer is an
+	// agent.session.input.computer_use_approval_request_result whose
+	// response is browser_authentication submit (with a value for each
+	// field; the model reads "signed in") or cancel (a failed result,
+	// "cancelled").
+	SignIn bool
 	// Commentary, if set, precedes every answer with an assistant message
 	// of phase "commentary" holding this text, which is not part of the
 	// answer.
@@ -76,6 +86,9 @@ type Options struct {
 	// Usage is the token usage each model step adds to its turn; zero
 	// means DefaultUsage.
 	Usage Usage
+	// Webhooks, if set, makes the server send signed webhooks of session
+	// events to the URLs it names (see [Webhooks]).
+	Webhooks *Webhooks
 	// Listener, if set, is where the server listens (to serve on a fixed
 	// address); otherwise it listens on a free loopback port.
 	Listener net.Listener
@@ -189,6 +202,9 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 	if s.opts.Usage == (Usage{}) {
 		s.opts.Usage = DefaultUsage
 	}
+	if s.opts.Webhooks != nil {
+		s.hooks = newHookSender(*s.opts.Webhooks)
+	}
 	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
 	if s.opts.Listener != nil {
 		s.hs.Listener.Close()
@@ -201,6 +217,9 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 
 // Close shuts the server down, ending open event streams.
 func (s *Server) Close() {
+	if s.hooks != nil {
+		s.hooks.close()
+	}
 	s.mu.Lock()
 	for _, sess := range s.sessions {
 		sess.endStreams()
@@ -251,6 +270,25 @@ func (s *Server) SessionStatus(id string) string {
 		return sess.status
 	}
 	return ""
+}
+
+// ConnectEnvironment connects the executor of session id's self-hosted
+// environment, as a program's own executor does on the service: a turn
+// that waited for it (required action environment_connection) goes on,
+// and later turns do not wait. It returns an error if there is no such
+// session, or if its environment is not self-hosted.
+func (s *Server) ConnectEnvironment(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	switch {
+	case sess == nil:
+		return fmt.Errorf("openaitest: no session %q", id)
+	case sess.env.Type != "self_hosted":
+		return fmt.Errorf("openaitest: session %s has no self-hosted environment (its environment is %q)", id, sess.env.Type)
+	}
+	s.connectEnvironment(sess)
+	return nil
 }
 
 // Events returns the types of the events the session emitted so far, in

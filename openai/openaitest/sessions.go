@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -24,6 +25,12 @@ type session struct {
 	active    int64
 	usage     Usage
 	metadata  map[string]string
+	// env is the session's environment: {"type":"none"}, or a self-hosted
+	// one whose executor must connect before a turn runs (see
+	// Server.ConnectEnvironment).
+	env       environmentJSON
+	connected bool // the self-hosted environment's executor is connected
+	waitEnv   bool // the active turn waits for the environment to connect
 
 	turns   []*turn
 	cur     *turn          // the active turn, or nil
@@ -49,13 +56,15 @@ type pendingCall struct {
 	args                 json.RawMessage
 	approval             bool                // an approval request (callID is its request_id)
 	origin               string              // for a computer-use request for access to an origin
+	signIn               bool                // the computer-use request is to sign in to origin (browser_authentication)
 	result               *coretest.Delivered // set once its result arrived
 	output               json.RawMessage     // the result's output, as sent
 }
 
 type createSessionBody struct {
 	Environment *struct {
-		Type string `json:"type"`
+		Type               string `json:"type"`
+		WorkspaceDirectory string `json:"workspace_directory"`
 	} `json:"environment"`
 	AgentID *string `json:"agent_id"`
 	Agent   *struct {
@@ -85,8 +94,17 @@ func (s *Server) newSession(body []byte) (*session, string, *reply) {
 	if b.Environment == nil {
 		return bad("missing_required_parameter", "Missing required parameter: 'environment'.")
 	}
-	if b.Environment.Type != "none" {
-		return bad("invalid_value", "This fake supports only environment type 'none' (function tools run in the client).")
+	env := environmentJSON{Type: b.Environment.Type}
+	switch b.Environment.Type {
+	case "none":
+	case "self_hosted":
+		if !strings.HasPrefix(b.Environment.WorkspaceDirectory, "/") {
+			return bad("invalid_value", "Invalid value for 'environment.workspace_directory': an absolute path is required.")
+		}
+		env.ID, env.WorkspaceDirectory = s.newID("env"), b.Environment.WorkspaceDirectory
+		env.RemoteURL = "wss://fake-openai.invalid/v1/agents/environments/" + env.ID + "/connect"
+	default:
+		return bad("invalid_value", "This fake supports only environment types 'none' and 'self_hosted' (function tools run in the client).")
 	}
 	metadata, _, refusal := fakeapi.Metadata(b.Metadata)
 	if refusal != "" {
@@ -144,6 +162,7 @@ func (s *Server) newSession(body []byte) (*session, string, *reply) {
 		active:    now,
 		subs:      map[*subscriber]bool{},
 		metadata:  metadata,
+		env:       env,
 	}
 	if len(a.infos) > 0 {
 		sess.model.SetTools(a.infos)
@@ -162,6 +181,7 @@ func (s *Server) createSession(req *Request) reply {
 		return errorReply(http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error())
 	}
 	s.sessions[sess.id] = sess
+	s.webhook(sess, "agent.session.created", nil)
 	s.startTurn(sess, input, inputParts(req.Body))
 	return reply{status: http.StatusOK, body: sess.json()}
 }
@@ -232,7 +252,7 @@ func (sess *session) json() *sessionJSON {
 		Status:          sess.status,
 		RequiredActions: []requiredActionJSON{},
 		Agent:           sess.agentJSON,
-		Environment:     environmentJSON{Type: "none"},
+		Environment:     sess.env,
 		CreatedAt:       sess.created,
 		LastActiveAt:    sess.active,
 		VaultIDs:        []string{},
@@ -244,8 +264,17 @@ func (sess *session) json() *sessionJSON {
 	if sess.usage != (Usage{}) {
 		j.Usage = sess.usage.json()
 	}
+	if sess.waitEnv {
+		j.RequiredActions = append(j.RequiredActions, requiredActionJSON{Type: "environment_connection", EnvironmentID: sess.env.ID})
+	}
 	for _, p := range sess.pending {
 		if p.result == nil {
+			if p.signIn {
+				req := mustJSON(map[string]any{"type": "browser_authentication", "credential_origin": p.origin, "reason": "The agent needs to sign in to " + p.origin + ".",
+					"fields": signInFields, "options": []any{}})
+				j.RequiredActions = append(j.RequiredActions, requiredActionJSON{Type: "computer_use_approval_request", TurnID: p.turnID, RequestID: p.callID, Request: req})
+				continue
+			}
 			if p.origin != "" {
 				req := mustJSON(map[string]any{"type": "browser_origin_access", "origin": p.origin, "reason": "The agent needs to open " + p.origin + "."})
 				j.RequiredActions = append(j.RequiredActions, requiredActionJSON{Type: "computer_use_approval_request", TurnID: p.turnID, RequestID: p.callID, Request: req})
@@ -393,4 +422,11 @@ func inputParts(body []byte) []driver.Part {
 		return nil
 	}
 	return fakeapi.InputParts(b.Input)
+}
+
+// signInFields are the fields of a sign-in request (browser_authentication),
+// both required.
+var signInFields = []map[string]any{
+	{"id": "username", "label": "Username", "required": true, "type": "text"},
+	{"id": "password", "label": "Password", "required": true, "type": "password"},
 }

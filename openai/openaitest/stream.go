@@ -74,6 +74,7 @@ func (s *Server) emitEnd(sess *session, ev eventJSON) { s.send(sess, ev, true) }
 func (s *Server) send(sess *session, ev eventJSON, turnEnd bool) {
 	ev.EventID = s.newID("evt")
 	sess.events = append(sess.events, ev.Type)
+	s.webhook(sess, ev.Type, ev.Session)
 	if len(sess.subs) == 0 {
 		return
 	}

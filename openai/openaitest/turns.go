@@ -26,6 +26,29 @@ func (s *Server) startTurn(sess *session, input string, parts []driver.Part) {
 	s.addItem(sess, t, user)
 	s.emit(sess, eventJSON{Type: "agent.session.in_progress", Session: sess.json()})
 	s.emit(sess, eventJSON{Type: "agent.session.turn.created", SessionID: sess.id, TurnID: t.id, Turn: t.json(sess)})
+	if sess.env.Type == "self_hosted" && !sess.connected {
+		// The turn waits for the environment's executor, as the service's
+		// does: required action environment_connection, which no input
+		// event answers (see Server.ConnectEnvironment).
+		sess.waitEnv = true
+		sess.status = "requires_action"
+		s.emit(sess, eventJSON{Type: "agent.session.requires_action", Session: sess.json()})
+		return
+	}
+	s.play(sess)
+}
+
+// connectEnvironment connects the session's self-hosted environment and
+// plays the turn that waited for it, if any.
+func (s *Server) connectEnvironment(sess *session) {
+	sess.connected = true
+	if !sess.waitEnv {
+		return
+	}
+	sess.waitEnv = false
+	sess.status = "in_progress"
+	sess.active = s.now()
+	s.emit(sess, eventJSON{Type: "agent.session.in_progress", Session: sess.json()})
 	s.play(sess)
 }
 
@@ -152,8 +175,8 @@ func (s *Server) askCalls(sess *session, t *turn, calls []coretest.ActionCall) {
 			p.callID, p.approval, p.args = s.newID("mcpreq"), true, json.RawMessage(c.Arguments)
 			if c.Origin != "" {
 				// A computer-use request for a browser's access to an
-				// origin.
-				p.callID, p.origin = s.newID("cureq"), c.Origin
+				// origin, or (Options.SignIn) to sign in to it.
+				p.callID, p.origin, p.signIn = s.newID("cureq"), c.Origin, s.opts.SignIn
 			}
 			sess.pending = append(sess.pending, p)
 			continue
@@ -218,6 +241,7 @@ func (s *Server) endTurn(sess *session, status string, terr *turnErrorJSON) {
 	t.completed = s.now()
 	sess.cur = nil
 	sess.pending = nil
+	sess.waitEnv = false
 	typ := "agent.session.turn." + status
 	ev := eventJSON{Type: typ, SessionID: sess.id, TurnID: t.id, Turn: t.json(sess)}
 	if t.usage != (Usage{}) {

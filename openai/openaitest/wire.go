@@ -56,13 +56,15 @@ type turnJSON struct {
 
 type requiredActionJSON struct {
 	Type      string          `json:"type"`
-	TurnID    string          `json:"turn_id"`
+	TurnID    string          `json:"turn_id,omitempty"`
 	CallID    string          `json:"call_id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// mcp_approval_request
+	// mcp_approval_request, computer_use_approval_request
 	RequestID string          `json:"request_id,omitempty"`
 	Request   json.RawMessage `json:"request,omitempty"`
+	// environment_connection (which names no turn)
+	EnvironmentID string `json:"environment_id,omitempty"`
 }
 
 type sessionJSON struct {
@@ -81,8 +83,13 @@ type sessionJSON struct {
 	PromptCacheOptions *struct{}            `json:"prompt_cache_options"`
 }
 
+// environmentJSON is a session's environment: {"type":"none"}, or a
+// self-hosted one.
 type environmentJSON struct {
-	Type string `json:"type"`
+	Type               string `json:"type"`
+	ID                 string `json:"id,omitempty"`
+	RemoteURL          string `json:"remote_url,omitempty"`
+	WorkspaceDirectory string `json:"workspace_directory,omitempty"`
 }
 
 // eventJSON is a session event. Only "error" events have a top-level

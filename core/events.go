@@ -115,6 +115,10 @@ type Event struct {
 	// Usage is the usage of a step (Usage) or of the whole run
 	// (RunFinished).
 	Usage Usage
+	// Remaining is what the run's budget has left (StepStarted, after the
+	// step's usage; ResultsSubmitted, after its calls; RunFinished); Set
+	// false for a run without a budget, and on other events.
+	Remaining Remaining
 }
 
 func (e *Event) level() slog.Level {

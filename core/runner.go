@@ -131,6 +131,10 @@ type Options struct {
 	// it past that time is denied ("no decision in time"). Zero means
 	// DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+	// Budget bounds what each run may spend (see [Budget]); a run's
+	// RunOptions.Budget overrides it field by field. The zero Budget sets
+	// no limit.
+	Budget Budget
 }
 
 // A Runner runs the tool loop over a [driver.Backend]: it sends the user's input,
@@ -251,6 +255,12 @@ type RunOptions struct {
 	// (see [NewFormat]); [Decode] reads it. A backend that cannot set a
 	// run's format refuses the run with an InvalidArgument error.
 	Format *Format
+	// Budget bounds what this run may spend (see [Budget]): its fields
+	// override those of Options.Budget that they set, [Unlimited] lifting
+	// one. A resume, or a worker taking the run over, counts from the
+	// turn's start; a resume with a raised budget goes on past the one
+	// that stopped the run.
+	Budget Budget
 }
 
 // Result is the outcome of a run. A run that resumes a turn (with
@@ -278,6 +288,15 @@ type Result struct {
 	// Pending lists the calls awaiting a person's decision when the run
 	// paused for them (its error matches ErrAwaitingApproval).
 	Pending []Approval
+	// ToolCalls counts the calls whose results the turn sent (as Calls,
+	// those pruned from the journal included).
+	ToolCalls int
+	// Cost is the cost of Usage at the budget's prices (Budget.Prices);
+	// 0 without a price table.
+	Cost float64
+	// Remaining is what the run's budget has left (Set false without
+	// one).
+	Remaining Remaining
 }
 
 // Run sends input on a new thread (or on opts.Thread) and runs the loop
@@ -478,6 +497,7 @@ func (r *Runner) runOptions(opts *RunOptions) RunOptions {
 	if ro.Timeout <= 0 {
 		ro.Timeout = r.opts.RunTimeout
 	}
+	ro.Budget = ro.Budget.over(r.opts.Budget)
 	return ro
 }
 
@@ -494,8 +514,9 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 	t0 := time.Now()
 	res := &Result{Thread: thread}
 	var counted map[journaldriver.Key]bool // the calls earlier runs of the turn counted
+	sp := r.newSpend(&ro)
 	if resumed {
-		counted = r.loadTotals(ctx, thread, res)
+		counted = r.loadTotals(ctx, thread, res, &sp)
 	}
 	// noted: totals of the turn are noted in the journal, to clear once
 	// it is over.
@@ -505,7 +526,8 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			r.clearTotals(ctx, res.Thread)
 		}
 		rec.end(ctx, err)
-		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(t0), Err: err, Usage: res.Usage})
+		res.Remaining = sp.b.remaining(res)
+		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(t0), Err: err, Usage: res.Usage, Remaining: res.Remaining})
 		return res, err
 	}
 	for {
@@ -530,7 +552,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			// it is counted once.
 			res.Steps--
 		} else {
-			res.Usage.Add(step.Usage)
+			sp.add(r, res, step)
 		}
 		if sk != nil {
 			sk.stepArrived(step, res.Steps)
@@ -548,6 +570,9 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			r.cancelTurn(ctx, step.Thread)
 			return finish(&errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: err})
 		}
+		if err := r.overBudget(ctx, &sp, res, step); err != nil {
+			return finish(err)
+		}
 		if pending, err := r.pause(ctx, rec, step); err != nil || len(pending) > 0 {
 			if err == nil {
 				res.Pending = pending
@@ -556,7 +581,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			return finish(err)
 		}
 		res.Steps++
-		r.send(ctx, sk, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls)})
+		r.send(ctx, sk, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: sp.b.remaining(res)})
 
 		results, err := r.runCalls(ctx, step, res.Steps, sk, rec.fence())
 		if err == errPaused {
@@ -619,6 +644,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		for _, tr := range results {
 			if !counted[r.key(&tr.Call)] {
 				res.Calls = append(res.Calls, tr)
+				res.ToolCalls++
 			}
 		}
 		t0 := r.journalClock()
@@ -633,6 +659,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		}
 		r.noteTotals(ctx, on, res)
 		noted = true
+		submitted.Remaining = sp.b.remaining(res)
 		r.emit(ctx, submitted)
 		if sk != nil {
 			sk.flushPending()

@@ -36,6 +36,26 @@ type runOptionsJSON struct {
 	MaxSteps int           `json:"max_steps,omitempty"`
 	Timeout  time.Duration `json:"timeout,omitempty"`
 	Input    string        `json:"input,omitempty"`
+	// Budget is the run's (RunOptions over Options); nil without one.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// optionsJSON returns what a run record keeps of ro, and input.
+func optionsJSON(ro *RunOptions, input string) runOptionsJSON {
+	o := runOptionsJSON{MaxSteps: ro.MaxSteps, Timeout: ro.Timeout, Input: input}
+	if ro.Budget.limited() || ro.Budget.Prices != nil {
+		o.Budget = &ro.Budget
+	}
+	return o
+}
+
+// options returns the run options o keeps.
+func (o *runOptionsJSON) options() *RunOptions {
+	ro := &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}
+	if o.Budget != nil {
+		ro.Budget = *o.Budget
+	}
+	return ro
 }
 
 // startPrefix begins the thread of the record of a run whose thread does
@@ -60,7 +80,7 @@ func (r *Runner) newRecord(ctx context.Context, ro RunOptions) *runRecord {
 	if !ok || r.own != nil {
 		return nil
 	}
-	b, _ := json.Marshal(runOptionsJSON{MaxSteps: ro.MaxSteps, Timeout: ro.Timeout})
+	b, _ := json.Marshal(optionsJSON(&ro, ""))
 	return &runRecord{r: r, runs: runs, options: string(b), ctx: ctx}
 }
 
@@ -83,7 +103,7 @@ func (r *Runner) recordStart(ctx context.Context, b beginning, ro RunOptions) *r
 	if thread == "" {
 		thread = startPrefix + rand.Text()
 	}
-	opts, _ := json.Marshal(runOptionsJSON{MaxSteps: ro.MaxSteps, Timeout: ro.Timeout, Input: b.input})
+	opts, _ := json.Marshal(optionsJSON(&ro, b.input))
 	if rec.put(ctx, thread, string(opts)) != nil {
 		return nil
 	}
@@ -282,7 +302,7 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 			// Its thread did not exist, or was not recorded: start again.
 			b = beginning{input: o.Input, startRecord: run.Thread, takenOver: true}
 		}
-		if g.add(r.exec(ctx, r.runOptions(&RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}), b, nil)); ctx.Err() != nil {
+		if g.add(r.exec(ctx, r.runOptions(o.options()), b, nil)); ctx.Err() != nil {
 			break
 		}
 	}
@@ -295,8 +315,8 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 // run's thread exists). It runs nothing itself: once it returns, the run
 // is in the journal, and survives this process, which may hand runs to a
 // fleet and exit; the first worker's TakeOver starts it, as [Runner.Run]
-// would, with opts' step limit and time limit (the worker's own when
-// they are zero), and returns its result. Enqueue needs a journal that
+// would, with opts' step limit, time limit and budget (the worker's own
+// when they are zero), and returns its result. Enqueue needs a journal that
 // keeps runs and that the runner did not make itself (an error whose code
 // is FailedPrecondition otherwise); a run that continues a thread
 // (opts.Thread), or whose input has parts or a format, cannot be
@@ -311,7 +331,7 @@ func (r *Runner) Enqueue(ctx context.Context, input string, opts *RunOptions) (s
 		if opts.Thread != "" || len(opts.Parts) > 0 || opts.Format != nil {
 			return "", errcode.Errorf(errcode.InvalidArgument, "core: enqueue: a run enqueued starts a new thread with text input (no thread, parts or format)")
 		}
-		o.MaxSteps, o.Timeout = opts.MaxSteps, opts.Timeout
+		o = optionsJSON(opts, "")
 	}
 	o.Input = input
 	b, _ := json.Marshal(o)

@@ -22,6 +22,12 @@ type totals struct {
 	Steps int       `json:"steps,omitempty"`
 	Usage Usage     `json:"usage,omitzero"`
 	Calls []callRef `json:"calls,omitempty"`
+	// Cost is the cost of Usage at the run's prices (see [Budget]); Held
+	// the calls of a step whose usage is counted but whose results were
+	// not sent: the run stopped on its budget before running them (see
+	// spend.held). Notes written before budgets have neither.
+	Cost float64   `json:"cost,omitempty"`
+	Held []callRef `json:"held,omitempty"`
 }
 
 // A callRef names a call whose result was sent, to read it back from the
@@ -38,17 +44,29 @@ type callRef struct {
 // comes on, after a step's results were sent. A failure costs only the
 // counts of a later run, so it is logged.
 func (r *Runner) noteTotals(ctx context.Context, thread string, res *Result) {
+	r.noteTotalsHeld(ctx, thread, res, nil)
+}
+
+// noteTotalsHeld is noteTotals, with the calls of a step held (counted,
+// not run: see spend.held).
+func (r *Runner) noteTotalsHeld(ctx context.Context, thread string, res *Result, held []Call) {
 	n, ok := r.opts.Journal.(journaldriver.Notes)
 	if !ok || thread == "" {
 		return
 	}
-	t := totals{Steps: res.Steps, Usage: res.Usage, Calls: make([]callRef, len(res.Calls))}
+	t := totals{Steps: res.Steps, Usage: res.Usage, Calls: make([]callRef, len(res.Calls)), Cost: res.Cost}
 	for i, tr := range res.Calls {
-		c := &tr.Call
-		t.Calls[i] = callRef{Thread: c.Thread, Turn: c.Turn, ID: c.ID, Name: c.Name, Kind: c.Kind}
+		t.Calls[i] = refOf(&tr.Call)
+	}
+	for i := range held {
+		t.Held = append(t.Held, refOf(&held[i]))
 	}
 	b, _ := json.Marshal(t)
 	r.setTotals(ctx, n, thread, string(b))
+}
+
+func refOf(c *Call) callRef {
+	return callRef{Thread: c.Thread, Turn: c.Turn, ID: c.ID, Name: c.Name, Kind: c.Kind}
 }
 
 // clearTotals forgets the totals noted on thread: its turn is over (it
@@ -69,9 +87,10 @@ func (r *Runner) setTotals(ctx context.Context, n journaldriver.Notes, thread, v
 // loadTotals sets res's totals to those noted on thread by the earlier
 // runs of its turn, if any: their steps and usage, and the results they
 // sent, read back from the journal (without their arguments; a result
-// the journal no longer holds is left out). It returns the keys of the
+// the journal no longer holds is left out), their calls' count and
+// cost; the calls of a step they held go to sp. It returns the keys of the
 // calls counted, nil when nothing was noted.
-func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result) map[journaldriver.Key]bool {
+func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result, sp *spend) map[journaldriver.Key]bool {
 	n, ok := r.opts.Journal.(journaldriver.Notes)
 	if !ok {
 		return nil
@@ -85,7 +104,14 @@ func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result) map
 		r.opts.Logger.WarnContext(ctx, "toolrelay: the run's totals in the journal are damaged", "thread", thread, errorAttr(err))
 		return nil
 	}
-	res.Steps, res.Usage = t.Steps, t.Usage
+	res.Steps, res.Usage, res.Cost, res.ToolCalls = t.Steps, t.Usage, t.Cost, len(t.Calls)
+	if len(t.Held) > 0 {
+		sp.held = make(map[journaldriver.Key]bool, len(t.Held))
+		for _, c := range t.Held {
+			call := Call{Thread: c.Thread, Turn: c.Turn, ID: c.ID, Name: c.Name, Kind: c.Kind}
+			sp.held[r.key(&call)] = true
+		}
+	}
 	counted := make(map[journaldriver.Key]bool, len(t.Calls))
 	for _, c := range t.Calls {
 		call := Call{Thread: c.Thread, Turn: c.Turn, ID: c.ID, Name: c.Name, Kind: c.Kind}

@@ -316,6 +316,18 @@ func (e *TurnError) Error() string {
 	return b.String()
 }
 
+// ErrBudgetExceeded is matched (with errors.Is) by the error of a run
+// stopped on its budget (core.Budget), and by a [TurnError] the service
+// ended on a spending limit of a session or a turn (code budget_reached
+// or session_budget_exceeded). core.ErrBudgetExceeded is this error.
+var ErrBudgetExceeded = errors.New("the run's budget is exceeded")
+
+// Is reports whether the turn ended on the service's budget for it, when
+// target is ErrBudgetExceeded.
+func (e *TurnError) Is(target error) bool {
+	return target == ErrBudgetExceeded && (e.Code == "budget_reached" || e.Code == "session_budget_exceeded")
+}
+
 // Outcome says how a call's result came about.
 type Outcome int
 

@@ -1,0 +1,243 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// ErrBudgetExceeded is matched (with [errors.Is]) by the error of a run
+// stopped on its budget (see [Budget]), and by the error of a turn the
+// service ended on a spending limit of its own (an OpenAI session's
+// budget_reached, a turn's session_budget_exceeded). Its code is
+// ResourceExhausted.
+var ErrBudgetExceeded = driver.ErrBudgetExceeded
+
+// Unlimited, in a field of a [Budget] (a limit, or a [Remaining] count),
+// means no limit: in RunOptions.Budget it lifts the runner's default
+// (Options.Budget) for that field.
+const Unlimited = -1
+
+// A Budget bounds what one run may spend: the tokens the service reports
+// (its usage, added up over the turn's steps), the calls run, and the
+// cost of the tokens at the prices of a table. It is counted over the
+// run's turn from its start, across [Runner.Resume] and [Runner.TakeOver]
+// and in other processes: the counts are kept in the journal with the
+// turn's totals (see [Result]), in a journal that keeps notes (memory,
+// SQLite, PostgreSQL).
+//
+// A run is stopped before its next request once it has spent a limit
+// (a token count or the cost reached it), or when running the calls of
+// its step would pass MaxToolCalls: no call of the step runs, nothing is
+// sent, and the run ends with an error matching [ErrBudgetExceeded]
+// (code ResourceExhausted). The service's turn is left waiting, its
+// step's usage counted in the journal: [Runner.Resume] with a raised
+// budget goes on from there (the step counted once), with the same
+// budget it stops again, and [Runner.Cancel] abandons the turn. Token
+// counts are those the service reports, after the step that spends them:
+// a limit bounds when the run stops, so one step may take the count past
+// it.
+//
+// A zero field sets no limit of its own: in Options.Budget none, in
+// RunOptions.Budget the runner's. [Unlimited] sets none in either.
+type Budget struct {
+	// MaxInputTokens bounds the input tokens of the turn (Usage.InputTokens).
+	MaxInputTokens int64 `json:"max_input_tokens,omitempty"`
+	// MaxOutputTokens bounds its output tokens (Usage.OutputTokens).
+	MaxOutputTokens int64 `json:"max_output_tokens,omitempty"`
+	// MaxTotalTokens bounds its tokens in all (Usage.TotalTokens).
+	MaxTotalTokens int64 `json:"max_total_tokens,omitempty"`
+	// MaxToolCalls bounds the calls whose results the run sends.
+	MaxToolCalls int64 `json:"max_tool_calls,omitempty"`
+	// MaxCost bounds the cost of the turn's tokens at Prices, in their
+	// currency. With a cost limit, a step of a model Prices has no price
+	// for (and no "*" entry) ends the run with a FailedPrecondition error
+	// before its next request.
+	MaxCost float64 `json:"max_cost,omitempty"`
+	// Prices are the prices of tokens by model (driver.Step.Model, as the
+	// service reports it), "*" for any other model. The cost of a run
+	// (Result.Cost) is counted when it is set, with or without MaxCost.
+	// A RunOptions.Budget with Prices replaces the runner's table.
+	Prices map[string]Price `json:"prices,omitempty"`
+}
+
+// A Price is what a model's tokens cost, per million, in one currency.
+type Price struct {
+	// Input is the price of a million input tokens.
+	Input float64 `json:"input"`
+	// Output is the price of a million output tokens.
+	Output float64 `json:"output"`
+}
+
+// Remaining is what a run's budget has left, on the events of a budgeted
+// run (EventStepStarted, EventResultsSubmitted, EventRunFinished) and in
+// its Result. A field whose limit is not set is [Unlimited]; the zero
+// Remaining (Set false) is that of a run without a budget.
+type Remaining struct {
+	// Set reports whether the run has a budget.
+	Set bool
+	// InputTokens, OutputTokens, TotalTokens and ToolCalls are what is
+	// left of each limit (0 once it is reached).
+	InputTokens, OutputTokens, TotalTokens, ToolCalls int64
+	// Cost is what is left of MaxCost.
+	Cost float64
+}
+
+// limited reports whether b sets a limit.
+func (b *Budget) limited() bool {
+	return b.MaxInputTokens > 0 || b.MaxOutputTokens > 0 || b.MaxTotalTokens > 0 || b.MaxToolCalls > 0 || b.MaxCost > 0
+}
+
+// over returns b with the fields it leaves zero taken from def, and
+// Unlimited fields cleared (no limit).
+func (b Budget) over(def Budget) Budget {
+	pick := func(v, d int64) int64 {
+		switch {
+		case v == Unlimited:
+			return 0
+		case v == 0 && d > 0:
+			return d
+		}
+		return max(v, 0)
+	}
+	b.MaxInputTokens = pick(b.MaxInputTokens, def.MaxInputTokens)
+	b.MaxOutputTokens = pick(b.MaxOutputTokens, def.MaxOutputTokens)
+	b.MaxTotalTokens = pick(b.MaxTotalTokens, def.MaxTotalTokens)
+	b.MaxToolCalls = pick(b.MaxToolCalls, def.MaxToolCalls)
+	switch {
+	case b.MaxCost == Unlimited:
+		b.MaxCost = 0
+	case b.MaxCost == 0 && def.MaxCost > 0:
+		b.MaxCost = def.MaxCost
+	}
+	b.MaxCost = max(b.MaxCost, 0)
+	if b.Prices == nil {
+		b.Prices = def.Prices
+	}
+	return b
+}
+
+// remaining returns what b has left after res's spending.
+func (b *Budget) remaining(res *Result) Remaining {
+	if !b.limited() {
+		return Remaining{}
+	}
+	left := func(limit, used int64) int64 {
+		if limit <= 0 {
+			return Unlimited
+		}
+		return max(limit-used, 0)
+	}
+	rem := Remaining{Set: true,
+		InputTokens:  left(b.MaxInputTokens, res.Usage.InputTokens),
+		OutputTokens: left(b.MaxOutputTokens, res.Usage.OutputTokens),
+		TotalTokens:  left(b.MaxTotalTokens, res.Usage.TotalTokens),
+		ToolCalls:    left(b.MaxToolCalls, int64(res.ToolCalls)),
+		Cost:         Unlimited,
+	}
+	if b.MaxCost > 0 {
+		rem.Cost = max(b.MaxCost-res.Cost, 0)
+	}
+	return rem
+}
+
+// spend is a run's budget and what its turn's earlier runs left to it.
+type spend struct {
+	b Budget // the run's (RunOptions over Options)
+	// held are the calls of a step whose usage an earlier run of the turn
+	// counted before it stopped on its budget, without running them (see
+	// overBudget): given again, the step is not counted twice.
+	held map[journaldriver.Key]bool
+	// noPrice names a model without a price in the table, under a cost
+	// limit.
+	noPrice string
+}
+
+// add adds step's usage, and its cost at the budget's prices, to res,
+// unless an earlier run of the turn counted it (held).
+func (sp *spend) add(r *Runner, res *Result, step *driver.Step) {
+	if sp.held != nil && len(step.Calls) > 0 && r.allCounted(step.Calls, sp.held) {
+		sp.held = nil
+		return
+	}
+	res.Usage.Add(step.Usage)
+	if sp.b.Prices == nil {
+		return
+	}
+	p, ok := sp.b.Prices[step.Model]
+	if !ok {
+		p, ok = sp.b.Prices["*"]
+	}
+	if !ok {
+		if sp.b.MaxCost > 0 && sp.noPrice == "" && step.Usage != (Usage{}) {
+			sp.noPrice = step.Model
+		}
+		return
+	}
+	res.Cost += (float64(step.Usage.InputTokens)*p.Input + float64(step.Usage.OutputTokens)*p.Output) / 1e6
+}
+
+// exceeded returns why the run must stop before running the n calls of
+// its next step, if it must: a limit res's spending reached, or that the
+// calls would pass.
+func (sp *spend) exceeded(res *Result, n int) error {
+	b := &sp.b
+	if !b.limited() {
+		return nil
+	}
+	if sp.noPrice != "" {
+		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the budget's cost limit has no price for the model %q (set Budget.Prices[%q] or Prices[\"*\"])", sp.noPrice, sp.noPrice)}
+	}
+	reached := func(name string, limit, used int64) error {
+		if limit > 0 && used >= limit {
+			return fmt.Errorf("%w: %s %d of %d", ErrBudgetExceeded, name, used, limit)
+		}
+		return nil
+	}
+	err := reached("input tokens", b.MaxInputTokens, res.Usage.InputTokens)
+	if err == nil {
+		err = reached("output tokens", b.MaxOutputTokens, res.Usage.OutputTokens)
+	}
+	if err == nil {
+		err = reached("total tokens", b.MaxTotalTokens, res.Usage.TotalTokens)
+	}
+	if err == nil && b.MaxToolCalls > 0 && int64(res.ToolCalls+n) > b.MaxToolCalls {
+		err = fmt.Errorf("%w: tool calls %d and %d more of %d", ErrBudgetExceeded, res.ToolCalls, n, b.MaxToolCalls)
+	}
+	if err == nil && b.MaxCost > 0 && res.Cost >= b.MaxCost {
+		err = fmt.Errorf("%w: cost %s of %s", ErrBudgetExceeded, costText(res.Cost), costText(b.MaxCost))
+	}
+	if err == nil {
+		return nil
+	}
+	return &errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: err}
+}
+
+func costText(c float64) string {
+	return fmt.Sprintf("%.6g", math.Round(c*1e6)/1e6)
+}
+
+// newSpend returns the spending of a run with options ro.
+func (r *Runner) newSpend(ro *RunOptions) spend {
+	return spend{b: ro.Budget}
+}
+
+// overBudget returns the error of a run whose budget does not let it run
+// step's calls, nil if it does. Before it returns one, it notes the
+// turn's totals with the step's usage and the step's calls held (not
+// run, none of them sent), and leaves the service's turn waiting: a
+// resume with a raised budget goes on from the step, counting its usage
+// once.
+func (r *Runner) overBudget(ctx context.Context, sp *spend, res *Result, step *driver.Step) error {
+	err := sp.exceeded(res, len(step.Calls))
+	if err == nil {
+		return nil
+	}
+	r.noteTotalsHeld(ctx, step.Thread, res, step.Calls)
+	r.keepThread(step.Thread)
+	return err
+}

@@ -18,17 +18,28 @@ import (
 type stepper struct {
 	steps, calls int
 	taken        int
+	// usage, if set, is reported with every step, made by the model
+	// "bench-model".
+	usage core.Usage
+	// turn, if set, ends a turn (the model answers) after every turn
+	// steps, so that a run's totals stay short.
+	turn, inTurn int
 }
 
 func (s *stepper) Name() string { return "stepper" }
 
 func (s *stepper) next() *driver.Step {
 	st := &driver.Step{Thread: "thread", Turn: "turn"}
-	if s.taken == s.steps {
+	if s.usage != (core.Usage{}) {
+		st.Usage, st.Model = s.usage, "bench-model"
+	}
+	if s.taken == s.steps || s.turn > 0 && s.inTurn == s.turn {
+		s.inTurn = 0
 		st.Text = "done"
 		return st
 	}
 	s.taken++
+	s.inTurn++
 	st.Calls = make([]core.Call, s.calls)
 	for i := range st.Calls {
 		id := "call-" + strconv.Itoa(s.taken) + "-" + strconv.Itoa(i)

@@ -57,6 +57,12 @@ func checkRanges(v reflect.Value, prefix string) error {
 			err = checkDuration(time.Duration(x), min)
 		case int:
 			err = checkInt(x, min)
+		case float64:
+			if x < 0 {
+				err = fmt.Errorf("%v is negative (0 means no limit)", x)
+			}
+		case Prices:
+			err = checkPrices(x)
 		}
 		if err != nil {
 			return invalidSetting(key, f.Tag.Get("env"), err)
@@ -77,6 +83,16 @@ func checkDuration(d time.Duration, min string) error {
 		return fmt.Errorf("%v is negative (0 means the default)", d)
 	}
 	return fmt.Errorf("%v is under the minimum, %v (0 means the default)", d, floor)
+}
+
+// checkPrices refuses a negative price.
+func checkPrices(p Prices) error {
+	for model, price := range p {
+		if price.Input < 0 || price.Output < 0 {
+			return fmt.Errorf("the price of %q is negative", model)
+		}
+	}
+	return nil
 }
 
 func checkInt(n int, min string) error {

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/errcode"
 )
 
@@ -72,6 +74,39 @@ type Settings struct {
 	// duration ("720h"); at least the run time limit, so that no result
 	// is pruned before its run has sent it.
 	JournalRetention Duration `json:"journal_retention,omitempty" env:"TOOLRELAY_JOURNAL_RETENTION"`
+	// MaxInputTokens, MaxOutputTokens and MaxTotalTokens bound the tokens
+	// of a run, MaxToolCalls its calls, and MaxCost the cost of its tokens
+	// at Prices (core.Options.Budget; see core.Budget). Zero sets no limit.
+	MaxInputTokens  int     `json:"max_input_tokens,omitempty" env:"TOOLRELAY_MAX_INPUT_TOKENS"`
+	MaxOutputTokens int     `json:"max_output_tokens,omitempty" env:"TOOLRELAY_MAX_OUTPUT_TOKENS"`
+	MaxTotalTokens  int     `json:"max_total_tokens,omitempty" env:"TOOLRELAY_MAX_TOTAL_TOKENS"`
+	MaxToolCalls    int     `json:"max_tool_calls,omitempty" env:"TOOLRELAY_MAX_TOOL_CALLS"`
+	MaxCost         float64 `json:"max_cost,omitempty" env:"TOOLRELAY_MAX_COST"`
+	// Prices are the prices of a million tokens by model (core.Budget's
+	// Prices): in the file an object {"model": {"input": 1.75, "output":
+	// 14}, "*": …}, in the environment the same object as JSON.
+	Prices Prices `json:"prices,omitempty" env:"TOOLRELAY_PRICES"`
+}
+
+// Prices are the prices of tokens by model, as core.Budget.Prices; its
+// text form (an environment variable) is the JSON object.
+type Prices map[string]core.Price
+
+// errPrices is the error of a price table that does not parse; it does
+// not repeat the text.
+var errPrices = errors.New(`not a JSON object of prices ({"model": {"input": 1.75, "output": 14}})`)
+
+// UnmarshalText parses the JSON object of a price table.
+func (p *Prices) UnmarshalText(b []byte) error { return p.UnmarshalJSON(b) }
+
+// UnmarshalJSON decodes a price table, a JSON object (in the file).
+func (p *Prices) UnmarshalJSON(b []byte) error {
+	var m map[string]core.Price
+	if err := json.Unmarshal(b, &m); err != nil {
+		return errPrices
+	}
+	*p = m
+	return nil
 }
 
 // Duration is a time.Duration that reads and writes JSON as a Go duration
@@ -294,6 +329,12 @@ func setString(v reflect.Value, s string) error {
 			return errors.New("not an integer")
 		}
 		v.SetInt(n)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return errors.New("not a number")
+		}
+		v.SetFloat(f)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(s)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -210,6 +211,12 @@ func TestLoadErrors(t *testing.T) {
 		{"retention shorter than a run", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "10m"}, nil, "journal_retention (TOOLRELAY_JOURNAL_RETENTION): 10m0s is shorter than the run time limit (30m0s)"},
 		{"retention shorter than the configured run", map[string]string{"TOOLRELAY_JOURNAL_RETENTION": "1h", "TOOLRELAY_RUN_TIMEOUT": "2h"}, nil, "1h0m0s is shorter than the run time limit (2h0m0s)"},
 		{"negative value in code", nil, &adapter.Settings{MaxSteps: -2}, "max_steps (TOOLRELAY_MAX_STEPS): -2 is negative"},
+		{"negative tool call budget", map[string]string{"TOOLRELAY_MAX_TOOL_CALLS": "-1"}, nil, "max_tool_calls (TOOLRELAY_MAX_TOOL_CALLS): -1 is negative"},
+		{"bad cost", map[string]string{"TOOLRELAY_MAX_COST": secret}, nil, "TOOLRELAY_MAX_COST: not a number"},
+		{"infinite cost", map[string]string{"TOOLRELAY_MAX_COST": "+Inf"}, nil, "TOOLRELAY_MAX_COST: not a number"},
+		{"negative cost", map[string]string{"TOOLRELAY_MAX_COST": "-0.5"}, nil, "max_cost (TOOLRELAY_MAX_COST): -0.5 is negative"},
+		{"bad prices", map[string]string{"TOOLRELAY_PRICES": `{"gpt":` + secret + `}`}, nil, "TOOLRELAY_PRICES: not a JSON object of prices"},
+		{"negative price in the file", file(`{"prices":{"gpt":{"input":-1,"output":2}}}`), nil, `prices (TOOLRELAY_PRICES): the price of "gpt" is negative`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -414,4 +421,50 @@ func TestOpenAppliesRunTimeout(t *testing.T) {
 // quiet returns runner options whose logger discards everything.
 func quiet() core.Options {
 	return core.Options{Logger: slog.New(slog.DiscardHandler)}
+}
+
+// TestBudgetSettings (issue 37, item 1): the budget's settings come from
+// the file and the environment like the others (code over environment
+// over file), and the runner Open makes stops a run on them: with one
+// tool call allowed, the script's second step's call does not run.
+func TestBudgetSettings(t *testing.T) {
+	t.Setenv(adapter.SettingsFileEnv, writeConfig(t, map[string]any{
+		"max_tool_calls": 3, "max_input_tokens": 1000, "prices": map[string]any{"gpt-test": map[string]any{"input": 1.25, "output": 10}},
+	}))
+	t.Setenv("TOOLRELAY_MAX_TOOL_CALLS", "2")         // file, env, code: code
+	t.Setenv("TOOLRELAY_MAX_TOTAL_TOKENS", "5000")    // env alone
+	t.Setenv("TOOLRELAY_MAX_OUTPUT_TOKENS", "")       // empty: not set
+	t.Setenv("TOOLRELAY_MAX_COST", "0.25")            // env alone
+	t.Setenv("TOOLRELAY_PRICES", `{"*":{"input":2}}`) // env over file
+	got, err := adapter.Load(&adapter.Settings{MaxToolCalls: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := adapter.Settings{MaxToolCalls: 1, MaxInputTokens: 1000, MaxTotalTokens: 5000, MaxCost: 0.25,
+		Prices: adapter.Prices{"*": {Input: 2}}}
+	if diff := cmp.Diff(&want, got, cmpopts.IgnoreFields(adapter.Settings{}, "Journal", "Backend", "Instructions")); diff != "" {
+		t.Errorf("Load (-want +got):\n%s", diff)
+	}
+
+	var runs atomic.Int64
+	tool, err := core.NewTool("lookup", "", func(context.Context, struct{}) (string, error) {
+		runs.Add(1)
+		return "found", nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := core.NewToolbox(tool)
+	step := coretest.Step{Calls: []coretest.Call{{Name: "lookup", Arguments: []byte(`{}`)}}}
+	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{step, step, {Text: "done"}}}}}
+	r, err := adapter.Open(t.Context(), tb, &adapter.Options{Settings: adapter.Settings{Backend: "test-script", MaxToolCalls: 1},
+		BackendSettings: []any{coretest.FakeSettings{Script: script}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Run(t.Context(), "look it up twice", nil)
+	if !errors.Is(err, core.ErrBudgetExceeded) || runs.Load() != 1 {
+		t.Errorf("Run = %v after %d calls; want ErrBudgetExceeded after 1", err, runs.Load())
+	}
 }

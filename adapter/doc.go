@@ -56,6 +56,12 @@
 //	results journal (URL)    TOOLRELAY_JOURNAL             journal             memory
 //	journal lease            TOOLRELAY_JOURNAL_LEASE       journal_lease       1m (at least 1s)
 //	journal retention        TOOLRELAY_JOURNAL_RETENTION   journal_retention   keep all
+//	input tokens per run     TOOLRELAY_MAX_INPUT_TOKENS    max_input_tokens    no limit
+//	output tokens per run    TOOLRELAY_MAX_OUTPUT_TOKENS   max_output_tokens   no limit
+//	tokens per run           TOOLRELAY_MAX_TOTAL_TOKENS    max_total_tokens    no limit
+//	tool calls per run       TOOLRELAY_MAX_TOOL_CALLS      max_tool_calls      no limit
+//	cost per run             TOOLRELAY_MAX_COST            max_cost            no limit
+//	prices per model (JSON)  TOOLRELAY_PRICES              prices              none
 //
 // Each backend's own settings go in an object of the file named after its
 // section ("openai", "foundry", "responses", "fake"), in environment
@@ -79,6 +85,16 @@
 // fails it (DeadlineExceeded); a negative value means no limit. A journal retention must be at least
 // the run time limit, so that no result is pruned before its run has
 // sent it.
+//
+// The budget settings make the runner's default budget (core.Budget, in
+// Options.Runner.Budget; a run's RunOptions.Budget overrides it): a run
+// that has spent a limit, or whose next calls would pass max_tool_calls,
+// stops before its next request with an error matching
+// core.ErrBudgetExceeded, and a resume with a raised budget goes on.
+// max_cost is in the currency of prices, the prices of a million input and
+// output tokens by model ("*" for any other): in the file
+// {"prices": {"gpt-5.2": {"input": 1.75, "output": 14}}}, in
+// TOOLRELAY_PRICES the same object as JSON.
 //
 // Every number and duration may be 0 (or unset), which means its default;
 // none may be negative unless its doc says what a negative value means. A

@@ -155,8 +155,9 @@ type Options struct {
 	BackendSettings []any
 	// Runner is the base of the runner's options; the configuration's
 	// MaxSteps, Concurrency, ToolTimeout, RunTimeout, MaxArgumentBytes,
-	// MaxOutputBytes, TruncateOutput and JournalLease override it when
-	// set. Its Journal, if set, wins over the configured journal.
+	// MaxOutputBytes, TruncateOutput, JournalLease and the budget's
+	// (MaxInputTokens, MaxOutputTokens, MaxTotalTokens, MaxToolCalls,
+	// MaxCost, Prices: Runner.Budget) override it when set. Its Journal, if set, wins over the configured journal.
 	Runner core.Options
 	// WrapTransport, if set, wraps the HTTP transport of the backend's
 	// requests (for tracing them: telemetry.Transport); every backend,
@@ -259,6 +260,24 @@ func runnerOptions(cfg *Settings, ro core.Options) core.Options {
 	}
 	if cfg.JournalLease > 0 {
 		ro.Lease = time.Duration(cfg.JournalLease)
+	}
+	if cfg.MaxInputTokens > 0 {
+		ro.Budget.MaxInputTokens = int64(cfg.MaxInputTokens)
+	}
+	if cfg.MaxOutputTokens > 0 {
+		ro.Budget.MaxOutputTokens = int64(cfg.MaxOutputTokens)
+	}
+	if cfg.MaxTotalTokens > 0 {
+		ro.Budget.MaxTotalTokens = int64(cfg.MaxTotalTokens)
+	}
+	if cfg.MaxToolCalls > 0 {
+		ro.Budget.MaxToolCalls = int64(cfg.MaxToolCalls)
+	}
+	if cfg.MaxCost > 0 {
+		ro.Budget.MaxCost = cfg.MaxCost
+	}
+	if cfg.Prices != nil {
+		ro.Budget.Prices = cfg.Prices
 	}
 	return ro
 }

@@ -122,7 +122,11 @@ func (b Budget) over(def Budget) Budget {
 }
 
 // remaining returns what b has left after res's spending.
-func (b *Budget) remaining(res *Result) Remaining {
+func (b *Budget) remaining(res *Result) Remaining { return b.remainingWith(res, 0) }
+
+// remainingWith returns what b has left after res's spending and calls
+// more calls (those of the step being sent).
+func (b *Budget) remainingWith(res *Result, calls int) Remaining {
 	if !b.limited() {
 		return Remaining{}
 	}
@@ -136,7 +140,7 @@ func (b *Budget) remaining(res *Result) Remaining {
 		InputTokens:  left(b.MaxInputTokens, res.Usage.InputTokens),
 		OutputTokens: left(b.MaxOutputTokens, res.Usage.OutputTokens),
 		TotalTokens:  left(b.MaxTotalTokens, res.Usage.TotalTokens),
-		ToolCalls:    left(b.MaxToolCalls, int64(res.ToolCalls)),
+		ToolCalls:    left(b.MaxToolCalls, int64(res.ToolCalls+calls)),
 		Cost:         Unlimited,
 	}
 	if b.MaxCost > 0 {

@@ -76,6 +76,10 @@ type StepInfo struct {
 	Step int
 	// Results counts the results submitted (Op "submit").
 	Results int
+	// Remaining is what the run's budget has left once the results of
+	// the request are counted (Op "submit"; Set false without a budget,
+	// and for other ops).
+	Remaining Remaining
 }
 
 // CallInfo describes a call to [Hooks].Call.

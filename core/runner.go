@@ -616,7 +616,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			// reader learns first that the results went.
 			sk.pending = submitted
 		}
-		sctx, end := r.hookStep(ctx, StepInfo{Thread: step.Thread, Turn: step.Turn, Op: "submit", Step: res.Steps, Results: len(results)})
+		sctx, end := r.hookStep(ctx, StepInfo{Thread: step.Thread, Turn: step.Turn, Op: "submit", Step: res.Steps, Results: len(results), Remaining: sp.b.remainingWith(res, len(results))})
 		moved := func(t string) {
 			// A chain's next response, named before it is complete: the
 			// run's thread, its record and its hold move there at once.

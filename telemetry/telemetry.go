@@ -101,6 +101,17 @@ const (
 	ReusedKey     = attribute.Key("toolrelay.call.reused")
 	RunOutcomeKey = attribute.Key("toolrelay.run.outcome")
 	JournalOpKey  = attribute.Key("toolrelay.journal.op")
+	// The budget's remains (core.Remaining), on the run span at its end
+	// and on the chat spans that send results, for the limits the run's
+	// budget sets; the run span also carries its cost and tool calls
+	// (core.Result.Cost, ToolCalls) when it has a budget.
+	BudgetInputTokensKey  = attribute.Key("toolrelay.budget.remaining.input_tokens")
+	BudgetOutputTokensKey = attribute.Key("toolrelay.budget.remaining.output_tokens")
+	BudgetTotalTokensKey  = attribute.Key("toolrelay.budget.remaining.total_tokens")
+	BudgetToolCallsKey    = attribute.Key("toolrelay.budget.remaining.tool_calls")
+	BudgetCostKey         = attribute.Key("toolrelay.budget.remaining.cost")
+	RunToolCallsKey       = attribute.Key("toolrelay.run.tool_calls")
+	RunCostKey            = attribute.Key("toolrelay.run.cost")
 	// ServerKey names where a tool forwards its calls, such as an MCP
 	// server (core.ToolOptions.Server).
 	ServerKey     = attribute.Key("toolrelay.tool.server")
@@ -324,11 +335,19 @@ func (t *telemetry) run(ctx context.Context, info *core.RunInfo) (context.Contex
 			if model != "" {
 				span.SetAttributes(semconv.GenAIRequestModelKey.String(model))
 			}
+			if res.Remaining.Set {
+				setRemaining(span, res.Remaining)
+				span.SetAttributes(RunToolCallsKey.Int(res.ToolCalls), RunCostKey.Float64(res.Cost))
+			}
 		}
 		errType := ""
 		switch {
 		case errors.Is(err, core.ErrAwaitingApproval):
 			span.SetAttributes(RunOutcomeKey.String("awaiting_approval"))
+		case errors.Is(err, core.ErrBudgetExceeded):
+			errType = errcode.Of(err).String()
+			span.SetAttributes(RunOutcomeKey.String("budget_exceeded"), semconv.ErrorTypeKey.String(errType))
+			span.SetStatus(codes.Error, errType)
 		case err != nil:
 			errType = errcode.Of(err).String()
 			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
@@ -339,12 +358,35 @@ func (t *telemetry) run(ctx context.Context, info *core.RunInfo) (context.Contex
 	}
 }
 
+// setRemaining sets on span what is left of each limit a budget sets.
+func setRemaining(span trace.Span, rem core.Remaining) {
+	var attrs [5]attribute.KeyValue
+	n := 0
+	for _, l := range [...]struct {
+		key attribute.Key
+		v   int64
+	}{{BudgetInputTokensKey, rem.InputTokens}, {BudgetOutputTokensKey, rem.OutputTokens}, {BudgetTotalTokensKey, rem.TotalTokens}, {BudgetToolCallsKey, rem.ToolCalls}} {
+		if l.v != core.Unlimited {
+			attrs[n] = l.key.Int64(l.v)
+			n++
+		}
+	}
+	if rem.Cost != core.Unlimited {
+		attrs[n] = BudgetCostKey.Float64(rem.Cost)
+		n++
+	}
+	span.SetAttributes(attrs[:n]...)
+}
+
 // step starts a chat span: one request of the backend for a step.
 func (t *telemetry) step(ctx context.Context, info *core.StepInfo) (context.Context, func(*driver.Step, error)) {
 	start := time.Now()
 	ctx, span := t.tracer.Start(ctx, "chat", client, trace.WithAttributes(
 		semconv.GenAIOperationNameChat, provider(info.Backend), BackendKey.String(info.Backend),
 		StepOpKey.String(info.Op), StepKey.Int(info.Step), ResultsKey.Int(info.Results)))
+	if info.Remaining.Set {
+		setRemaining(span, info.Remaining)
+	}
 	backend := info.Backend
 	return ctx, func(next *driver.Step, err error) {
 		errType := ""

@@ -644,3 +644,51 @@ func TestConversationAcrossRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetTrace (issue 37, item 1): with a budget, the chat spans that
+// send results carry what it has left before the request, and the run's
+// span what it has left at its end, its tool calls and cost, and, stopped
+// on it, the outcome budget_exceeded; only the limits the budget sets.
+func TestBudgetTrace(t *testing.T) {
+	lookup := coretest.Step{Calls: []coretest.Call{{Name: "lookup", Arguments: json.RawMessage(`{}`)}}}
+	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{lookup, lookup, lookup, {Text: "done"}}}}}
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			tools := func(*env) []*core.Tool {
+				tl, err := core.NewTool("lookup", "", func(context.Context, struct{}) (string, error) { return "found", nil }, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return []*core.Tool{tl}
+			}
+			e := newEnv(t, be.name, script, tools, nil, core.Options{Budget: core.Budget{MaxToolCalls: 2}})
+			if _, err := e.runner.Run(t.Context(), "go", nil); !errors.Is(err, core.ErrBudgetExceeded) {
+				t.Fatalf("Run = %v, want ErrBudgetExceeded", err)
+			}
+			spans := e.spans.GetSpans()
+			var submits []string
+			for _, s := range byName(spans, "chat") {
+				if a := attrs(s.Attributes); a["toolrelay.step.op"] == "submit" {
+					submits = append(submits, a["toolrelay.budget.remaining.tool_calls"]+"/"+a["toolrelay.budget.remaining.total_tokens"])
+				}
+			}
+			if diff := cmp.Diff([]string{"1/", "0/"}, submits); diff != "" {
+				t.Errorf("remaining tool calls / total tokens on the submit spans (-want +got):\n%s", diff)
+			}
+			runs := byName(spans, "invoke_agent")
+			if len(runs) != 1 {
+				t.Fatalf("%d run spans, want 1", len(runs))
+			}
+			a := attrs(runs[0].Attributes)
+			got := map[string]string{}
+			for _, k := range []string{"toolrelay.run.outcome", "toolrelay.budget.remaining.tool_calls", "toolrelay.budget.remaining.input_tokens", "toolrelay.run.tool_calls", "error.type"} {
+				got[k] = a[k]
+			}
+			want := map[string]string{"toolrelay.run.outcome": "budget_exceeded", "toolrelay.budget.remaining.tool_calls": "0",
+				"toolrelay.budget.remaining.input_tokens": "", "toolrelay.run.tool_calls": "2", "error.type": "ResourceExhausted"}
+			if diff := cmp.Diff(want, got); diff != "" || runs[0].Status.Code != codes.Error {
+				t.Errorf("the run span's attributes (-want +got):\n%s; status %v", diff, runs[0].Status)
+			}
+		})
+	}
+}

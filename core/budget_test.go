@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // pricedBackend reports 15 tokens (10 in, 5 out) with every step, a step
@@ -225,5 +227,59 @@ func TestBudgetReachedService(t *testing.T) {
 		if err == nil || errors.Is(err, core.ErrBudgetExceeded) != want {
 			t.Errorf("%s: Run = %v; matches ErrBudgetExceeded: %v, want %v", code, err, errors.Is(err, core.ErrBudgetExceeded), want)
 		}
+	}
+}
+
+// TestBudgetOldTotals: the totals a runner noted before budgets (no cost,
+// no held step) still count: a resume reads their calls as the tool
+// calls spent, stops on the same budget, and goes on with a raised one.
+func TestBudgetOldTotals(t *testing.T) {
+	var lookups atomic.Int64
+	lookup := mustTool(t)(core.NewTool("lookup", "Look up an order.", func(context.Context, struct{}) (string, error) {
+		lookups.Add(1)
+		return "order 7", nil
+	}, nil))
+	tools, err := core.NewToolbox(lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := coretest.NewBackend(budgetScript(), &coretest.BackendOptions{Tools: tools})
+	j := journaldriver.NewMemory()
+	r := core.NewRunner(pricedBackend{fake}, tools, &core.Options{Logger: quiet, Journal: j})
+	defer r.Close()
+	one := &core.RunOptions{Budget: core.Budget{MaxToolCalls: 1}}
+	res, err := r.Run(t.Context(), "look it up three times", one)
+	if !errors.Is(err, core.ErrBudgetExceeded) {
+		t.Fatalf("Run = %v, want ErrBudgetExceeded", err)
+	}
+	// The note as an older runner wrote it: steps, usage and calls only.
+	v, found, err := j.Note(t.Context(), fake.Name(), res.Thread, "totals")
+	if err != nil || !found {
+		t.Fatalf("the totals note: %q, %v, %v", v, found, err)
+	}
+	var note map[string]any
+	if err := json.Unmarshal([]byte(v), &note); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := note["held"]; !ok {
+		t.Fatalf("the note %s holds no held step", v)
+	}
+	delete(note, "held")
+	delete(note, "cost")
+	note["usage"] = map[string]any{"input_tokens": 10, "output_tokens": 5, "total_tokens": 15} // the held step's not counted
+	b, _ := json.Marshal(note)
+	if err := j.SetNote(t.Context(), fake.Name(), res.Thread, "totals", string(b)); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Resume(t.Context(), res.Thread, one)
+	if !errors.Is(err, core.ErrBudgetExceeded) || res.ToolCalls != 1 || lookups.Load() != 1 {
+		t.Fatalf("Resume with the same budget = %d tool calls, %d lookups, %v; want 1, 1 and ErrBudgetExceeded", res.ToolCalls, lookups.Load(), err)
+	}
+	res, err = r.Resume(t.Context(), res.Thread, &core.RunOptions{Budget: core.Budget{MaxToolCalls: 3}})
+	if err != nil || res.Text != "done" || res.ToolCalls != 3 || lookups.Load() != 3 {
+		t.Fatalf("Resume with a raised budget = %q, %d tool calls, %d lookups, %v; want the answer after 3 and 3", res.Text, res.ToolCalls, lookups.Load(), err)
+	}
+	if want := (core.Usage{InputTokens: 40, OutputTokens: 20, TotalTokens: 60}); res.Usage != want {
+		t.Errorf("Usage = %+v, want %+v (the held step counted once, as the service gave it again)", res.Usage, want)
 	}
 }

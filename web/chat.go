@@ -228,13 +228,15 @@ func (h *handler) rejoin(r *http.Request, c *chat, who string) (*turn, error) {
 // to the request. c.mu is held.
 func (h *handler) start(r *http.Request, c *chat, m *message, stream func(context.Context) *core.Stream) *turn {
 	t := &turn{msg: m, readers: 1}
+	// The options of a run the turn resumes: the request's, as the run's.
+	ro := h.runOptions(r, "", nil)
 	c.turn = t
 	c.rec.State, c.rec.Message = "", nil
 	h.mu.Lock()
 	c.refs++ // the run's, until its turn is forgotten
 	h.mu.Unlock()
 	h.turns.Add(1)
-	go h.run(detachedContext(r), c, t, stream)
+	go h.run(detachedContext(r), c, t, ro, stream)
 	return t
 }
 
@@ -264,9 +266,9 @@ func (t *turn) wait() <-chan struct{} {
 }
 
 // run runs the turn's run, writing its events into its message, until it
-// ends; a run stopped because its readers went away is resumed at once
-// if one came back meanwhile.
-func (h *handler) run(ctx context.Context, c *chat, t *turn, stream func(context.Context) *core.Stream) {
+// ends; a run stopped because its readers went away is resumed at once,
+// with options ro, if one came back meanwhile.
+func (h *handler) run(ctx context.Context, c *chat, t *turn, ro *core.RunOptions, stream func(context.Context) *core.Stream) {
 	defer h.turns.Done()
 	for {
 		rctx, stop := context.WithCancelCause(ctx)
@@ -299,7 +301,8 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, stream func(context
 				c.mu.Unlock()
 				thread := c.rec.Thread
 				t.msg.resume()
-				stream = func(ctx context.Context) *core.Stream { return h.r.ResumeStream(ctx, thread, nil) }
+				ro.Thread = thread
+				stream = func(ctx context.Context) *core.Stream { return h.r.ResumeStream(ctx, thread, ro) }
 				continue
 			}
 			c.rec.State, c.rec.Message = stateInterrupted, t.msg

@@ -2,10 +2,12 @@ package web
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,4 +201,61 @@ func mustThread(t *testing.T, s *testServer, chat string) string {
 		t.Fatalf("chat %s: %+v, %v", chat, rec, err)
 	}
 	return rec.Thread
+}
+
+// TestResumeKeepsRunOptions checks that a run stopped because its page
+// went away, and resumed at once because a page came back meanwhile,
+// keeps the handler's run options: with MaxSteps 2, the resumed run stops
+// at its limit instead of running the script's other steps.
+func TestResumeKeepsRunOptions(t *testing.T) {
+	const maxSteps = 2
+	var steps []coretest.Step
+	for range 6 {
+		steps = append(steps, coretest.Step{Calls: []coretest.Call{{Name: "lookup_order", Arguments: json.RawMessage(`{"order": "7"}`)}}})
+	}
+	steps = append(steps, coretest.Step{Text: "Order 7 is an espresso machine."})
+	script := &coretest.Script{Turns: []coretest.Turn{{Steps: steps}}}
+	// The first lookup waits for its run to be stopped, and returns only
+	// once the test let a page come back.
+	running, stopped, goOn := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	lookup, err := core.NewTool("lookup_order", "Look up an order.", func(ctx context.Context, in orderArgs) (string, error) {
+		if calls.Add(1) == 1 {
+			close(running)
+			<-ctx.Done()
+			close(stopped)
+			<-goOn
+			return "", ctx.Err()
+		}
+		return "espresso machine", nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := core.NewToolbox(lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := coretest.NewBackend(script, &coretest.BackendOptions{Tools: tb, DeltaSize: 8})
+	r := core.NewRunner(b, tb, &core.Options{Logger: quiet, Concurrency: 1})
+	s := serve(t, r, b, &effects{}, &Options{
+		ReconnectWindow: -1, // stopped as soon as its page goes
+		RunOptions:      func(*http.Request) *core.RunOptions { return &core.RunOptions{MaxSteps: maxSteps} },
+	})
+	resp := s.post(t, "ann", userMessage("c1", "order 7?"))
+	<-running
+	resp.Body.Close() // the page goes: the run stops
+	<-stopped
+	again := s.reconnect(t, "ann", "c1") // and comes back before the run ended
+	readUntil(t, again, `"type":"start"`)
+	close(goOn)
+	rest := readAll(t, again)
+	s.h.turns.Wait()
+	// The interrupted lookup runs again as the run resumes: one more.
+	if n := int(calls.Load()); n > maxSteps+1 {
+		t.Errorf("the lookup ran %d times, want at most %d (MaxSteps, and the interrupted call again):\n%s", n, maxSteps+1, rest)
+	}
+	if !strings.Contains(rest, "reached a limit") {
+		t.Errorf("the answer does not end at the step limit:\n%s", rest)
+	}
 }

@@ -64,7 +64,7 @@ func leftAfterAnswer(e *env) {
 func pausingRefund(e *env, n *atomic.Int32) *core.Tool {
 	return tool(e, "refund", "Refund an order.", counted(n, func(_ context.Context, in refundArgs) (string, error) {
 		return fmt.Sprintf("refunded %d", in.Amount), nil
-	}), &core.ToolOptions{Approval: core.Always("every refund needs approval")})
+	}), &core.ToolOptions{Approval: core.ApprovalAlways("every refund needs approval")})
 }
 
 // approveAll approves, on r, every call of thread waiting for a decision.

@@ -980,7 +980,7 @@ func approvalSecondProcess(e *env) {
 		var refunds atomic.Int32
 		refund := tool(e, "refund", "Refund an order.", counted(&refunds, func(_ context.Context, in refundArgs) (string, error) {
 			return fmt.Sprintf("refunded %d", in.Amount), nil
-		}), &core.ToolOptions{Approval: core.Always("every refund needs approval")})
+		}), &core.ToolOptions{Approval: core.ApprovalAlways("every refund needs approval")})
 		first, err := journal.Open(e.t.Context(), urls[name])
 		if err != nil {
 			e.t.Fatalf("%s: %v", name, err)
@@ -1030,7 +1030,7 @@ func approvalExpires(e *env) {
 	var refunds atomic.Int32
 	refund := tool(e, "refund", "Refund an order.", counted(&refunds, func(_ context.Context, in refundArgs) (string, error) {
 		return "refunded", nil
-	}), &core.ToolOptions{Approval: core.Always("every refund needs approval")})
+	}), &core.ToolOptions{Approval: core.ApprovalAlways("every refund needs approval")})
 	// Long enough for a slow run (under -race) to pause before the time
 	// passes.
 	const timeout = 300 * time.Millisecond

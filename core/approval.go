@@ -37,10 +37,17 @@ var ErrAwaitingApproval = errors.New("awaiting approval")
 // needs approval.
 type ApprovalRule func(ctx context.Context, call Call, args json.RawMessage) (need bool, why string, err error)
 
-// Always returns a rule by which every call needs approval, for why.
-func Always(why string) ApprovalRule {
+// ApprovalAlways returns a rule by which every call needs approval, for
+// why: the rule of [ApprovalIf] whose answer is always yes.
+func ApprovalAlways(why string) ApprovalRule {
 	return func(context.Context, Call, json.RawMessage) (bool, string, error) { return true, why, nil }
 }
+
+// Always returns a rule by which every call needs approval, for why.
+//
+// Deprecated: use ApprovalAlways, named as one family with ApprovalIf.
+// Always is kept for one release.
+func Always(why string) ApprovalRule { return ApprovalAlways(why) }
 
 // ApprovalIf returns a rule that decodes a call's arguments into an In (the
 // tool's input type) and asks f, as in "refunds over 100 need approval".
@@ -155,7 +162,7 @@ func (c *callRun) decided(d *Decision, o *Options) {
 // own approval request, one that always does; nil when none applies.
 func approvalRule(call *Call, tool *Tool) ApprovalRule {
 	if call.Kind == ServiceApproval {
-		return Always("the service asks a person to approve " + call.Name)
+		return ApprovalAlways("the service asks a person to approve " + call.Name)
 	}
 	if tool != nil {
 		return tool.opts.Approval

@@ -498,3 +498,14 @@ func TestDecidedRunTakenOver(t *testing.T) {
 		})
 	}
 }
+
+// TestApprovalAlways: ApprovalAlways asks for every call, with its reason,
+// and Always, its deprecated name, is the same rule.
+func TestApprovalAlways(t *testing.T) {
+	for name, rule := range map[string]core.ApprovalRule{"ApprovalAlways": core.ApprovalAlways("every refund"), "Always": core.Always("every refund")} {
+		need, why, err := rule(context.Background(), core.Call{Name: "refund"}, nil)
+		if !need || why != "every refund" || err != nil {
+			t.Errorf("%s: need %v, why %q, err %v; want true, \"every refund\", nil", name, need, why, err)
+		}
+	}
+}

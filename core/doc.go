@@ -59,7 +59,7 @@
 // # Approval
 //
 // A tool may declare that some of its calls need a person's yes first
-// ([ToolOptions.Approval], [Always], [ApprovalIf]). A step with such calls
+// ([ToolOptions.Approval], [ApprovalAlways], [ApprovalIf]). A step with such calls
 // runs the others, then the run pauses: its error matches
 // [ErrAwaitingApproval], and [Result.Pending] lists the calls, which the
 // journal keeps (the memory, SQLite and PostgreSQL journals keep

@@ -275,9 +275,16 @@ type RunOptions struct {
 type Result struct {
 	// Text is the model's final answer.
 	Text string
-	// Thread identifies the thread, for a later run or a resume.
+	// Thread names the thread to this runner, for a later run
+	// (RunOptions.Thread), a resume and Decide: here the service's thread
+	// (on a chain of responses, the last response), the thread of the
+	// run's calls. The runner of module toolrelay/temporal gives the same
+	// meaning a different value: its thread is a workflow id, and the
+	// service's thread is the Thread of its calls.
 	Thread string
-	// Turn identifies the last turn (or response), if the backend has one.
+	// Turn is the service's id of the run's last turn (or response), if
+	// the backend has one; from the runner of module toolrelay/temporal,
+	// the same id.
 	Turn string
 	// Steps counts the rounds of calls of the turn.
 	Steps int

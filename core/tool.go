@@ -76,7 +76,7 @@ type ToolOptions struct {
 	// If the run ends while it runs, the call stays in doubt.
 	Verify func(ctx context.Context, call Call) (result any, found bool, err error)
 	// Approval, if set, says which calls need a person's approval before
-	// they run ([Always], [ApprovalIf]). A step with such calls runs the
+	// they run ([ApprovalAlways], [ApprovalIf]). A step with such calls runs the
 	// others, then the run pauses: it returns an error matching
 	// ErrAwaitingApproval with the calls in [Result.Pending], the
 	// approvals kept in the journal. [Runner.Decide] records a decision;

@@ -23,7 +23,7 @@
 // # Exactly once
 //
 // Activities are retried (a worker that dies is noticed by its heartbeat,
-// Settings.Heartbeat). A call activity's second attempt is a call started
+// LoopOptions.Heartbeat). A call activity's second attempt is a call started
 // and not finished: its tool's Verify hook says what became of it;
 // without one, an idempotent or read-only tool runs again, and any other
 // call gets a failed result saying its outcome is unknown (outcome
@@ -46,7 +46,7 @@
 // worker that died), a submit retried after it reached the service sends
 // the results again and the model answers that step a second time: see
 // MODES.md. A heartbeat reaches the server at once if it is the attempt's
-// first, else within 0.8 × Settings.Heartbeat (the SDK's throttle): a
+// first, else within 0.8 × LoopOptions.Heartbeat (the SDK's throttle): a
 // worker that dies before it does leaves the retry as blind as a lost
 // answer.
 //
@@ -74,13 +74,13 @@
 //
 // The server refuses an event whose payload passes its blob limit (2 MiB
 // by default) and ends a workflow whose history grows past its limits. A
-// step's results are kept under Settings.MaxPayloadBytes (the largest
+// step's results are kept under LoopOptions.MaxPayloadBytes (the largest
 // outputs are replaced by failed results saying they were too large for
 // the history, outcome TooLarge; the model is told and the turn goes on),
 // an input past it is refused (InvalidArgument), and an answer past it
 // drops its calls' results (CallsOmitted). Between turns, the workflow
 // continues as new when the server suggests it or its history passes
-// Settings.MaxHistoryEvents.
+// LoopOptions.MaxHistoryEvents.
 //
 // Arguments and outputs in the history can be encrypted with a payload
 // codec: give the client (and the workers' client) a data converter made

@@ -23,8 +23,12 @@ import (
 type Options struct {
 	// TaskQueue is the task queue the workers poll (see [Register]).
 	TaskQueue string
-	// Settings are the loop's settings for the threads this runner
-	// starts (a thread keeps those it started with).
+	// Loop are the loop's options for the threads this runner starts (a
+	// thread keeps those it started with).
+	Loop LoopOptions
+	// Settings are the loop's options when Loop is zero.
+	//
+	// Deprecated: use Loop. Settings is kept for one release.
 	Settings Settings
 	// WorkflowTaskTimeout bounds a workflow task; a worker that dies with
 	// one is noticed after it. Zero means 10 s (Temporal's default).
@@ -35,7 +39,10 @@ type Options struct {
 // reaches the thread workflows that workers run (see [Register]), with the
 // surface of core's Runner. A thread here is a workflow id: Run on a new
 // thread makes one, and Result.Thread names it, for Resume, Decide and
-// the next turn; the service's own thread is the Thread of its calls.
+// the next turn (the meaning core's Result.Thread has for core's Runner,
+// where the value is the service's thread); the service's own thread is
+// the Thread of its calls. Result.Turn is the service's id of the last
+// turn, as from core's Runner.
 //
 // Unlike core's Runner, a turn does not live in the caller: the caller's
 // context bounds only its wait. A turn whose caller stopped waiting goes
@@ -53,6 +60,15 @@ func NewRunner(c client.Client, opts *Options) *Runner {
 		r.opts = *opts
 	}
 	return r
+}
+
+// loop returns the loop's options: Loop, or the deprecated Settings when
+// Loop is zero.
+func (o *Options) loop() LoopOptions {
+	if o.Loop == (LoopOptions{}) {
+		return o.Settings
+	}
+	return o.Loop
 }
 
 // Client returns the runner's Temporal client.
@@ -115,7 +131,7 @@ func (r *Runner) startTurn(ctx context.Context, thread string, req *RunRequest, 
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowTaskTimeout:      r.opts.WorkflowTaskTimeout,
-	}, WorkflowName, State{Settings: r.opts.Settings})
+	}, WorkflowName, State{Settings: r.opts.loop()})
 	h, err := r.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
@@ -183,7 +199,8 @@ func checkParts(parts []driver.Part) error {
 	return nil
 }
 
-// result is a turn's outcome as core's Runner gives it.
+// result is a turn's outcome as core's Runner gives it: its Thread the
+// workflow id (thread), its Turn the service's turn.
 func result(thread string, tr *TurnResult) (*core.Result, error) {
 	unwrapResults(tr.Calls)
 	for i := range tr.Pending {

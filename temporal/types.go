@@ -39,10 +39,12 @@ const (
 	activityCall   = "toolrelay.Call"
 )
 
-// Settings are the loop's settings, carried by the workflow (and into the
-// runs that continue it as new). The zero value means the defaults of
-// package core.
-type Settings struct {
+// LoopOptions are the loop's options, set in code ([Options.Loop]) and
+// carried by the workflow (and into the runs that continue it as new). The
+// zero value means the defaults of package core. (Options are set in
+// code; Settings, in the other packages, are read from a file or the
+// environment.)
+type LoopOptions struct {
 	// MaxSteps bounds the steps of a turn (core.DefaultMaxSteps).
 	MaxSteps int `json:"max_steps,omitempty"`
 	// Concurrency bounds the calls of a step that run at once
@@ -72,7 +74,14 @@ type Settings struct {
 	Idle time.Duration `json:"idle,omitempty"`
 }
 
-// Defaults of [Settings] that package core does not have.
+// Settings is the former name of LoopOptions.
+//
+// Deprecated: use LoopOptions (options are set in code; Settings, in the
+// other packages, are read from a file or the environment). Settings is
+// kept for one release.
+type Settings = LoopOptions
+
+// Defaults of [LoopOptions] that package core does not have.
 const (
 	DefaultHeartbeat = 10 * time.Second
 	// DefaultMaxPayloadBytes stays below the server's default blob limit
@@ -83,7 +92,7 @@ const (
 	DefaultMaxHistoryEvents = 10000
 )
 
-func (s Settings) withDefaults() Settings {
+func (s LoopOptions) withDefaults() LoopOptions {
 	if s.MaxSteps <= 0 {
 		s.MaxSteps = core.DefaultMaxSteps
 	}
@@ -111,8 +120,9 @@ func (s Settings) withDefaults() Settings {
 // State is what the thread workflow starts with, and what it carries into
 // the run that continues it as new.
 type State struct {
-	// Settings are the loop's settings.
-	Settings Settings `json:"settings"`
+	// Settings are the loop's options (named so in the histories of
+	// running workflows).
+	Settings LoopOptions `json:"settings"`
 	// Thread is the service's thread, once the first turn made one.
 	Thread string `json:"thread,omitempty"`
 	// Turns counts the turns run on the thread.

@@ -79,7 +79,7 @@ func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
 // thread is the workflow's state.
 type thread struct {
 	st  State
-	set Settings
+	set LoopOptions
 
 	queued  *RunRequest
 	running bool

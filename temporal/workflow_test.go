@@ -30,6 +30,7 @@ type env struct {
 	t       *testing.T
 	te      *testsuite.TestWorkflowEnvironment
 	backend *coretest.Backend
+	runner  *core.Runner
 	refunds atomic.Int32
 	steps   atomic.Int32 // the step hook's calls
 	calls   atomic.Int32 // the call hook's calls
@@ -78,6 +79,7 @@ func newEnv(t *testing.T, script *coretest.Script, set Settings, extra ...*core.
 	}
 	r := core.NewRunner(e.backend, tb, &core.Options{Hooks: hooks, Logger: quiet})
 	Register(e.te, r)
+	e.runner = r
 	set.Idle = time.Hour
 	e.start = State{Settings: set}
 	return e

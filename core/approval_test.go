@@ -509,3 +509,42 @@ func TestApprovalAlways(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideOtherThread: deciding, on one thread, the id of a call that
+// awaits approval on another thread is refused (NotFound), and decides
+// nothing on either.
+func TestDecideOtherThread(t *testing.T) {
+	e := newApprovalEnv(t, refundScript("150"), nil)
+	var runs []*core.Result
+	for range 2 {
+		res, err := e.runner.Run(t.Context(), "refund order 7", nil)
+		if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
+			t.Fatalf("Run = %+v, %v; want one call awaiting approval", res, err)
+		}
+		runs = append(runs, res)
+	}
+	a, b := runs[0], runs[1]
+	if a.Thread == b.Thread || a.Pending[0].Key.Call == b.Pending[0].Key.Call {
+		t.Fatalf("threads %s and %s, calls %s and %s: want two of each", a.Thread, b.Thread, a.Pending[0].Key.Call, b.Pending[0].Key.Call)
+	}
+	if err := e.runner.Decide(t.Context(), a.Thread, b.Pending[0].Key.Call, core.Decision{Approved: true, Actor: "ops"}); errcode.Of(err) != errcode.NotFound {
+		t.Errorf("Decide of another thread's call = %v, want NotFound", err)
+	}
+	for _, res := range runs {
+		list, err := e.runner.Approvals(t.Context(), res.Thread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ap := range list {
+			if ap.Decision != nil {
+				t.Errorf("thread %s: call %s decided: %+v", res.Thread, ap.Key.Call, ap.Decision)
+			}
+		}
+	}
+	if _, err := e.runner.Resume(t.Context(), b.Thread, nil); !errors.Is(err, core.ErrAwaitingApproval) {
+		t.Errorf("Resume of the other thread = %v, want it still awaiting approval", err)
+	}
+	if n := e.refunds.Load(); n != 0 {
+		t.Errorf("refunded %d times, want none", n)
+	}
+}

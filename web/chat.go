@@ -133,6 +133,22 @@ func (h *handler) begin(r *http.Request, c *chat, who string, req *turnRequest) 
 		}
 		m := c.rec.Message
 		from := len(m.Log)
+		// Every answer must be to one of the chat's approvals before any
+		// is decided: a request naming another's (or none) decides
+		// nothing.
+		list, err := h.r.Approvals(ctx, thread)
+		if err != nil {
+			return nil, 0, err
+		}
+		ours := make(map[string]bool, len(list))
+		for _, a := range list {
+			ours[a.Key.Call] = true
+		}
+		for _, d := range req.decisions {
+			if !ours[d.approval] {
+				return nil, 0, refuse(http.StatusBadRequest, "no approval of this chat has the id %q", truncate(d.approval, 64))
+			}
+		}
 		for _, d := range req.decisions {
 			dec := core.Decision{Approved: d.approved, Reason: d.reason, Actor: who}
 			err := h.r.Decide(ctx, thread, d.approval, dec)

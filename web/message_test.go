@@ -111,37 +111,41 @@ func TestEnd(t *testing.T) {
 	}
 }
 
+// resumedTextCases are what a run showed of a message, and what the run
+// resuming it gives, with the text shown in all.
+var resumedTextCases = []struct {
+	name    string
+	shown   []core.Event
+	resumed []core.Event
+	want    string // the text shown in all
+}{
+	{"the rest of a message cut short",
+		[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hello, w"}},
+		[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hello"}, {Kind: core.EventTextDelta, Item: "m1", Text: ", world."}, {Kind: core.EventTextDone, Item: "m1", Text: "Hello, world."}},
+		"Hello, world."},
+	{"a message shown whole",
+		[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hi."}, {Kind: core.EventTextDone, Item: "m1", Text: "Hi."}},
+		[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hi."}, {Kind: core.EventTextDone, Item: "m1", Text: "Hi."}},
+		"Hi."},
+	{"an answer given whole, cut short before",
+		[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hello, w"}},
+		[]core.Event{{Kind: core.EventTextDelta, Text: "Hello, world."}, {Kind: core.EventTextDone, Text: "Hello, world."}},
+		"Hello, world."},
+	{"an answer given whole, shown whole before",
+		[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hello."}, {Kind: core.EventTextDone, Item: "m1", Text: "Hello."}},
+		[]core.Event{{Kind: core.EventTextDelta, Text: "Hello."}, {Kind: core.EventTextDone, Text: "Hello."}},
+		"Hello."},
+	{"a new answer",
+		[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Looking."}, {Kind: core.EventTextDone, Item: "m1", Text: "Looking."}},
+		[]core.Event{{Kind: core.EventTextDelta, Text: "Found it."}, {Kind: core.EventTextDone, Text: "Found it."}},
+		"Looking.Found it."},
+}
+
 // TestResumedText checks that a resumed run's text shows only what was not
 // shown: the rest of a message cut short, nothing of one shown whole, and
 // an answer given whole (no item) matched with the text shown.
 func TestResumedText(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		shown   []core.Event
-		resumed []core.Event
-		want    string // the text shown in all
-	}{
-		{"the rest of a message cut short",
-			[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hello, w"}},
-			[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hello"}, {Kind: core.EventTextDelta, Item: "m1", Text: ", world."}, {Kind: core.EventTextDone, Item: "m1", Text: "Hello, world."}},
-			"Hello, world."},
-		{"a message shown whole",
-			[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hi."}, {Kind: core.EventTextDone, Item: "m1", Text: "Hi."}},
-			[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hi."}, {Kind: core.EventTextDone, Item: "m1", Text: "Hi."}},
-			"Hi."},
-		{"an answer given whole, cut short before",
-			[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hello, w"}},
-			[]core.Event{{Kind: core.EventTextDelta, Text: "Hello, world."}, {Kind: core.EventTextDone, Text: "Hello, world."}},
-			"Hello, world."},
-		{"an answer given whole, shown whole before",
-			[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Hello."}, {Kind: core.EventTextDone, Item: "m1", Text: "Hello."}},
-			[]core.Event{{Kind: core.EventTextDelta, Text: "Hello."}, {Kind: core.EventTextDone, Text: "Hello."}},
-			"Hello."},
-		{"a new answer",
-			[]core.Event{{Kind: core.EventTextDelta, Item: "m1", Text: "Looking."}, {Kind: core.EventTextDone, Item: "m1", Text: "Looking."}},
-			[]core.Event{{Kind: core.EventTextDelta, Text: "Found it."}, {Kind: core.EventTextDone, Text: "Found it."}},
-			"Looking.Found it."},
-	} {
+	for _, tc := range resumedTextCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMessage("msg", 1<<10)
 			for _, ev := range tc.shown {
@@ -155,6 +159,32 @@ func TestResumedText(t *testing.T) {
 			m = &message{limit: 1 << 10}
 			if err := json.Unmarshal(b, m); err != nil {
 				t.Fatal(err)
+			}
+			m.resume()
+			for _, ev := range tc.resumed {
+				m.event(&ev)
+			}
+			m.end(nil, "")
+			if got := texts(string(m.Log)); got != tc.want {
+				t.Errorf("text shown %q, want %q\n%s", got, tc.want, m.Log)
+			}
+			if starts, ends := strings.Count(string(m.Log), `"text-start"`), strings.Count(string(m.Log), `"text-end"`); starts != ends {
+				t.Errorf("%d text-start, %d text-end:\n%s", starts, ends, m.Log)
+			}
+		})
+	}
+}
+
+// TestResumedTextShownOnce checks that a run resumed in the same process,
+// its message kept in memory (not read back from the journal, which
+// starts every part's count of what the run delivered again), shows what
+// was shown once: the resumed run's stream starts its items again.
+func TestResumedTextShownOnce(t *testing.T) {
+	for _, tc := range resumedTextCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMessage("msg", 1<<10)
+			for _, ev := range tc.shown {
+				m.event(&ev)
 			}
 			m.resume()
 			for _, ev := range tc.resumed {

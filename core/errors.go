@@ -11,6 +11,17 @@ import (
 // it reaches its step limit. Its code is ResourceExhausted.
 var ErrMaxSteps = errors.New("core: maximum number of steps reached")
 
+// ErrThreadBusy is matched (with [errors.Is]) by the error a run with
+// [RunOptions.NoWait] returns, before anything is sent, when another run
+// works on its thread: in this runner, or in any process sharing the
+// journal. Its code is FailedPrecondition.
+var ErrThreadBusy = errors.New("core: another run works on the thread")
+
+// busyError returns the error of a run that found thread busy.
+func busyError(thread string) error {
+	return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("thread %s: %w", thread, ErrThreadBusy)}
+}
+
 // wrap returns err as an *errcode.Error with the given op. An error with a
 // code keeps it, context errors get theirs, and other errors get the code
 // the classifier gives.

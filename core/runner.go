@@ -261,6 +261,16 @@ type RunOptions struct {
 	// turn's start; a resume with a raised budget goes on past the one
 	// that stopped the run.
 	Budget Budget
+	// NoWait makes a run on a thread another run works on (in this
+	// runner, or recorded running in the journal by a live worker of
+	// another process) fail at once with an error matching
+	// ErrThreadBusy, sending nothing, instead of waiting for it (a
+	// resume), or going on beside it (a run continuing the thread).
+	NoWait bool
+	// Held, if set, is called once, before the run asks the service for
+	// anything, when the run holds its thread (none for a new thread): a
+	// run that ends without calling it did nothing.
+	Held func()
 }
 
 // Result is the outcome of a run. A run that resumes a turn (with
@@ -366,6 +376,7 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 		thread = b.thread
 	}
 	b.hold = r.threads.hold()
+	b.hold.noWait = ro.NoWait
 	defer b.hold.release()
 	if err := b.hold.take(ctx, thread); err != nil {
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
@@ -403,6 +414,7 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 			r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 			return &Result{Thread: thread}, err
 		}
+		ro.held()
 		sctx, end := r.hookStep(ctx, StepInfo{Thread: thread, Op: op})
 		step, err = r.b.Resume(sctx, thread)
 		if end != nil {
@@ -412,11 +424,22 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return nil, err
 	} else {
+		if ro.Thread != "" && ro.NoWait {
+			// Continued only if no live worker runs the thread.
+			if rec, err = r.claimRun(ctx, ro.Thread, ro); err != nil {
+				r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+				return &Result{Thread: thread}, err
+			}
+		} else if ro.Thread != "" {
+			rec = r.recordRun(ctx, ro.Thread, ro)
+		} else {
+			rec = r.recordStart(ctx, b, ro)
+		}
+		ro.held()
 		r.saveOrigin(ctx, info, thread)
 		sctx, end := r.hookStep(ctx, StepInfo{Thread: thread, Op: op})
 		req := &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts, Format: ro.Format.driverFormat()}
 		if ro.Thread != "" {
-			rec = r.recordRun(ctx, ro.Thread, ro)
 			req.Created = func(t string) {
 				// A chain's new response: the run goes on there.
 				if t != "" && t != thread {
@@ -426,7 +449,6 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 				}
 			}
 		} else {
-			rec = r.recordStart(ctx, b, ro)
 			req.Created = func(t string) {
 				created = t
 				b.hold.take(ctx, t) // new: nobody else holds it
@@ -491,6 +513,14 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		}
 	}
 	return r.loop(ctx, step, ro, thread, b.thread != "", sk, info, rec, b.hold)
+}
+
+// held tells the run's caller that the run holds its thread, once.
+func (ro *RunOptions) held() {
+	if ro.Held != nil {
+		ro.Held()
+		ro.Held = nil
+	}
 }
 
 func (r *Runner) runOptions(opts *RunOptions) RunOptions {

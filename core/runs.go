@@ -150,12 +150,34 @@ func (r *Runner) acquireRun(ctx context.Context, thread string, ro RunOptions) (
 		case !errors.Is(err, journaldriver.ErrLeaseLost):
 			return nil, nil
 		}
+		if ro.NoWait {
+			return nil, busyError(thread)
+		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
 			err := context.Cause(ctx)
 			return nil, &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: fmt.Errorf("another worker runs thread %s: %w", thread, err)}
 		}
+	}
+}
+
+// claimRun records a run continuing thread as running, unless a live
+// worker records it running: then it fails with an error matching
+// ErrThreadBusy. A journal that keeps no runs records nothing.
+func (r *Runner) claimRun(ctx context.Context, thread string, ro RunOptions) (*runRecord, error) {
+	rec := r.newRecord(ctx, ro)
+	if rec == nil {
+		return nil, nil
+	}
+	switch err := rec.put(ctx, thread, rec.options); {
+	case err == nil:
+		rec.thread = thread
+		return rec, nil
+	case errors.Is(err, journaldriver.ErrLeaseLost):
+		return nil, busyError(thread)
+	default:
+		return nil, nil // unrecorded, as recordRun leaves it
 	}
 }
 

@@ -23,6 +23,8 @@ type threadLocks struct {
 type threadHold struct {
 	l       *threadLocks
 	threads map[string]chan struct{}
+	// noWait makes take fail at once on a thread another run holds.
+	noWait bool
 }
 
 // hold returns an empty hold of one run on l.
@@ -53,6 +55,9 @@ func (h *threadHold) take(ctx context.Context, thread string) error {
 			return nil
 		}
 		l.mu.Unlock()
+		if h.noWait {
+			return busyError(thread)
+		}
 		select {
 		case <-busy:
 		case <-ctx.Done():

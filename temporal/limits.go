@@ -86,6 +86,7 @@ var sentinels = []struct {
 	{"deadline", context.DeadlineExceeded},
 	{"canceled", context.Canceled},
 	{"awaiting_approval", core.ErrAwaitingApproval},
+	{"thread_busy", core.ErrThreadBusy},
 }
 
 // Err returns the error e describes: its code and text, matching what it

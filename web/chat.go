@@ -43,7 +43,17 @@ type turn struct {
 	full bool
 	// usage is the run's, for the finish chunk.
 	usage core.Usage
+	// took is closed once the run holds the chat's thread, or ended
+	// without; busy is then set (guarded by the chat's mu) if it found
+	// another run on the thread, in any process sharing the journal.
+	took     chan struct{}
+	tookOnce sync.Once
+	busy     error
 }
+
+// taken marks t's run as holding its thread, or over. It is the runs'
+// core.RunOptions.Held.
+func (t *turn) taken() { t.tookOnce.Do(func() { close(t.took) }) }
 
 var (
 	// errDetached stops a run whose pages all went away.
@@ -102,11 +112,28 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, who string) {
 	c.mu.Lock()
 	t, from, err := h.begin(r, c, who, req)
 	c.mu.Unlock()
+	if err == nil {
+		err = h.wait(c, t)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	h.follow(w, r, c, t, from)
+}
+
+// wait waits for the run of turn t to hold its thread, and returns the
+// request's error if another run, in any process, held it. The page is
+// answered only then: 200, or 409 with nothing of the chat changed.
+func (h *handler) wait(c *chat, t *turn) error {
+	<-t.took
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.busy != nil {
+		t.readers--
+		return errBusy
+	}
+	return nil
 }
 
 // begin starts the run a POST asks for, and returns its turn, attached to
@@ -121,7 +148,7 @@ func (h *handler) begin(r *http.Request, c *chat, who string, req *turnRequest) 
 		return nil, 0, errNoChat
 	}
 	if c.turn != nil && !c.turn.ended {
-		return nil, 0, refuse(http.StatusConflict, "an answer is being written on this chat")
+		return nil, 0, errBusy
 	}
 	thread := c.rec.Thread
 	if req.decisions != nil {
@@ -165,8 +192,8 @@ func (h *handler) begin(r *http.Request, c *chat, who string, req *turnRequest) 
 			}
 		}
 		m.resume()
-		return h.start(r, c, m, func(ctx context.Context) *core.Stream {
-			return h.r.ResumeStream(ctx, thread, h.runOptions(r, thread, nil))
+		return h.start(r, c, m, thread, nil, func(ctx context.Context, ro *core.RunOptions) *core.Stream {
+			return h.r.ResumeStream(ctx, thread, ro)
 		}), from, nil
 	}
 	switch c.rec.State {
@@ -184,15 +211,19 @@ func (h *handler) begin(r *http.Request, c *chat, who string, req *turnRequest) 
 		}
 	}
 	m := newMessage(h.newID(), h.opts.MaxShownBytes)
-	input, parts := req.input, req.parts
-	return h.start(r, c, m, func(ctx context.Context) *core.Stream {
-		return h.r.Stream(ctx, input, h.runOptions(r, thread, parts))
+	input := req.input
+	return h.start(r, c, m, thread, req.parts, func(ctx context.Context, ro *core.RunOptions) *core.Stream {
+		return h.r.Stream(ctx, input, ro)
 	}), 0, nil
 }
 
 // errNoChat is the answer about a chat that does not exist, or is
 // another identity's.
 var errNoChat = refuse(http.StatusNotFound, "no such chat")
+
+// errBusy is the answer about a chat whose answer is being written, in
+// this process or another.
+var errBusy = refuse(http.StatusConflict, "an answer is being written on this chat")
 
 // reconnect serves a GET of {api}/{id}/stream: the answer being written,
 // replayed from its start; an interrupted one is resumed.
@@ -206,6 +237,9 @@ func (h *handler) reconnect(w http.ResponseWriter, r *http.Request, who, id stri
 	c.mu.Lock()
 	t, err := h.rejoin(r, c, who)
 	c.mu.Unlock()
+	if err == nil && t != nil {
+		err = h.wait(c, t)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -235,24 +269,30 @@ func (h *handler) rejoin(r *http.Request, c *chat, who string) (*turn, error) {
 	}
 	m, thread := c.rec.Message, c.rec.Thread
 	m.resume()
-	return h.start(r, c, m, func(ctx context.Context) *core.Stream {
-		return h.r.ResumeStream(ctx, thread, h.runOptions(r, thread, nil))
+	return h.start(r, c, m, thread, nil, func(ctx context.Context, ro *core.RunOptions) *core.Stream {
+		return h.r.ResumeStream(ctx, thread, ro)
 	}), nil
 }
 
-// start starts a run writing m on chat c, and returns its turn, attached
-// to the request. c.mu is held.
-func (h *handler) start(r *http.Request, c *chat, m *message, stream func(context.Context) *core.Stream) *turn {
-	t := &turn{msg: m, readers: 1}
+// start starts a run writing m on chat c (on thread, with parts), and
+// returns its turn, attached to the request: wait for its run to hold the
+// thread before answering. c.mu is held.
+func (h *handler) start(r *http.Request, c *chat, m *message, thread string, parts []core.Part, stream func(context.Context, *core.RunOptions) *core.Stream) *turn {
+	t := &turn{msg: m, readers: 1, took: make(chan struct{})}
+	// A run of the chat's thread that another process is running fails
+	// at once, and the page is answered once the run holds the thread.
+	ro := h.runOptions(r, thread, parts)
+	ro.NoWait, ro.Held = true, t.taken
 	// The options of a run the turn resumes: the request's, as the run's.
-	ro := h.runOptions(r, "", nil)
+	again := h.runOptions(r, "", nil)
+	again.NoWait, again.Held = true, t.taken
 	c.turn = t
 	c.rec.State, c.rec.Message = "", nil
 	h.mu.Lock()
 	c.refs++ // the run's, until its turn is forgotten
 	h.mu.Unlock()
 	h.turns.Add(1)
-	go h.run(detachedContext(r), c, t, ro, stream)
+	go h.run(detachedContext(r), c, t, ro, again, stream)
 	return t
 }
 
@@ -282,9 +322,11 @@ func (t *turn) wait() <-chan struct{} {
 }
 
 // run runs the turn's run, writing its events into its message, until it
-// ends; a run stopped because its readers went away is resumed at once,
-// with options ro, if one came back meanwhile.
-func (h *handler) run(ctx context.Context, c *chat, t *turn, ro *core.RunOptions, stream func(context.Context) *core.Stream) {
+// ends; its first run has options ro, and a run stopped because its
+// readers went away is resumed at once, with options again, if one came
+// back meanwhile. A first run that finds another on the thread changes
+// nothing.
+func (h *handler) run(ctx context.Context, c *chat, t *turn, ro, again *core.RunOptions, stream func(context.Context, *core.RunOptions) *core.Stream) {
 	defer h.turns.Done()
 	for {
 		rctx, stop := context.WithCancelCause(ctx)
@@ -294,7 +336,7 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, ro *core.RunOptions
 			t.idleSoon(h.opts.ReconnectWindow)
 		}
 		c.mu.Unlock()
-		st := stream(rctx)
+		st := stream(rctx, ro)
 		for ev := range st.Events() {
 			if ev.Kind == core.EventRunFinished {
 				c.mu.Lock()
@@ -306,6 +348,10 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, ro *core.RunOptions
 		}
 		res, err := st.Result()
 		stop(nil)
+		if errors.Is(err, core.ErrThreadBusy) && h.refused(c, t, err) {
+			return
+		}
+		t.taken()
 		cause := context.Cause(rctx)
 		c.mu.Lock()
 		if res != nil && res.Thread != "" {
@@ -317,8 +363,8 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, ro *core.RunOptions
 				c.mu.Unlock()
 				thread := c.rec.Thread
 				t.msg.resume()
-				ro.Thread = thread
-				stream = func(ctx context.Context) *core.Stream { return h.r.ResumeStream(ctx, thread, ro) }
+				again.Thread, ro = thread, again
+				stream = func(ctx context.Context, ro *core.RunOptions) *core.Stream { return h.r.ResumeStream(ctx, thread, ro) }
 				continue
 			}
 			c.rec.State, c.rec.Message = stateInterrupted, t.msg
@@ -336,6 +382,30 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, ro *core.RunOptions
 		h.finish(ctx, c, t, err)
 		return
 	}
+}
+
+// refused ends turn t, whose run found another on the chat's thread
+// (err) before holding it, as if it never started: nothing is saved, and
+// the chat is read again from the journal by its next request. It reports
+// false if the run held the thread before (a resume of the turn found it
+// busy): the turn ends with err as any failed run.
+func (h *handler) refused(c *chat, t *turn, err error) bool {
+	ok := false
+	t.tookOnce.Do(func() {
+		ok = true
+		c.mu.Lock()
+		t.busy, t.ended = err, true
+		if c.turn == t {
+			c.turn = nil
+		}
+		c.loaded = false
+		c.mu.Unlock()
+		close(t.took)
+	})
+	if ok {
+		h.release(c)
+	}
+	return ok
 }
 
 // show writes event ev into the turn's message. c.mu is not held.

@@ -56,7 +56,10 @@
 // breaking out of core.Stream does; the next GET on the chat resumes it
 // (core.Runner.ResumeStream), showing what was not shown yet. While an
 // answer is written, paused or interrupted, a new message on the chat is
-// refused (409).
+// refused (409): also in another process sharing the journal, whose run
+// of the chat's thread finds it held (core.RunOptions.NoWait,
+// core.ErrThreadBusy) before anything is sent or saved. A request is
+// answered 200 only once its run holds the chat's thread.
 //
 // # Chats and fleets
 //

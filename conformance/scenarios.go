@@ -39,6 +39,7 @@ var scenarios = []scenario{
 	{"OneCall", "one call is run and its output goes back; the answer quotes it", oneCall},
 	{"NoParameters", "a function without parameters runs whatever empty form its arguments take", noParameters},
 	{"ParallelCalls", "calls of one step run concurrently and their results go back together, in call order", parallelCalls},
+	{"ConcurrencyBound", "a step with more calls than Options.Concurrency runs exactly that many at once, never one more: counted in the handlers and in the run's events", concurrencyBound},
 	{"Chain", "a chain of steps (the seed's weather bot) runs to the final answer", chain},
 	{"ArgumentsAsString", "arguments delivered as a JSON string holding an object are accepted", argumentsAsString},
 	{"ArgumentsAsObject", "arguments delivered as a JSON object are accepted", argumentsAsObject},
@@ -178,6 +179,68 @@ func parallelCalls(e *env) {
 	}
 	if len(order) != 3 {
 		e.t.Errorf("handlers finished: %v", order)
+	}
+}
+
+func concurrencyBound(e *env) {
+	// Five calls, at most two at once. Each handler waits until two are
+	// running (so the bound is reached) and counts the peak; a runner
+	// that starts a third while two wait shows it in the peak. The events
+	// tell the same from the loop's side: between a call's start and its
+	// end, at most two calls are open.
+	const bound, n = 2, 5
+	var (
+		mu            sync.Mutex
+		running, peak int
+	)
+	reached := make(chan struct{})
+	var once sync.Once
+	hold := tool(e, "hold", "Hold a slot.", func(ctx context.Context, in struct {
+		Key string `json:"key"`
+	}) (string, error) {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		if running == bound {
+			once.Do(func() { close(reached) })
+		}
+		mu.Unlock()
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		select {
+		case <-reached:
+		case <-time.After(10 * time.Second):
+			return "", errors.New("the bound was never reached: calls did not run concurrently")
+		}
+		return "held " + in.Key, nil
+	}, nil)
+	var step []string
+	for i := range n {
+		step = append(step, "hold", fmt.Sprintf(`{"key":"%c"}`, 'a'+i))
+	}
+	r := e.runner(script(calls(step...), answer("{{result 0}} {{result 4}}")), &core.Options{Concurrency: bound}, hold)
+	s := e.stream(r, "Hold five", nil)
+	if s.err != nil {
+		e.t.Fatalf("run: %v", s.err)
+	}
+	e.wantText(s.res, "held a held e")
+	mu.Lock()
+	if peak != bound {
+		e.t.Errorf("at most %d calls ran at once, want exactly %d (Concurrency %d)", peak, bound, bound)
+	}
+	mu.Unlock()
+	open, most, started := 0, 0, 0
+	for _, ev := range s.events {
+		switch ev.Kind {
+		case core.EventCallStarted:
+			open++
+			started++
+			most = max(most, open)
+		case core.EventCallFinished, core.EventCallInDoubt:
+			open--
+		}
+	}
+	if started != n || most != bound {
+		e.t.Errorf("events: %d calls started, at most %d open at once; want %d started, at most %d open", started, most, n, bound)
 	}
 }
 

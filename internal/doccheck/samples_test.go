@@ -158,6 +158,10 @@ func program(s sample, name string) (string, error) {
 	lines := strings.Split(text, "\n")
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
+		if strings.HasPrefix(l, "package ") {
+			// A complete program: its package is the sample's own.
+			continue
+		}
 		if !regexp.MustCompile(`^(import|type|func) `).MatchString(l) {
 			stmts.WriteString(l + "\n")
 			continue

@@ -92,9 +92,10 @@ func (b *Budget) limited() bool {
 	return b.MaxInputTokens > 0 || b.MaxOutputTokens > 0 || b.MaxTotalTokens > 0 || b.MaxToolCalls > 0 || b.MaxCost > 0
 }
 
-// over returns b with the fields it leaves zero taken from def, and
-// Unlimited fields cleared (no limit).
-func (b Budget) over(def Budget) Budget {
+// Over returns b with the fields it leaves zero taken from def (a
+// runner's default), and its [Unlimited] fields cleared (no limit): the
+// budget of a run whose options set b. Prices are def's when b has none.
+func (b Budget) Over(def Budget) Budget {
 	pick := func(v, d int64) int64 {
 		switch {
 		case v == Unlimited:
@@ -121,12 +122,83 @@ func (b Budget) over(def Budget) Budget {
 	return b
 }
 
-// remaining returns what b has left after res's spending.
-func (b *Budget) remaining(res *Result) Remaining { return b.remainingWith(res, 0) }
+// Spent is what a run has spent of its budget: what [Budget.Charge]
+// counts, and [Budget.Exceeded] and [Budget.Remaining] measure. A loop
+// other than core's Runner (the Temporal runner) keeps it to enforce a
+// Budget by core's rule.
+type Spent struct {
+	// Usage adds up the usage of the run's steps.
+	Usage Usage `json:"usage,omitzero"`
+	// ToolCalls counts the calls whose results were sent.
+	ToolCalls int `json:"tool_calls,omitempty"`
+	// Cost is the cost of Usage at the budget's prices.
+	Cost float64 `json:"cost,omitempty"`
+	// Unpriced names the model of a step that had no price under a cost
+	// limit (the first); Exceeded refuses to go on while it is set.
+	Unpriced string `json:"unpriced,omitempty"`
+}
 
-// remainingWith returns what b has left after res's spending and calls
-// more calls (those of the step being sent).
-func (b *Budget) remainingWith(res *Result, calls int) Remaining {
+// Charge adds step's usage to s, and its cost at b's prices (Prices[step.Model],
+// else Prices["*"]). A step of a model without a price under a cost
+// limit sets s.Unpriced.
+func (b *Budget) Charge(s *Spent, step *driver.Step) {
+	s.Usage.Add(step.Usage)
+	if b.Prices == nil {
+		return
+	}
+	p, ok := b.Prices[step.Model]
+	if !ok {
+		p, ok = b.Prices["*"]
+	}
+	if !ok {
+		if b.MaxCost > 0 && s.Unpriced == "" && step.Usage != (Usage{}) {
+			s.Unpriced = step.Model
+		}
+		return
+	}
+	s.Cost += (float64(step.Usage.InputTokens)*p.Input + float64(step.Usage.OutputTokens)*p.Output) / 1e6
+}
+
+// Exceeded returns why a run that spent s must stop before running the
+// next calls of its step, nil if b lets it go on: a limit s reached (an
+// error matching [ErrBudgetExceeded], code ResourceExhausted), calls that
+// would pass MaxToolCalls (the same), or a model without a price under a
+// cost limit (FailedPrecondition).
+func (b *Budget) Exceeded(s Spent, next int) error {
+	if !b.limited() {
+		return nil
+	}
+	if s.Unpriced != "" {
+		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the budget's cost limit has no price for the model %q (set Budget.Prices[%q] or Prices[\"*\"])", s.Unpriced, s.Unpriced)}
+	}
+	reached := func(name string, limit, used int64) error {
+		if limit > 0 && used >= limit {
+			return fmt.Errorf("%w: %s %d of %d", ErrBudgetExceeded, name, used, limit)
+		}
+		return nil
+	}
+	err := reached("input tokens", b.MaxInputTokens, s.Usage.InputTokens)
+	if err == nil {
+		err = reached("output tokens", b.MaxOutputTokens, s.Usage.OutputTokens)
+	}
+	if err == nil {
+		err = reached("total tokens", b.MaxTotalTokens, s.Usage.TotalTokens)
+	}
+	if err == nil && b.MaxToolCalls > 0 && int64(s.ToolCalls+next) > b.MaxToolCalls {
+		err = fmt.Errorf("%w: tool calls %d and %d more of %d", ErrBudgetExceeded, s.ToolCalls, next, b.MaxToolCalls)
+	}
+	if err == nil && b.MaxCost > 0 && s.Cost >= b.MaxCost {
+		err = fmt.Errorf("%w: cost %s of %s", ErrBudgetExceeded, costText(s.Cost), costText(b.MaxCost))
+	}
+	if err == nil {
+		return nil
+	}
+	return &errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: err}
+}
+
+// Remaining returns what b has left once s is spent: the zero Remaining
+// when b sets no limit.
+func (b *Budget) Remaining(s Spent) Remaining {
 	if !b.limited() {
 		return Remaining{}
 	}
@@ -137,16 +209,33 @@ func (b *Budget) remainingWith(res *Result, calls int) Remaining {
 		return max(limit-used, 0)
 	}
 	rem := Remaining{Set: true,
-		InputTokens:  left(b.MaxInputTokens, res.Usage.InputTokens),
-		OutputTokens: left(b.MaxOutputTokens, res.Usage.OutputTokens),
-		TotalTokens:  left(b.MaxTotalTokens, res.Usage.TotalTokens),
-		ToolCalls:    left(b.MaxToolCalls, int64(res.ToolCalls+calls)),
+		InputTokens:  left(b.MaxInputTokens, s.Usage.InputTokens),
+		OutputTokens: left(b.MaxOutputTokens, s.Usage.OutputTokens),
+		TotalTokens:  left(b.MaxTotalTokens, s.Usage.TotalTokens),
+		ToolCalls:    left(b.MaxToolCalls, int64(s.ToolCalls)),
 		Cost:         Unlimited,
 	}
 	if b.MaxCost > 0 {
-		rem.Cost = max(b.MaxCost-res.Cost, 0)
+		rem.Cost = max(b.MaxCost-s.Cost, 0)
 	}
 	return rem
+}
+
+// remaining returns what b has left after res's spending.
+func (b *Budget) remaining(res *Result) Remaining { return b.remainingWith(res, 0) }
+
+// remainingWith returns what b has left after res's spending and calls
+// more calls (those of the step being sent).
+func (b *Budget) remainingWith(res *Result, calls int) Remaining {
+	s := spentBy(res, "")
+	s.ToolCalls += calls
+	return b.Remaining(s)
+}
+
+// spentBy returns what res spent, unpriced naming a model without a
+// price.
+func spentBy(res *Result, unpriced string) Spent {
+	return Spent{Usage: res.Usage, ToolCalls: res.ToolCalls, Cost: res.Cost, Unpriced: unpriced}
 }
 
 // spend is a run's budget and what its turn's earlier runs left to it.
@@ -168,57 +257,15 @@ func (sp *spend) add(r *Runner, res *Result, step *driver.Step) {
 		sp.held = nil
 		return
 	}
-	res.Usage.Add(step.Usage)
-	if sp.b.Prices == nil {
-		return
-	}
-	p, ok := sp.b.Prices[step.Model]
-	if !ok {
-		p, ok = sp.b.Prices["*"]
-	}
-	if !ok {
-		if sp.b.MaxCost > 0 && sp.noPrice == "" && step.Usage != (Usage{}) {
-			sp.noPrice = step.Model
-		}
-		return
-	}
-	res.Cost += (float64(step.Usage.InputTokens)*p.Input + float64(step.Usage.OutputTokens)*p.Output) / 1e6
+	s := spentBy(res, sp.noPrice)
+	sp.b.Charge(&s, step)
+	res.Usage, res.Cost, sp.noPrice = s.Usage, s.Cost, s.Unpriced
 }
 
 // exceeded returns why the run must stop before running the n calls of
-// its next step, if it must: a limit res's spending reached, or that the
-// calls would pass.
+// its next step, if it must (see [Budget.Exceeded]).
 func (sp *spend) exceeded(res *Result, n int) error {
-	b := &sp.b
-	if !b.limited() {
-		return nil
-	}
-	if sp.noPrice != "" {
-		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the budget's cost limit has no price for the model %q (set Budget.Prices[%q] or Prices[\"*\"])", sp.noPrice, sp.noPrice)}
-	}
-	reached := func(name string, limit, used int64) error {
-		if limit > 0 && used >= limit {
-			return fmt.Errorf("%w: %s %d of %d", ErrBudgetExceeded, name, used, limit)
-		}
-		return nil
-	}
-	err := reached("input tokens", b.MaxInputTokens, res.Usage.InputTokens)
-	if err == nil {
-		err = reached("output tokens", b.MaxOutputTokens, res.Usage.OutputTokens)
-	}
-	if err == nil {
-		err = reached("total tokens", b.MaxTotalTokens, res.Usage.TotalTokens)
-	}
-	if err == nil && b.MaxToolCalls > 0 && int64(res.ToolCalls+n) > b.MaxToolCalls {
-		err = fmt.Errorf("%w: tool calls %d and %d more of %d", ErrBudgetExceeded, res.ToolCalls, n, b.MaxToolCalls)
-	}
-	if err == nil && b.MaxCost > 0 && res.Cost >= b.MaxCost {
-		err = fmt.Errorf("%w: cost %s of %s", ErrBudgetExceeded, costText(res.Cost), costText(b.MaxCost))
-	}
-	if err == nil {
-		return nil
-	}
-	return &errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: err}
+	return sp.b.Exceeded(spentBy(res, sp.noPrice), n)
 }
 
 func costText(c float64) string {

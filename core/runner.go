@@ -534,7 +534,7 @@ func (r *Runner) runOptions(opts *RunOptions) RunOptions {
 	if ro.Timeout <= 0 {
 		ro.Timeout = r.opts.RunTimeout
 	}
-	ro.Budget = ro.Budget.over(r.opts.Budget)
+	ro.Budget = ro.Budget.Over(r.opts.Budget)
 	return ro
 }
 

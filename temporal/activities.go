@@ -61,9 +61,12 @@ func heartbeat(ctx context.Context, details func() any) (stop func()) {
 // thread) the response the request made as soon as the service names it,
 // so that a retried attempt resumes the turn there rather than starting
 // another, a second thread, or (sending the results again) a second
-// answer of the model.
+// answer of the model. A failed activity's error carries it too (see
+// failure, withThread), with the errors the failure matches.
 type progress struct {
 	Thread string `json:"thread,omitempty"`
+	// Is names the errors the failure matches, as ErrorInfo.Is does.
+	Is []string `json:"is,omitempty"`
 }
 
 // named is what an attempt learned of the thread the service moved to (see
@@ -288,7 +291,11 @@ func (a *activities) failure(op string, err error) error {
 	if errors.As(err, &ce) {
 		code = ce.Code
 	}
-	return temporal.NewNonRetryableApplicationError(b.Name()+": "+op+": "+err.Error(), code.String(), nil)
+	var details []any
+	if is := errorInfo(err).Is; len(is) > 0 {
+		details = append(details, progress{Is: is}) // core.ErrBudgetExceeded, say
+	}
+	return temporal.NewNonRetryableApplicationError(b.Name()+": "+op+": "+err.Error(), code.String(), nil, details...)
 }
 
 // withThread returns err, a failure that ends the turn, carrying thread:
@@ -299,19 +306,25 @@ func withThread(err error, thread string) error {
 	if !errors.As(err, &ae) || !ae.NonRetryable() {
 		return err // retried: the heartbeat carries it
 	}
-	return temporal.NewNonRetryableApplicationError(ae.Message(), ae.Type(), nil, progress{Thread: thread})
+	p := failed(err)
+	p.Thread = thread
+	return temporal.NewNonRetryableApplicationError(ae.Message(), ae.Type(), nil, p)
+}
+
+// failed returns what an activity's failure carries (see failure,
+// withThread): the zero progress if nothing.
+func failed(err error) progress {
+	var ae *temporal.ApplicationError
+	var p progress
+	if !errors.As(err, &ae) || !ae.HasDetails() || ae.Details(&p) != nil {
+		return progress{}
+	}
+	return p
 }
 
 // failedThread returns the thread an activity's failure carries (see
 // withThread), or "".
-func failedThread(err error) string {
-	var ae *temporal.ApplicationError
-	var p progress
-	if !errors.As(err, &ae) || !ae.HasDetails() || ae.Details(&p) != nil {
-		return ""
-	}
-	return p.Thread
-}
+func failedThread(err error) string { return failed(err).Thread }
 
 // localThreads reports whether b keeps its threads itself, so that another
 // process (or attempt) cannot ask the service about them.

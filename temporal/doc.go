@@ -82,6 +82,15 @@
 // continues as new when the server suggests it or its history passes
 // LoopOptions.MaxHistoryEvents.
 //
+// A turn's budget (RunOptions.Budget over LoopOptions.Budget, see
+// core.Budget) is counted in the workflow by core's rule (core.Budget's
+// Charge, Exceeded and Remaining): a turn that spent a limit, or whose
+// step's calls would pass MaxToolCalls, stops before they run, with an
+// error matching core.ErrBudgetExceeded (ResourceExhausted). The turn is
+// held (State.Held), the service's turn waiting: [Runner.Resume] with a
+// raised budget goes on from the step, its usage counted once; a new turn
+// or [Runner.Cancel] abandons it.
+//
 // Arguments and outputs in the history can be encrypted with a payload
 // codec: give the client (and the workers' client) a data converter made
 // with converter.NewCodecDataConverter over a codec such as [NewAESCodec],

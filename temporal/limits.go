@@ -83,6 +83,7 @@ var sentinels = []struct {
 	err  error
 }{
 	{"max_steps", core.ErrMaxSteps},
+	{"budget_exceeded", core.ErrBudgetExceeded},
 	{"deadline", context.DeadlineExceeded},
 	{"canceled", context.Canceled},
 	{"awaiting_approval", core.ErrAwaitingApproval},

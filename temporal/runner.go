@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -65,7 +66,7 @@ func NewRunner(c client.Client, opts *Options) *Runner {
 // loop returns the loop's options: Loop, or the deprecated Settings when
 // Loop is zero.
 func (o *Options) loop() LoopOptions {
-	if o.Loop == (LoopOptions{}) {
+	if reflect.ValueOf(o.Loop).IsZero() {
 		return o.Settings
 	}
 	return o.Loop
@@ -111,7 +112,7 @@ func (r *Runner) request(input string, opts *core.RunOptions, stream bool) (stri
 	thread := ""
 	if opts != nil {
 		thread = opts.Thread
-		req.Parts, req.MaxSteps, req.Timeout = opts.Parts, opts.MaxSteps, opts.Timeout
+		req.Parts, req.MaxSteps, req.Timeout, req.Budget = opts.Parts, opts.MaxSteps, opts.Timeout, opts.Budget
 		if f := opts.Format; f != nil {
 			req.Format = &driver.Format{Name: f.Name(), Schema: f.Schema(), Strict: f.Strict()}
 		}
@@ -148,10 +149,18 @@ func (r *Runner) startTurn(ctx context.Context, thread string, req *RunRequest, 
 }
 
 // Resume waits for the turn running on thread and returns it as Run
-// does; when none runs, it returns the last turn's outcome. opts is
-// ignored. A thread no workflow has is NotFound.
+// does; when none runs, it returns the last turn's outcome. A turn that
+// stopped on its budget goes on instead, from the step whose calls it did
+// not run, with opts.Budget (over the loop's Settings.Budget) counted from
+// the turn's start: with a raised budget it runs the step's calls, with
+// the same it stops again. opts' other fields are ignored. A thread no
+// workflow has is NotFound.
 func (r *Runner) Resume(ctx context.Context, thread string, opts *core.RunOptions) (*core.Result, error) {
-	h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateWait, WaitForStage: client.WorkflowUpdateStageCompleted})
+	var req ResumeRequest
+	if opts != nil {
+		req.Budget = opts.Budget
+	}
+	h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateResume, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	if err != nil {
 		return nil, clientError("resume", err)
 	}
@@ -183,7 +192,8 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d core.Decis
 }
 
 // Cancel ends the turn running on thread: its calls are interrupted, the
-// service's turn canceled, and the turn ends with Canceled.
+// service's turn canceled, and the turn ends with Canceled. A last turn
+// stopped on its budget is abandoned: its service's turn is canceled.
 func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	return clientError("cancel", r.c.SignalWorkflow(ctx, thread, "", SignalCancel, nil))
 }
@@ -206,7 +216,8 @@ func result(thread string, tr *TurnResult) (*core.Result, error) {
 	for i := range tr.Pending {
 		tr.Pending[i].Arguments = unwrapArgs(tr.Pending[i].Arguments)
 	}
-	res := &core.Result{Text: tr.Text, Thread: thread, Turn: tr.ServiceTurn, Steps: tr.Steps, Calls: tr.Calls, Usage: tr.Usage, Pending: tr.Pending}
+	res := &core.Result{Text: tr.Text, Thread: thread, Turn: tr.ServiceTurn, Steps: tr.Steps, Calls: tr.Calls, Pending: tr.Pending,
+		Usage: tr.Usage, ToolCalls: tr.ToolCalls, Cost: tr.Cost, Remaining: tr.Remaining}
 	switch {
 	case tr.Err != nil:
 		return res, tr.Err.Err()

@@ -185,7 +185,7 @@ func (s *Stream) Result() (*core.Result, error) {
 // core returns the event as package core has it.
 func (e *Event) core() core.Event {
 	ev := core.Event{Kind: e.Kind, Thread: e.Thread, Turn: e.Turn, Step: e.Step, Call: e.Call, Calls: e.Calls, Outcome: e.Outcome,
-		Result: e.Result, Item: e.Item, Text: e.Text, Usage: e.Usage}
+		Result: e.Result, Item: e.Item, Text: e.Text, Usage: e.Usage, Remaining: e.Remaining}
 	if e.Err != nil {
 		ev.Err = e.Err.Err()
 	}

@@ -21,6 +21,10 @@ const (
 	UpdateWait = "wait"
 	// UpdateDecide records a person's decision about a call.
 	UpdateDecide = "decide"
+	// UpdateResume goes on with a turn stopped on its budget (see
+	// State.Held), with the budget it is given; otherwise it is the wait
+	// update.
+	UpdateResume = "resume"
 	// QueryEvents returns the events of a turn after a given index.
 	QueryEvents = "events"
 	// SignalDeltas carries the text a model step streamed, from the step's
@@ -72,6 +76,10 @@ type LoopOptions struct {
 	// later run on the thread starts a new workflow, and a new thread on
 	// the service); zero keeps it waiting.
 	Idle time.Duration `json:"idle,omitempty"`
+	// Budget bounds what each turn may spend (core.Options.Budget, see
+	// core.Budget): a run's RunOptions.Budget overrides it field by field.
+	// The zero Budget sets no limit.
+	Budget core.Budget `json:"budget,omitzero"`
 }
 
 // Settings is the former name of LoopOptions.
@@ -129,6 +137,26 @@ type State struct {
 	Turns int `json:"turns,omitempty"`
 	// Last is the last turn's outcome.
 	Last *TurnResult `json:"last,omitempty"`
+	// Held is the last turn if it stopped on its budget.
+	Held *Held `json:"held,omitempty"`
+}
+
+// Held is a turn stopped on its budget before running its step's calls,
+// the service's turn waiting for their results: [Runner.Resume] with a
+// raised budget goes on from the step (its usage counted once), and a
+// new turn, or [Runner.Cancel], abandons it.
+type Held struct {
+	// Request is the turn's run request, without its input.
+	Request RunRequest `json:"request"`
+	// Step is the step whose calls did not run.
+	Step *stepResult `json:"step"`
+}
+
+// ResumeRequest is the argument of the resume update.
+type ResumeRequest struct {
+	// Budget is a held turn's budget from now on (RunOptions.Budget, over
+	// Settings.Budget), counted from the turn's start.
+	Budget core.Budget `json:"budget,omitzero"`
 }
 
 // RunRequest is the argument of the run update: one turn.
@@ -142,6 +170,8 @@ type RunRequest struct {
 	// Stream: the model's text is kept as it is written, for a reader of
 	// the turn's events (see [Runner.Stream]).
 	Stream bool `json:"stream,omitempty"`
+	// Budget is the turn's (RunOptions.Budget), over Settings.Budget.
+	Budget core.Budget `json:"budget,omitzero"`
 }
 
 // A TurnResult is how a turn ended (or paused), as the run and wait
@@ -152,15 +182,16 @@ type TurnResult struct {
 	// Done: the turn ended (with an answer or an error); otherwise it
 	// paused, its Pending calls awaiting a decision.
 	Done bool `json:"done"`
-	// Text, Thread (the service's), ServiceTurn, Steps, Calls and Usage
-	// are core.Result's.
+	// Text, Thread (the service's), ServiceTurn, Steps, Calls, Usage,
+	// ToolCalls, Cost and Remaining are core.Result's.
 	Text        string              `json:"text,omitempty"`
 	Thread      string              `json:"thread,omitempty"`
 	ServiceTurn string              `json:"service_turn,omitempty"`
 	Steps       int                 `json:"steps,omitempty"`
 	Calls       []driver.ToolResult `json:"calls,omitempty"`
-	Usage       driver.Usage        `json:"usage,omitzero"`
-	Pending     []core.Approval     `json:"pending,omitempty"`
+	core.Spent
+	Remaining core.Remaining  `json:"remaining,omitzero"`
+	Pending   []core.Approval `json:"pending,omitempty"`
 	// CallsOmitted: the calls' results were left out, to keep the answer
 	// below Settings.MaxPayloadBytes.
 	CallsOmitted bool `json:"calls_omitted,omitempty"`
@@ -173,8 +204,9 @@ type ErrorInfo struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Is names the errors the error matches, of those a program tests
-	// for: "max_steps" (core.ErrMaxSteps), "deadline" and "canceled" (the
-	// context errors).
+	// for: "max_steps" (core.ErrMaxSteps), "budget_exceeded"
+	// (core.ErrBudgetExceeded), "deadline" and "canceled" (the context
+	// errors), "awaiting_approval" and "thread_busy".
 	Is []string `json:"is,omitempty"`
 }
 
@@ -215,6 +247,8 @@ type Event struct {
 	Text    string             `json:"text,omitempty"`
 	Usage   driver.Usage       `json:"usage,omitzero"`
 	Err     *ErrorInfo         `json:"err,omitempty"`
+	// Remaining is what the turn's budget has left (core.Event's).
+	Remaining core.Remaining `json:"remaining,omitzero"`
 }
 
 // DeltaBatch is what the signal carrying a step's streamed text holds.

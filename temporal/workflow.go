@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -39,9 +40,14 @@ func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			cancels.Receive(ctx, nil)
-			if t.running && t.stop != nil {
+			switch h := t.st.Held; {
+			case t.running && t.stop != nil:
 				t.canceled = true
 				t.stop()
+			case !t.running && t.queued == nil && h != nil:
+				// A turn held on its budget is abandoned.
+				t.st.Held = nil
+				t.cancelService(ctx, h.Step.Step.Thread)
 			}
 		}
 	})
@@ -81,9 +87,11 @@ type thread struct {
 	st  State
 	set LoopOptions
 
-	queued  *RunRequest
-	running bool
-	paused  bool
+	queued *RunRequest
+	// resumeHeld: the queued turn goes on from the held one (st.Held).
+	resumeHeld bool
+	running    bool
+	paused     bool
 	// outcome is the current turn's outcome once it ended or paused.
 	outcome *TurnResult
 	// stop cancels the current phase of the turn (its time limit, or
@@ -119,15 +127,7 @@ func (t *thread) register(ctx workflow.Context) error {
 		if t.running || t.queued != nil {
 			return nil, refusal(errcode.FailedPrecondition, "a turn is running on this thread")
 		}
-		t.st.Turns++
-		n := t.st.Turns
-		t.queued = &req
-		t.running, t.paused, t.outcome = true, false, nil
-		t.events, t.items, t.texts, t.stream = nil, nil, 0, req.Stream
-		if err := workflow.Await(ctx, func() bool { return t.st.Turns != n || t.outcome != nil }); err != nil {
-			return nil, err
-		}
-		return t.outcome, nil
+		return t.queue(ctx, req, false)
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req RunRequest) error {
 		if t.running || t.queued != nil {
 			return refusal(errcode.FailedPrecondition, "a turn is running on this thread")
@@ -137,27 +137,18 @@ func (t *thread) register(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	err = workflow.SetUpdateHandler(ctx, UpdateWait, func(ctx workflow.Context) (*TurnResult, error) {
-		if err := workflow.Await(ctx, func() bool { return !t.running || t.outcome != nil }); err != nil {
-			return nil, err
+	err = workflow.SetUpdateHandler(ctx, UpdateWait, t.wait)
+	if err != nil {
+		return err
+	}
+	err = workflow.SetUpdateHandler(ctx, UpdateResume, func(ctx workflow.Context, req ResumeRequest) (*TurnResult, error) {
+		h := t.st.Held
+		if h == nil || t.running || t.queued != nil {
+			return t.wait(ctx)
 		}
-		if t.running && t.paused && t.expired(workflow.Now(ctx)) {
-			// Every call still undecided is past its time: its timer is
-			// about to deny it, and the turn to go on.
-			if err := workflow.Await(ctx, func() bool { return !t.paused }); err != nil {
-				return nil, err
-			}
-			if err := workflow.Await(ctx, func() bool { return !t.running || t.outcome != nil }); err != nil {
-				return nil, err
-			}
-		}
-		if t.running {
-			return t.outcome, nil
-		}
-		if t.st.Last == nil {
-			return nil, refusal(errcode.FailedPrecondition, "no turn has run on this thread")
-		}
-		return t.st.Last, nil
+		run := h.Request
+		run.Budget, run.Stream = req.Budget, false
+		return t.queue(ctx, run, true)
 	})
 	if err != nil {
 		return err
@@ -193,6 +184,45 @@ func (t *thread) register(ctx workflow.Context) error {
 		}
 		return &EventsPage{Turn: turn, Events: evs}, nil
 	})
+}
+
+// wait waits for the current turn to end or pause, and returns it (the
+// last turn's, when none runs): the wait update.
+func (t *thread) wait(ctx workflow.Context) (*TurnResult, error) {
+	if err := workflow.Await(ctx, func() bool { return !t.running || t.outcome != nil }); err != nil {
+		return nil, err
+	}
+	if t.running && t.paused && t.expired(workflow.Now(ctx)) {
+		// Every call still undecided is past its time: its timer is
+		// about to deny it, and the turn to go on.
+		if err := workflow.Await(ctx, func() bool { return !t.paused }); err != nil {
+			return nil, err
+		}
+		if err := workflow.Await(ctx, func() bool { return !t.running || t.outcome != nil }); err != nil {
+			return nil, err
+		}
+	}
+	if t.running {
+		return t.outcome, nil
+	}
+	if t.st.Last == nil {
+		return nil, refusal(errcode.FailedPrecondition, "no turn has run on this thread")
+	}
+	return t.st.Last, nil
+}
+
+// queue queues a turn (resume: going on from the held one) and waits for
+// its outcome: the run update, and the resume update of a held turn.
+func (t *thread) queue(ctx workflow.Context, req RunRequest, resume bool) (*TurnResult, error) {
+	t.st.Turns++
+	n := t.st.Turns
+	t.queued, t.resumeHeld = &req, resume
+	t.running, t.paused, t.outcome = true, false, nil
+	t.events, t.items, t.texts, t.stream = nil, nil, 0, req.Stream
+	if err := workflow.Await(ctx, func() bool { return t.st.Turns != n || t.outcome != nil }); err != nil {
+		return nil, err
+	}
+	return t.outcome, nil
 }
 
 // maxPage bounds the events one query returns.
@@ -312,9 +342,21 @@ func (t *thread) phase(ctx workflow.Context, d time.Duration) (_ workflow.Contex
 	return pctx, func() { stopTimer(); t.stop = nil }
 }
 
-// runTurn runs one turn and records its outcome.
+// runTurn runs one turn and records its outcome: a new turn, or one that
+// goes on from the held one (resumeHeld).
 func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 	res := &TurnResult{Turn: t.st.Turns, Thread: t.st.Thread}
+	var from *Held // the held turn this one goes on from
+	if t.resumeHeld {
+		from = t.st.Held
+	}
+	t.st.Held, t.resumeHeld = nil, false
+	resume := from != nil
+	if resume {
+		last := t.st.Last
+		res.Thread, res.ServiceTurn, res.Steps, res.Calls, res.Spent = last.Thread, last.ServiceTurn, last.Steps, slices.Clone(last.Calls), last.Spent
+	}
+	budget := req.Budget.Over(t.set.Budget)
 	t.canceled, t.timedOut, t.pending = false, false, nil
 	maxSteps := t.set.MaxSteps
 	if req.MaxSteps > 0 {
@@ -325,7 +367,7 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 		timeout = req.Timeout
 	}
 	pctx, end := t.phase(ctx, timeout)
-	t.beginRun(ctx, false)
+	t.beginRun(ctx, resume)
 	finish := func(err error) {
 		end()
 		res.Done = true
@@ -333,7 +375,8 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 			res.Err = errorInfo(err)
 		}
 		t.st.Thread = res.Thread
-		t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Err: res.Err, Usage: res.Usage})
+		res.Remaining = budget.Remaining(res.Spent)
+		t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Err: res.Err, Usage: res.Usage, Remaining: res.Remaining})
 		fitResult(res, t.set.MaxPayloadBytes)
 		t.endRun(ctx, res)
 		t.st.Last = res
@@ -344,11 +387,8 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 		finish(errcode.Errorf(errcode.InvalidArgument, "temporal: the input (%d bytes) passes the limit of what the history keeps (%d bytes)", len(req.Input), t.set.MaxPayloadBytes))
 		return
 	}
-	prevTurn := ""
-	if t.st.Last != nil {
-		prevTurn = t.st.Last.ServiceTurn
-	}
-	sr, err := t.stepActivity(pctx, activityStart, &stepRequest{Thread: t.st.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, PrevTurn: prevTurn, Stream: req.Stream})
+	sr, err := t.first(pctx, &req, from)
+	counted := resume // the held step's usage was counted before
 	for {
 		if err != nil {
 			if th := failedThread(err); th != "" {
@@ -371,7 +411,10 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 		}
 		res.Thread, res.ServiceTurn = step.Thread, step.Turn
 		t.st.Thread = step.Thread
-		res.Usage.Add(step.Usage)
+		if !counted {
+			budget.Charge(&res.Spent, step)
+		}
+		counted = false
 		t.stepArrived(step, res.Steps)
 		if len(step.Calls) == 0 {
 			res.Text = step.Text
@@ -388,8 +431,17 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 			finish(&errcode.Error{Code: errcode.Internal, Op: sr.Backend + ": step", Err: err})
 			return
 		}
+		if err := budget.Exceeded(res.Spent, len(step.Calls)); err != nil {
+			// Before any call of the step runs: the service's turn
+			// waits for their results, and a resume goes on from here.
+			hr := req
+			hr.Input, hr.Parts = "", nil
+			t.st.Held = &Held{Request: hr, Step: sr}
+			finish(err)
+			return
+		}
 		res.Steps++
-		t.emit(Event{Kind: core.EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls)})
+		t.emit(Event{Kind: core.EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: budget.Remaining(res.Spent)})
 		results := make([]driver.ToolResult, len(step.Calls))
 		var now, later []int
 		for i, c := range step.Calls {
@@ -407,6 +459,7 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 		err = t.runCalls(pctx, step, res.Steps, now, results)
 		if err == nil && len(later) > 0 {
 			end()
+			res.Remaining = budget.Remaining(res.Spent)
 			err = t.await(ctx, res)
 			res.Pending = nil
 			t.beginRun(ctx, true)
@@ -421,12 +474,28 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 			return
 		}
 		fitResults(results, t.set.MaxPayloadBytes)
-		t.submitted = &Event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)}
+		sent := res.Spent
+		sent.ToolCalls += len(results)
+		t.submitted = &Event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results), Remaining: budget.Remaining(sent)}
 		sr, err = t.stepActivity(pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: req.Format, Stream: req.Stream})
 		if err == nil {
 			res.Calls = append(res.Calls, results...)
+			res.ToolCalls = sent.ToolCalls
 		}
 	}
+}
+
+// first returns the turn's first step: the held one, going on from it
+// (from), or the answer to the input.
+func (t *thread) first(ctx workflow.Context, req *RunRequest, from *Held) (*stepResult, error) {
+	if from != nil {
+		return from.Step, nil
+	}
+	prevTurn := ""
+	if t.st.Last != nil {
+		prevTurn = t.st.Last.ServiceTurn
+	}
+	return t.stepActivity(ctx, activityStart, &stepRequest{Thread: t.st.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, PrevTurn: prevTurn, Stream: req.Stream})
 }
 
 // stepArrived reports a step: its calls and usage, or for a final answer
@@ -456,7 +525,7 @@ func (t *thread) await(ctx workflow.Context, res *TurnResult) error {
 	paused := *res
 	t.outcome = &paused
 	t.endRun(ctx, &paused)
-	t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage,
+	t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage, Remaining: res.Remaining,
 		Err: errorInfo(&errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the run paused: %d call(s) await a decision: %w", len(res.Pending), core.ErrAwaitingApproval)})})
 	defer func() { t.paused, t.outcome = false, nil }()
 	for {
@@ -615,8 +684,8 @@ func (t *thread) activityOptions() workflow.ActivityOptions {
 	}
 }
 
-// turnError is the error that ends a turn: the activity's, with its code;
-// the time limit's; or the cancel signal's.
+// turnError is the error that ends a turn: the activity's, with its code
+// and the errors it matches; the time limit's; or the cancel signal's.
 func (t *thread) turnError(err error) error {
 	var ce *temporal.CanceledError
 	switch {
@@ -627,7 +696,7 @@ func (t *thread) turnError(err error) error {
 	}
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
-		return &errcode.Error{Code: parseCode(ae.Type()), Err: errors.New(ae.Message())}
+		return (&ErrorInfo{Code: ae.Type(), Message: ae.Message(), Is: failed(err).Is}).Err()
 	}
 	return &errcode.Error{Code: errcode.Unavailable, Op: "temporal", Err: err}
 }

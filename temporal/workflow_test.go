@@ -49,6 +49,12 @@ type refundArgs struct {
 
 func newEnv(t *testing.T, script *coretest.Script, set Settings, extra ...*core.Tool) *env {
 	t.Helper()
+	return newEnvOn(t, script, nil, set, extra...)
+}
+
+// newEnvOn is newEnv with the coretest backend seen through wrap, if set.
+func newEnvOn(t *testing.T, script *coretest.Script, wrap func(*coretest.Backend) driver.Backend, set Settings, extra ...*core.Tool) *env {
+	t.Helper()
 	e := &env{t: t}
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(quiet))
@@ -77,7 +83,11 @@ func newEnv(t *testing.T, script *coretest.Script, set Settings, extra ...*core.
 			return ctx, func(*core.CallEnd) {}
 		},
 	}
-	r := core.NewRunner(e.backend, tb, &core.Options{Hooks: hooks, Logger: quiet})
+	var b driver.Backend = e.backend
+	if wrap != nil {
+		b = wrap(e.backend)
+	}
+	r := core.NewRunner(b, tb, &core.Options{Hooks: hooks, Logger: quiet})
 	Register(e.te, r)
 	e.runner = r
 	set.Idle = time.Hour

@@ -79,7 +79,7 @@ func startWorker(t testing.TB, c client.Client, queue string, r *core.Runner) wo
 func fastSettings(o *core.Options) temporal.Settings {
 	s := temporal.Settings{Heartbeat: 5 * time.Second, Idle: time.Minute}
 	if o != nil {
-		s.MaxSteps, s.Concurrency, s.RunTimeout, s.ApprovalTimeout = o.MaxSteps, o.Concurrency, o.RunTimeout, o.ApprovalTimeout
+		s.MaxSteps, s.Concurrency, s.RunTimeout, s.ApprovalTimeout, s.Budget = o.MaxSteps, o.Concurrency, o.RunTimeout, o.ApprovalTimeout, o.Budget
 	}
 	return s
 }

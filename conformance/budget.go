@@ -39,7 +39,6 @@ func (e *env) wantBudgetStop(err error, runs *atomic.Int32, calls int) {
 func budgetToolCalls(e *env) {
 	var runs atomic.Int32
 	r := e.runner(budgetScript(), nil, tool(e, "getUserFavoriteCity", "", counted(&runs, favoriteCity), nil))
-	e.coreRunner(r, "budgets are enforced by core's Runner; the Temporal runner does not enforce them yet")
 	two := &core.RunOptions{Budget: core.Budget{MaxToolCalls: 2}}
 	res, err := r.Run(e.t.Context(), "go", two)
 	e.wantBudgetStop(err, &runs, 2)
@@ -66,7 +65,6 @@ func budgetToolCalls(e *env) {
 func budgetTokens(e *env) {
 	var runs atomic.Int32
 	r := e.runner(budgetScript(), nil, tool(e, "getUserFavoriteCity", "", counted(&runs, favoriteCity), nil))
-	e.coreRunner(r, "budgets are enforced by core's Runner; the Temporal runner does not enforce them yet")
 	spent := &core.RunOptions{Budget: core.Budget{MaxTotalTokens: 1}}
 	s := r.Stream(e.t.Context(), "go", spent)
 	var usageAt []int // the step counts of the usage events
@@ -107,7 +105,6 @@ func budgetTokens(e *env) {
 func budgetReached(e *env) {
 	s := script(calls("getUserFavoriteCity", `{}`), coretest.Step{Fail: &coretest.Failure{Code: "budget_reached", Message: "the session's budget is spent"}})
 	r := e.runner(s, nil, weatherTools(e)...)
-	e.coreRunner(r, "the error of a turn ended on the service's budget is matched as core.ErrBudgetExceeded by core's Runner; the Temporal runner's errors are not checked for it yet")
 	_, err := r.Run(e.t.Context(), "go", nil)
 	if !errors.Is(err, core.ErrBudgetExceeded) {
 		e.t.Fatalf("Run error = %v, want ErrBudgetExceeded", err)

@@ -13,32 +13,14 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
-	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
-// pricedBackend reports 15 tokens (10 in, 5 out) with every step, a step
-// given again by Resume included, made by the model "gpt-test".
-type pricedBackend struct{ *coretest.Backend }
-
-func priced(s *driver.Step, err error) (*driver.Step, error) {
-	if s != nil {
-		s.Usage, s.Model = stepUsage, "gpt-test"
-	}
-	return s, err
-}
-
-func (b pricedBackend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
-	return priced(b.Backend.Start(ctx, req))
-}
-
-func (b pricedBackend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
-	return priced(b.Backend.Submit(ctx, req))
-}
-
-func (b pricedBackend) Resume(ctx context.Context, thread string) (*driver.Step, error) {
-	return priced(b.Backend.Resume(ctx, thread))
+// priced reports stepUsage with every step, a step given again by Resume
+// included, made by the model "gpt-test".
+func priced(b *coretest.Backend) coretest.Metered {
+	return coretest.Metered{Backend: b, Model: "gpt-test", Usage: stepUsage}
 }
 
 // budgetScript: three steps of one lookup each, then the answer.
@@ -130,7 +112,7 @@ func TestBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			fake := coretest.NewBackend(budgetScript(), &coretest.BackendOptions{Tools: tools})
-			b := pricedBackend{fake}
+			b := priced(fake)
 			u := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
 			var (
 				mu       sync.Mutex
@@ -198,7 +180,7 @@ func TestBudgetTakeOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := pricedBackend{coretest.NewBackend(budgetScript(), &coretest.BackendOptions{Tools: tools})}
+	b := priced(coretest.NewBackend(budgetScript(), &coretest.BackendOptions{Tools: tools}))
 	u := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
 	first := core.NewRunner(b, tools, &core.Options{Logger: quiet, Journal: openStore(t, u), Owner: "first"})
 	defer first.Close()
@@ -245,7 +227,7 @@ func TestBudgetOldTotals(t *testing.T) {
 	}
 	fake := coretest.NewBackend(budgetScript(), &coretest.BackendOptions{Tools: tools})
 	j := journaldriver.NewMemory()
-	r := core.NewRunner(pricedBackend{fake}, tools, &core.Options{Logger: quiet, Journal: j})
+	r := core.NewRunner(priced(fake), tools, &core.Options{Logger: quiet, Journal: j})
 	defer r.Close()
 	one := &core.RunOptions{Budget: core.Budget{MaxToolCalls: 1}}
 	res, err := r.Run(t.Context(), "look it up three times", one)

@@ -12,36 +12,11 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
-	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/internal/pgtest"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
-// usageBackend reports 15 tokens (10 in, 5 out) with every step, a
-// step given again by Resume included, as a service reports a response's
-// usage.
-type usageBackend struct{ *coretest.Backend }
-
 var stepUsage = core.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}
-
-func withUsage(s *driver.Step, err error) (*driver.Step, error) {
-	if s != nil {
-		s.Usage = stepUsage
-	}
-	return s, err
-}
-
-func (b usageBackend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
-	return withUsage(b.Backend.Start(ctx, req))
-}
-
-func (b usageBackend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
-	return withUsage(b.Backend.Submit(ctx, req))
-}
-
-func (b usageBackend) Resume(ctx context.Context, thread string) (*driver.Step, error) {
-	return withUsage(b.Backend.Resume(ctx, thread))
-}
 
 // totalsOf is what a run's totals are compared by.
 type totalsOf struct {
@@ -103,7 +78,7 @@ func TestTotalsAcrossResume(t *testing.T) {
 					{Text: `{{output "lookup"}}`},
 				}}}}
 				e := newApprovalEnv(t, script, nil)
-				b := usageBackend{e.backend}
+				b := coretest.Metered{Backend: e.backend, Usage: stepUsage} // as a service reports a response's usage
 				j1, j2 := open(t)
 				var (
 					mu     sync.Mutex

@@ -1,7 +1,6 @@
 package temporal
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -15,31 +14,8 @@ import (
 	"github.com/toolrelay/toolrelay/errcode"
 )
 
-// stepUsage is what pricedBackend reports with every step.
+// stepUsage is what each step of TestBudget reports.
 var stepUsage = core.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}
-
-// pricedBackend reports stepUsage with every step, made by the model
-// "gpt-test".
-type pricedBackend struct{ *coretest.Backend }
-
-func priced(s *driver.Step, err error) (*driver.Step, error) {
-	if s != nil {
-		s.Usage, s.Model = stepUsage, "gpt-test"
-	}
-	return s, err
-}
-
-func (b pricedBackend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
-	return priced(b.Backend.Start(ctx, req))
-}
-
-func (b pricedBackend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
-	return priced(b.Backend.Submit(ctx, req))
-}
-
-func (b pricedBackend) Resume(ctx context.Context, thread string) (*driver.Step, error) {
-	return priced(b.Backend.Resume(ctx, thread))
-}
 
 // budgetScript: three steps of one call each, then the answer.
 func budgetScript() *coretest.Script {
@@ -125,7 +101,9 @@ func TestBudget(t *testing.T) {
 	approx := cmp.Comparer(func(a, b float64) bool { d := a - b; return d < 1e-9 && d > -1e-9 })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnvOn(t, budgetScript(), func(b *coretest.Backend) driver.Backend { return pricedBackend{b} }, Settings{Budget: tt.loop})
+			e := newEnvOn(t, budgetScript(), func(b *coretest.Backend) driver.Backend {
+				return coretest.Metered{Backend: b, Model: "gpt-test", Usage: stepUsage}
+			}, Settings{Budget: tt.loop})
 			var run, again, raised outcome
 			var seen [3]seen
 			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather three times", Budget: tt.first})

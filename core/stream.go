@@ -48,27 +48,56 @@ var errRangedTwice = errors.New("core: a Stream's events can be read once")
 // (EventTextDelta) of a message concatenate to the text of its
 // EventTextDone. A backend that does not stream gives each message in one
 // piece.
+//
+// Other runners speaking core's vocabulary return their streamed runs as
+// Streams too (see [NewStream]): temporal.Runner's are.
 type Stream struct {
 	r     *Runner
 	ctx   context.Context
 	ro    RunOptions
 	begin beginning
+	// run, if set, is the run of a Stream made by NewStream.
+	run    func(yield func(Event, error) bool) (*Result, error)
+	thread string
 
 	ranged bool
 	res    *Result
 	err    error
 }
 
+// NewStream returns a Stream whose run is run, for a runner other than
+// core's (temporal.Runner makes its streams with it). run is called once,
+// when the events are first read (or by [Stream.Result]): it yields the
+// run's events in order, the last EventRunFinished with the run's error,
+// returns as soon as yield returns false, and returns the run's Result
+// and error. thread is the run's thread, if it is known before the run
+// (see [Stream.Thread]).
+func NewStream(thread string, run func(yield func(Event, error) bool) (*Result, error)) *Stream {
+	return &Stream{run: run, thread: thread}
+}
+
+// Thread returns the thread of the stream's run: the one it continues or
+// resumes, or whose name its runner chose before it started (a
+// temporal.Runner's workflow id); for a run of core's Runner on a new
+// thread, the service's thread once the events were read ("" before).
+func (s *Stream) Thread() string {
+	if s.thread == "" && s.res != nil {
+		return s.res.Thread
+	}
+	return s.thread
+}
+
 // Stream starts a run as [Runner.Run] does, but streamed: the run takes
 // place as the returned Stream's events are read.
 func (r *Runner) Stream(ctx context.Context, input string, opts *RunOptions) *Stream {
-	return &Stream{r: r, ctx: ctx, ro: r.runOptions(opts), begin: start(input)}
+	ro := r.runOptions(opts)
+	return &Stream{r: r, ctx: ctx, ro: ro, begin: start(input), thread: ro.Thread}
 }
 
 // ResumeStream resumes the turn waiting on thread as [Runner.Resume] does,
 // but streamed.
 func (r *Runner) ResumeStream(ctx context.Context, thread string, opts *RunOptions) *Stream {
-	return &Stream{r: r, ctx: ctx, ro: r.runOptions(opts), begin: resume(thread)}
+	return &Stream{r: r, ctx: ctx, ro: r.runOptions(opts), begin: resume(thread), thread: thread}
 }
 
 // Events returns the run's events, in the order they happen. The error is
@@ -85,6 +114,10 @@ func (s *Stream) Events() iter.Seq2[Event, error] {
 			return
 		}
 		s.ranged = true
+		if s.run != nil {
+			s.res, s.err = s.run(yield)
+			return
+		}
 		s.res, s.err = s.r.exec(s.ctx, s.ro, s.begin, &sink{yield: yield})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/toolrelay/toolrelay/internal/origin"
 	"github.com/toolrelay/toolrelay/internal/owned"
 	"github.com/toolrelay/toolrelay/internal/respond"
+	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
 // Backend runs the tool loop of a Foundry agent (see [Open]). It
@@ -104,7 +105,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 		return nil, err
 	}
 	ep := endpoint.String()
-	lim := limits(o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence)
+	lim := wirelimit.New(o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence)
 	b := &Backend{
 		logger: o.Logger,
 		agents: &agentsClient{endpoint: ep, pl: newPipeline(auth, o.HTTPClient, lim, false)},

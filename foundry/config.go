@@ -1,12 +1,10 @@
 package foundry
 
 import (
-	"context"
 	"os"
-	"time"
 
 	"github.com/toolrelay/toolrelay/adapter"
-	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/internal/backendcfg"
 )
 
 // Settings are the configuration settings of the foundry backend: section
@@ -51,15 +49,7 @@ type Settings struct {
 // the toolbox when none is configured, as in the service's samples.
 const DefaultModel = "gpt-4.1-mini"
 
-func init() {
-	adapter.Register("foundry", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
-		o, err := OptionsFor(req)
-		if err != nil {
-			return nil, err
-		}
-		return Open(ctx, req.Tools, o)
-	})
-}
+func init() { backendcfg.Register("foundry", OptionsFor, Open) }
 
 // OptionsFor returns the options the configuration of req gives the
 // backend: the shared settings, and the [Settings] of section "foundry".
@@ -80,12 +70,8 @@ func OptionsFor(req *adapter.OpenRequest) (*Options, error) {
 		Keep:       s.Keep,
 		Logger:     req.Logger,
 		HTTPClient: req.Client(nil),
-
-		MaxResponseBytes: req.Settings.MaxResponseBytes,
-		MaxEventBytes:    req.Settings.MaxEventBytes,
-		IdleTimeout:      time.Duration(req.Settings.IdleTimeout),
-		MaxSilence:       time.Duration(req.Settings.MaxSilence),
 	}
+	o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence = backendcfg.Limits(req.Settings)
 	if s.Agent == "" || s.Model != "" {
 		model := s.Model
 		if model == "" {

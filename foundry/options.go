@@ -9,7 +9,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/toolrelay/toolrelay/internal/respond"
-	"github.com/toolrelay/toolrelay/internal/wirelimit"
 )
 
 // Mode says how the responses of a thread are linked.
@@ -131,10 +130,6 @@ type AgentDefinition struct {
 	Instructions string
 	// Description describes the version (at most 512 characters).
 	Description string
-}
-
-func limits(maxResponse, maxEvent int, idle, silence time.Duration) wirelimit.Limits {
-	return wirelimit.Limits{MaxResponseBytes: int64(maxResponse), MaxEventBytes: int64(maxEvent), IdleTimeout: idle, MaxSilence: silence}
 }
 
 // FailureOutput returns the output a failed call sends, since

@@ -217,7 +217,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	ropts = append(ropts, option.WithHTTPClient(origin.Client(o.HTTPClient)))
 	// The middleware comes last, so that it sees the request as the
 	// request options left it.
-	lim := wirelimit.Limits{MaxResponseBytes: int64(o.MaxResponseBytes), MaxEventBytes: int64(o.MaxEventBytes), IdleTimeout: o.IdleTimeout, MaxSilence: o.MaxSilence}
+	lim := wirelimit.New(o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence)
 	b.client = oai.NewClient(slices.Concat(ropts, o.RequestOptions, []option.RequestOption{option.WithMiddleware(lim.Do, origin.Middleware)})...)
 	b.life, b.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if o.Agent != "" {

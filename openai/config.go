@@ -1,11 +1,10 @@
 package openai
 
 import (
-	"context"
 	"time"
 
 	"github.com/toolrelay/toolrelay/adapter"
-	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/internal/backendcfg"
 )
 
 // Settings are the configuration settings of the openai backend: section
@@ -39,15 +38,7 @@ type Settings struct {
 	MaxReconnects int `json:"max_reconnects,omitempty" env:"TOOLRELAY_OPENAI_MAX_RECONNECTS" min:"none"`
 }
 
-func init() {
-	adapter.Register("openai", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
-		o, err := OptionsFor(req)
-		if err != nil {
-			return nil, err
-		}
-		return Open(ctx, req.Tools, o)
-	})
-}
+func init() { backendcfg.Register("openai", OptionsFor, Open) }
 
 // OptionsFor returns the options the configuration of req gives the
 // backend: the shared settings, and the [Settings] of section "openai".
@@ -56,7 +47,7 @@ func OptionsFor(req *adapter.OpenRequest) (*Options, error) {
 	if err := req.BackendSettings("openai", &s); err != nil {
 		return nil, err
 	}
-	return &Options{
+	o := &Options{
 		APIKey:        s.APIKey,
 		BaseURL:       s.BaseURL,
 		Agent:         s.Agent,
@@ -69,10 +60,7 @@ func OptionsFor(req *adapter.OpenRequest) (*Options, error) {
 		MaxReconnects: s.MaxReconnects,
 		Logger:        req.Logger,
 		HTTPClient:    req.Client(nil),
-
-		MaxResponseBytes: req.Settings.MaxResponseBytes,
-		MaxEventBytes:    req.Settings.MaxEventBytes,
-		IdleTimeout:      time.Duration(req.Settings.IdleTimeout),
-		MaxSilence:       time.Duration(req.Settings.MaxSilence),
-	}, nil
+	}
+	o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence = backendcfg.Limits(req.Settings)
+	return o, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/backendcfg"
 	"github.com/toolrelay/toolrelay/internal/origin"
 	"github.com/toolrelay/toolrelay/internal/respond"
 	"github.com/toolrelay/toolrelay/internal/wirelimit"
@@ -134,7 +135,7 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if err := origin.RequireOpenAIKey("responses: open", o.BaseURL, o.APIKey, len(o.RequestOptions) > 0); err != nil {
 		return nil, err
 	}
-	lim := wirelimit.Limits{MaxResponseBytes: int64(o.MaxResponseBytes), MaxEventBytes: int64(o.MaxEventBytes), IdleTimeout: o.IdleTimeout, MaxSilence: o.MaxSilence}
+	lim := wirelimit.New(o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence)
 	var ro []option.RequestOption
 	if o.BaseURL != "" {
 		ro = append(ro, option.WithBaseURL(o.BaseURL))
@@ -237,15 +238,7 @@ type Settings struct {
 	Keep bool `json:"keep,omitempty" env:"TOOLRELAY_RESPONSES_KEEP"`
 }
 
-func init() {
-	adapter.Register("responses", func(ctx context.Context, req *adapter.OpenRequest) (driver.Backend, error) {
-		o, err := OptionsFor(req)
-		if err != nil {
-			return nil, err
-		}
-		return Open(ctx, req.Tools, o)
-	})
-}
+func init() { backendcfg.Register("responses", OptionsFor, Open) }
 
 // OptionsFor returns the options the configuration of req gives the
 // backend: the shared settings, and the [Settings] of section "responses".
@@ -257,10 +250,10 @@ func OptionsFor(req *adapter.OpenRequest) (*Options, error) {
 	if s.Model == "" {
 		s.Model = DefaultModel
 	}
-	return &Options{
+	o := &Options{
 		BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Instructions: req.Settings.Instructions,
 		Mode: Mode(s.Mode), Delivery: Delivery(s.Delivery), Keep: s.Keep, Logger: req.Logger, HTTPClient: req.Client(nil),
-		MaxResponseBytes: req.Settings.MaxResponseBytes, MaxEventBytes: req.Settings.MaxEventBytes,
-		IdleTimeout: time.Duration(req.Settings.IdleTimeout), MaxSilence: time.Duration(req.Settings.MaxSilence),
-	}, nil
+	}
+	o.MaxResponseBytes, o.MaxEventBytes, o.IdleTimeout, o.MaxSilence = backendcfg.Limits(req.Settings)
+	return o, nil
 }

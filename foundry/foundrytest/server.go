@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/internal/fakeapi"
 )
 
 // Options configure a Server. nil is usable.
@@ -134,11 +135,7 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 	if s.opts.Project == "" {
 		s.opts.Project = "test-project"
 	}
-	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
-	if s.opts.Listener != nil {
-		s.srv.Listener.Close()
-		s.srv.Listener = s.opts.Listener
-	}
+	s.srv = fakeapi.NewUnstartedServer(http.HandlerFunc(s.serveHTTP), s.opts.Listener)
 	s.srv.TLS = &tls.Config{
 		Certificates: []tls.Certificate{tlsCertificate()},
 		// Classical key exchanges only: the post-quantum hybrid Go prefers
@@ -287,13 +284,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if f == nil && s.opts.Fault != nil {
 		f = s.opts.Fault(&Request{Op: ex.op, Method: r.Method, Path: ex.path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: ex.body})
 	}
-	if f != nil && f.Delay > 0 {
-		t := time.NewTimer(f.Delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-		}
+	if f != nil {
+		// A request whose client gave up is handled all the same.
+		fakeapi.Hold(r.Context(), f.Delay)
 	}
 	if f != nil && f.Status != 0 {
 		f.setRetryAfter(w.Header())

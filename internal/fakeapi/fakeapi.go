@@ -1,6 +1,7 @@
 // Package fakeapi holds what both fakes (openaitest, foundrytest) answer
 // the same way, as the OpenAI-style APIs they imitate do: cursor pages of
-// lists, and the error envelope.
+// lists, and the error envelope; and how both serve: on a listener of the
+// caller's or a free loopback port, holding a request a fault delays.
 package fakeapi
 
 import (

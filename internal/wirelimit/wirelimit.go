@@ -67,6 +67,13 @@ type Limits struct {
 	MaxSilence time.Duration
 }
 
+// New returns the limits of a backend's options, which hold the sizes as
+// ints: maxResponseBytes, maxEventBytes, idleTimeout and maxSilence are
+// the fields of the same names.
+func New(maxResponseBytes, maxEventBytes int, idleTimeout, maxSilence time.Duration) Limits {
+	return Limits{MaxResponseBytes: int64(maxResponseBytes), MaxEventBytes: int64(maxEventBytes), IdleTimeout: idleTimeout, MaxSilence: maxSilence}
+}
+
 func pick[T int64 | time.Duration](v, def T) T {
 	switch {
 	case v == 0:

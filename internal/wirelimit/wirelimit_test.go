@@ -231,3 +231,11 @@ func slicesRepeat(s string, n int) []string {
 	}
 	return out
 }
+
+func TestNew(t *testing.T) {
+	got := wirelimit.New(1, -1, time.Second, -time.Minute)
+	want := wirelimit.Limits{MaxResponseBytes: 1, MaxEventBytes: -1, IdleTimeout: time.Second, MaxSilence: -time.Minute}
+	if got != want {
+		t.Errorf("New = %+v, want %+v", got, want)
+	}
+}

@@ -205,11 +205,7 @@ func NewServer(script *coretest.Script, opts *Options) *Server {
 	if s.opts.Webhooks != nil {
 		s.hooks = newHookSender(*s.opts.Webhooks)
 	}
-	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
-	if s.opts.Listener != nil {
-		s.hs.Listener.Close()
-		s.hs.Listener = s.opts.Listener
-	}
+	s.hs = fakeapi.NewUnstartedServer(http.HandlerFunc(s.serveHTTP), s.opts.Listener)
 	s.hs.Start()
 	s.URL = s.hs.URL + "/v1"
 	return s
@@ -389,14 +385,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 	}()
-	if f != nil && f.Delay > 0 {
-		t := time.NewTimer(f.Delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
+	if f != nil && !fakeapi.Hold(r.Context(), f.Delay) {
+		return
 	}
 	if f != nil && f.Status != 0 {
 		writeFault(sw, f)

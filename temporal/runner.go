@@ -191,6 +191,22 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d core.Decis
 	return clientError("decide", err)
 }
 
+// Approvals returns the approvals of the calls of thread's current turn
+// (or last, when none runs), in the order they were asked for: those
+// awaiting a decision and those decided, as core's Runner.Approvals
+// does. A thread no workflow has is NotFound.
+func (r *Runner) Approvals(ctx context.Context, thread string) ([]core.Approval, error) {
+	v, err := r.c.QueryWorkflow(ctx, thread, "", QueryApprovals)
+	if err != nil {
+		return nil, clientError("approvals", err)
+	}
+	var list []core.Approval
+	if err := v.Get(&list); err != nil {
+		return nil, clientError("approvals", err)
+	}
+	return list, nil
+}
+
 // Cancel ends the turn running on thread: its calls are interrupted, the
 // service's turn canceled, and the turn ends with Canceled. A last turn
 // stopped on its budget is abandoned: its service's turn is canceled.
@@ -241,7 +257,13 @@ func clientError(op string, err error) error {
 	)
 	switch {
 	case errors.As(err, &ae):
-		return &errcode.Error{Code: parseCode(ae.Type()), Op: "temporal: " + op, Err: errors.New(ae.Message())}
+		info := ErrorInfo{Code: ae.Type(), Message: ae.Message()}
+		if ae.HasDetails() {
+			_ = ae.Details(&info.Is) // a refusal's names of what it matches (see refusal)
+		}
+		e := info.Err().(*errcode.Error)
+		e.Op = "temporal: " + op
+		return e
 	case errors.As(err, &nf):
 		return &errcode.Error{Code: errcode.NotFound, Op: "temporal: " + op, Err: err}
 	}

@@ -3,47 +3,84 @@ package temporal
 import (
 	"context"
 	"errors"
-	"iter"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/toolrelay/toolrelay/core"
-	"github.com/toolrelay/toolrelay/core/driver"
 )
 
-// A Stream is a turn whose events are read as they happen, by a caller in
-// any process: the worker's activities hand the model's text to the
-// workflow as it is written (signals), and the reader polls the
-// workflow's events query. Range over [Stream.Events] once; [Stream.Result]
-// then returns what [Runner.Run] would have.
+// Stream is core's streamed run: [Runner.Stream] and [Runner.ResumeStream]
+// return their turns as core.Streams, as core's Runner does, so that a
+// program (and package web) reads both runners' streams alike.
+type Stream = core.Stream
+
+// Stream starts a turn as [Runner.Run] does, but streamed: the turn starts
+// when the events are first read, and its events are read as they happen,
+// by a caller in any process: the worker's activities hand the model's
+// text to the workflow as it is written (signals), and the reader polls
+// the workflow's events query. The Stream's Thread is the workflow id
+// from the start.
 //
 // The events are core's, in core's order, each once: the pieces of a
 // message (EventTextDelta) join to its EventTextDone, also when a worker
 // dies in the middle of the message and another runs the step again (the
 // workflow keeps how much of each message the reader was given, and
 // passes on only the rest). Unlike core's Stream, a reader that stops
-// does not end the turn: it goes on, and Resume returns it.
-type Stream struct {
-	r      *Runner
-	ctx    context.Context
-	thread string
-	req    *RunRequest
-
-	ranged bool
-	res    *core.Result
-	err    error
-}
-
-// Stream starts a turn as [Runner.Run] does, but streamed: the turn starts
-// when the events are first read.
-func (r *Runner) Stream(ctx context.Context, input string, opts *core.RunOptions) *Stream {
+// does not end the turn: it goes on, and Resume (or ResumeStream)
+// returns it.
+//
+// A thread runs one turn at a time: a turn asked for while another runs
+// (in any process) is refused at once with an error matching
+// core.ErrThreadBusy, whatever opts.NoWait says; opts.Held is called once
+// the workflow accepted the turn.
+func (r *Runner) Stream(ctx context.Context, input string, opts *core.RunOptions) *core.Stream {
 	thread, req := r.request(input, opts, true)
-	return &Stream{r: r, ctx: ctx, thread: thread, req: req}
+	f := &follower{r: r, ctx: ctx, thread: thread, held: heldOf(opts)}
+	return core.NewStream(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
+		err := checkParts(req.Parts)
+		var h client.WorkflowUpdateHandle
+		if err == nil {
+			h, err = r.startTurn(ctx, thread, req, client.WorkflowUpdateStageAccepted)
+		}
+		if err != nil {
+			return f.fail(err, yield)
+		}
+		return f.follow(h, false, yield)
+	})
 }
 
-// Thread returns the stream's thread (a workflow id).
-func (s *Stream) Thread() string { return s.thread }
+// ResumeStream follows, streamed, the turn running on thread, as
+// [Runner.Resume] waits for it: its events from the turn's start (a
+// reader that resumes shows what it had not shown yet; the text of each
+// message comes again from its start), through a pause on calls awaiting
+// a decision that were decided since, to its end or next pause. When no
+// turn runs, it replays the last turn's events (or, once the workflow
+// dropped them, its answer). A turn stopped on its budget goes on, as
+// Resume's does, under opts.Budget. opts.Held is called once the
+// workflow accepted the wait; the rest of opts is ignored.
+func (r *Runner) ResumeStream(ctx context.Context, thread string, opts *core.RunOptions) *core.Stream {
+	f := &follower{r: r, ctx: ctx, thread: thread, held: heldOf(opts)}
+	return core.NewStream(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
+		req := ResumeRequest{Stream: true}
+		if opts != nil {
+			req.Budget = opts.Budget
+		}
+		h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateResume, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageAccepted})
+		if err != nil {
+			return f.fail(clientError("resume", err), yield)
+		}
+		return f.follow(h, true, yield)
+	})
+}
+
+// heldOf returns opts.Held, or nothing.
+func heldOf(opts *core.RunOptions) func() {
+	if opts == nil || opts.Held == nil {
+		return func() {}
+	}
+	return opts.Held
+}
 
 // Poll intervals of a stream's reader: from the first, doubling while no
 // event comes, up to the last.
@@ -52,76 +89,90 @@ const (
 	pollMax   = 200 * time.Millisecond
 )
 
-// Events returns the turn's events, in order. The error is nil but on the
-// last event, EventRunFinished, whose Err it repeats when the turn failed
-// or paused on calls awaiting a decision.
-func (s *Stream) Events() iter.Seq2[core.Event, error] {
-	return func(yield func(core.Event, error) bool) {
-		if s.ranged {
-			err := errors.New("temporal: a Stream's events can be read once")
-			yield(core.Event{Kind: core.EventRunFinished, Err: err}, err)
-			return
-		}
-		s.ranged = true
-		err := checkParts(s.req.Parts)
-		var h client.WorkflowUpdateHandle
-		if err == nil {
-			h, err = s.r.startTurn(s.ctx, s.thread, s.req, client.WorkflowUpdateStageAccepted)
-		}
+// A follower reads a turn's events for a Stream.
+type follower struct {
+	r      *Runner
+	ctx    context.Context
+	thread string
+	held   func()
+}
+
+// fail ends a stream whose turn could not be started or found.
+func (f *follower) fail(err error, yield func(core.Event, error) bool) (*core.Result, error) {
+	res := &core.Result{Thread: f.thread}
+	yield(core.Event{Kind: core.EventRunFinished, Thread: f.thread, Err: err}, err)
+	return res, err
+}
+
+// follow yields the events of the turn whose run or wait update h is,
+// until its end (or pause), and returns its outcome. A follower that
+// resumes passes over the pauses of the turn that were decided since.
+func (f *follower) follow(h client.WorkflowUpdateHandle, resumed bool, yield func(core.Event, error) bool) (*core.Result, error) {
+	f.held()
+	turn, after, wait := 0, 0, pollFirst
+	text := map[string]int{} // what was given of each message, for a turn whose events are gone
+	for {
+		page, err := f.page(turn, after)
 		if err != nil {
-			s.err = err
-			yield(core.Event{Kind: core.EventRunFinished, Err: err}, err)
-			return
+			return f.fail(err, yield)
 		}
-		turn, after, wait := 0, 0, pollFirst
-		text := map[string]int{} // what was given of each message, for a turn whose events are gone
-		for {
-			page, err := s.page(turn, after)
-			if err != nil {
-				s.err = err
-				yield(core.Event{Kind: core.EventRunFinished, Thread: s.thread, Err: err}, err)
-				return
-			}
-			if page.Gone {
-				s.finishGone(h, text, yield)
-				return
-			}
-			turn = page.Turn
-			for _, e := range page.Events {
-				after++
-				ev := e.core()
-				if ev.Kind == core.EventTextDelta {
-					text[ev.Item] += len(ev.Text)
-				}
-				if ev.Kind == core.EventRunFinished {
-					s.finish(h)
-					ev.Thread = s.thread
-					yield(ev, ev.Err)
-					return
-				}
-				if !yield(ev, nil) {
-					return // the turn goes on; Resume returns it
-				}
-			}
-			if len(page.Events) > 0 {
-				wait = pollFirst
-				continue
-			}
-			select {
-			case <-time.After(wait):
-			case <-s.ctx.Done():
-				s.err = clientError("stream", s.ctx.Err())
-				yield(core.Event{Kind: core.EventRunFinished, Thread: s.thread, Err: s.err}, s.err)
-				return
-			}
-			wait = min(2*wait, pollMax)
+		if page.Gone {
+			return f.finishGone(h, text, yield)
 		}
+		turn = page.Turn
+		for i, e := range page.Events {
+			after++
+			ev := e.core()
+			if ev.Kind == core.EventTextDelta {
+				text[ev.Item] += len(ev.Text)
+			}
+			if ev.Kind == core.EventRunFinished {
+				if resumed && errors.Is(ev.Err, core.ErrAwaitingApproval) && (i < len(page.Events)-1 || f.decided()) {
+					continue // a pause the turn went on from
+				}
+				res, err := f.finish(h)
+				ev.Thread = f.thread
+				yield(ev, ev.Err)
+				return res, err
+			}
+			if !yield(ev, nil) {
+				// The turn goes on; Resume returns it.
+				return &core.Result{Thread: f.thread}, core.ErrStreamStopped
+			}
+		}
+		if len(page.Events) > 0 {
+			wait = pollFirst
+			continue
+		}
+		select {
+		case <-time.After(wait):
+		case <-f.ctx.Done():
+			err := clientError("stream", f.ctx.Err())
+			yield(core.Event{Kind: core.EventRunFinished, Thread: f.thread, Err: err}, err)
+			return &core.Result{Thread: f.thread}, err
+		}
+		wait = min(2*wait, pollMax)
 	}
 }
 
+// decided reports whether the turn's calls awaiting a decision (when the
+// last of its events is a pause) were all decided: the turn goes on.
+func (f *follower) decided() bool {
+	list, err := f.r.Approvals(f.ctx, f.thread)
+	if err != nil {
+		return false
+	}
+	for _, a := range list {
+		if a.Decision == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // page reads the events of turn after the first after.
-func (s *Stream) page(turn, after int) (*EventsPage, error) {
-	v, err := s.r.c.QueryWorkflow(s.ctx, s.thread, "", QueryEvents, EventsRequest{Turn: turn, After: after})
+func (f *follower) page(turn, after int) (*EventsPage, error) {
+	v, err := f.r.c.QueryWorkflow(f.ctx, f.thread, "", QueryEvents, EventsRequest{Turn: turn, After: after})
 	if err != nil {
 		return nil, clientError("stream", err)
 	}
@@ -132,54 +183,33 @@ func (s *Stream) page(turn, after int) (*EventsPage, error) {
 	return &p, nil
 }
 
-// finish takes the turn's outcome from its run update.
-func (s *Stream) finish(h client.WorkflowUpdateHandle) {
+// finish takes the turn's outcome from its run or wait update.
+func (f *follower) finish(h client.WorkflowUpdateHandle) (*core.Result, error) {
 	var tr TurnResult
-	if err := h.Get(s.ctx, &tr); err != nil {
-		s.res, s.err = &core.Result{Thread: s.thread}, clientError("stream", err)
-		return
+	if err := h.Get(f.ctx, &tr); err != nil {
+		return &core.Result{Thread: f.thread}, clientError("stream", err)
 	}
-	s.res, s.err = result(s.thread, &tr)
+	return result(f.thread, &tr)
 }
 
 // finishGone ends a stream whose turn's events were dropped (the workflow
 // continued as new): the rest of the answer's text, then the end.
-func (s *Stream) finishGone(h client.WorkflowUpdateHandle, text map[string]int, yield func(core.Event, error) bool) {
-	s.finish(h)
-	if s.res != nil && s.res.Text != "" {
+func (f *follower) finishGone(h client.WorkflowUpdateHandle, text map[string]int, yield func(core.Event, error) bool) (*core.Result, error) {
+	res, err := f.finish(h)
+	if res != nil && res.Text != "" {
 		n := 0
 		for _, m := range text {
 			n = max(n, m)
 		}
-		if n < len(s.res.Text) && !yield(core.Event{Kind: core.EventTextDelta, Text: s.res.Text[n:]}, nil) {
-			return
+		if n < len(res.Text) && !yield(core.Event{Kind: core.EventTextDelta, Text: res.Text[n:]}, nil) {
+			return res, err
 		}
-		if !yield(core.Event{Kind: core.EventTextDone, Text: s.res.Text}, nil) {
-			return
-		}
-	}
-	yield(core.Event{Kind: core.EventRunFinished, Thread: s.thread, Err: s.err}, s.err)
-}
-
-// Text returns the pieces of the model's text, in order.
-func (s *Stream) Text() iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for ev := range s.Events() {
-			if ev.Kind == core.EventTextDelta && !yield(ev.Text) {
-				return
-			}
+		if !yield(core.Event{Kind: core.EventTextDone, Text: res.Text}, nil) {
+			return res, err
 		}
 	}
-}
-
-// Result returns the turn's result and error, as [Runner.Run] does.
-// Called before the events were read, it runs the turn, discarding them.
-func (s *Stream) Result() (*core.Result, error) {
-	if !s.ranged {
-		for range s.Events() {
-		}
-	}
-	return s.res, s.err
+	yield(core.Event{Kind: core.EventRunFinished, Thread: f.thread, Err: err}, err)
+	return res, err
 }
 
 // core returns the event as package core has it.
@@ -201,5 +231,3 @@ func (e *Event) core() core.Event {
 	}
 	return ev
 }
-
-var _ = driver.TextDelta

@@ -27,6 +27,9 @@ const (
 	UpdateResume = "resume"
 	// QueryEvents returns the events of a turn after a given index.
 	QueryEvents = "events"
+	// QueryApprovals returns the approvals of the current turn's calls,
+	// awaiting a decision or decided.
+	QueryApprovals = "approvals"
 	// SignalDeltas carries the text a model step streamed, from the step's
 	// activity to the workflow.
 	SignalDeltas = "deltas"
@@ -157,6 +160,9 @@ type ResumeRequest struct {
 	// Budget is a held turn's budget from now on (RunOptions.Budget, over
 	// Settings.Budget), counted from the turn's start.
 	Budget core.Budget `json:"budget,omitzero"`
+	// Stream asks for the held turn's text as it is written, for a
+	// reader of its events (ResumeStream).
+	Stream bool `json:"stream,omitempty"`
 }
 
 // RunRequest is the argument of the run update: one turn.

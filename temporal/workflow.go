@@ -125,12 +125,12 @@ type thread struct {
 func (t *thread) register(ctx workflow.Context) error {
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRun, func(ctx workflow.Context, req RunRequest) (*TurnResult, error) {
 		if t.running || t.queued != nil {
-			return nil, refusal(errcode.FailedPrecondition, "a turn is running on this thread")
+			return nil, refusal(errcode.FailedPrecondition, "a turn is running on this thread", "thread_busy")
 		}
 		return t.queue(ctx, req, false)
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req RunRequest) error {
 		if t.running || t.queued != nil {
-			return refusal(errcode.FailedPrecondition, "a turn is running on this thread")
+			return refusal(errcode.FailedPrecondition, "a turn is running on this thread", "thread_busy")
 		}
 		return nil
 	}})
@@ -147,7 +147,7 @@ func (t *thread) register(ctx workflow.Context) error {
 			return t.wait(ctx)
 		}
 		run := h.Request
-		run.Budget, run.Stream = req.Budget, false
+		run.Budget, run.Stream = req.Budget, req.Stream
 		return t.queue(ctx, run, true)
 	})
 	if err != nil {
@@ -166,6 +166,16 @@ func (t *thread) register(ctx workflow.Context) error {
 		a.Decision = &d
 		return nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req DecideRequest) error { return t.checkDecision(ctx, req) }})
+	if err != nil {
+		return err
+	}
+	err = workflow.SetQueryHandler(ctx, QueryApprovals, func() ([]core.Approval, error) {
+		list := make([]core.Approval, 0, len(t.pending))
+		for _, a := range t.pending {
+			list = append(list, *a)
+		}
+		return list, nil
+	})
 	if err != nil {
 		return err
 	}
@@ -268,9 +278,13 @@ func (t *thread) approval(callID string) *core.Approval {
 	return nil
 }
 
-// refusal is an error a client reads with its code (see codeOf).
-func refusal(code errcode.Code, msg string) error {
-	return temporal.NewApplicationError(msg, code.String())
+// refusal is an error a client reads with its code and, if is names
+// some, the errors it matches (sentinels' names: see clientError).
+func refusal(code errcode.Code, msg string, is ...string) error {
+	if len(is) == 0 {
+		return temporal.NewApplicationError(msg, code.String())
+	}
+	return temporal.NewApplicationError(msg, code.String(), is)
 }
 
 // emit appends an event of the current turn.

@@ -337,6 +337,9 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, ro, again *core.Run
 		}
 		c.mu.Unlock()
 		st := stream(rctx, ro)
+		// A runner that names the thread before the service does (the
+		// Temporal runner's workflow id) is continued by that name.
+		known := st.Thread()
 		for ev := range st.Events() {
 			if ev.Kind == core.EventRunFinished {
 				c.mu.Lock()
@@ -344,7 +347,7 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, ro, again *core.Run
 				c.mu.Unlock()
 				continue
 			}
-			h.show(ctx, c, t, &ev)
+			h.show(ctx, c, t, &ev, known)
 		}
 		res, err := st.Result()
 		stop(nil)
@@ -408,8 +411,9 @@ func (h *handler) refused(c *chat, t *turn, err error) bool {
 	return ok
 }
 
-// show writes event ev into the turn's message. c.mu is not held.
-func (h *handler) show(ctx context.Context, c *chat, t *turn, ev *core.Event) {
+// show writes event ev into the turn's message; known is the run's thread
+// if its runner named it before the service did. c.mu is not held.
+func (h *handler) show(ctx context.Context, c *chat, t *turn, ev *core.Event, known string) {
 	c.mu.Lock()
 	if !t.full {
 		t.msg.event(ev)
@@ -420,10 +424,14 @@ func (h *handler) show(ctx context.Context, c *chat, t *turn, ev *core.Event) {
 		t.notify()
 	}
 	rec := ""
-	if ev.Thread != "" && c.rec.Thread == "" {
+	thread := ev.Thread
+	if known != "" {
+		thread = known
+	}
+	if thread != "" && c.rec.Thread == "" {
 		// The service made the thread: the chat's next request, in any
 		// process, goes on it.
-		c.rec.Thread = ev.Thread
+		c.rec.Thread = thread
 		rec = encode(&c.rec)
 	}
 	c.mu.Unlock()

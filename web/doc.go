@@ -1,4 +1,5 @@
-// Package web serves a [core.Runner] to web pages: an http.Handler that
+// Package web serves a runner ([core.Runner], temporal.Runner: see
+// [Runner]) to web pages: an http.Handler that
 // speaks the UI message stream of the AI SDK's chat client (npm ai 7.x:
 // useChat, Chat and DefaultChatTransport), so that a page made with it
 // chats with the agent, sees its calls, and answers its approvals.

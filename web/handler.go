@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/errcode"
-	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // Defaults of [Options].
@@ -96,9 +95,29 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// A Runner runs the chats' turns: a *core.Runner, a *temporal.Runner, or
+// any runner with their methods, as [core.Runner] documents them. One
+// whose run options carry Held and NoWait (core.RunOptions) as core's
+// does lets a chat be answered by one process at a time; its Journal, if
+// it has one (a Journal() journaldriver.Journal method, and Backend()
+// for the notes' name space), keeps the chats' records.
+type Runner interface {
+	// Stream starts a run of input, streamed.
+	Stream(ctx context.Context, input string, opts *core.RunOptions) *core.Stream
+	// ResumeStream resumes, streamed, the run left on thread.
+	ResumeStream(ctx context.Context, thread string, opts *core.RunOptions) *core.Stream
+	// Approvals lists the approvals of thread's calls, awaiting a
+	// decision or decided.
+	Approvals(ctx context.Context, thread string) ([]core.Approval, error)
+	// Decide records a decision about a call awaiting one.
+	Decide(ctx context.Context, thread, callID string, d core.Decision) error
+}
+
+var _ Runner = (*core.Runner)(nil)
+
 // handler serves a runner's chats; see [Handler].
 type handler struct {
-	r     *core.Runner
+	r     Runner
 	opts  Options
 	store store
 	cop   *http.CrossOriginProtection
@@ -133,10 +152,11 @@ type handler struct {
 //
 // Each chat's thread is kept in the runner's journal ([journaldriver.Notes]),
 // so that any process sharing the journal serves the chat's next
-// message; a journal that keeps no notes keeps them in this process.
+// message; a journal that keeps no notes, or a runner without a journal
+// (temporal.Runner), keeps them in this process.
 //
 // Handler panics if opts or opts.Identity is nil.
-func Handler(runner *core.Runner, opts *Options) http.Handler {
+func Handler(runner Runner, opts *Options) http.Handler {
 	if opts == nil || opts.Identity == nil {
 		panic("web: Handler needs Options.Identity")
 	}
@@ -181,11 +201,7 @@ func Handler(runner *core.Runner, opts *Options) http.Handler {
 			panic("web: Options.TrustedOrigins: " + err.Error())
 		}
 	}
-	notes, ok := runner.Journal().(journaldriver.Notes)
-	if !ok {
-		notes = journaldriver.NewMemory()
-	}
-	h.store = store{notes: notes, backend: runner.Backend().Name()}
+	h.store = newStore(runner)
 	return h
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/toolrelay/toolrelay/core/driver"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
@@ -34,6 +35,22 @@ const (
 type store struct {
 	notes   journaldriver.Notes
 	backend string
+}
+
+// newStore returns the store of runner's chats: its journal's notes, or
+// this process's memory for a runner without a journal keeping notes.
+func newStore(runner Runner) store {
+	s := store{backend: "web"}
+	if j, ok := runner.(interface{ Journal() journaldriver.Journal }); ok {
+		s.notes, _ = j.Journal().(journaldriver.Notes)
+	}
+	if b, ok := runner.(interface{ Backend() driver.Backend }); ok && s.notes != nil {
+		s.backend = b.Backend().Name()
+	}
+	if s.notes == nil {
+		s.notes = journaldriver.NewMemory()
+	}
+	return s
 }
 
 func noteThread(id string) string { return "web-chat/" + id }

@@ -9,6 +9,12 @@
 //
 //	go run . -dev
 //
+// With -web it serves the chat page of examples/web (built there with
+// `npm ci && npm run build`) over the Temporal runner, on an in-process
+// server: package web serves temporal.Runner as it serves core's.
+//
+//	go run . -web
+//
 // Against a server named by TEMPORAL_ADDRESS, one process per role:
 //
 //	go run . -role worker &
@@ -31,6 +37,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -41,6 +48,7 @@ import (
 	_ "github.com/toolrelay/toolrelay/all" // every backend and journal
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/examples/internal/shop"
 	"github.com/toolrelay/toolrelay/temporal"
 )
 
@@ -88,6 +96,8 @@ var quiet = slog.New(slog.DiscardHandler)
 // flags are the program's flags.
 type flags struct {
 	dev          bool
+	web          bool
+	addr, page   string
 	role         string
 	address, ns  string
 	thread, call string
@@ -103,7 +113,18 @@ func main() {
 	flag.StringVar(&f.thread, "thread", "", "the thread (decide, resume)")
 	flag.StringVar(&f.call, "call", "", "the call to decide")
 	flag.BoolVar(&f.deny, "deny", false, "deny the call (decide)")
+	flag.BoolVar(&f.web, "web", false, "serve the chat page of examples/web over the Temporal runner, on an in-process server")
+	flag.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to serve the page on (-web)")
+	flag.StringVar(&f.page, "page", shop.PageDir(), "the page's folder, with dist/ built (-web)")
 	flag.Parse()
+	if f.web {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		if err := serveWeb(ctx, f.addr, f.page, os.Stdout); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if f.role != "" {
 		f.dev = false
 	}

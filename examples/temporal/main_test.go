@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/toolrelay/toolrelay/examples/internal/shop"
 )
 
 // asMainEnv makes the test binary play the program, for the second
@@ -36,4 +38,15 @@ func TestDev(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// TestBrowser serves the chat page of examples/web over the Temporal
+// runner (-web) to that example's browser test (shop.TryPage): the answer
+// streamed and resumed after a reload, the refunds approved and denied by
+// clicks and run once, on every embedded fake.
+func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	shop.TryPage(t, os.Args[0]+" -web", asMainEnv+"=1")
 }

@@ -25,6 +25,7 @@ var notRun = []struct{ prefix, why string }{
 	{"TOOLRELAY_BACKEND=openai ", "needs an OpenAI API key"},
 	{"TOOLRELAY_BACKEND=foundry ", "needs an Azure AI Foundry project"},
 	{"cd examples/temporal && go run . -dev", "starts a Temporal server in the process (minutes)"},
+	{"cd examples/temporal && go run . -web", "serves until stopped on a Temporal server in the process; examples/temporal's TestBrowser runs it"},
 	{"TEMPORAL_ADDRESS=", "needs a Temporal server"},
 	{"cd examples/web && npm ci", "downloads npm packages"},
 	{"go run ./internal/bench/compare", "runs every benchmark (minutes)"},

@@ -945,17 +945,29 @@ type callRun struct {
 	// unsynced: the call's tool may run again, and the journal can write
 	// its claim and result without waiting for the disk.
 	unsynced journaldriver.Unsynced
-	// outside: a journaled call of Runner.Call, which no person can
-	// approve.
-	outside bool
-	// detached: the call is answered for a loop run elsewhere
-	// ([Runner.Call]), which keeps its result: no journal, no lease.
-	detached bool
-	halt     *halt // the step's, if it has several calls
+	mode     callMode // whose loop the call is answered for
+	halt     *halt    // the step's, if it has several calls
 	// fence: the thread of the record of the run the call is answered
 	// for, which the claim checks is still this runner's; empty: none.
 	fence string
 }
+
+// A callMode says whose loop a call is answered for, and so whether the
+// journal keeps its result and a person may be asked to approve it.
+type callMode uint8
+
+const (
+	// stepCall is a call of a step of this runner's own run: journaled,
+	// under a lease, and a person may be asked to approve it.
+	stepCall callMode = iota
+	// outsideCall is a journaled call of [Runner.Call]
+	// (CallRequest.Journaled): journaled as a step's call, but no person
+	// can approve it.
+	outsideCall
+	// detachedCall is a call answered for a loop run elsewhere
+	// ([Runner.Call]), which keeps its result: no journal, no lease.
+	detachedCall
+)
 
 // event reports an event about the call.
 func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcome, d time.Duration, err error) {
@@ -975,7 +987,7 @@ func (r *Runner) decided(ctx context.Context, c *callRun, kind EventKind, tr dri
 // fence is the thread of the run's record, if any: the call is claimed
 // only while the record is this runner's (see journaldriver.Fenced).
 func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink, stop *halt, fence string) (driver.ToolResult, error) {
-	return r.hookedAnswer(ctx, &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out, halt: stop, fence: fence})
+	return r.hookedAnswer(ctx, &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out, mode: stepCall, halt: stop, fence: fence})
 }
 
 // hookedAnswer is answer inside the call hook.
@@ -1025,7 +1037,7 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 		c.unsynced, _ = j.(journaldriver.Unsynced)
 	}
 	if rule := approvalRule(call, c.tool); rule != nil && (c.argErr == nil || call.Kind == ServiceApproval) {
-		if c.outside {
+		if c.mode == outsideCall {
 			// A journaled call of Runner.Call: no one to ask.
 			if deny := r.outsideApproval(ctx, c, rule); deny != "" {
 				tr := toResult(call, &journaldriver.Result{Failed: true, Error: deny, Outcome: Denied}, c.idem)
@@ -1119,21 +1131,21 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 	if err := r.mayStart(ctx, c); err != nil {
 		// The run's context ended, or the step halted, since the claim:
 		// the call is left to run on resume.
-		if !c.detached {
+		if c.mode != detachedCall {
 			t0 := r.journalClock()
 			rerr := r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
 			r.journalWrote(ctx, "release", t0, rerr)
 		}
 		return driver.ToolResult{}, err
 	}
-	if !c.detached {
+	if c.mode != detachedCall {
 		r.holdLease(ctx, c.key)
 	}
 	r.event(ctx, c, EventCallStarted, OK, 0, nil)
 	if ctx.Err() != nil {
 		// The run's context ended as the call was reported (a stream's
 		// reader stopped there): the handler does not start.
-		if !c.detached {
+		if c.mode != detachedCall {
 			r.dropLease(ctx, c.key)
 			t0 := r.journalClock()
 			rerr := r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
@@ -1145,7 +1157,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 	t0 := time.Now()
 	jr, cause := r.handle(ctx, c)
 	d := time.Since(t0)
-	if !c.detached {
+	if c.mode != detachedCall {
 		r.dropLease(ctx, c.key)
 	}
 	c.cause = cause
@@ -1155,7 +1167,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		// started, and a resume decides it as in doubt (once its lease,
 		// no longer renewed, has passed).
 		r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
-		if c.detached || errors.Is(cause, errLeftBehind) {
+		if c.mode == detachedCall || errors.Is(cause, errLeftBehind) {
 			return driver.ToolResult{}, r.ctxError(ctx)
 		}
 		t0 := r.journalClock()
@@ -1229,7 +1241,7 @@ func (r *Runner) finish(ctx context.Context, c *callRun, jr *journaldriver.Resul
 	if *jr, err = r.outputLimit(c.tool).result(*jr); err != nil && c.cause == nil {
 		c.cause = err
 	}
-	if c.detached {
+	if c.mode == detachedCall {
 		return nil
 	}
 	t0 := r.journalClock()

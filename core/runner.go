@@ -684,9 +684,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 				res.ToolCalls++
 			}
 		}
-		t0 := r.journalClock()
-		err = r.opts.Journal.MarkSubmitted(ctx, r.keys(results))
-		r.journalWrote(ctx, "submitted", t0, err)
+		err = r.journalWrite(ctx, "submitted", func() error { return r.opts.Journal.MarkSubmitted(ctx, r.keys(results)) })
 		if err != nil {
 			return finish(&errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err})
 		}
@@ -1048,23 +1046,23 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 		}
 	}
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		t0 := r.journalClock()
 		var (
 			entry   journaldriver.Entry
 			claimed bool
-			err     error
 		)
-		fenced, _ := j.(journaldriver.Fenced)
-		switch {
-		case fenced != nil && c.fence != "":
-			entry, claimed, err = fenced.ClaimFenced(ctx, journaldriver.ClaimRequest{Key: c.key, Digest: c.digest, IdempotencyKey: c.idem,
-				Owner: r.opts.Owner, Lease: r.opts.Lease, Run: c.fence, Unsynced: c.unsynced != nil})
-		case c.unsynced != nil:
-			entry, claimed, err = c.unsynced.ClaimUnsynced(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
-		default:
-			entry, claimed, err = j.Claim(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
-		}
-		r.journalWrote(ctx, "claim", t0, err)
+		err := r.journalWrite(ctx, "claim", func() (err error) {
+			fenced, _ := j.(journaldriver.Fenced)
+			switch {
+			case fenced != nil && c.fence != "":
+				entry, claimed, err = fenced.ClaimFenced(ctx, journaldriver.ClaimRequest{Key: c.key, Digest: c.digest, IdempotencyKey: c.idem,
+					Owner: r.opts.Owner, Lease: r.opts.Lease, Run: c.fence, Unsynced: c.unsynced != nil})
+			case c.unsynced != nil:
+				entry, claimed, err = c.unsynced.ClaimUnsynced(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
+			default:
+				entry, claimed, err = j.Claim(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
+			}
+			return err
+		})
 		if err != nil && c.fence != "" && errors.Is(err, journaldriver.ErrLeaseLost) && ctx.Err() == nil {
 			// This runner lost the run (it stalled past its lease, and
 			// another worker took it over, or even finished it): the call
@@ -1096,9 +1094,11 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 		}
 		// Started: wait for its owner to finish, unless its lease expired.
 		if !time.Now().Before(entry.LeaseUntil) {
-			t0 := r.journalClock()
-			took, err := j.TakeOver(ctx, c.key, r.opts.Owner, r.opts.Lease)
-			r.journalWrote(ctx, "takeover", t0, err)
+			var took bool
+			err := r.journalWrite(ctx, "takeover", func() (err error) {
+				took, err = j.TakeOver(ctx, c.key, r.opts.Owner, r.opts.Lease)
+				return err
+			})
 			if err != nil {
 				return driver.ToolResult{}, r.journalError(ctx, err)
 			}
@@ -1132,9 +1132,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		// The run's context ended, or the step halted, since the claim:
 		// the call is left to run on resume.
 		if c.mode != detachedCall {
-			t0 := r.journalClock()
-			rerr := r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
-			r.journalWrote(ctx, "release", t0, rerr)
+			r.release(ctx, c)
 		}
 		return driver.ToolResult{}, err
 	}
@@ -1147,9 +1145,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		// reader stopped there): the handler does not start.
 		if c.mode != detachedCall {
 			r.dropLease(ctx, c.key)
-			t0 := r.journalClock()
-			rerr := r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
-			r.journalWrote(ctx, "release", t0, rerr)
+			r.release(ctx, c)
 		}
 		r.event(ctx, c, EventCallFinished, Interrupted, 0, context.Cause(ctx))
 		return driver.ToolResult{}, r.ctxError(ctx)
@@ -1170,9 +1166,7 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		if c.mode == detachedCall || errors.Is(cause, errLeftBehind) {
 			return driver.ToolResult{}, r.ctxError(ctx)
 		}
-		t0 := r.journalClock()
-		err := r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
-		r.journalWrote(ctx, "release", t0, err)
+		r.release(ctx, c)
 		return driver.ToolResult{}, r.ctxError(ctx)
 	}
 	if err := r.finish(ctx, c, &jr); err != nil {
@@ -1244,17 +1238,25 @@ func (r *Runner) finish(ctx context.Context, c *callRun, jr *journaldriver.Resul
 	if c.mode == detachedCall {
 		return nil
 	}
-	t0 := r.journalClock()
-	if c.unsynced != nil {
-		err = c.unsynced.FinishUnsynced(ctx, c.key, r.opts.Owner, *jr)
-	} else {
-		err = r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, *jr)
-	}
-	r.journalWrote(ctx, "finish", t0, err)
+	err = r.journalWrite(ctx, "finish", func() error {
+		if c.unsynced != nil {
+			return c.unsynced.FinishUnsynced(ctx, c.key, r.opts.Owner, *jr)
+		}
+		return r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, *jr)
+	})
 	if err != nil {
 		return r.journalError(ctx, err)
 	}
 	return nil
+}
+
+// release gives up this runner's claim on call c, whose handler did not
+// start or gave up, so that the call runs again; the journal's error, if
+// any, only reaches the JournalWrite hook.
+func (r *Runner) release(ctx context.Context, c *callRun) {
+	r.journalWrite(ctx, "release", func() error {
+		return r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
+	})
 }
 
 func (r *Runner) journalError(ctx context.Context, err error) error {

@@ -344,6 +344,33 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*
 	return r.exec(ctx, r.runOptions(opts), resume(thread), nil)
 }
 
+// A run is one run of a [Runner] (Run, Resume, their streams, a run taken
+// over), from its beginning to its answer: what its steps share. exec
+// makes it; begin gets its first step, loop runs its steps and finish
+// ends it.
+type run struct {
+	r  *Runner
+	ro RunOptions // the run's, the runner's defaults filled in
+	// thread is the thread the run was started or resumed on, if known,
+	// for a step that does not name one.
+	thread  string
+	resumed bool        // the run picks up a turn (Resume, TakeOver)
+	sk      *sink       // the stream the run's events go to, if any
+	info    *RunInfo    // the run as its hook knows it (see hookRun), if any
+	hold    *threadHold // the threads the run works on (see threadLocks)
+	rec     *runRecord  // the run's record in the journal, once made
+
+	// Set as the loop starts:
+	t0  time.Time // when the loop started
+	res *Result   // the run's result, as the steps go
+	sp  spend     // the run's budget, and what the turn spent
+	// counted holds the calls earlier runs of the turn counted.
+	counted map[journaldriver.Key]bool
+	// noted: totals of the turn are noted in the journal, to clear once
+	// it is over.
+	noted bool
+}
+
 // A beginning is how a run gets its first step: [start] or [resume].
 type beginning struct {
 	input  string
@@ -352,15 +379,14 @@ type beginning struct {
 	// existed goes on under that worker's record of it (see recordStart).
 	startRecord string
 	takenOver   bool // taken over by TakeOver
-	// hold holds the threads the run works on (see threadLocks).
-	hold *threadHold
 }
 
 func start(input string) beginning   { return beginning{input: input} }
 func resume(thread string) beginning { return beginning{thread: thread} }
 
 // exec runs a run from its beginning: Run, Resume and their streamed forms
-// are this, the latter with a sink for their events.
+// are this, the latter with a sink for their events. It makes the [run],
+// which holds the run's thread until it ends.
 func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink) (*Result, error) {
 	ctx, cancel := runContext(ctx, ro.Timeout)
 	defer cancel()
@@ -375,15 +401,16 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 	if b.thread != "" {
 		thread = b.thread
 	}
-	b.hold = r.threads.hold()
-	b.hold.noWait = ro.NoWait
-	defer b.hold.release()
-	if err := b.hold.take(ctx, thread); err != nil {
-		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+	ru := &run{r: r, ro: ro, thread: thread, resumed: b.thread != "", sk: sk, hold: r.threads.hold()}
+	ru.hold.noWait = ro.NoWait
+	defer ru.hold.release()
+	if err := ru.hold.take(ctx, thread); err != nil {
+		ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return &Result{Thread: thread}, err
 	}
-	ctx, info, end := r.hookRun(ctx, thread, b.thread != "", b.takenOver)
-	res, err := r.begin(ctx, ro, b, sk, info)
+	ctx, info, end := r.hookRun(ctx, thread, ru.resumed, b.takenOver)
+	ru.info = info
+	res, err := ru.begin(ctx, b)
 	if end != nil {
 		end(res, err)
 	}
@@ -391,13 +418,12 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 }
 
 // begin gets a run's first step, from its beginning, and runs the loop.
-func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink, info *RunInfo) (*Result, error) {
-	thread := ro.Thread
+func (ru *run) begin(ctx context.Context, b beginning) (*Result, error) {
+	r, ro, thread := ru.r, &ru.ro, ru.thread
 	var (
 		step *driver.Step
 		err  error
 		op   = "start"
-		rec  *runRecord // the run's record, once made
 		// moveErr is why the record of a start could not move to its
 		// thread: the run must not go on.
 		moveErr error
@@ -405,13 +431,13 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		// driver.StartRequest.Created), if it did.
 		created string
 	)
-	if b.thread != "" {
-		thread, op = b.thread, "resume"
+	if ru.resumed {
+		op = "resume"
 		// Recorded before the thread is read, once no other worker runs
 		// it: the read is not stale, and while the run is recorded
 		// running, Prune keeps every result of the thread.
-		if rec, err = r.acquireRun(ctx, thread, ro); err != nil {
-			r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		if ru.rec, err = r.acquireRun(ctx, thread, *ro); err != nil {
+			ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 			return &Result{Thread: thread}, err
 		}
 		ro.held()
@@ -421,22 +447,22 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 			end(step, err)
 		}
 	} else if err = checkParts(ro.Parts); err != nil {
-		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return nil, err
 	} else {
 		if ro.Thread != "" && ro.NoWait {
 			// Continued only if no live worker runs the thread.
-			if rec, err = r.claimRun(ctx, ro.Thread, ro); err != nil {
-				r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+			if ru.rec, err = r.claimRun(ctx, ro.Thread, *ro); err != nil {
+				ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 				return &Result{Thread: thread}, err
 			}
 		} else if ro.Thread != "" {
-			rec = r.recordRun(ctx, ro.Thread, ro)
+			ru.rec = r.recordRun(ctx, ro.Thread, *ro)
 		} else {
-			rec = r.recordStart(ctx, b, ro)
+			ru.rec = r.recordStart(ctx, b, *ro)
 		}
 		ro.held()
-		r.saveOrigin(ctx, info, thread)
+		r.saveOrigin(ctx, ru.info, thread)
 		sctx, end := r.hookStep(ctx, StepInfo{Thread: thread, Op: op})
 		req := &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts, Format: ro.Format.driverFormat()}
 		if ro.Thread != "" {
@@ -444,17 +470,17 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 				// A chain's new response: the run goes on there.
 				if t != "" && t != thread {
 					created = t
-					b.hold.take(ctx, t) // new: nobody else holds it
-					rec.move(ctx, t)
+					ru.hold.take(ctx, t) // new: nobody else holds it
+					ru.rec.move(ctx, t)
 				}
 			}
 		} else {
 			req.Created = func(t string) {
 				created = t
-				b.hold.take(ctx, t) // new: nobody else holds it
-				if rec == nil {
-					rec = r.recordRun(ctx, t, ro)
-				} else if err := rec.move(ctx, t); err != nil {
+				ru.hold.take(ctx, t) // new: nobody else holds it
+				if ru.rec == nil {
+					ru.rec = r.recordRun(ctx, t, *ro)
+				} else if err := ru.rec.move(ctx, t); err != nil {
 					moveErr = err
 				}
 			}
@@ -464,10 +490,10 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 			end(step, err)
 		}
 		if err == nil && step != nil && thread == "" {
-			if info != nil {
-				info.Conversation = step.Thread // a new thread: the run's conversation
+			if ru.info != nil {
+				ru.info.Conversation = step.Thread // a new thread: the run's conversation
 			}
-			r.saveOrigin(ctx, info, step.Thread)
+			r.saveOrigin(ctx, ru.info, step.Thread)
 		}
 	}
 	if err != nil {
@@ -485,15 +511,15 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		if thread != "" {
 			res = &Result{Thread: thread}
 		}
-		rec.end(ctx, err)
-		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		ru.rec.end(ctx, err)
+		ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return res, err
 	}
-	if rec == nil && step != nil {
-		rec = r.recordRun(ctx, step.Thread, ro)
+	if ru.rec == nil && step != nil {
+		ru.rec = r.recordRun(ctx, step.Thread, *ro)
 	}
 	if step != nil && moveErr == nil {
-		moveErr = rec.move(ctx, step.Thread) // a backend that did not say when it created the thread
+		moveErr = ru.rec.move(ctx, step.Thread) // a backend that did not say when it created the thread
 	}
 	if moveErr != nil {
 		// Another worker took the start over (this one was stuck past its
@@ -503,16 +529,16 @@ func (r *Runner) begin(ctx context.Context, ro RunOptions, b beginning, sk *sink
 		}
 		r.cancelTurn(ctx, thread)
 		err := r.journalError(ctx, moveErr)
-		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return &Result{Thread: thread}, err
 	}
 	if step != nil {
-		if err := b.hold.take(ctx, step.Thread); err != nil {
-			r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: step.Thread, Err: err})
+		if err := ru.hold.take(ctx, step.Thread); err != nil {
+			ru.send(ctx, &Event{Kind: EventRunFinished, Thread: step.Thread, Err: err})
 			return &Result{Thread: step.Thread}, err
 		}
 	}
-	return r.loop(ctx, step, ro, thread, b.thread != "", sk, info, rec, b.hold)
+	return ru.loop(ctx, step)
 }
 
 // held tells the run's caller that the run holds its thread, once.
@@ -543,43 +569,31 @@ func runContext(ctx context.Context, d time.Duration) (context.Context, context.
 	return context.WithTimeoutCause(ctx, d, fmt.Errorf("the run passed its time limit (%v): %w", d, context.DeadlineExceeded))
 }
 
-// loop runs the steps of a turn, from step, until the model answers. thread
-// is the thread the run was started or resumed on, if known, for a step
-// that does not name one; a resumed run counts from the turn's start (see
-// totals).
-func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thread string, resumed bool, sk *sink, info *RunInfo, rec *runRecord, hold *threadHold) (*Result, error) {
-	t0 := time.Now()
-	res := &Result{Thread: thread}
-	var counted map[journaldriver.Key]bool // the calls earlier runs of the turn counted
-	sp := r.newSpend(&ro)
-	if resumed {
-		counted = r.loadTotals(ctx, thread, res, &sp)
+// loop runs the steps of a turn, from step, until the model answers; a
+// resumed run counts from the turn's start (see totals).
+func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
+	r := ru.r
+	ru.t0 = time.Now()
+	ru.res = &Result{Thread: ru.thread}
+	ru.sp = r.newSpend(&ru.ro)
+	if ru.resumed {
+		ru.counted = r.loadTotals(ctx, ru.thread, ru.res, &ru.sp)
 	}
-	// noted: totals of the turn are noted in the journal, to clear once
-	// it is over.
-	noted := counted != nil
-	finish := func(err error) (*Result, error) {
-		if err == nil && noted {
-			r.clearTotals(ctx, res.Thread)
-		}
-		rec.end(ctx, err)
-		res.Remaining = sp.b.remaining(res)
-		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(t0), Err: err, Usage: res.Usage, Remaining: res.Remaining})
-		return res, err
-	}
+	ru.noted = ru.counted != nil
+	res, sp, counted, sk := ru.res, &ru.sp, ru.counted, ru.sk
 	for {
 		if step == nil {
 			// A step cannot be answered: the turn must not stay parked.
 			r.cancelTurn(ctx, res.Thread)
-			return finish(&errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: errors.New("the backend returned no step")})
+			return ru.finish(ctx, &errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: errors.New("the backend returned no step")})
 		}
 		if step.Thread != res.Thread && res.Thread != "" {
 			// A chained thread moves on: its resumes must find the origin,
 			// its record follows, and the run holds it.
-			r.saveOrigin(ctx, info, step.Thread)
-			rec.move(ctx, step.Thread)
-			if err := hold.take(ctx, step.Thread); err != nil {
-				return finish(err)
+			r.saveOrigin(ctx, ru.info, step.Thread)
+			ru.rec.move(ctx, step.Thread)
+			if err := ru.hold.take(ctx, step.Thread); err != nil {
+				return ru.finish(ctx, err)
 			}
 		}
 		res.Thread, res.Turn = step.Thread, step.Turn
@@ -597,34 +611,34 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		if len(step.Calls) == 0 {
 			res.Text = step.Text
 			r.forget(res.Calls)
-			return finish(nil)
+			return ru.finish(ctx, nil)
 		}
-		if res.Steps >= ro.MaxSteps {
+		if res.Steps >= ru.ro.MaxSteps {
 			r.cancelTurn(ctx, step.Thread)
-			return finish(&errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", ErrMaxSteps, ro.MaxSteps)})
+			return ru.finish(ctx, &errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", ErrMaxSteps, ru.ro.MaxSteps)})
 		}
 		if err := checkCalls(step.Calls); err != nil {
 			r.cancelTurn(ctx, step.Thread)
-			return finish(&errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: err})
+			return ru.finish(ctx, &errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: err})
 		}
-		if err := r.overBudget(ctx, &sp, res, step); err != nil {
-			return finish(err)
+		if err := r.overBudget(ctx, sp, res, step); err != nil {
+			return ru.finish(ctx, err)
 		}
-		if pending, err := r.pause(ctx, rec, step); err != nil || len(pending) > 0 {
+		if pending, err := r.pause(ctx, ru.rec, step); err != nil || len(pending) > 0 {
 			if err == nil {
 				res.Pending = pending
 				err = awaitingError(step.Thread, len(pending), "resume")
 			}
-			return finish(err)
+			return ru.finish(ctx, err)
 		}
 		res.Steps++
-		r.send(ctx, sk, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: sp.b.remaining(res)})
+		ru.send(ctx, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: sp.b.remaining(res)})
 
-		results, err := r.runCalls(ctx, step, res.Steps, sk, rec.fence())
+		results, err := r.runCalls(ctx, step, res.Steps, sk, ru.rec.fence())
 		if err == errPaused {
 			// The calls that needed no decision ran, their results
 			// journaled; the step's results go when every call is decided.
-			if res.Pending, err = r.pause(ctx, rec, step); err == nil && len(res.Pending) == 0 {
+			if res.Pending, err = r.pause(ctx, ru.rec, step); err == nil && len(res.Pending) == 0 {
 				// Every call awaiting a decision was decided, or expired,
 				// meanwhile: the step goes again (the journal holds the
 				// results of the calls that ran).
@@ -635,17 +649,17 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 				err = awaitingError(step.Thread, len(res.Pending), "pause")
 				r.keepThread(step.Thread) // another process may decide and resume
 			}
-			return finish(err)
+			return ru.finish(ctx, err)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				r.keepThread(step.Thread)
 			}
-			return finish(err)
+			return ru.finish(ctx, err)
 		}
 		if err := checkResults(step.Calls, results); err != nil {
 			r.cancelTurn(ctx, step.Thread)
-			return finish(&errcode.Error{Code: errcode.Internal, Op: "core: submit", Err: err})
+			return ru.finish(ctx, &errcode.Error{Code: errcode.Internal, Op: "core: submit", Err: err})
 		}
 		submitted := &Event{Kind: EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)}
 		if sk != nil {
@@ -660,12 +674,12 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			if t == "" || t == res.Thread {
 				return
 			}
-			r.saveOrigin(ctx, info, t)
-			rec.move(ctx, t)
-			hold.take(ctx, t) // new: nobody else holds it
+			r.saveOrigin(ctx, ru.info, t)
+			ru.rec.move(ctx, t)
+			ru.hold.take(ctx, t) // new: nobody else holds it
 			res.Thread, res.Turn = t, ""
 		}
-		next, err := r.b.Submit(sctx, &driver.SubmitRequest{Step: step, Results: results, Format: ro.Format.driverFormat(), Moved: moved})
+		next, err := r.b.Submit(sctx, &driver.SubmitRequest{Step: step, Results: results, Format: ru.ro.Format.driverFormat(), Moved: moved})
 		if end != nil {
 			end(next, err)
 		}
@@ -676,7 +690,7 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 			if ctx.Err() != nil {
 				r.keepThread(step.Thread)
 			}
-			return finish(r.backendError(ctx, "submit", err))
+			return ru.finish(ctx, r.backendError(ctx, "submit", err))
 		}
 		for _, tr := range results {
 			if !counted[r.key(&tr.Call)] {
@@ -686,14 +700,14 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		}
 		err = r.journalWrite(ctx, "submitted", func() error { return r.opts.Journal.MarkSubmitted(ctx, r.keys(results)) })
 		if err != nil {
-			return finish(&errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err})
+			return ru.finish(ctx, &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err})
 		}
 		on := res.Thread // the thread the turn's next step comes on
 		if next != nil && next.Thread != "" {
 			on = next.Thread
 		}
 		r.noteTotals(ctx, on, res)
-		noted = true
+		ru.noted = true
 		submitted.Remaining = sp.b.remaining(res)
 		r.emit(ctx, submitted)
 		if sk != nil {
@@ -702,6 +716,23 @@ func (r *Runner) loop(ctx context.Context, step *driver.Step, ro RunOptions, thr
 		step = next
 	}
 }
+
+// finish ends the run with err (nil: the model answered): the turn's
+// totals are cleared once it is over, the run's record ends, and the
+// run's last event reports it.
+func (ru *run) finish(ctx context.Context, err error) (*Result, error) {
+	r, res := ru.r, ru.res
+	if err == nil && ru.noted {
+		r.clearTotals(ctx, res.Thread)
+	}
+	ru.rec.end(ctx, err)
+	res.Remaining = ru.sp.b.remaining(res)
+	ru.send(ctx, &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(ru.t0), Err: err, Usage: res.Usage, Remaining: res.Remaining})
+	return res, err
+}
+
+// send emits e, and hands it to the run's stream, if any.
+func (ru *run) send(ctx context.Context, e *Event) { ru.r.send(ctx, ru.sk, e) }
 
 // checkParts checks the parts of a run's input.
 func checkParts(parts []Part) error {

@@ -271,6 +271,8 @@ type RunOptions struct {
 	Held func()
 }
 
+// runOptions returns the options of a run: opts (nil is usable), the
+// runner's defaults filled in.
 func (r *Runner) runOptions(opts *RunOptions) RunOptions {
 	var ro RunOptions
 	if opts != nil {

@@ -269,7 +269,7 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 			r.cancelTurn(ctx, step.Thread)
 			return ru.finish(ctx, &errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", ErrMaxSteps, ru.ro.MaxSteps)})
 		}
-		if err := checkCalls(step.Calls); err != nil {
+		if err := driver.CheckCalls(step.Calls); err != nil {
 			r.cancelTurn(ctx, step.Thread)
 			return ru.finish(ctx, &errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: err})
 		}
@@ -388,10 +388,8 @@ func (ru *run) send(ctx context.Context, e *Event) { ru.r.send(ctx, ru.sk, e) }
 
 // checkParts checks the parts of a run's input.
 func checkParts(parts []Part) error {
-	for i, p := range parts {
-		if err := p.Check(); err != nil {
-			return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: run", Err: fmt.Errorf("input part %d: %w", i, err)}
-		}
+	if err := driver.CheckParts(parts); err != nil {
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: run", Err: err}
 	}
 	return nil
 }

@@ -12,21 +12,6 @@ import (
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
-// checkCalls refuses a step whose calls repeat a call id or lack one.
-func checkCalls(calls []Call) error {
-	seen := make(map[string]bool, len(calls))
-	for _, c := range calls {
-		if c.ID == "" {
-			return fmt.Errorf("call to %q has no call id", c.Name)
-		}
-		if seen[c.ID] {
-			return fmt.Errorf("the step repeats call id %q", c.ID)
-		}
-		seen[c.ID] = true
-	}
-	return nil
-}
-
 // checkResults verifies that each call got exactly one result, in order.
 func checkResults(calls []Call, results []driver.ToolResult) error {
 	if len(results) != len(calls) {

@@ -30,7 +30,7 @@ type run struct {
 	// Set as the loop starts:
 	t0  time.Time // when the loop started
 	res *Result   // the run's result, as the steps go
-	sp  spend     // the run's budget, and what the turn spent
+	sp  spend     // the run's budget (see spend)
 	// counted holds the calls earlier runs of the turn counted.
 	counted map[journaldriver.Key]bool
 	// noted: totals of the turn are noted in the journal, to clear once
@@ -48,6 +48,8 @@ type beginning struct {
 	takenOver   bool // taken over by TakeOver
 }
 
+// start is the beginning of a run on input; resume, that of a run picking
+// up the turn waiting on thread.
 func start(input string) beginning   { return beginning{input: input} }
 func resume(thread string) beginning { return beginning{thread: thread} }
 

@@ -60,7 +60,7 @@ func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult,
 	if req.Journaled {
 		return r.callJournaled(ctx, req)
 	}
-	c := &callRun{call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, detached: true}
+	c := &callRun{call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, mode: detachedCall}
 	c.key = r.key(c.call)
 	h := r.opts.Hooks
 	if h == nil || h.Call == nil {
@@ -121,7 +121,7 @@ func (r *Runner) ApprovalNeeded(ctx context.Context, call Call) (need bool, why 
 // callJournaled is Call of a Journaled request.
 func (r *Runner) callJournaled(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
 	call := req.Call
-	c := &callRun{call: &call, tool: r.tools.Lookup(call.Name), key: r.key(&call), step: req.Step, outside: true}
+	c := &callRun{call: &call, tool: r.tools.Lookup(call.Name), key: r.key(&call), step: req.Step, mode: outsideCall}
 	tr, err := r.hookedAnswer(ctx, c)
 	if r.own != nil {
 		// The runner's own journal keeps a call no longer than it runs:

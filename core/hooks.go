@@ -180,18 +180,16 @@ func (r *Runner) hookStep(ctx context.Context, info StepInfo) (context.Context, 
 	return h.Step(ctx, p)
 }
 
-// journalClock returns the time a journal write starts, when a hook wants
-// to know how long it took; the zero time otherwise.
-func (r *Runner) journalClock() time.Time {
-	if h := r.opts.Hooks; h != nil && h.JournalWrite != nil {
-		return time.Now()
+// journalWrite makes the journal write write, named op, and returns its
+// error. When a hook wants to know how long journal writes take
+// (Hooks.JournalWrite), it times the write and reports it.
+func (r *Runner) journalWrite(ctx context.Context, op string, write func() error) error {
+	h := r.opts.Hooks
+	if h == nil || h.JournalWrite == nil {
+		return write()
 	}
-	return time.Time{}
-}
-
-// journalWrote reports a journal write that began at t0 (see journalClock).
-func (r *Runner) journalWrote(ctx context.Context, op string, t0 time.Time, err error) {
-	if !t0.IsZero() {
-		r.opts.Hooks.JournalWrite(ctx, op, time.Since(t0), err)
-	}
+	t0 := time.Now()
+	err := write()
+	h.JournalWrite(ctx, op, time.Since(t0), err)
+	return err
 }

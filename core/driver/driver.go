@@ -230,6 +230,23 @@ type Call struct {
 	Kind CallKind
 }
 
+// CheckCalls reports what makes the calls of a step unanswerable: a call
+// without a call id, or a call id the step repeats. A runner checks a
+// step's calls with it before it runs any.
+func CheckCalls(calls []Call) error {
+	seen := make(map[string]bool, len(calls))
+	for _, c := range calls {
+		if c.ID == "" {
+			return fmt.Errorf("call to %q has no call id", c.Name)
+		}
+		if seen[c.ID] {
+			return fmt.Errorf("the step repeats call id %q", c.ID)
+		}
+		seen[c.ID] = true
+	}
+	return nil
+}
+
 // CallKind says what a [Call] asks for.
 type CallKind string
 
@@ -509,6 +526,18 @@ func (p Part) Check() error {
 		}
 	default:
 		return fmt.Errorf("unknown kind of part %q", p.Type)
+	}
+	return nil
+}
+
+// CheckParts reports what makes the parts of a run's input unusable (see
+// [Part.Check]), naming the first such part by its index. A runner checks
+// them with it before it sends anything.
+func CheckParts(parts []Part) error {
+	for i, p := range parts {
+		if err := p.Check(); err != nil {
+			return fmt.Errorf("input part %d: %w", i, err)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,279 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// key returns the journal key of call c: the backend's name, and the
+// call's thread, turn and id.
+func (r *Runner) key(c *Call) journaldriver.Key {
+	return journaldriver.Key{Backend: r.b.Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID}
+}
+
+// keys returns the journal keys of the calls results answer.
+func (r *Runner) keys(results []driver.ToolResult) []journaldriver.Key {
+	keys := make([]journaldriver.Key, len(results))
+	for i := range results {
+		keys[i] = r.key(&results[i].Call)
+	}
+	return keys
+}
+
+// answer is runCall without its hook.
+func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+	j, call := r.opts.Journal, c.call
+	if err := r.mayStart(ctx, c); err != nil {
+		return driver.ToolResult{}, err
+	}
+	r.prepare(c)
+	if c.tool != nil && c.tool.mayRerun() {
+		c.unsynced, _ = j.(journaldriver.Unsynced)
+	}
+	if rule := approvalRule(call, c.tool); rule != nil && (c.argErr == nil || call.Kind == ServiceApproval) {
+		if c.mode == outsideCall {
+			// A journaled call of Runner.Call: no one to ask.
+			if deny := r.outsideApproval(ctx, c, rule); deny != "" {
+				tr := toResult(call, &journaldriver.Result{Failed: true, Error: deny, Outcome: Denied}, c.idem)
+				return r.decided(ctx, c, EventCallFinished, tr, 0, nil), nil
+			}
+		} else if err := r.approve(ctx, c, rule); err != nil {
+			return driver.ToolResult{}, err
+		}
+	}
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		var (
+			entry   journaldriver.Entry
+			claimed bool
+		)
+		err := r.journalWrite(ctx, "claim", func() (err error) {
+			fenced, _ := j.(journaldriver.Fenced)
+			switch {
+			case fenced != nil && c.fence != "":
+				entry, claimed, err = fenced.ClaimFenced(ctx, journaldriver.ClaimRequest{Key: c.key, Digest: c.digest, IdempotencyKey: c.idem,
+					Owner: r.opts.Owner, Lease: r.opts.Lease, Run: c.fence, Unsynced: c.unsynced != nil})
+			case c.unsynced != nil:
+				entry, claimed, err = c.unsynced.ClaimUnsynced(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
+			default:
+				entry, claimed, err = j.Claim(ctx, c.key, c.digest, c.idem, r.opts.Owner, r.opts.Lease)
+			}
+			return err
+		})
+		if err != nil && c.fence != "" && errors.Is(err, journaldriver.ErrLeaseLost) && ctx.Err() == nil {
+			// This runner lost the run (it stalled past its lease, and
+			// another worker took it over, or even finished it): the call
+			// is that worker's, and this run stops here.
+			return driver.ToolResult{}, &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run",
+				Err: fmt.Errorf("the run of thread %s is not this worker's any more (another took it over, or it ended): call %s not run: %w", c.fence, c.call.ID, err)}
+		}
+		if err != nil {
+			return driver.ToolResult{}, r.journalError(ctx, err)
+		}
+		if claimed {
+			return r.runClaimed(ctx, c)
+		}
+		if entry.Digest != c.digest {
+			err := fmt.Errorf("call %q is in the journal with other arguments (digest %.12s, now %.12s)", call.ID, entry.Digest, c.digest)
+			r.event(ctx, c, EventCallReused, Conflict, 0, err)
+			return driver.ToolResult{}, &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: journal", Err: err}
+		}
+		if entry.State.Finished() {
+			if entry.Result == nil {
+				err := fmt.Errorf("call %q is in the journal as %v, without its result: the entry is damaged (its handler is not run again)", call.ID, entry.State)
+				r.event(ctx, c, EventCallReused, Conflict, 0, err)
+				return driver.ToolResult{}, &errcode.Error{Code: errcode.DataLoss, Op: "core: journal", Err: err}
+			}
+			tr := toResult(call, entry.Result, entry.IdempotencyKey)
+			tr.Resend = entry.State == journaldriver.Submitted
+			c.reused = true
+			return r.decided(ctx, c, EventCallReused, tr, 0, nil), nil
+		}
+		// Started: wait for its owner to finish, unless its lease expired.
+		if !time.Now().Before(entry.LeaseUntil) {
+			var took bool
+			err := r.journalWrite(ctx, "takeover", func() (err error) {
+				took, err = j.TakeOver(ctx, c.key, r.opts.Owner, r.opts.Lease)
+				return err
+			})
+			if err != nil {
+				return driver.ToolResult{}, r.journalError(ctx, err)
+			}
+			if took {
+				c.idem = entry.IdempotencyKey
+				return r.runInDoubt(ctx, c)
+			}
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return driver.ToolResult{}, r.ctxError(ctx)
+		}
+	}
+}
+
+// runClaimed runs the handler of a call this runner claimed and records
+// its result.
+func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+	if c.denial != "" || c.approved {
+		jr := failed(Denied, c.denial)
+		if c.approved {
+			jr = journaldriver.Result{Output: Output{Text: "approved"}, Outcome: OK}
+		}
+		if err := r.finish(ctx, c, &jr); err != nil {
+			return driver.ToolResult{}, err
+		}
+		return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), 0, nil), nil
+	}
+	if err := r.mayStart(ctx, c); err != nil {
+		// The run's context ended, or the step halted, since the claim:
+		// the call is left to run on resume.
+		if c.mode != detachedCall {
+			r.release(ctx, c)
+		}
+		return driver.ToolResult{}, err
+	}
+	if c.mode != detachedCall {
+		r.holdLease(ctx, c.key)
+	}
+	r.event(ctx, c, EventCallStarted, OK, 0, nil)
+	if ctx.Err() != nil {
+		// The run's context ended as the call was reported (a stream's
+		// reader stopped there): the handler does not start.
+		if c.mode != detachedCall {
+			r.dropLease(ctx, c.key)
+			r.release(ctx, c)
+		}
+		r.event(ctx, c, EventCallFinished, Interrupted, 0, context.Cause(ctx))
+		return driver.ToolResult{}, r.ctxError(ctx)
+	}
+	t0 := time.Now()
+	jr, cause := r.handle(ctx, c)
+	d := time.Since(t0)
+	if c.mode != detachedCall {
+		r.dropLease(ctx, c.key)
+	}
+	c.cause = cause
+	if jr.Outcome == Interrupted {
+		// The run was canceled and the handler gave up: let it run again.
+		// A handler left behind may still take effect: its call stays
+		// started, and a resume decides it as in doubt (once its lease,
+		// no longer renewed, has passed).
+		r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
+		if c.mode == detachedCall || errors.Is(cause, errLeftBehind) {
+			return driver.ToolResult{}, r.ctxError(ctx)
+		}
+		r.release(ctx, c)
+		return driver.ToolResult{}, r.ctxError(ctx)
+	}
+	if err := r.finish(ctx, c, &jr); err != nil {
+		return driver.ToolResult{}, err
+	}
+	return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), d, c.cause), nil
+}
+
+// runInDoubt decides a call found started but not finished, now owned by
+// this runner. With a Verify hook: the result it finds is sent; if it finds
+// that the call did not take effect, the call runs again; if it cannot tell
+// (an error), the call is treated as having no hook. Without one: an
+// idempotent tool runs again; any other call gets a failed result saying
+// its outcome is unknown.
+func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+	call, tool := c.call, c.tool
+	if tool != nil && tool.opts.Verify != nil {
+		v, found, err := tool.verify(ctx, call, r.toolTimeout(tool))
+		if ctx.Err() != nil {
+			// The run ended while the hook looked: the call stays in
+			// doubt, for the next owner to decide.
+			return driver.ToolResult{}, r.ctxError(ctx)
+		}
+		switch {
+		case err == nil && found:
+			out, err := encodeOutput(v, r.outputLimit(tool))
+			jr := journaldriver.Result{Output: out, Outcome: OK}
+			var tl *tooLargeError
+			if errors.As(err, &tl) {
+				jr = failed(TooLarge, tl.Error())
+			} else if err != nil {
+				break
+			}
+			if err := r.finish(ctx, c, &jr); err != nil {
+				return driver.ToolResult{}, err
+			}
+			return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, nil), nil
+		case err == nil:
+			r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
+			return r.runClaimed(ctx, c)
+		default:
+			attrs := []any{"call_id", call.ID, "tool", call.Name}
+			if r.opts.LogCallErrors || r.opts.Logger.Enabled(ctx, slog.LevelDebug) {
+				attrs = append(attrs, errorAttr(err))
+			}
+			r.opts.Logger.WarnContext(ctx, "toolrelay: verify failed", attrs...)
+		}
+	}
+	if tool == nil || tool.mayRerun() {
+		r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
+		return r.runClaimed(ctx, c)
+	}
+	jr := failed(InDoubt, fmt.Sprintf("the outcome of this call of %q is unknown: it may or may not have taken effect, and it was not run again", call.Name))
+	if err := r.finish(ctx, c, &jr); err != nil {
+		return driver.ToolResult{}, err
+	}
+	c.cause = errors.New("call started but not finished; not verified and not idempotent")
+	return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, c.cause), nil
+}
+
+// finish bounds the result of call c as the model reads it (see
+// [outputLimit.result]: the one check every result passes, whatever
+// produced it) and records it in the journal (none for a detached call).
+func (r *Runner) finish(ctx context.Context, c *callRun, jr *journaldriver.Result) error {
+	var err error
+	if *jr, err = r.outputLimit(c.tool).result(*jr); err != nil && c.cause == nil {
+		c.cause = err
+	}
+	if c.mode == detachedCall {
+		return nil
+	}
+	err = r.journalWrite(ctx, "finish", func() error {
+		if c.unsynced != nil {
+			return c.unsynced.FinishUnsynced(ctx, c.key, r.opts.Owner, *jr)
+		}
+		return r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, *jr)
+	})
+	if err != nil {
+		return r.journalError(ctx, err)
+	}
+	return nil
+}
+
+// release gives up this runner's claim on call c, whose handler did not
+// start or gave up, so that the call runs again; the journal's error, if
+// any, only reaches the JournalWrite hook.
+func (r *Runner) release(ctx context.Context, c *callRun) {
+	r.journalWrite(ctx, "release", func() error {
+		return r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
+	})
+}
+
+// toResult returns the result of call the journal's result jr gives, under
+// the idempotency key idem.
+func toResult(call *Call, jr *journaldriver.Result, idem string) driver.ToolResult {
+	return driver.ToolResult{Call: *call, Output: jr.Output, Failed: jr.Failed, Error: jr.Error, Outcome: jr.Outcome, IdempotencyKey: idem}
+}
+
+// journalError returns the error of a journal operation that failed with
+// err: the context's (see ctxError) once the run's context has ended, else
+// err with its code.
+func (r *Runner) journalError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return r.ctxError(ctx)
+	}
+	return &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err}
+}

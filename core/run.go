@@ -1,0 +1,456 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// A run is one run of a [Runner] (Run, Resume, their streams, a run taken
+// over), from its beginning to its answer: what its steps share. exec
+// makes it; begin gets its first step, loop runs its steps and finish
+// ends it.
+type run struct {
+	r  *Runner
+	ro RunOptions // the run's, the runner's defaults filled in
+	// thread is the thread the run was started or resumed on, if known,
+	// for a step that does not name one.
+	thread  string
+	resumed bool        // the run picks up a turn (Resume, TakeOver)
+	sk      *sink       // the stream the run's events go to, if any
+	info    *RunInfo    // the run as its hook knows it (see hookRun), if any
+	hold    *threadHold // the threads the run works on (see threadLocks)
+	rec     *runRecord  // the run's record in the journal, once made
+
+	// Set as the loop starts:
+	t0  time.Time // when the loop started
+	res *Result   // the run's result, as the steps go
+	sp  spend     // the run's budget (see spend)
+	// counted holds the calls earlier runs of the turn counted.
+	counted map[journaldriver.Key]bool
+	// noted: totals of the turn are noted in the journal, to clear once
+	// it is over.
+	noted bool
+}
+
+// A beginning is how a run gets its first step: [start] or [resume].
+type beginning struct {
+	input  string
+	thread string // the thread resumed; "" for a start
+	// A start taken over from a worker that stopped before its thread
+	// existed goes on under that worker's record of it (see recordStart).
+	startRecord string
+	takenOver   bool // taken over by TakeOver
+}
+
+// start is the beginning of a run on input; resume, that of a run picking
+// up the turn waiting on thread.
+func start(input string) beginning   { return beginning{input: input} }
+func resume(thread string) beginning { return beginning{thread: thread} }
+
+// exec runs a run from its beginning: Run, Resume and their streamed forms
+// are this, the latter with a sink for their events. It makes the [run],
+// which holds the run's thread until it ends.
+func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink) (*Result, error) {
+	ctx, cancel := runContext(ctx, ro.Timeout)
+	defer cancel()
+	if sk != nil {
+		ctx = sk.bind(ctx)
+		defer sk.unbind()
+	} else if driver.ObserverFrom(ctx) != nil {
+		// A run inside a tool of a streamed run: its deltas are its own.
+		ctx = driver.WithObserver(ctx, nil)
+	}
+	thread := ro.Thread
+	if b.thread != "" {
+		thread = b.thread
+	}
+	ru := &run{r: r, ro: ro, thread: thread, resumed: b.thread != "", sk: sk, hold: r.threads.hold()}
+	ru.hold.noWait = ro.NoWait
+	defer ru.hold.release()
+	if err := ru.hold.take(ctx, thread); err != nil {
+		ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		return &Result{Thread: thread}, err
+	}
+	ctx, info, end := r.hookRun(ctx, thread, ru.resumed, b.takenOver)
+	ru.info = info
+	res, err := ru.begin(ctx, b)
+	if end != nil {
+		end(res, err)
+	}
+	return res, err
+}
+
+// begin gets a run's first step, from its beginning, and runs the loop.
+func (ru *run) begin(ctx context.Context, b beginning) (*Result, error) {
+	r, ro, thread := ru.r, &ru.ro, ru.thread
+	var (
+		step *driver.Step
+		err  error
+		op   = "start"
+		// moveErr is why the record of a start could not move to its
+		// thread: the run must not go on.
+		moveErr error
+		// created is the thread the backend said it made (see
+		// driver.StartRequest.Created), if it did.
+		created string
+	)
+	if ru.resumed {
+		op = "resume"
+		// Recorded before the thread is read, once no other worker runs
+		// it: the read is not stale, and while the run is recorded
+		// running, Prune keeps every result of the thread.
+		if ru.rec, err = r.acquireRun(ctx, thread, *ro); err != nil {
+			ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+			return &Result{Thread: thread}, err
+		}
+		ro.held()
+		sctx, end := r.hookStep(ctx, StepInfo{Thread: thread, Op: op})
+		step, err = r.b.Resume(sctx, thread)
+		if end != nil {
+			end(step, err)
+		}
+	} else if err = checkParts(ro.Parts); err != nil {
+		ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		return nil, err
+	} else {
+		if ro.Thread != "" && ro.NoWait {
+			// Continued only if no live worker runs the thread.
+			if ru.rec, err = r.claimRun(ctx, ro.Thread, *ro); err != nil {
+				ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+				return &Result{Thread: thread}, err
+			}
+		} else if ro.Thread != "" {
+			ru.rec = r.recordRun(ctx, ro.Thread, *ro)
+		} else {
+			ru.rec = r.recordStart(ctx, b, *ro)
+		}
+		ro.held()
+		r.saveOrigin(ctx, ru.info, thread)
+		sctx, end := r.hookStep(ctx, StepInfo{Thread: thread, Op: op})
+		req := &driver.StartRequest{Thread: ro.Thread, Input: b.input, Parts: ro.Parts, Format: ro.Format.driverFormat()}
+		if ro.Thread != "" {
+			req.Created = func(t string) {
+				// A chain's new response: the run goes on there.
+				if t != "" && t != thread {
+					created = t
+					ru.hold.take(ctx, t) // new: nobody else holds it
+					ru.rec.move(ctx, t)
+				}
+			}
+		} else {
+			req.Created = func(t string) {
+				created = t
+				ru.hold.take(ctx, t) // new: nobody else holds it
+				if ru.rec == nil {
+					ru.rec = r.recordRun(ctx, t, *ro)
+				} else if err := ru.rec.move(ctx, t); err != nil {
+					moveErr = err
+				}
+			}
+		}
+		step, err = r.b.Start(sctx, req)
+		if end != nil {
+			end(step, err)
+		}
+		if err == nil && step != nil && thread == "" {
+			if ru.info != nil {
+				ru.info.Conversation = step.Thread // a new thread: the run's conversation
+			}
+			r.saveOrigin(ctx, ru.info, step.Thread)
+		}
+	}
+	if err != nil {
+		err = r.backendError(ctx, op, err)
+		switch {
+		case step != nil && step.Thread != "":
+			thread = step.Thread
+		case created != "":
+			thread = created
+		}
+		if ctx.Err() != nil {
+			r.keepThread(thread) // the turn may have started: it is resumed
+		}
+		var res *Result
+		if thread != "" {
+			res = &Result{Thread: thread}
+		}
+		ru.rec.end(ctx, err)
+		ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		return res, err
+	}
+	if ru.rec == nil && step != nil {
+		ru.rec = r.recordRun(ctx, step.Thread, *ro)
+	}
+	if step != nil && moveErr == nil {
+		moveErr = ru.rec.move(ctx, step.Thread) // a backend that did not say when it created the thread
+	}
+	if moveErr != nil {
+		// Another worker took the start over (this one was stuck past its
+		// lease) and starts the run again: this thread must not go on.
+		if step != nil {
+			thread = step.Thread
+		}
+		r.cancelTurn(ctx, thread)
+		err := r.journalError(ctx, moveErr)
+		ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		return &Result{Thread: thread}, err
+	}
+	if step != nil {
+		if err := ru.hold.take(ctx, step.Thread); err != nil {
+			ru.send(ctx, &Event{Kind: EventRunFinished, Thread: step.Thread, Err: err})
+			return &Result{Thread: step.Thread}, err
+		}
+	}
+	return ru.loop(ctx, step)
+}
+
+// held tells the run's caller that the run holds its thread, once.
+func (ro *RunOptions) held() {
+	if ro.Held != nil {
+		ro.Held()
+		ro.Held = nil
+	}
+}
+
+// runContext returns ctx bounded by a run's time limit d, its cause saying so.
+func runContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("the run passed its time limit (%v): %w", d, context.DeadlineExceeded))
+}
+
+// loop runs the steps of a turn, from step, until the model answers; a
+// resumed run counts from the turn's start (see totals).
+func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
+	r := ru.r
+	ru.t0 = time.Now()
+	ru.res = &Result{Thread: ru.thread}
+	ru.sp = r.newSpend(&ru.ro)
+	if ru.resumed {
+		ru.counted = r.loadTotals(ctx, ru.thread, ru.res, &ru.sp)
+	}
+	ru.noted = ru.counted != nil
+	res, sp, counted, sk := ru.res, &ru.sp, ru.counted, ru.sk
+	for {
+		if step == nil {
+			// A step cannot be answered: the turn must not stay parked.
+			r.cancelTurn(ctx, res.Thread)
+			return ru.finish(ctx, &errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: errors.New("the backend returned no step")})
+		}
+		if step.Thread != res.Thread && res.Thread != "" {
+			// A chained thread moves on: its resumes must find the origin,
+			// its record follows, and the run holds it.
+			r.saveOrigin(ctx, ru.info, step.Thread)
+			ru.rec.move(ctx, step.Thread)
+			if err := ru.hold.take(ctx, step.Thread); err != nil {
+				return ru.finish(ctx, err)
+			}
+		}
+		res.Thread, res.Turn = step.Thread, step.Turn
+		if len(step.Calls) > 0 && r.allCounted(step.Calls, counted) {
+			// A step an earlier run of the turn counted, given again (its
+			// results were sent, but the service's state read was stale):
+			// it is counted once.
+			res.Steps--
+		} else {
+			sp.add(r, res, step)
+		}
+		if sk != nil {
+			sk.stepArrived(step, res.Steps)
+		}
+		if len(step.Calls) == 0 {
+			res.Text = step.Text
+			r.forget(res.Calls)
+			return ru.finish(ctx, nil)
+		}
+		if res.Steps >= ru.ro.MaxSteps {
+			r.cancelTurn(ctx, step.Thread)
+			return ru.finish(ctx, &errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", ErrMaxSteps, ru.ro.MaxSteps)})
+		}
+		if err := driver.CheckCalls(step.Calls); err != nil {
+			r.cancelTurn(ctx, step.Thread)
+			return ru.finish(ctx, &errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: err})
+		}
+		if err := r.overBudget(ctx, sp, res, step); err != nil {
+			return ru.finish(ctx, err)
+		}
+		if pending, err := r.pause(ctx, ru.rec, step); err != nil || len(pending) > 0 {
+			if err == nil {
+				res.Pending = pending
+				err = awaitingError(step.Thread, len(pending), "resume")
+			}
+			return ru.finish(ctx, err)
+		}
+		res.Steps++
+		ru.send(ctx, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: sp.b.remaining(res)})
+
+		results, err := r.runCalls(ctx, step, res.Steps, sk, ru.rec.fence())
+		if err == errPaused {
+			// The calls that needed no decision ran, their results
+			// journaled; the step's results go when every call is decided.
+			if res.Pending, err = r.pause(ctx, ru.rec, step); err == nil && len(res.Pending) == 0 {
+				// Every call awaiting a decision was decided, or expired,
+				// meanwhile: the step goes again (the journal holds the
+				// results of the calls that ran).
+				res.Steps--
+				continue
+			}
+			if err == nil {
+				err = awaitingError(step.Thread, len(res.Pending), "pause")
+				r.keepThread(step.Thread) // another process may decide and resume
+			}
+			return ru.finish(ctx, err)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				r.keepThread(step.Thread)
+			}
+			return ru.finish(ctx, err)
+		}
+		if err := checkResults(step.Calls, results); err != nil {
+			r.cancelTurn(ctx, step.Thread)
+			return ru.finish(ctx, &errcode.Error{Code: errcode.Internal, Op: "core: submit", Err: err})
+		}
+		submitted := &Event{Kind: EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results)}
+		if sk != nil {
+			// The next step's text may stream before Submit returns: the
+			// reader learns first that the results went.
+			sk.pending = submitted
+		}
+		sctx, end := r.hookStep(ctx, StepInfo{Thread: step.Thread, Turn: step.Turn, Op: "submit", Step: res.Steps, Results: len(results), Remaining: sp.b.remainingWith(res, len(results))})
+		moved := func(t string) {
+			// A chain's next response, named before it is complete: the
+			// run's thread, its record and its hold move there at once.
+			if t == "" || t == res.Thread {
+				return
+			}
+			r.saveOrigin(ctx, ru.info, t)
+			ru.rec.move(ctx, t)
+			ru.hold.take(ctx, t) // new: nobody else holds it
+			res.Thread, res.Turn = t, ""
+		}
+		next, err := r.b.Submit(sctx, &driver.SubmitRequest{Step: step, Results: results, Format: ru.ro.Format.driverFormat(), Moved: moved})
+		if end != nil {
+			end(next, err)
+		}
+		if sk != nil && err != nil {
+			sk.pending = nil // the results may not have gone
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				r.keepThread(step.Thread)
+			}
+			return ru.finish(ctx, r.backendError(ctx, "submit", err))
+		}
+		for _, tr := range results {
+			if !counted[r.key(&tr.Call)] {
+				res.Calls = append(res.Calls, tr)
+				res.ToolCalls++
+			}
+		}
+		err = r.journalWrite(ctx, "submitted", func() error { return r.opts.Journal.MarkSubmitted(ctx, r.keys(results)) })
+		if err != nil {
+			return ru.finish(ctx, &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err})
+		}
+		on := res.Thread // the thread the turn's next step comes on
+		if next != nil && next.Thread != "" {
+			on = next.Thread
+		}
+		r.noteTotals(ctx, on, res)
+		ru.noted = true
+		submitted.Remaining = sp.b.remaining(res)
+		r.emit(ctx, submitted)
+		if sk != nil {
+			sk.flushPending()
+		}
+		step = next
+	}
+}
+
+// finish ends the run with err (nil: the model answered): the turn's
+// totals are cleared once it is over, the run's record ends, and the
+// run's last event reports it.
+func (ru *run) finish(ctx context.Context, err error) (*Result, error) {
+	r, res := ru.r, ru.res
+	if err == nil && ru.noted {
+		r.clearTotals(ctx, res.Thread)
+	}
+	ru.rec.end(ctx, err)
+	res.Remaining = ru.sp.b.remaining(res)
+	ru.send(ctx, &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(ru.t0), Err: err, Usage: res.Usage, Remaining: res.Remaining})
+	return res, err
+}
+
+// send emits e, and hands it to the run's stream, if any.
+func (ru *run) send(ctx context.Context, e *Event) { ru.r.send(ctx, ru.sk, e) }
+
+// checkParts checks the parts of a run's input.
+func checkParts(parts []Part) error {
+	if err := driver.CheckParts(parts); err != nil {
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: run", Err: err}
+	}
+	return nil
+}
+
+// forget deletes the entries of a run's calls from the runner's own
+// journal, once the run has its answer: the turn is over, so no resume
+// will ask for them again.
+func (r *Runner) forget(calls []driver.ToolResult) {
+	if r.own == nil || len(calls) == 0 {
+		return
+	}
+	r.own.Forget(r.keys(calls))
+}
+
+// ctxError returns the error of a run whose context ended: its cause (the
+// caller's, or the run's time limit), with the cause's code.
+func (r *Runner) ctxError(ctx context.Context) error {
+	err := context.Cause(ctx)
+	return &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: err}
+}
+
+// keepThread asks the backend, if it can, to keep thread on Close: its
+// turn waits to be resumed (in this process or another).
+func (r *Runner) keepThread(thread string) {
+	if k, ok := r.b.(driver.Keeper); ok && thread != "" {
+		k.KeepThread(thread)
+	}
+}
+
+// cancelTurn asks the backend, if it can, to cancel the turn waiting on
+// thread. It uses a short context of its own, so it works after ctx ended.
+func (r *Runner) cancelTurn(ctx context.Context, thread string) {
+	c, ok := r.b.(driver.Canceler)
+	if !ok || thread == "" {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := c.Cancel(cctx, thread); err != nil {
+		r.opts.Logger.WarnContext(ctx, "toolrelay: cancel turn failed", "thread", thread, errorAttr(err))
+		return
+	}
+	r.clearTotals(ctx, thread)
+}
+
+// wrap returns the error err of the backend's op, with the code the
+// backend gives it.
+func (r *Runner) wrap(op string, err error) error {
+	return wrap(r.b.Name()+": "+op, err, r.b.ErrorCode)
+}
+
+// backendError returns the error of the backend's op. Once the run's
+// context has ended, that is why the run ends, whatever the backend made
+// of it: the error then has the code of the context's cause, and wraps
+// both.
+func (r *Runner) backendError(ctx context.Context, op string, err error) error {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(err, cause) {
+		return r.wrap(op, err)
+	}
+	return &errcode.Error{Code: errcode.Of(cause), Op: r.b.Name() + ": " + op, Err: fmt.Errorf("%w: %w", cause, err)}
+}

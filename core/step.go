@@ -1,0 +1,279 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
+)
+
+// checkResults verifies that each call got exactly one result, in order.
+func checkResults(calls []Call, results []driver.ToolResult) error {
+	if len(results) != len(calls) {
+		return fmt.Errorf("%d results for %d calls", len(results), len(calls))
+	}
+	for i := range calls {
+		if results[i].Call.ID != calls[i].ID {
+			return fmt.Errorf("result %d answers call %q, want %q", i, results[i].Call.ID, calls[i].ID)
+		}
+	}
+	return nil
+}
+
+// runCalls runs the calls of a step, at most Concurrency at once, and returns
+// their results in call order. It returns early, with the context's error,
+// when ctx is canceled. Once a call fails (the journal failed), the calls
+// not started yet are not started (see halt).
+func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sink, fence string) ([]driver.ToolResult, error) {
+	if sk != nil {
+		// The handlers' own backend calls (a run inside a tool) are not
+		// this run's to observe.
+		ctx = driver.WithObserver(ctx, nil)
+	}
+	results := make([]driver.ToolResult, len(step.Calls))
+	if len(step.Calls) == 1 {
+		// A lone call runs in this goroutine (handing it to another costs
+		// more than a quick call): its handler runs in one of its own,
+		// which a canceled context or the call's timeout leaves behind
+		// (see invoke).
+		var err error
+		if results[0], err = r.runCall(ctx, &step.Calls[0], n, sk, nil, fence); err != nil && err != errPaused {
+			return nil, err
+		}
+		return results, err
+	}
+	errs := make([]error, len(step.Calls))
+	h := new(halt)
+	// Otherwise calls run in goroutines, even one at a time (when the
+	// bound is 1), so that a canceled context ends the run at once. Each
+	// reports on done when it has finished; their events reach a stream
+	// through this goroutine (see sink.async).
+	done := make(chan struct{}, len(step.Calls))
+	var sem chan struct{}
+	if len(step.Calls) > r.opts.Concurrency {
+		sem = make(chan struct{}, r.opts.Concurrency)
+	}
+	ask := sk.async(len(step.Calls))
+	launched := 0
+launch:
+	for i := range step.Calls {
+		for sem != nil {
+			select {
+			case sem <- struct{}{}:
+			case e := <-ask.events():
+				sk.deliver(&e)
+				continue
+			case <-ctx.Done():
+				break launch
+			}
+			break
+		}
+		if h.halted() {
+			for j := i; j < len(step.Calls); j++ {
+				errs[j] = errNotStarted
+			}
+			break
+		}
+		launched++
+		go func() {
+			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n, ask, h, fence)
+			if errs[i] != nil && errs[i] != errPaused {
+				h.stop()
+			}
+			if sem != nil {
+				<-sem
+			}
+			done <- struct{}{}
+		}()
+	}
+	for launched > 0 {
+		select {
+		case <-done:
+			launched--
+		case e := <-ask.events():
+			sk.deliver(&e)
+		case <-ctx.Done():
+			return nil, r.ctxError(ctx)
+		}
+	}
+	sk.flush(ask)
+	if err := ctx.Err(); err != nil {
+		return nil, r.ctxError(ctx)
+	}
+	var paused error
+	for _, err := range errs {
+		switch {
+		case err == errPaused:
+			paused = err
+		case err != nil && err != errNotStarted:
+			return nil, stepStopped(err, errs)
+		}
+	}
+	return results, paused
+}
+
+// A halt stops the calls of a step from starting their handlers once one
+// of them failed (the journal failed, or holds a call it cannot use): a
+// handler started then would end in doubt too. The calls it stops are
+// left to run on resume.
+type halt struct{ stopped atomic.Bool }
+
+func (h *halt) stop() {
+	if h != nil {
+		h.stopped.Store(true)
+	}
+}
+
+func (h *halt) halted() bool { return h != nil && h.stopped.Load() }
+
+// errNotStarted is the "error" of a call that a halt kept from starting.
+var errNotStarted = errors.New("core: the call was not started")
+
+// mayStart returns nil if a call of the step may start its handler (or
+// claim it): not once the run's context is done (its error), nor once the
+// step halted (errNotStarted).
+func (r *Runner) mayStart(ctx context.Context, c *callRun) error {
+	switch {
+	case ctx.Err() != nil:
+		return r.ctxError(ctx)
+	case c.halt.halted():
+		return errNotStarted
+	}
+	return nil
+}
+
+// stepStopped is the error of a step whose call failed with first (the
+// journal's error, whose code it keeps), saying what became of the step's
+// calls: errs holds each call's error (nil for those whose result is
+// recorded; calls never launched have errNotStarted).
+func stepStopped(first error, errs []error) error {
+	var recorded, paused, notStarted, failed int
+	for _, err := range errs {
+		switch err {
+		case nil:
+			recorded++
+		case errPaused:
+			paused++
+		case errNotStarted:
+			notStarted++
+		default:
+			failed++
+		}
+	}
+	msg := fmt.Sprintf("the step stopped: of its %d calls, %d failed", len(errs), failed)
+	if recorded > 0 {
+		msg += fmt.Sprintf(", %d have their result recorded", recorded)
+	}
+	if paused > 0 {
+		msg += fmt.Sprintf(", %d await a decision", paused)
+	}
+	msg += fmt.Sprintf(", %d were not started (they run when the run is resumed)", notStarted)
+	return &errcode.Error{Code: errcode.Of(first), Op: "core: step", Err: fmt.Errorf("%w; %s", first, msg)}
+}
+
+// runCall produces the result of one call: from the journal when it holds
+// one, else by running the handler under a claim. Only journal failures and
+// cancellation are errors; everything else is a (possibly failed) result.
+// fence is the thread of the run's record, if any: the call is claimed
+// only while the record is this runner's (see journaldriver.Fenced).
+func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink, stop *halt, fence string) (driver.ToolResult, error) {
+	return r.hookedAnswer(ctx, &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out, mode: stepCall, halt: stop, fence: fence})
+}
+
+// A callRun is one call being run: its journal key, its arguments in
+// canonical form (parsed once, for the digest and for the handler), and
+// the step it belongs to.
+type callRun struct {
+	call     *Call
+	tool     *Tool // the tool of the call's name; nil if none
+	key      journaldriver.Key
+	args     []byte         // canonical arguments; nil when argErr is set
+	obj      map[string]any // the arguments parsed (numbers as json.Number)
+	argErr   error          // why the arguments are not valid
+	digest   string
+	idem     string
+	step     int
+	out      *sink  // the stream the call's events go to, if any
+	denial   string // set when a person denied the call: the model is told it
+	approved bool   // a service's approval request a person approved
+	reused   bool   // the journal held the result
+	cause    error  // the internal cause of a failed result
+	// unsynced: the call's tool may run again, and the journal can write
+	// its claim and result without waiting for the disk.
+	unsynced journaldriver.Unsynced
+	mode     callMode // whose loop the call is answered for
+	halt     *halt    // the step's, if it has several calls
+	// fence: the thread of the record of the run the call is answered
+	// for, which the claim checks is still this runner's; empty: none.
+	fence string
+}
+
+// A callMode says whose loop a call is answered for, and so whether the
+// journal keeps its result and a person may be asked to approve it.
+type callMode uint8
+
+const (
+	// stepCall is a call of a step of this runner's own run: journaled,
+	// under a lease, and a person may be asked to approve it.
+	stepCall callMode = iota
+	// outsideCall is a journaled call of [Runner.Call]
+	// (CallRequest.Journaled): journaled as a step's call, but no person
+	// can approve it.
+	outsideCall
+	// detachedCall is a call answered for a loop run elsewhere
+	// ([Runner.Call]), which keeps its result: no journal, no lease.
+	detachedCall
+)
+
+// hookedAnswer is answer inside the call hook.
+func (r *Runner) hookedAnswer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+	h := r.opts.Hooks
+	if h == nil || h.Call == nil {
+		return r.answer(ctx, c)
+	}
+	ctx, end := h.Call(ctx, r.callInfo(c))
+	tr, err := r.answer(ctx, c)
+	e := &CallEnd{Reused: c.reused, Cause: c.cause}
+	switch {
+	case err == errPaused:
+		e.Paused = true
+	case err != nil:
+		e.Err = err
+	default:
+		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
+	}
+	end(e)
+	return tr, err
+}
+
+// prepare reads a call's arguments (unless they pass the limit), and
+// works out their digest and the call's idempotency key.
+func (r *Runner) prepare(c *callRun) {
+	call := c.call
+	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
+		// Too large to parse: the handler will not run, and the digest is
+		// of the bytes as received.
+		c.argErr = &tooLargeError{what: "arguments", size: n, limit: r.opts.MaxArgumentBytes}
+	} else {
+		c.args, c.obj, c.argErr = parseArgs(call.Arguments)
+	}
+	c.digest = digestOf(call.Arguments, c.args)
+	c.idem = journaldriver.IdempotencyKey(c.key, c.digest)
+}
+
+// event reports an event about the call.
+func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcome, d time.Duration, err error) {
+	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: o, Duration: d, Err: err})
+}
+
+// decided reports the event that decided the call's result tr, and
+// returns tr.
+func (r *Runner) decided(ctx context.Context, c *callRun, kind EventKind, tr driver.ToolResult, d time.Duration, err error) driver.ToolResult {
+	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: tr.Outcome, Duration: d, Err: err, Result: &tr})
+	return tr
+}

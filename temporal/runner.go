@@ -215,12 +215,10 @@ func (r *Runner) Cancel(ctx context.Context, thread string) error {
 }
 
 // checkParts refuses, before anything is sent, a part of the input that
-// no service can carry, as core's Runner does.
+// is not one (driver.CheckParts).
 func checkParts(parts []driver.Part) error {
-	for i, p := range parts {
-		if err := p.Check(); err != nil {
-			return &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: run", Err: fmt.Errorf("input part %d: %w", i, err)}
-		}
+	if err := driver.CheckParts(parts); err != nil {
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: run", Err: err}
 	}
 	return nil
 }

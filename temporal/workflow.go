@@ -440,7 +440,7 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 			finish(&errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", core.ErrMaxSteps, maxSteps)})
 			return
 		}
-		if err := checkCalls(step.Calls); err != nil {
+		if err := driver.CheckCalls(step.Calls); err != nil {
 			t.cancelService(ctx, step.Thread)
 			finish(&errcode.Error{Code: errcode.Internal, Op: sr.Backend + ": step", Err: err})
 			return
@@ -713,19 +713,4 @@ func (t *thread) turnError(err error) error {
 		return (&ErrorInfo{Code: ae.Type(), Message: ae.Message(), Is: failed(err).Is}).Err()
 	}
 	return &errcode.Error{Code: errcode.Unavailable, Op: "temporal", Err: err}
-}
-
-// checkCalls refuses a step whose calls repeat a call id or lack one.
-func checkCalls(calls []driver.Call) error {
-	for i, c := range calls {
-		if c.ID == "" {
-			return fmt.Errorf("call to %q has no call id", c.Name)
-		}
-		for _, d := range calls[:i] {
-			if d.ID == c.ID {
-				return fmt.Errorf("the step repeats call id %q", c.ID)
-			}
-		}
-	}
-	return nil
 }

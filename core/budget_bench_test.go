@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
 )
 
 // BenchmarkBudget (issue 37, item 4) measures what a budget costs a step:
@@ -62,5 +63,35 @@ func BenchmarkBudget(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkBudgetWork measures the work a budget adds to one step of
+// BenchmarkBudget's budget=on, alone: the step's usage and cost charged,
+// every limit checked before its calls, and what is left computed for
+// its three events (step started, results submitted, the run's result).
+// Its ns/op over BenchmarkBudget/calls=1/budget=off's, from the same run,
+// is the budget's share of a step's time.
+func BenchmarkBudgetWork(b *testing.B) {
+	const lots = 1 << 60
+	bu := core.Budget{MaxInputTokens: lots, MaxOutputTokens: lots, MaxTotalTokens: lots, MaxToolCalls: lots, MaxCost: lots,
+		Prices: map[string]core.Price{"bench-model": {Input: 1.25, Output: 10}}}
+	step := &driver.Step{Model: "bench-model", Usage: core.Usage{InputTokens: 1000, OutputTokens: 50, TotalTokens: 1050},
+		Calls: []driver.Call{{ID: "c1", Name: "lookup"}}}
+	var s core.Spent
+	var rem core.Remaining
+	b.ReportAllocs()
+	for b.Loop() {
+		bu.Charge(&s, step)
+		if err := bu.Exceeded(s, len(step.Calls)); err != nil {
+			b.Fatal(err)
+		}
+		s.ToolCalls++
+		for range 3 {
+			rem = bu.Remaining(s)
+		}
+	}
+	if !rem.Set || s.ToolCalls == 0 {
+		b.Fatalf("nothing was counted: %+v, %+v", s, rem)
 	}
 }

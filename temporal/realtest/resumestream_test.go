@@ -21,14 +21,7 @@ import (
 // decided, ResumeStream follows the turn from its start, past the pause,
 // to the answer; after it, ResumeStream replays the last turn.
 func TestResumeStream(t *testing.T) {
-	tools, err := weatherTools(filepath.Join(t.TempDir(), "effects.log"), 0, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dial(t)
-	queue := newQueue(t)
-	startWorker(t, c, queue, core.NewRunner(coretest.NewBackend(weatherScript, nil), tools, &core.Options{Logger: quiet}))
-	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{Heartbeat: 5 * time.Second, Idle: time.Minute}})
+	r := weatherRunner(t, true)
 
 	held := 0
 	opts := &core.RunOptions{Held: func() { held++ }}
@@ -121,14 +114,7 @@ func count(list []string, s string) int {
 // again; with a raised one it runs the held step's calls, streamed, to
 // the answer.
 func TestResumeStreamBudget(t *testing.T) {
-	tools, err := weatherTools(filepath.Join(t.TempDir(), "effects.log"), 0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dial(t)
-	queue := newQueue(t)
-	startWorker(t, c, queue, core.NewRunner(coretest.NewBackend(weatherScript, nil), tools, &core.Options{Logger: quiet}))
-	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{Heartbeat: 5 * time.Second, Idle: time.Minute}})
+	r := weatherRunner(t, false)
 
 	one := &core.RunOptions{Budget: core.Budget{MaxToolCalls: 1}}
 	st := r.Stream(t.Context(), "weather?", one)
@@ -154,4 +140,19 @@ func TestResumeStreamBudget(t *testing.T) {
 	if n := count(kinds, "text_delta"); n == 0 {
 		t.Errorf("the resumed turn's text was not streamed: %v", kinds)
 	}
+}
+
+// weatherRunner returns a Temporal runner of the weather bot on the
+// in-memory backend, its worker started; approval asks for a decision on
+// the weather's call.
+func weatherRunner(t *testing.T, approval bool) *temporal.Runner {
+	t.Helper()
+	tools, err := weatherTools(filepath.Join(t.TempDir(), "effects.log"), 0, approval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t)
+	queue := newQueue(t)
+	startWorker(t, c, queue, core.NewRunner(coretest.NewBackend(weatherScript, nil), tools, &core.Options{Logger: quiet}))
+	return temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{Heartbeat: 5 * time.Second, Idle: time.Minute}})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/defaults"
 	"github.com/toolrelay/toolrelay/internal/runnerhook"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
@@ -165,12 +166,8 @@ func NewRunner(b driver.Backend, tools *Toolbox, opts *Options) *Runner {
 		r.opts = *opts
 	}
 	o := &r.opts
-	if o.Concurrency <= 0 {
-		o.Concurrency = DefaultConcurrency
-	}
-	if o.MaxSteps <= 0 {
-		o.MaxSteps = DefaultMaxSteps
-	}
+	defaults.Positive(&o.Concurrency, DefaultConcurrency)
+	defaults.Positive(&o.MaxSteps, DefaultMaxSteps)
 	if o.Journal == nil {
 		r.own = journaldriver.NewMemory()
 		o.Journal = r.own
@@ -180,27 +177,15 @@ func NewRunner(b driver.Backend, tools *Toolbox, opts *Options) *Runner {
 		rand.Read(b[:])
 		o.Owner = "runner-" + hex.EncodeToString(b[:])
 	}
-	if o.Lease <= 0 {
-		o.Lease = DefaultLease
-	}
-	if o.ToolTimeout <= 0 {
-		o.ToolTimeout = DefaultToolTimeout
-	}
-	if o.RunTimeout <= 0 {
-		o.RunTimeout = DefaultRunTimeout
-	}
-	if o.MaxArgumentBytes <= 0 {
-		o.MaxArgumentBytes = DefaultMaxArgumentBytes
-	}
-	if o.MaxOutputBytes <= 0 {
-		o.MaxOutputBytes = DefaultMaxOutputBytes
-	}
+	defaults.Positive(&o.Lease, DefaultLease)
+	defaults.Positive(&o.ToolTimeout, DefaultToolTimeout)
+	defaults.Positive(&o.RunTimeout, DefaultRunTimeout)
+	defaults.Positive(&o.MaxArgumentBytes, DefaultMaxArgumentBytes)
+	defaults.Positive(&o.MaxOutputBytes, DefaultMaxOutputBytes)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.ApprovalTimeout <= 0 {
-		o.ApprovalTimeout = DefaultApprovalTimeout
-	}
+	defaults.Positive(&o.ApprovalTimeout, DefaultApprovalTimeout)
 	return r
 }
 
@@ -278,12 +263,8 @@ func (r *Runner) runOptions(opts *RunOptions) RunOptions {
 	if opts != nil {
 		ro = *opts
 	}
-	if ro.MaxSteps <= 0 {
-		ro.MaxSteps = r.opts.MaxSteps
-	}
-	if ro.Timeout <= 0 {
-		ro.Timeout = r.opts.RunTimeout
-	}
+	defaults.Positive(&ro.MaxSteps, r.opts.MaxSteps)
+	defaults.Positive(&ro.Timeout, r.opts.RunTimeout)
 	ro.Budget = ro.Budget.Over(r.opts.Budget)
 	return ro
 }

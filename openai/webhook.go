@@ -20,6 +20,7 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	coredriver "github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/defaults"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
@@ -233,24 +234,12 @@ func NewWebhookHandler(runner *core.Runner, opts *WebhookOptions) (*WebhookHandl
 	if err := h.svc.VerifySignature(nil, nil); err != nil && strings.Contains(err.Error(), "secret") {
 		return nil, errcode.Errorf(errcode.InvalidArgument, "openai: webhooks: the signing secret cannot be used: %v", err)
 	}
-	if o.Tolerance <= 0 {
-		o.Tolerance = DefaultWebhookTolerance
-	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxWebhookBytes
-	}
-	if o.MaxResumes <= 0 {
-		o.MaxResumes = DefaultMaxResumes
-	}
-	if o.ReplayWindow <= 0 {
-		o.ReplayWindow = DefaultReplayWindow
-	}
-	if o.MaxReplayEvents <= 0 {
-		o.MaxReplayEvents = DefaultMaxReplayEvents
-	}
-	if o.Lease <= 0 {
-		o.Lease = DefaultWebhookLease
-	}
+	defaults.Positive(&o.Tolerance, DefaultWebhookTolerance)
+	defaults.Positive(&o.MaxBodyBytes, DefaultMaxWebhookBytes)
+	defaults.Positive(&o.MaxResumes, DefaultMaxResumes)
+	defaults.Positive(&o.ReplayWindow, DefaultReplayWindow)
+	defaults.Positive(&o.MaxReplayEvents, DefaultMaxReplayEvents)
+	defaults.Positive(&o.Lease, DefaultWebhookLease)
 	h.log = o.Logger
 	if h.log == nil {
 		h.log = slog.Default()

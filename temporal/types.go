@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/internal/defaults"
 )
 
 // The names the workflow is registered under, and of its updates, query
@@ -104,27 +105,13 @@ const (
 )
 
 func (s LoopOptions) withDefaults() LoopOptions {
-	if s.MaxSteps <= 0 {
-		s.MaxSteps = core.DefaultMaxSteps
-	}
-	if s.Concurrency <= 0 {
-		s.Concurrency = core.DefaultConcurrency
-	}
-	if s.RunTimeout <= 0 {
-		s.RunTimeout = core.DefaultRunTimeout
-	}
-	if s.ApprovalTimeout <= 0 {
-		s.ApprovalTimeout = core.DefaultApprovalTimeout
-	}
-	if s.Heartbeat <= 0 {
-		s.Heartbeat = DefaultHeartbeat
-	}
-	if s.MaxPayloadBytes <= 0 {
-		s.MaxPayloadBytes = DefaultMaxPayloadBytes
-	}
-	if s.MaxHistoryEvents <= 0 {
-		s.MaxHistoryEvents = DefaultMaxHistoryEvents
-	}
+	defaults.Positive(&s.MaxSteps, core.DefaultMaxSteps)
+	defaults.Positive(&s.Concurrency, core.DefaultConcurrency)
+	defaults.Positive(&s.RunTimeout, core.DefaultRunTimeout)
+	defaults.Positive(&s.ApprovalTimeout, core.DefaultApprovalTimeout)
+	defaults.Positive(&s.Heartbeat, DefaultHeartbeat)
+	defaults.Positive(&s.MaxPayloadBytes, DefaultMaxPayloadBytes)
+	defaults.Positive(&s.MaxHistoryEvents, DefaultMaxHistoryEvents)
 	return s
 }
 

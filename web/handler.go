@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/defaults"
 )
 
 // Defaults of [Options].
@@ -162,33 +163,17 @@ func Handler(runner Runner, opts *Options) http.Handler {
 	}
 	h := &handler{r: runner, opts: *opts, chats: map[string]*chat{}, inFlight: map[string]int{}, newID: newID}
 	o := &h.opts
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if o.MaxInputBytes <= 0 {
-		o.MaxInputBytes = DefaultMaxInputBytes
-	}
-	if o.MaxParts <= 0 {
-		o.MaxParts = DefaultMaxParts
-	}
-	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = DefaultMaxInFlight
-	}
-	if o.MaxShownBytes <= 0 {
-		o.MaxShownBytes = DefaultMaxShownBytes
-	}
-	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
+	defaults.Positive(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Positive(&o.MaxInputBytes, DefaultMaxInputBytes)
+	defaults.Positive(&o.MaxParts, DefaultMaxParts)
+	defaults.Positive(&o.MaxInFlight, DefaultMaxInFlight)
+	defaults.Positive(&o.MaxShownBytes, DefaultMaxShownBytes)
+	defaults.Positive(&o.MaxMessageBytes, DefaultMaxMessageBytes)
 	if o.ReconnectWindow == 0 {
 		o.ReconnectWindow = DefaultReconnectWindow
 	}
-	if o.KeepAlive <= 0 {
-		o.KeepAlive = DefaultKeepAlive
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
+	defaults.Positive(&o.KeepAlive, DefaultKeepAlive)
+	defaults.Positive(&o.WriteTimeout, DefaultWriteTimeout)
 	if o.ErrorText == nil {
 		o.ErrorText = safeText
 	}

@@ -15,6 +15,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/defaults"
 	"github.com/toolrelay/toolrelay/journal/driver"
 	"github.com/toolrelay/toolrelay/journal/internal/record"
 )
@@ -95,9 +96,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.BusyTimeout <= 0 {
-		o.BusyTimeout = DefaultBusyTimeout
-	}
+	defaults.Positive(&o.BusyTimeout, DefaultBusyTimeout)
 	switch o.Synchronous {
 	case "":
 		o.Synchronous = Claims

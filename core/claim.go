@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -276,4 +278,189 @@ func (r *Runner) journalError(ctx context.Context, err error) error {
 		return r.ctxError(ctx)
 	}
 	return &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err}
+}
+
+// journalWrite makes the journal write write, named op, and returns its
+// error. When a hook wants to know how long journal writes take
+// (Hooks.JournalWrite), it times the write and reports it.
+func (r *Runner) journalWrite(ctx context.Context, op string, write func() error) error {
+	h := r.opts.Hooks
+	if h == nil || h.JournalWrite == nil {
+		return write()
+	}
+	t0 := time.Now()
+	err := write()
+	h.JournalWrite(ctx, op, time.Since(t0), err)
+	return err
+}
+
+// leases are the claims of the calls a runner is running. One goroutine
+// renews them all every third of Options.Lease, so that a call arms no
+// timer of its own: a timer due before every other wakes the runtime's
+// network poller, which costs more than a quick call. The goroutine runs
+// while the runner holds claims; it ends at the first renewal that finds
+// none, or when the runner is closed.
+//
+// A claim is held for a run, and renewed only while the run's context is
+// not done: once it ends (its caller, its time limit, a stream's reader
+// that stopped), the claim is left to expire, whether or not the run's
+// goroutine gets to act on it (a stream's reader that stops reading
+// holds that goroutine), so that no other worker waits for the run more
+// than a lease past its end.
+type leases struct {
+	mu sync.Mutex
+	// held are the claims held: for each, the Done channels of the
+	// contexts of the runs that hold it, one per hold.
+	held    map[journaldriver.Key][]<-chan struct{}
+	stop    chan struct{} // closed to end the renewing goroutine; nil when none runs
+	stopped bool          // the runner is closed
+}
+
+// holdLease keeps the claim on key alive until dropLease, while ctx is not
+// done.
+func (r *Runner) holdLease(ctx context.Context, key journaldriver.Key) {
+	l := &r.leases
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held == nil {
+		l.held = map[journaldriver.Key][]<-chan struct{}{}
+	}
+	l.held[key] = append(l.held[key], ctx.Done())
+	if l.stop == nil && !l.stopped {
+		l.stop = make(chan struct{})
+		go r.renewLeases(l.stop)
+	}
+}
+
+// dropLease stops renewing the claim on key held under ctx.
+func (r *Runner) dropLease(ctx context.Context, key journaldriver.Key) {
+	l := &r.leases
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	held := l.held[key]
+	if i := slices.Index(held, ctx.Done()); i >= 0 {
+		held = slices.Delete(held, i, i+1)
+	}
+	if len(held) == 0 {
+		delete(l.held, key)
+	} else {
+		l.held[key] = held
+	}
+}
+
+// live reports whether a hold of held is under a context not done.
+func live(held []<-chan struct{}) bool {
+	for _, done := range held {
+		select {
+		case <-done:
+		default:
+			return true // a nil channel (a context never done) too
+		}
+	}
+	return false
+}
+
+// holds reports whether the claim on key is held.
+func (l *leases) holds(key journaldriver.Key) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.held[key]) > 0
+}
+
+// close ends the renewing goroutine for good.
+func (l *leases) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	if l.stop != nil {
+		close(l.stop)
+		l.stop = nil
+	}
+}
+
+// renewLeases renews the claims held under a context not done every third
+// of the lease, until none is held or stop is closed.
+func (r *Runner) renewLeases(stop chan struct{}) {
+	l := &r.leases
+	every := r.opts.Lease / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		if len(l.held) == 0 {
+			if l.stop == stop {
+				l.stop = nil
+			}
+			l.mu.Unlock()
+			return
+		}
+		var keys []journaldriver.Key
+		for key, held := range l.held {
+			if live(held) {
+				keys = append(keys, key)
+			}
+		}
+		l.mu.Unlock()
+		for _, key := range keys {
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			var err error
+			if key.Call == "" {
+				// A run's record (see runRecord).
+				err = r.opts.Journal.(journaldriver.Runs).RenewRun(ctx, key.Backend, key.Thread, r.opts.Owner, r.opts.Lease)
+			} else {
+				err = r.opts.Journal.Renew(ctx, key, r.opts.Owner, r.opts.Lease)
+			}
+			cancel()
+			// A claim dropped meanwhile was finished or released: its
+			// renewal may fail.
+			if err != nil && l.holds(key) {
+				r.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", key.Call, errorAttr(err))
+			}
+		}
+	}
+}
+
+// mayStart returns nil if a call of the step may start its handler (or
+// claim it): not once the run's context is done (its error), nor once the
+// step halted (errNotStarted).
+func (r *Runner) mayStart(ctx context.Context, c *callRun) error {
+	switch {
+	case ctx.Err() != nil:
+		return r.ctxError(ctx)
+	case c.halt.halted():
+		return errNotStarted
+	}
+	return nil
+}
+
+// prepare reads a call's arguments (unless they pass the limit), and
+// works out their digest and the call's idempotency key.
+func (r *Runner) prepare(c *callRun) {
+	call := c.call
+	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
+		// Too large to parse: the handler will not run, and the digest is
+		// of the bytes as received.
+		c.argErr = &tooLargeError{what: "arguments", size: n, limit: r.opts.MaxArgumentBytes}
+	} else {
+		c.args, c.obj, c.argErr = parseArgs(call.Arguments)
+	}
+	c.digest = digestOf(call.Arguments, c.args)
+	c.idem = journaldriver.IdempotencyKey(c.key, c.digest)
+}
+
+// event reports an event about the call.
+func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcome, d time.Duration, err error) {
+	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: o, Duration: d, Err: err})
+}
+
+// decided reports the event that decided the call's result tr, and
+// returns tr.
+func (r *Runner) decided(ctx context.Context, c *callRun, kind EventKind, tr driver.ToolResult, d time.Duration, err error) driver.ToolResult {
+	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: tr.Outcome, Duration: d, Err: err, Result: &tr})
+	return tr
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
-	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // Hooks let a program follow a runner's work with the context of each
@@ -111,30 +110,6 @@ type CallEnd struct {
 	Cause, Err error
 }
 
-// hookRun calls the Run hook, if any, reading the thread's origin note on a
-// resume, and its conversation note on a resume or a continuation. It
-// returns the run's context, the info (whose Origin the hook may have set)
-// and the end function, nil when there is no hook.
-func (r *Runner) hookRun(ctx context.Context, thread string, resume, takenOver bool) (context.Context, *RunInfo, func(*Result, error)) {
-	h := r.opts.Hooks
-	if h == nil || h.Run == nil {
-		return ctx, nil, nil
-	}
-	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume, TakenOver: takenOver, Conversation: thread}
-	if n, ok := r.opts.Journal.(journaldriver.Notes); ok && thread != "" {
-		if resume {
-			if v, found, err := n.Note(ctx, info.Backend, thread, originNote); err == nil && found {
-				info.Origin = v
-			}
-		}
-		if v, found, err := n.Note(ctx, info.Backend, thread, conversationNote); err == nil && found && v != "" {
-			info.Conversation = v
-		}
-	}
-	ctx, end := h.Run(ctx, info)
-	return ctx, info, end
-}
-
 // originNote names the journal note that keeps a run's Origin, and
 // conversationNote the one that keeps the Conversation of a thread that is
 // not its own (a chain's).
@@ -142,54 +117,3 @@ const (
 	originNote       = "origin"
 	conversationNote = "conversation"
 )
-
-// saveOrigin records the Origin of a run for thread: the one a Run hook
-// set for the run that started a turn, or, for a chained thread that moves
-// on, the one the run carries; and, on a thread that is not the run's
-// conversation (a chain's next response), the Conversation. A failure
-// costs only the link or the name, so it is logged.
-func (r *Runner) saveOrigin(ctx context.Context, info *RunInfo, thread string) {
-	if info == nil || thread == "" {
-		return
-	}
-	n, ok := r.opts.Journal.(journaldriver.Notes)
-	if !ok {
-		return
-	}
-	if info.Origin != "" {
-		if err := n.SetNote(ctx, info.Backend, thread, originNote, info.Origin); err != nil {
-			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's origin", "thread", thread, errorAttr(err))
-		}
-	}
-	if info.Conversation != "" && info.Conversation != thread {
-		if err := n.SetNote(ctx, info.Backend, thread, conversationNote, info.Conversation); err != nil {
-			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's conversation", "thread", thread, errorAttr(err))
-		}
-	}
-}
-
-// hookStep calls the Step hook, if any; end is nil when there is none.
-func (r *Runner) hookStep(ctx context.Context, info StepInfo) (context.Context, func(*driver.Step, error)) {
-	h := r.opts.Hooks
-	if h == nil || h.Step == nil {
-		return ctx, nil
-	}
-	p := new(StepInfo) // info itself stays on the stack when no hook runs
-	*p = info
-	p.Backend = r.b.Name()
-	return h.Step(ctx, p)
-}
-
-// journalWrite makes the journal write write, named op, and returns its
-// error. When a hook wants to know how long journal writes take
-// (Hooks.JournalWrite), it times the write and reports it.
-func (r *Runner) journalWrite(ctx context.Context, op string, write func() error) error {
-	h := r.opts.Hooks
-	if h == nil || h.JournalWrite == nil {
-		return write()
-	}
-	t0 := time.Now()
-	err := write()
-	h.JournalWrite(ctx, op, time.Since(t0), err)
-	return err
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -453,4 +454,136 @@ func (r *Runner) backendError(ctx context.Context, op string, err error) error {
 		return r.wrap(op, err)
 	}
 	return &errcode.Error{Code: errcode.Of(cause), Op: r.b.Name() + ": " + op, Err: fmt.Errorf("%w: %w", cause, err)}
+}
+
+// threadLocks serialize a runner's runs on each thread: a run holds the
+// thread it works on (the one it resumes or continues, the one it starts,
+// the ones its chain moves to), and another run of the same runner on
+// that thread waits for it. Runners in other processes are kept apart by
+// the journal's claims; within one, a backend's state of a thread is not
+// for two runs at once.
+type threadLocks struct {
+	mu   sync.Mutex
+	held map[string]chan struct{} // thread → closed when released
+}
+
+// A threadHold is what one run holds of its runner's threadLocks.
+type threadHold struct {
+	l       *threadLocks
+	threads map[string]chan struct{}
+	// noWait makes take fail at once on a thread another run holds.
+	noWait bool
+}
+
+// hold returns an empty hold of one run on l.
+func (l *threadLocks) hold() *threadHold { return &threadHold{l: l} }
+
+// take holds thread for the run, waiting while another run of the runner
+// holds it, until ctx ends (its error, with the context's code). A thread
+// held already, or "", is no wait.
+func (h *threadHold) take(ctx context.Context, thread string) error {
+	if thread == "" || h.threads[thread] != nil {
+		return nil
+	}
+	l := h.l
+	for {
+		l.mu.Lock()
+		busy, ok := l.held[thread]
+		if !ok {
+			ch := make(chan struct{})
+			if l.held == nil {
+				l.held = map[string]chan struct{}{}
+			}
+			l.held[thread] = ch
+			l.mu.Unlock()
+			if h.threads == nil {
+				h.threads = map[string]chan struct{}{}
+			}
+			h.threads[thread] = ch
+			return nil
+		}
+		l.mu.Unlock()
+		if h.noWait {
+			return busyError(thread)
+		}
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			err := context.Cause(ctx)
+			return &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: fmt.Errorf("another run of this runner works on thread %s: %w", thread, err)}
+		}
+	}
+}
+
+// release lets go of every thread the run holds.
+func (h *threadHold) release() {
+	l := h.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for thread, ch := range h.threads {
+		delete(l.held, thread)
+		close(ch)
+	}
+	h.threads = nil
+}
+
+// hookRun calls the Run hook, if any, reading the thread's origin note on a
+// resume, and its conversation note on a resume or a continuation. It
+// returns the run's context, the info (whose Origin the hook may have set)
+// and the end function, nil when there is no hook.
+func (r *Runner) hookRun(ctx context.Context, thread string, resume, takenOver bool) (context.Context, *RunInfo, func(*Result, error)) {
+	h := r.opts.Hooks
+	if h == nil || h.Run == nil {
+		return ctx, nil, nil
+	}
+	info := &RunInfo{Backend: r.b.Name(), Thread: thread, Resume: resume, TakenOver: takenOver, Conversation: thread}
+	if n, ok := r.opts.Journal.(journaldriver.Notes); ok && thread != "" {
+		if resume {
+			if v, found, err := n.Note(ctx, info.Backend, thread, originNote); err == nil && found {
+				info.Origin = v
+			}
+		}
+		if v, found, err := n.Note(ctx, info.Backend, thread, conversationNote); err == nil && found && v != "" {
+			info.Conversation = v
+		}
+	}
+	ctx, end := h.Run(ctx, info)
+	return ctx, info, end
+}
+
+// saveOrigin records the Origin of a run for thread: the one a Run hook
+// set for the run that started a turn, or, for a chained thread that moves
+// on, the one the run carries; and, on a thread that is not the run's
+// conversation (a chain's next response), the Conversation. A failure
+// costs only the link or the name, so it is logged.
+func (r *Runner) saveOrigin(ctx context.Context, info *RunInfo, thread string) {
+	if info == nil || thread == "" {
+		return
+	}
+	n, ok := r.opts.Journal.(journaldriver.Notes)
+	if !ok {
+		return
+	}
+	if info.Origin != "" {
+		if err := n.SetNote(ctx, info.Backend, thread, originNote, info.Origin); err != nil {
+			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's origin", "thread", thread, errorAttr(err))
+		}
+	}
+	if info.Conversation != "" && info.Conversation != thread {
+		if err := n.SetNote(ctx, info.Backend, thread, conversationNote, info.Conversation); err != nil {
+			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's conversation", "thread", thread, errorAttr(err))
+		}
+	}
+}
+
+// hookStep calls the Step hook, if any; end is nil when there is none.
+func (r *Runner) hookStep(ctx context.Context, info StepInfo) (context.Context, func(*driver.Step, error)) {
+	h := r.opts.Hooks
+	if h == nil || h.Step == nil {
+		return ctx, nil
+	}
+	p := new(StepInfo) // info itself stays on the stack when no hook runs
+	*p = info
+	p.Backend = r.b.Name()
+	return h.Step(ctx, p)
 }

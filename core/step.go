@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
@@ -134,19 +133,6 @@ func (h *halt) halted() bool { return h != nil && h.stopped.Load() }
 // errNotStarted is the "error" of a call that a halt kept from starting.
 var errNotStarted = errors.New("core: the call was not started")
 
-// mayStart returns nil if a call of the step may start its handler (or
-// claim it): not once the run's context is done (its error), nor once the
-// step halted (errNotStarted).
-func (r *Runner) mayStart(ctx context.Context, c *callRun) error {
-	switch {
-	case ctx.Err() != nil:
-		return r.ctxError(ctx)
-	case c.halt.halted():
-		return errNotStarted
-	}
-	return nil
-}
-
 // stepStopped is the error of a step whose call failed with first (the
 // journal's error, whose code it keeps), saying what became of the step's
 // calls: errs holds each call's error (nil for those whose result is
@@ -249,31 +235,4 @@ func (r *Runner) hookedAnswer(ctx context.Context, c *callRun) (driver.ToolResul
 	}
 	end(e)
 	return tr, err
-}
-
-// prepare reads a call's arguments (unless they pass the limit), and
-// works out their digest and the call's idempotency key.
-func (r *Runner) prepare(c *callRun) {
-	call := c.call
-	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
-		// Too large to parse: the handler will not run, and the digest is
-		// of the bytes as received.
-		c.argErr = &tooLargeError{what: "arguments", size: n, limit: r.opts.MaxArgumentBytes}
-	} else {
-		c.args, c.obj, c.argErr = parseArgs(call.Arguments)
-	}
-	c.digest = digestOf(call.Arguments, c.args)
-	c.idem = journaldriver.IdempotencyKey(c.key, c.digest)
-}
-
-// event reports an event about the call.
-func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcome, d time.Duration, err error) {
-	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: o, Duration: d, Err: err})
-}
-
-// decided reports the event that decided the call's result tr, and
-// returns tr.
-func (r *Runner) decided(ctx context.Context, c *callRun, kind EventKind, tr driver.ToolResult, d time.Duration, err error) driver.ToolResult {
-	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: tr.Outcome, Duration: d, Err: err, Result: &tr})
-	return tr
 }

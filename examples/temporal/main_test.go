@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolrelay/toolrelay/examples/internal/shop"
+	"github.com/toolrelay/toolrelay/examples/internal/shop/pagetest"
 )
 
 // asMainEnv makes the test binary play the program, for the second
@@ -41,12 +41,12 @@ func TestDev(t *testing.T) {
 }
 
 // TestBrowser serves the chat page of examples/web over the Temporal
-// runner (-web) to that example's browser test (shop.TryPage): the answer
+// runner (-web) to that example's browser test (pagetest.Try): the answer
 // streamed and resumed after a reload, the refunds approved and denied by
 // clicks and run once, on every embedded fake.
 func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal server")
 	}
-	shop.TryPage(t, os.Args[0]+" -web", asMainEnv+"=1")
+	pagetest.Try(t, os.Args[0]+" -web", asMainEnv+"=1")
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolrelay/toolrelay/examples/internal/shop"
+	"github.com/toolrelay/toolrelay/examples/internal/shop/pagetest"
 )
 
 // The test binary doubles as the example: with TOOLRELAY_WEB_MAIN set, it
@@ -22,10 +22,10 @@ func TestMain(m *testing.M) {
 
 // TestBrowser runs browser.test.mjs: the page in Debian's chromium, driven
 // by playwright-core, against this example on every embedded fake (see
-// shop.TryPage; skipped, saying why, without Node.js, npm ci's packages or
+// pagetest.Try; skipped, saying why, without Node.js, npm ci's packages or
 // chromium).
 func TestBrowser(t *testing.T) {
-	shop.TryPage(t, os.Args[0], "TOOLRELAY_WEB_MAIN=1")
+	pagetest.Try(t, os.Args[0], "TOOLRELAY_WEB_MAIN=1")
 }
 
 // lineWriter hands each write to a channel.

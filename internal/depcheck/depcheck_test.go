@@ -73,8 +73,9 @@ func TestDependencies(t *testing.T) {
 }
 
 // TestExamplesImportWhatTheyUse checks that no example links package all
-// (both fakes and both journal drivers: for tests and tools), and that only
-// the example whose doc offers a PostgreSQL journal links pgx.
+// (both fakes and both journal drivers: for tests and tools) or package
+// testing (a test helper's), and that only the example whose doc offers a
+// PostgreSQL journal links pgx.
 func TestExamplesImportWhatTheyUse(t *testing.T) {
 	const mod = "github.com/toolrelay/toolrelay/"
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "./../../examples/...").CombinedOutput()
@@ -94,6 +95,8 @@ func TestExamplesImportWhatTheyUse(t *testing.T) {
 			switch {
 			case d == mod+"all":
 				t.Errorf("example %s links package all: import what it uses", pkg)
+			case d == "testing":
+				t.Errorf("example %s links package testing: a test helper belongs in a package of its own", pkg)
 			case d == "github.com/jackc/pgx/v5" && !mayPG[pkg]:
 				t.Errorf("example %s links pgx, yet offers no PostgreSQL journal", pkg)
 			}

@@ -3,7 +3,7 @@
 // 100 awaiting a person's approval), the fake model's script, and the
 // page's routes over any runner package web serves. examples/web serves
 // it over core's Runner, examples/temporal (-web) over the Temporal
-// runner, and both try the page in a browser with [TryPage].
+// runner, and both try the page in a browser with package pagetest.
 package shop
 
 import (

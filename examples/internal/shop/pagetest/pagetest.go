@@ -1,4 +1,7 @@
-package shop
+// Package pagetest tries the chat page of examples/web in a browser
+// against a program that serves it (see package shop): examples/web's own,
+// and examples/temporal's over the Temporal runner.
+package pagetest
 
 import (
 	"context"
@@ -7,17 +10,19 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/toolrelay/toolrelay/examples/internal/shop"
 )
 
-// TryPage runs examples/web/browser.test.mjs: the page in Debian's
+// Try runs examples/web/browser.test.mjs: the page in Debian's
 // chromium, driven by playwright-core, against the program example (a
 // command line, its words split on spaces) on every embedded fake, with
 // env added to the environment. The program serves the page on the
 // address of its -addr flag, prints its URL ("… at http://…") and each
-// refund it makes (see Tools). TryPage needs Node.js, the packages `npm
+// refund it makes (see shop.Tools). Try needs Node.js, the packages `npm
 // ci` installs in examples/web, and chromium (.ci/run installs them);
 // without them the test is skipped, saying why.
-func TryPage(t *testing.T, example string, env ...string) {
+func Try(t *testing.T, example string, env ...string) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("Node.js is not installed: the page is not tried in a browser")
@@ -29,7 +34,7 @@ func TryPage(t *testing.T, example string, env ...string) {
 	if _, err := os.Stat(browser); err != nil {
 		t.Skipf("no chromium at %s (apt-get install chromium, as .ci/run does): the page is not tried in a browser", browser)
 	}
-	dir := filepath.Dir(PageDir())
+	dir := filepath.Dir(shop.PageDir())
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
 		t.Skipf("%s has no node_modules: run `npm ci` there (as .ci/run does) to try the page in a browser", dir)
 	}

@@ -52,12 +52,7 @@ var errRangedTwice = errors.New("core: a Stream's events can be read once")
 // Other runners speaking core's vocabulary return their streamed runs as
 // Streams too (see [NewStream]): temporal.Runner's are.
 type Stream struct {
-	r     *Runner
-	ctx   context.Context
-	ro    RunOptions
-	begin beginning
-	// run, if set, is the run of a Stream made by NewStream.
-	run    func(yield func(Event, error) bool) (*Result, error)
+	run    func(yield func(Event, error) bool) (*Result, error) // see NewStream
 	thread string
 
 	ranged bool
@@ -65,8 +60,8 @@ type Stream struct {
 	err    error
 }
 
-// NewStream returns a Stream whose run is run, for a runner other than
-// core's (temporal.Runner makes its streams with it). run is called once,
+// NewStream returns a Stream whose run is run: core's Runner makes its
+// streams with it, and so may another runner (temporal.Runner does). run is called once,
 // when the events are first read (or by [Stream.Result]): it yields the
 // run's events in order, the last EventRunFinished with the run's error,
 // returns as soon as yield returns false, and returns the run's Result
@@ -91,13 +86,21 @@ func (s *Stream) Thread() string {
 // place as the returned Stream's events are read.
 func (r *Runner) Stream(ctx context.Context, input string, opts *RunOptions) *Stream {
 	ro := r.runOptions(opts)
-	return &Stream{r: r, ctx: ctx, ro: ro, begin: start(input), thread: ro.Thread}
+	return NewStream(ro.Thread, r.streamed(ctx, ro, start(input)))
 }
 
 // ResumeStream resumes the turn waiting on thread as [Runner.Resume] does,
 // but streamed.
 func (r *Runner) ResumeStream(ctx context.Context, thread string, opts *RunOptions) *Stream {
-	return &Stream{r: r, ctx: ctx, ro: r.runOptions(opts), begin: resume(thread), thread: thread}
+	return NewStream(thread, r.streamed(ctx, r.runOptions(opts), resume(thread)))
+}
+
+// streamed returns the run of a Stream of r from b: exec, its events
+// going to the Stream's reader.
+func (r *Runner) streamed(ctx context.Context, ro RunOptions, b beginning) func(yield func(Event, error) bool) (*Result, error) {
+	return func(yield func(Event, error) bool) (*Result, error) {
+		return r.exec(ctx, ro, b, &sink{yield: yield})
+	}
 }
 
 // Events returns the run's events, in the order they happen. The error is
@@ -114,11 +117,7 @@ func (s *Stream) Events() iter.Seq2[Event, error] {
 			return
 		}
 		s.ranged = true
-		if s.run != nil {
-			s.res, s.err = s.run(yield)
-			return
-		}
-		s.res, s.err = s.r.exec(s.ctx, s.ro, s.begin, &sink{yield: yield})
+		s.res, s.err = s.run(yield)
 	}
 }
 

@@ -93,9 +93,6 @@ func NewThread() string {
 // On error, the Result holds the Thread once it exists.
 func (r *Runner) Run(ctx context.Context, input string, opts *core.RunOptions) (*core.Result, error) {
 	thread, req := r.request(input, opts, false)
-	if err := checkParts(req.Parts); err != nil {
-		return nil, err
-	}
 	h, err := r.startTurn(ctx, thread, req, client.WorkflowUpdateStageCompleted)
 	if err != nil {
 		return nil, err
@@ -124,8 +121,12 @@ func (r *Runner) request(input string, opts *core.RunOptions, stream bool) (stri
 }
 
 // startTurn sends the run update to thread's workflow, starting it if
-// none runs, and returns once the update reached stage.
+// none runs, and returns once the update reached stage. Input parts no
+// service can carry are refused before anything is sent.
 func (r *Runner) startTurn(ctx context.Context, thread string, req *RunRequest, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
+	if err := driver.CheckParts(req.Parts); err != nil {
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: run", Err: err}
+	}
 	start := r.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       thread,
 		TaskQueue:                r.opts.TaskQueue,
@@ -156,11 +157,7 @@ func (r *Runner) startTurn(ctx context.Context, thread string, req *RunRequest, 
 // the same it stops again. opts' other fields are ignored. A thread no
 // workflow has is NotFound.
 func (r *Runner) Resume(ctx context.Context, thread string, opts *core.RunOptions) (*core.Result, error) {
-	var req ResumeRequest
-	if opts != nil {
-		req.Budget = opts.Budget
-	}
-	h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateResume, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	h, err := r.resume(ctx, thread, opts, false, client.WorkflowUpdateStageCompleted)
 	if err != nil {
 		return nil, clientError("resume", err)
 	}
@@ -169,6 +166,17 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *core.RunOption
 		return &core.Result{Thread: thread}, clientError("resume", err)
 	}
 	return result(thread, &tr)
+}
+
+// resume sends the resume update to thread's workflow (stream: the held
+// turn's text streamed), with opts' budget, and returns once the update
+// reached stage.
+func (r *Runner) resume(ctx context.Context, thread string, opts *core.RunOptions, stream bool, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
+	req := ResumeRequest{Stream: stream}
+	if opts != nil {
+		req.Budget = opts.Budget
+	}
+	return r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateResume, Args: []any{req}, WaitForStage: stage})
 }
 
 // Decide records d about the call callID of thread, which awaits a
@@ -212,15 +220,6 @@ func (r *Runner) Approvals(ctx context.Context, thread string) ([]core.Approval,
 // stopped on its budget is abandoned: its service's turn is canceled.
 func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	return clientError("cancel", r.c.SignalWorkflow(ctx, thread, "", SignalCancel, nil))
-}
-
-// checkParts refuses, before anything is sent, a part of the input that
-// is not one (driver.CheckParts).
-func checkParts(parts []driver.Part) error {
-	if err := driver.CheckParts(parts); err != nil {
-		return &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: run", Err: err}
-	}
-	return nil
 }
 
 // result is a turn's outcome as core's Runner gives it: its Thread the

@@ -38,11 +38,7 @@ func (r *Runner) Stream(ctx context.Context, input string, opts *core.RunOptions
 	thread, req := r.request(input, opts, true)
 	f := &follower{r: r, ctx: ctx, thread: thread, held: heldOf(opts)}
 	return core.NewStream(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
-		err := checkParts(req.Parts)
-		var h client.WorkflowUpdateHandle
-		if err == nil {
-			h, err = r.startTurn(ctx, thread, req, client.WorkflowUpdateStageAccepted)
-		}
+		h, err := r.startTurn(ctx, thread, req, client.WorkflowUpdateStageAccepted)
 		if err != nil {
 			return f.fail(err, yield)
 		}
@@ -62,11 +58,7 @@ func (r *Runner) Stream(ctx context.Context, input string, opts *core.RunOptions
 func (r *Runner) ResumeStream(ctx context.Context, thread string, opts *core.RunOptions) *core.Stream {
 	f := &follower{r: r, ctx: ctx, thread: thread, held: heldOf(opts)}
 	return core.NewStream(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
-		req := ResumeRequest{Stream: true}
-		if opts != nil {
-			req.Budget = opts.Budget
-		}
-		h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateResume, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageAccepted})
+		h, err := r.resume(ctx, thread, opts, true, client.WorkflowUpdateStageAccepted)
 		if err != nil {
 			return f.fail(clientError("resume", err), yield)
 		}

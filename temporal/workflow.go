@@ -125,12 +125,12 @@ type thread struct {
 func (t *thread) register(ctx workflow.Context) error {
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRun, func(ctx workflow.Context, req RunRequest) (*TurnResult, error) {
 		if t.running || t.queued != nil {
-			return nil, refusal(errcode.FailedPrecondition, "a turn is running on this thread", "thread_busy")
+			return nil, busy()
 		}
 		return t.queue(ctx, req, false)
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req RunRequest) error {
 		if t.running || t.queued != nil {
-			return refusal(errcode.FailedPrecondition, "a turn is running on this thread", "thread_busy")
+			return busy()
 		}
 		return nil
 	}})
@@ -278,13 +278,16 @@ func (t *thread) approval(callID string) *core.Approval {
 	return nil
 }
 
-// refusal is an error a client reads with its code and, if is names
-// some, the errors it matches (sentinels' names: see clientError).
-func refusal(code errcode.Code, msg string, is ...string) error {
-	if len(is) == 0 {
-		return temporal.NewApplicationError(msg, code.String())
-	}
-	return temporal.NewApplicationError(msg, code.String(), is)
+// refusal is an error a client reads with its code (see clientError).
+func refusal(code errcode.Code, msg string) error {
+	return temporal.NewApplicationError(msg, code.String())
+}
+
+// busy refuses a turn asked for while another runs on the thread: its
+// details name core.ErrThreadBusy, which the client's error matches (see
+// clientError).
+func busy() error {
+	return temporal.NewApplicationError("a turn is running on this thread", errcode.FailedPrecondition.String(), errorInfo(core.ErrThreadBusy).Is)
 }
 
 // emit appends an event of the current turn.

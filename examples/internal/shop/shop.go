@@ -33,12 +33,12 @@ import (
 	"github.com/toolrelay/toolrelay/web"
 )
 
-// Instructions are the agent's.
-const Instructions = "You help customers with their orders: look them up, and refund them when asked."
+// instructions are the agent's.
+const instructions = "You help customers with their orders: look them up, and refund them when asked."
 
-// Script is what the fake model does: look both orders up and tell about
+// script is what the fake model does: look both orders up and tell about
 // them, slowly enough to watch; then refund both and report.
-var Script = &coretest.Script{DeltaSize: 4, DeltaPauseMS: 30, Turns: []coretest.Turn{
+var script = &coretest.Script{DeltaSize: 4, DeltaPauseMS: 30, Turns: []coretest.Turn{
 	{Steps: []coretest.Step{
 		{Reasoning: "The customer asks about two orders: look both up.", Calls: []coretest.Call{
 			{Name: "lookup_order", Arguments: json.RawMessage(`{"order": "7"}`)},
@@ -68,8 +68,8 @@ type orderArgs struct {
 
 var orders = map[string]string{"7": "1 espresso machine, 150", "8": "1 coffee grinder, 120"}
 
-// Tools returns the agent's tools; each refund made is printed on out.
-func Tools(out io.Writer) (*core.Toolbox, error) {
+// newTools returns the agent's tools; each refund made is printed on out.
+func newTools(out io.Writer) (*core.Toolbox, error) {
 	var mu sync.Mutex
 	refund, err := core.NewTool("refund", "Refund (part of) an order.", func(_ context.Context, in refundArgs) (string, error) {
 		mu.Lock()
@@ -94,11 +94,11 @@ func Tools(out io.Writer) (*core.Toolbox, error) {
 	return core.NewToolbox(refund, lookup)
 }
 
-// Settings are the backends' settings (adapter.Options.BackendSettings):
-// the fake model's Script, and streaming on the backends that can stream
+// backendSettings are the backends' settings (adapter.Options.BackendSettings):
+// the fake model's script, and streaming on the backends that can stream
 // either way, unless the environment chooses.
-func Settings() []any {
-	s := []any{coretest.FakeSettings{Script: Script}}
+func backendSettings() []any {
+	s := []any{coretest.FakeSettings{Script: script}}
 	if os.Getenv("TOOLRELAY_FOUNDRY_TRANSPORT") == "" {
 		s = append(s, foundry.Settings{Delivery: string(foundry.Streaming)})
 	}
@@ -127,9 +127,9 @@ func identity(r *http.Request) (string, error) {
 	return c.Value, nil
 }
 
-// Mux returns the page's routes: the page, its bundle (from page, the
+// newMux returns the page's routes: the page, its bundle (from page, the
 // folder PageDir names), and the chat's API over runner.
-func Mux(runner web.Runner, page string) *http.ServeMux {
+func newMux(runner web.Runner, page string) *http.ServeMux {
 	mux := http.NewServeMux()
 	chat := web.Handler(runner, &web.Options{Identity: identity})
 	mux.Handle("/api/chat", chat)
@@ -153,9 +153,9 @@ func CheckPage(page string) error {
 	return nil
 }
 
-// Banner says what runs: the backend configured (name), and, for a fake,
+// bannerOf says what runs: the backend configured (name), and, for a fake,
 // that the backend (be) talks to a fake service whose model is scripted.
-func Banner(name, be string) string {
+func bannerOf(name, be string) string {
 	if strings.HasPrefix(name, "fake-") {
 		return fmt.Sprintf("%s: the %s backend on a fake service on this machine, its model scripted", name, be)
 	}
@@ -165,16 +165,16 @@ func Banner(name, be string) string {
 // Open opens the shop's loop: its tools (each refund made printed on
 // out) over the backend configured in the environment (TOOLRELAY_BACKEND,
 // fake-openai if none), logging to logger. It returns the runner, to
-// close, and the banner saying what runs (see [Banner]).
+// close, and the banner saying what runs (see bannerOf).
 func Open(ctx context.Context, out io.Writer, logger *slog.Logger) (*core.Runner, string, error) {
-	tools, err := Tools(out)
+	tools, err := newTools(out)
 	if err != nil {
 		return nil, "", err
 	}
 	opts := &adapter.Options{
 		DefaultBackend:  "fake-openai",
-		BackendSettings: Settings(),
-		Settings:        adapter.Settings{Instructions: Instructions},
+		BackendSettings: backendSettings(),
+		Settings:        adapter.Settings{Instructions: instructions},
 		Runner:          core.Options{Logger: logger},
 	}
 	cfg, err := adapter.Load(&opts.Settings)
@@ -185,7 +185,7 @@ func Open(ctx context.Context, out io.Writer, logger *slog.Logger) (*core.Runner
 	if err != nil {
 		return nil, "", err
 	}
-	return runner, Banner(cmp.Or(cfg.Backend, opts.DefaultBackend), runner.Backend().Name()), nil
+	return runner, bannerOf(cmp.Or(cfg.Backend, opts.DefaultBackend), runner.Backend().Name()), nil
 }
 
 // Serve serves the page (from page, the folder PageDir names) and the
@@ -199,7 +199,7 @@ func Serve(ctx context.Context, addr, page string, runner web.Runner, banner str
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: Mux(runner, page)}
+	srv := &http.Server{Handler: newMux(runner, page)}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
 	defer stop()
 	fmt.Fprintf(out, "Chat with the agent (%s) at http://%s/\n", banner, ln.Addr())

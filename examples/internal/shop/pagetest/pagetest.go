@@ -19,7 +19,7 @@ import (
 // command line, its words split on spaces) on every embedded fake, with
 // env added to the environment. The program serves the page on the
 // address of its -addr flag, prints its URL ("… at http://…") and each
-// refund it makes (see shop.Tools). Try needs Node.js, the packages `npm
+// refund it makes (see shop.Open). Try needs Node.js, the packages `npm
 // ci` installs in examples/web, and chromium (.ci/run installs them);
 // without them the test is skipped, saying why.
 func Try(t *testing.T, example string, env ...string) {

@@ -127,8 +127,15 @@ func TestNames(t *testing.T) {
 			t.Errorf("ToolName(%q, %q) = %q, want %q (at most 64)", tt.prefix, tt.name, got, tt.want)
 		}
 	}
-	if a, b := mcptools.ToolName("", strings.Repeat("a", 70)+"1"), mcptools.ToolName("", strings.Repeat("a", 70)+"2"); a == b || len(a) != 64 {
-		t.Errorf("long names %q and %q: want two names of 64", a, b)
+	for _, names := range [][2]string{
+		{strings.Repeat("a", 70) + "1", strings.Repeat("a", 70) + "2"},
+		// The same once their characters are replaced: the hash is of
+		// the names as the server gives them.
+		{strings.Repeat("a", 70) + ".x", strings.Repeat("a", 70) + "/x"},
+	} {
+		if a, b := mcptools.ToolName("", names[0]), mcptools.ToolName("", names[1]); a == b || len(a) != 64 || len(b) != 64 {
+			t.Errorf("long names %q and %q: want two names of 64", a, b)
+		}
 	}
 }
 

@@ -1,11 +1,19 @@
 package web
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // inputs counts the inputs the service received: the runs started.
@@ -48,12 +56,16 @@ func TestRefused(t *testing.T) {
 		{"too many parts", "POST", "/api/chat", "ann", many, nil, http.StatusBadRequest},
 		{"an empty message", "POST", "/api/chat", "ann", userMessage("c1", " "), nil, http.StatusBadRequest},
 		{"a bad chat id", "POST", "/api/chat", "ann", userMessage("../x", "hi"), nil, http.StatusBadRequest},
+		{"the chat id ..", "POST", "/api/chat", "ann", userMessage("..", "hi"), nil, http.StatusBadRequest},
+		{"the chat id .", "POST", "/api/chat", "ann", userMessage(".", "hi"), nil, http.StatusBadRequest},
+		{"a chat id past 128 bytes", "POST", "/api/chat", "ann", userMessage(strings.Repeat("c", 129), "hi"), nil, http.StatusBadRequest},
 		{"not JSON", "POST", "/api/chat", "ann", "hello", nil, http.StatusBadRequest},
 		{"not said to be JSON", "POST", "/api/chat", "ann", userMessage("c1", "hi"), map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType},
 		{"regenerate", "POST", "/api/chat", "ann", strings.Replace(userMessage("c1", "hi"), "submit-message", "regenerate-message", 1), nil, http.StatusBadRequest},
 		{"a cross-origin POST", "POST", "/api/chat", "ann", userMessage("c1", "hi"), map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
 		{"a cross-origin POST without Sec-Fetch-Site", "POST", "/api/chat", "ann", userMessage("c1", "hi"), map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
 		{"a cross-site GET", "GET", "/api/chat/anns/stream", "ann", "", map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"a reason past the limit", "POST", "/api/chat", "ann", answersMessage("anns", "msg-1", []approvalAnswer{{ID: "call_1", Reason: strings.Repeat("x", 101)}}), nil, http.StatusRequestEntityTooLarge},
 		{"answers when nothing awaits", "POST", "/api/chat", "ann", answersMessage("anns", "msg-1", []approvalAnswer{{ID: "call_1", Approved: true}}), nil, http.StatusConflict},
 		{"another method", "PUT", "/api/chat", "ann", "", nil, http.StatusMethodNotAllowed},
 	} {
@@ -148,4 +160,95 @@ func TestFlood(t *testing.T) {
 		defer s.h.mu.Unlock()
 		return s.h.inFlight["ann"] == 0
 	})
+}
+
+// brokenNotes is a journal whose notes fail, with an error that names a
+// secret, as a database driver's error may.
+type brokenNotes struct{ *journaldriver.Memory }
+
+const noteSecret = "hunter2"
+
+func (brokenNotes) Note(context.Context, string, string, string) (string, bool, error) {
+	return "", false, errors.New("connect to postgres://app:" + noteSecret + "@db/chat: connection refused")
+}
+
+// journaled is a Runner whose journal keeps the chats' records.
+type journaled struct {
+	*echoRunner
+	j journaldriver.Journal
+}
+
+func (r journaled) Journal() journaldriver.Journal { return r.j }
+
+// lockedBuffer is a log's buffer, written by the handler and read by the
+// test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *lockedBuffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
+}
+
+// TestInternalErrorHidden checks that a request failing on something
+// other than the request (here the journal keeping the chats' records)
+// gets 500 with a safe message, never the error's text, which goes to the
+// log; and that it runs nothing.
+func TestInternalErrorHidden(t *testing.T) {
+	var log lockedBuffer
+	r := journaled{echoRunner: &echoRunner{}, j: brokenNotes{journaldriver.NewMemory()}}
+	h := Handler(r, &Options{
+		Identity: func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
+		Logger:   slog.New(slog.NewTextHandler(&log, nil)),
+	}).(*handler)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s := &testServer{Server: srv, h: h}
+	for _, req := range []struct{ name, method, body string }{
+		{"a message", "POST", userMessage("c1", "hi")},
+		{"a reconnect", "GET", ""},
+	} {
+		t.Run(req.name, func(t *testing.T) {
+			log.Reset()
+			var resp *http.Response
+			if req.method == "POST" {
+				resp = s.post(t, "ann", req.body)
+			} else {
+				resp = s.reconnect(t, "ann", "c1")
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := string(b)
+			if resp.StatusCode != http.StatusInternalServerError || body != "the chat could not be served" {
+				t.Errorf("status %d, body %q; want 500, %q", resp.StatusCode, body, "the chat could not be served")
+			}
+			if strings.Contains(body, noteSecret) || strings.Contains(body, "postgres") {
+				t.Errorf("the answer shows the journal's error: %q", body)
+			}
+			if !strings.Contains(log.String(), "connection refused") {
+				t.Errorf("the log does not have the error: %q", log.String())
+			}
+		})
+	}
+	if len(r.threads) != 0 {
+		t.Errorf("%d runs started, want none", len(r.threads))
+	}
 }

@@ -89,7 +89,9 @@ type Settings struct {
 }
 
 // Prices are the prices of tokens by model, as core.Budget.Prices; its
-// text form (an environment variable) is the JSON object.
+// text form (an environment variable) is the JSON object. A table is one
+// setting: the table of the place that wins is taken whole, not laid
+// over the others model by model.
 type Prices map[string]core.Price
 
 // errPrices is the error of a price table that does not parse; it does
@@ -348,20 +350,14 @@ func setString(v reflect.Value, s string) error {
 }
 
 // overlay copies the non-zero fields of src over dst (structs of the same
-// type), recursing into nested structs and merging maps.
+// type), recursing into nested structs: a setting comes whole from the
+// place that wins, a price table too.
 func overlay(dst, src reflect.Value) {
 	for i := range src.NumField() {
 		d, s := dst.Field(i), src.Field(i)
 		switch {
 		case s.Kind() == reflect.Struct:
 			overlay(d, s)
-		case s.Kind() == reflect.Map && !s.IsNil():
-			if d.IsNil() {
-				d.Set(reflect.MakeMap(s.Type()))
-			}
-			for _, k := range s.MapKeys() {
-				d.SetMapIndex(k, s.MapIndex(k))
-			}
 		case !s.IsZero():
 			d.Set(s)
 		}

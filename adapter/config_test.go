@@ -42,11 +42,13 @@ func writeConfig(t *testing.T, v any) string {
 // wins over the file, both ways: each pair of places sets a setting that
 // the other does too (a planted bug that lets the environment override
 // code, or the file the environment, fails it), and a setting made in one
-// place only is kept.
+// place only is kept; a price table is one setting, taken whole from the
+// place that wins (code's replaces the environment's and the file's).
 func TestLoadPrecedence(t *testing.T) {
 	t.Setenv(adapter.SettingsFileEnv, writeConfig(t, map[string]any{
 		"backend": "from-file", "instructions": "from-file", "max_steps": 3, "concurrency": 2, "max_output_bytes": 300,
-		"test": map[string]any{"region": "file", "zone": "file"},
+		"test":   map[string]any{"region": "file", "zone": "file"},
+		"prices": map[string]any{"a": map[string]any{"input": 1, "output": 1}, "b": map[string]any{"input": 1, "output": 1}, "c": map[string]any{"input": 1, "output": 1}},
 	}))
 	t.Setenv("TOOLRELAY_BACKEND", "from-env")         // file, env, code: code
 	t.Setenv("TOOLRELAY_INSTRUCTIONS", "from-env")    // file, env: env
@@ -54,8 +56,11 @@ func TestLoadPrecedence(t *testing.T) {
 	t.Setenv("TOOLRELAY_RUN_TIMEOUT", "9m")           // env only
 	t.Setenv("TOOLRELAY_CONCURRENCY", "")             // empty: not set
 	t.Setenv("TOOLRELAY_MAX_ARGUMENT_BYTES", "70000") // env only
+	// A price table: file, env, code: code's, whole.
+	t.Setenv("TOOLRELAY_PRICES", `{"b": {"input": 2, "output": 2}, "c": {"input": 2, "output": 2}}`)
 	got, err := adapter.Load(&adapter.Settings{
 		Backend: "from-code", MaxSteps: 5, ToolTimeout: adapter.Duration(time.Second), TruncateOutput: true,
+		Prices: adapter.Prices{"c": {Input: 3, Output: 3}, "d": {Input: 3, Output: 3}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +75,9 @@ func TestLoadPrecedence(t *testing.T) {
 		MaxOutputBytes:   300,                               // file alone
 		MaxArgumentBytes: 70000,                             // env alone
 		TruncateOutput:   true,                              // code alone
+
+		// A price table: code's over the environment's and the file's, whole.
+		Prices: adapter.Prices{"c": {Input: 3, Output: 3}, "d": {Input: 3, Output: 3}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Load (-want +got):\n%s", diff)
@@ -214,6 +222,7 @@ func TestLoadErrors(t *testing.T) {
 		{"negative tool call budget", map[string]string{"TOOLRELAY_MAX_TOOL_CALLS": "-1"}, nil, "max_tool_calls (TOOLRELAY_MAX_TOOL_CALLS): -1 is negative"},
 		{"bad cost", map[string]string{"TOOLRELAY_MAX_COST": secret}, nil, "TOOLRELAY_MAX_COST: not a number"},
 		{"infinite cost", map[string]string{"TOOLRELAY_MAX_COST": "+Inf"}, nil, "TOOLRELAY_MAX_COST: not a number"},
+		{"cost not a number", map[string]string{"TOOLRELAY_MAX_COST": "NaN"}, nil, "TOOLRELAY_MAX_COST: not a number"},
 		{"negative cost", map[string]string{"TOOLRELAY_MAX_COST": "-0.5"}, nil, "max_cost (TOOLRELAY_MAX_COST): -0.5 is negative"},
 		{"bad prices", map[string]string{"TOOLRELAY_PRICES": `{"gpt":` + secret + `}`}, nil, "TOOLRELAY_PRICES: not a JSON object of prices"},
 		{"negative price in the file", file(`{"prices":{"gpt":{"input":-1,"output":2}}}`), nil, `prices (TOOLRELAY_PRICES): the price of "gpt" is negative`},

@@ -94,7 +94,9 @@
 // max_cost is in the currency of prices, the prices of a million input and
 // output tokens by model ("*" for any other): in the file
 // {"prices": {"gpt-5.2": {"input": 1.75, "output": 14}}}, in
-// TOOLRELAY_PRICES the same object as JSON.
+// TOOLRELAY_PRICES the same object as JSON. A price table is one setting,
+// taken whole from the place that wins (code, then the environment, then
+// the file), not merged model by model.
 //
 // Every number and duration may be 0 (or unset), which means its default;
 // none may be negative unless its doc says what a negative value means. A

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -442,6 +444,7 @@ func TestFailureTrace(t *testing.T) {
 			{Name: "fails", Arguments: json.RawMessage(`{}`)},
 			{Name: "panics", Arguments: json.RawMessage(`{}`)},
 			{Name: "slow", Arguments: json.RawMessage(`{}`)},
+			{Name: "made_up", Arguments: json.RawMessage(`{}`), Unoffered: true}, // a tool the program does not have
 		}},
 		{Calls: []coretest.Call{{Name: "charge", Arguments: json.RawMessage(`{"amount":5}`)}}},
 		{Text: "{{result 0}}"},
@@ -493,10 +496,11 @@ func TestFailureTrace(t *testing.T) {
 			// The first step's results went before the failure: the resume
 			// finds only the charge pending.
 			want := map[string][]string{
-				"execute_tool fails":  {"tool_error/false"},
-				"execute_tool panics": {"panicked/false"},
-				"execute_tool slow":   {"timed_out/false"},
-				"execute_tool charge": {"Unknown/false", "in_doubt/false"},
+				"execute_tool fails":   {"tool_error/false"},
+				"execute_tool panics":  {"panicked/false"},
+				"execute_tool slow":    {"timed_out/false"},
+				"execute_tool made_up": {"unknown_tool/false"},
+				"execute_tool charge":  {"Unknown/false", "in_doubt/false"},
 			}
 			for k := range errTypes {
 				sort.Strings(errTypes[k])
@@ -517,8 +521,13 @@ func TestFailureTrace(t *testing.T) {
 			}
 			rm := e.collect()
 			outcomes := sumInt(rm, "toolrelay.tool.calls", "toolrelay.call.outcome")
-			if diff := cmp.Diff(map[string]int64{"error": 1, "in_doubt": 1, "panicked": 1, "timed_out": 1, "tool_error": 1}, outcomes); diff != "" {
+			if diff := cmp.Diff(map[string]int64{"error": 1, "in_doubt": 1, "panicked": 1, "timed_out": 1, "tool_error": 1, "unknown_tool": 1}, outcomes); diff != "" {
 				t.Errorf("toolrelay.tool.calls by outcome (-want +got):\n%s", diff)
+			}
+			// A name the model made up is no metric series of its own.
+			byTool := sumInt(rm, "toolrelay.tool.calls", "gen_ai.tool.name")
+			if diff := cmp.Diff(map[string]int64{"fails": 1, "panics": 1, "slow": 1, "_unknown": 1, "charge": 2}, byTool); diff != "" {
+				t.Errorf("toolrelay.tool.calls by tool (-want +got):\n%s", diff)
 			}
 			e.checkNoSecret(rm)
 		})
@@ -648,7 +657,8 @@ func TestConversationAcrossRuns(t *testing.T) {
 // TestBudgetTrace (issue 37, item 1): with a budget, the chat spans that
 // send results carry what it has left before the request, and the run's
 // span what it has left at its end, its tool calls and cost, and, stopped
-// on it, the outcome budget_exceeded; only the limits the budget sets.
+// on it, the outcome budget_exceeded; only the limits the budget sets
+// (tool calls and cost).
 func TestBudgetTrace(t *testing.T) {
 	lookup := coretest.Step{Calls: []coretest.Call{{Name: "lookup", Arguments: json.RawMessage(`{}`)}}}
 	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{lookup, lookup, lookup, {Text: "done"}}}}}
@@ -661,7 +671,8 @@ func TestBudgetTrace(t *testing.T) {
 				}
 				return []*core.Tool{tl}
 			}
-			e := newEnv(t, be.name, script, tools, nil, core.Options{Budget: core.Budget{MaxToolCalls: 2}})
+			const maxCost = 1000.0 // never reached: a million tokens cost 1
+			e := newEnv(t, be.name, script, tools, nil, core.Options{Budget: core.Budget{MaxToolCalls: 2, MaxCost: maxCost, Prices: map[string]core.Price{"*": {Input: 1, Output: 1}}}})
 			if _, err := e.runner.Run(t.Context(), "go", nil); !errors.Is(err, core.ErrBudgetExceeded) {
 				t.Fatalf("Run = %v, want ErrBudgetExceeded", err)
 			}
@@ -688,6 +699,13 @@ func TestBudgetTrace(t *testing.T) {
 				"toolrelay.budget.remaining.input_tokens": "", "toolrelay.run.tool_calls": "2", "error.type": "ResourceExhausted"}
 			if diff := cmp.Diff(want, got); diff != "" || runs[0].Status.Code != codes.Error {
 				t.Errorf("the run span's attributes (-want +got):\n%s; status %v", diff, runs[0].Status)
+			}
+			// The cost limit is set: what is left of it is the limit less
+			// the run's cost.
+			rem, err1 := strconv.ParseFloat(a["toolrelay.budget.remaining.cost"], 64)
+			cost, err2 := strconv.ParseFloat(a["toolrelay.run.cost"], 64)
+			if err1 != nil || err2 != nil || math.Abs(rem+cost-maxCost) > 1e-9 {
+				t.Errorf("the run span's remaining cost %q and cost %q, want them to add up to %v", a["toolrelay.budget.remaining.cost"], a["toolrelay.run.cost"], maxCost)
 			}
 		})
 	}

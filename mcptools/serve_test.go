@@ -73,8 +73,10 @@ func TestServe(t *testing.T) {
 			var names []string
 			for _, tool := range list.Tools {
 				names = append(names, tool.Name)
-				if tool.Name == "get_weather" && (tool.Annotations == nil || !tool.Annotations.ReadOnlyHint) {
-					t.Errorf("get_weather annotations = %+v, want read-only", tool.Annotations)
+				// A read-only tool is idempotent too: a client may call it
+				// again.
+				if tool.Name == "get_weather" && (tool.Annotations == nil || !tool.Annotations.ReadOnlyHint || !tool.Annotations.IdempotentHint) {
+					t.Errorf("get_weather annotations = %+v, want read-only and idempotent", tool.Annotations)
 				}
 			}
 			if diff := cmp.Diff([]string{"get_weather", "leak", "picture", "refund"}, names); diff != "" {

@@ -267,6 +267,73 @@ func TestNoRestart(t *testing.T) {
 	}
 }
 
+// notify is a log handler that sends each record's message on ch.
+type notify struct{ ch chan string }
+
+func (n notify) Enabled(context.Context, slog.Level) bool { return true }
+func (n notify) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case n.ch <- r.Message:
+	default:
+	}
+	return nil
+}
+func (n notify) WithAttrs([]slog.Attr) slog.Handler { return n }
+func (n notify) WithGroup(string) slog.Handler      { return n }
+
+// TestRestartBound: a server is started again at most MaxRestarts times
+// in all: with 1, it comes back after its first crash, not after its
+// second, and its calls then fail as unavailable.
+func TestRestartBound(t *testing.T) {
+	s, dir := testServer(t, "stdio")
+	s.MaxRestarts = 1
+	tb, err := core.NewToolbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := make(chan string, 64)
+	changed := make(chan []string, 4)
+	set, err := mcptools.Connect(t.Context(), tb, []mcptools.Server{s}, &mcptools.Options{
+		Logger:   slog.New(notify{logged}),
+		OnChange: func(_ string, names []string) { changed <- names },
+	})
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { set.Close() })
+	r := core.NewRunner(coretest.NewBackend(&coretest.Script{}, &coretest.BackendOptions{Tools: tb}), tb, &core.Options{Logger: quiet, ToolTimeout: 20 * time.Second})
+	t.Cleanup(func() { r.Close() })
+	call(t, r, "crash", `{}`)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server was not started again after its first crash")
+	}
+	if got := call(t, r, "echo", `{"text":"back"}`); got.Output.Text != "back" {
+		t.Fatalf("echo after the restart = %+v", got)
+	}
+	call(t, r, "crash", `{}`)
+	for deadline := time.After(10 * time.Second); ; {
+		select {
+		case msg := <-logged:
+			if !strings.Contains(msg, "was not started again") {
+				continue
+			}
+		case <-changed:
+			t.Fatal("the server was started a second time, past MaxRestarts 1")
+		case <-deadline:
+			t.Fatal("no record that the server was not started again")
+		}
+		break
+	}
+	if got := call(t, r, "echo", `{"text":"x"}`); !got.Failed || !strings.Contains(got.Error, "is unavailable") {
+		t.Errorf("echo of a server down for good = %+v", got)
+	}
+	if n := mcptest.Count(dir, "call crash"); n != 2 {
+		t.Errorf("crash ran %d times, want 2", n)
+	}
+}
+
 // TestCancel: a call past its timeout is canceled on the server.
 func TestCancel(t *testing.T) {
 	for _, tr := range transports {

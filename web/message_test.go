@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -201,23 +202,54 @@ func TestResumedTextShownOnce(t *testing.T) {
 	}
 }
 
-// TestShownLimit checks that inputs and outputs past MaxShownBytes are cut
-// short, saying so, and stay valid JSON strings.
+// TestShownLimit checks that what a page is shown of a call (its input,
+// its output, a failure's error, a person's reason), past MaxShownBytes,
+// is cut short to a string of at most that many bytes, saying so, the
+// cut never inside a character (which JSON would show as U+FFFD); JSON
+// too, which is shown as such only within the limit.
 func TestShownLimit(t *testing.T) {
-	m := newMessage("msg", 64)
+	const limit = 64
 	big := strings.Repeat("é", 100)
-	c := &core.Call{ID: "c1", Name: "t", Arguments: json.RawMessage(`{"q":"` + big + `"}`)}
-	m.event(&core.Event{Kind: core.EventToolCall, Call: c})
-	m.event(&core.Event{Kind: core.EventCallFinished, Call: c, Result: &driver.ToolResult{Output: core.Output{Text: big}}})
-	for _, ch := range chunks(string(m.Log)) {
-		var v struct{ Input, Output any }
-		if err := json.Unmarshal([]byte(ch), &v); err != nil {
-			t.Fatalf("%s: %v", ch, err)
-		}
-		for _, x := range []any{v.Input, v.Output} {
-			if s, ok := x.(string); ok && (len(s) > 64 || !strings.Contains(s, "cut: ")) {
-				t.Errorf("shown %q (%d bytes), want at most 64 saying it was cut", s, len(s))
+	obj := `{"q":"` + big + `"}`
+	c := &core.Call{ID: "c1", Name: "t", Arguments: json.RawMessage(obj)}
+	for _, tc := range []struct {
+		name  string
+		field string // the chunk's field that must be cut
+		show  func(m *message)
+	}{
+		{"input, JSON", "input", func(m *message) { m.event(&core.Event{Kind: core.EventToolCall, Call: c}) }},
+		{"output, text", "output", func(m *message) {
+			m.event(&core.Event{Kind: core.EventCallFinished, Call: c, Result: &driver.ToolResult{Output: core.Output{Text: big}}})
+		}},
+		{"output, JSON", "output", func(m *message) {
+			m.event(&core.Event{Kind: core.EventCallFinished, Call: c, Result: &driver.ToolResult{Output: core.Output{Text: obj}}})
+		}},
+		{"error", "errorText", func(m *message) {
+			m.event(&core.Event{Kind: core.EventCallFinished, Call: c, Result: &driver.ToolResult{Failed: true, Error: big, Outcome: core.ToolError}})
+		}},
+		{"reason", "reason", func(m *message) { m.decided("c1", false, big) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMessage("msg", limit)
+			tc.show(m)
+			found := false
+			for _, ch := range chunks(string(m.Log)) {
+				var v map[string]any
+				if err := json.Unmarshal([]byte(ch), &v); err != nil {
+					t.Fatalf("%s: %v", ch, err)
+				}
+				x, ok := v[tc.field]
+				if !ok {
+					continue
+				}
+				found = true
+				if s, ok := x.(string); !ok || len(s) > limit || !strings.Contains(s, "cut: ") || !utf8.ValidString(s) || strings.ContainsRune(s, utf8.RuneError) {
+					t.Errorf("%s shown %#v, want a valid string of at most %d bytes saying it was cut", tc.field, x, limit)
+				}
 			}
-		}
+			if !found {
+				t.Errorf("no chunk with %s:\n%s", tc.field, m.Log)
+			}
+		})
 	}
 }

@@ -243,6 +243,60 @@ func TestUnknownPendingToolCall(t *testing.T) {
 	}
 }
 
+// TestToolResultRefused: a request of tool results that does not answer
+// exactly the pending calls, each once, with the fields the service
+// requires, is refused whole with the service's 400, and nothing of it is
+// applied: the call is still pending, and its right result is then taken.
+func TestToolResultRefused(t *testing.T) {
+	result := func(turn, call string, success any) string {
+		m := map[string]any{"type": "agent.session.input.tool_result", "turn_id": turn, "call_id": call, "success": success, "output": "ok"}
+		if success == nil {
+			delete(m, "success")
+		}
+		if turn == "" {
+			delete(m, "turn_id")
+		}
+		return string(mustMarshal(m))
+	}
+	unknown := func(call string) string {
+		return `{"error":{"message":"Unknown pending tool call: ` + call + `","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`
+	}
+	const missing = `{"error":{"message":"Missing required parameters: 'turn_id', 'call_id' and 'success' are required for a tool result.","type":"invalid_request_error","param":null,"code":"missing_required_parameter"}}`
+	for _, tc := range []struct {
+		name   string
+		events func(turn, call string) []string
+		want   func(call string) string
+	}{
+		{"another turn's id", func(turn, call string) []string { return []string{result("turn_other", call, true)} }, unknown},
+		{"the same call twice", func(turn, call string) []string { return []string{result(turn, call, true), result(turn, call, false)} }, unknown},
+		{"an unknown call beside the pending one", func(turn, call string) []string {
+			return []string{result(turn, call, true), result(turn, "call_made_up", true)}
+		}, func(string) string { return unknown("call_made_up") }},
+		{"no success", func(turn, call string) []string { return []string{result(turn, call, nil)} }, func(string) string { return missing }},
+		{"no turn id", func(turn, call string) []string { return []string{result("", call, true)} }, func(string) string { return missing }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, c := newServer(t, customerScript(), nil)
+			id, turn, call := session(t, c)
+			body := `{"events":[` + strings.Join(tc.events(turn, call), ",") + `]}`
+			res := do(t, srv, "POST", "agents/sessions/"+id+"/events", body, nil)
+			if got, want := readAll(t, res.Body), tc.want(call); res.StatusCode != 400 || got != want {
+				t.Errorf("%s: %d %s, want 400 %s", body, res.StatusCode, got, want)
+			}
+			s, err := c.Beta.Agents.Sessions.Get(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Status != "requires_action" || len(s.RequiredActions) != 1 || s.RequiredActions[0].CallID != call {
+				t.Errorf("after the refusal, session = %s; want the call still pending", s.RawJSON())
+			}
+			if err := c.Beta.Agents.Sessions.Events.New(t.Context(), id, toolResult(turn, call)); err != nil {
+				t.Errorf("the right result after the refusal: %v", err)
+			}
+		})
+	}
+}
+
 // TestIdempotency: a request sent again with the same Idempotency-Key and
 // body is answered from the first response and applied once; the same key
 // with another body is refused.

@@ -15,7 +15,7 @@ import (
 
 // TestCommands: runs, orphans, calls, show and prune on a SQLite journal
 // holding a finished run, a run whose worker died (its call in doubt), a
-// paused run with its approvals.
+// run whose worker lives, two paused runs with their approvals.
 func TestCommands(t *testing.T) {
 	ctx := t.Context()
 	url := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
@@ -28,15 +28,21 @@ func TestCommands(t *testing.T) {
 		{Backend: "openai", Thread: "sess_done", State: journaldriver.RunFinished, Owner: "w1"},
 		{Backend: "openai", Thread: "sess_dead", State: journaldriver.RunRunning, Owner: "w2", LeaseUntil: time.Now().Add(-time.Minute)},
 		{Backend: "openai", Thread: "sess_paused", State: journaldriver.RunAwaiting, Owner: "w1"},
+		{Backend: "openai", Thread: "sess_live", State: journaldriver.RunRunning, Owner: "w3", LeaseUntil: time.Now().Add(time.Hour)},
+		{Backend: "openai", Thread: "sess_waits", State: journaldriver.RunAwaiting, Owner: "w1"},
 	} {
 		if err := runs.PutRun(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ap := store.(journaldriver.Approvals)
-	key := journaldriver.Key{Backend: "openai", Thread: "sess_paused", Turn: "turn_1", Call: "call_7"}
-	if _, _, err := ap.RequestApproval(ctx, journaldriver.Approval{Key: key, Tool: "refund", Arguments: []byte(`{}`), Why: "over 100", Requested: time.Now()}); err != nil {
-		t.Fatal(err)
+	for _, key := range []journaldriver.Key{
+		{Backend: "openai", Thread: "sess_paused", Turn: "turn_1", Call: "call_7"},
+		{Backend: "openai", Thread: "sess_waits", Turn: "turn_1", Call: "call_8"},
+	} {
+		if _, _, err := ap.RequestApproval(ctx, journaldriver.Approval{Key: key, Tool: "refund", Arguments: []byte(`{}`), Why: "over 100", Requested: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	calls := []struct {
 		key   journaldriver.Key
@@ -75,18 +81,21 @@ func TestCommands(t *testing.T) {
 		args      []string
 		want, not []string
 	}{
-		{[]string{"runs"}, []string{"sess_done", "sess_dead", "sess_paused", "3 runs"}, nil},
+		{[]string{"runs"}, []string{"sess_done", "sess_dead", "sess_paused", "sess_live", "sess_waits", "5 runs"}, nil},
 		{[]string{"runs", "-state", "finished"}, []string{"sess_done", "1 runs"}, []string{"sess_dead"}},
-		{[]string{"orphans"}, []string{"sess_dead", "w2", "1 runs"}, []string{"sess_done", "sess_paused"}},
+		{[]string{"orphans"}, []string{"sess_dead", "w2", "1 runs"}, []string{"sess_done", "sess_paused", "sess_live"}},
 		{[]string{"calls"}, []string{"call_3", "call_9", "call_1", "3 calls"}, nil},
 		{[]string{"calls", "-state", "in_doubt"}, []string{"sess_dead", "call_9", "in_doubt", "w2", "1 calls"}, []string{"call_1", "call_3"}},
 		{[]string{"calls", "-thread", "sess_done"}, []string{"call_3", "succeeded", "ok", "1 calls"}, []string{"call_9"}},
 		{[]string{"calls", "-state", "submitted"}, []string{"call_1", "1 calls"}, []string{"call_3"}},
-		{[]string{"calls", "-state", "awaiting_approval"}, []string{"sess_paused", "call_7", "awaiting_approval", "refund", "over 100", "1 calls"}, []string{"call_1", "call_3", "call_9"}},
-		{[]string{"runs", "-state", "awaiting_approval"}, []string{"sess_paused", "1 runs"}, []string{"sess_done"}},
-		{[]string{"show", "-backend", "openai", "sess_paused"}, []string{"awaiting_approval", "call_1", "submitted", "1 calls", "call_7", "refund", "over 100", "pending", "1 approvals"}, nil},
+		{[]string{"calls", "-state", "awaiting_approval"}, []string{"sess_paused", "call_7", "sess_waits", "call_8", "awaiting_approval", "refund", "over 100", "2 calls"}, []string{"call_1", "call_3", "call_9"}},
+		{[]string{"calls", "-state", "awaiting_approval", "-thread", "sess_paused"}, []string{"call_7", "1 calls"}, []string{"call_8"}},
+		{[]string{"calls", "-state", "awaiting_approval", "-limit", "1"}, []string{"1 calls"}, nil},
+		{[]string{"runs", "-state", "awaiting_approval"}, []string{"sess_paused", "sess_waits", "2 runs"}, []string{"sess_done"}},
+		{[]string{"show", "-backend", "openai", "sess_paused"}, []string{"awaiting_approval", "call_1", "submitted", "1 calls", "call_7", "refund", "over 100", "pending", "1 approvals", "1 runs"},
+			[]string{"sess_done", "sess_dead", "sess_waits", "call_8", "call_3"}},
 		{[]string{"prune", "-older", "1ns"}, []string{"pruned"}, nil},
-		{[]string{"runs"}, []string{"sess_dead", "sess_paused", "2 runs"}, []string{"sess_done"}},
+		{[]string{"runs"}, []string{"sess_dead", "sess_paused", "sess_live", "sess_waits", "4 runs"}, []string{"sess_done"}},
 	} {
 		out := cmd(tc.args...)
 		for _, w := range tc.want {
@@ -106,6 +115,13 @@ func TestCommands(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"-journal", url, "calls", "-state", "lost"}, &out); err == nil || !strings.Contains(err.Error(), "in_doubt") {
 		t.Errorf("calls -state lost: %v, want an error naming the states", err)
+	}
+	// prune without -older would prune everything that ended: refused.
+	if err := run(context.Background(), []string{"-journal", url, "prune"}, &out); err == nil || !strings.Contains(err.Error(), "-older") {
+		t.Errorf("prune without -older: %v, want an error asking how old", err)
+	}
+	if out := cmd("runs"); !strings.Contains(out, "4 runs") {
+		t.Errorf("runs after a refused prune:\n%s", out)
 	}
 	if err := run(context.Background(), []string{"runs"}, &out); err == nil || !strings.Contains(err.Error(), "usage") {
 		t.Errorf("no journal: %v, want the usage", err)

@@ -214,9 +214,12 @@ func TestFaultsFile(t *testing.T) {
 		}
 	})
 	t.Run("openai", func(t *testing.T) {
-		faults := write("o.json", `[{"on": "POST agents/sessions/*/events", "status": 500}]`)
+		// The first entry matches nothing sent: each request gets the
+		// first entry that matches it, the second here, then the third.
+		faults := write("o.json", `[{"on": "GET agents"}, {"on": "POST agents/sessions/*/events", "status": 429, "retry_after_ms": 700},
+			{"on": "POST agents/sessions/*/events", "status": 500}]`)
 		s := start(t, "-backend", "openai", "-script", "../../testdata/customer.json", "-faults", faults)
-		post := func(path, body string) int {
+		post := func(path, body string) *http.Response {
 			req, _ := http.NewRequest("POST", s["BASE_URL"]+"/"+path, strings.NewReader(body))
 			req.Header.Set("Authorization", "Bearer k")
 			req.Header.Set("Content-Type", "application/json")
@@ -225,10 +228,14 @@ func TestFaultsFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			res.Body.Close()
-			return res.StatusCode
+			return res
 		}
-		if got := post("agents/sessions/sess_x/events", `{"events":[{"type":"agent.session.input.cancel"}]}`); got != 500 {
-			t.Errorf("events request: %d, want the injected 500", got)
+		const cancel = `{"events":[{"type":"agent.session.input.cancel"}]}`
+		if res := post("agents/sessions/sess_x/events", cancel); res.StatusCode != 429 || res.Header.Get("Retry-After-Ms") != "700" {
+			t.Errorf("first events request: %d, retry-after-ms %q; want the injected 429, 700", res.StatusCode, res.Header.Get("Retry-After-Ms"))
+		}
+		if res := post("agents/sessions/sess_x/events", cancel); res.StatusCode != 500 {
+			t.Errorf("second events request: %d, want the injected 500", res.StatusCode)
 		}
 	})
 	t.Run("bad file", func(t *testing.T) {

@@ -327,8 +327,60 @@ func TestPayloadLimit(t *testing.T) {
 	}
 }
 
+// TestInputLimit: an input longer than what the history keeps
+// (MaxPayloadBytes) ends the turn with InvalidArgument before anything is
+// sent; one at the limit runs.
+func TestInputLimit(t *testing.T) {
+	for _, tc := range []struct {
+		n        int
+		wantCode string // "" for a turn answered
+	}{{4000, ""}, {4001, "InvalidArgument"}} {
+		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
+			e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "ok"}}}}}, Settings{MaxPayloadBytes: 4000})
+			var run outcome
+			e.update(time.Second, UpdateRun, &run, RunRequest{Input: strings.Repeat("x", tc.n)})
+			e.run()
+			if run.err != nil {
+				t.Fatalf("run: %v", run.err)
+			}
+			got := ""
+			if run.res.Err != nil {
+				got = run.res.Err.Code
+			}
+			sent := len(e.backend.Received())
+			if got != tc.wantCode || (tc.wantCode != "") != (sent == 0) {
+				t.Errorf("turn error %+v with %d requests received; want code %q, and nothing sent if refused", run.res.Err, sent, tc.wantCode)
+			}
+		})
+	}
+}
+
 // TestSecondTurn: a second run on the thread continues the service's
 // thread, and a run while a turn runs is refused.
+// TestIdempotencyKeysPerTurn: the key a call's result carries (the
+// Idempotency-Key of the request that sends it, on OpenAI sessions) is
+// the call's own: two turns of a thread whose calls have the same id at
+// the same step get two keys, or the service would take the second
+// turn's results for a replay of the first's.
+func TestIdempotencyKeysPerTurn(t *testing.T) {
+	turn := coretest.Turn{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`), ID: "call_same"}}},
+		{Text: "done"},
+	}}
+	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{turn, turn}}, Settings{})
+	var one, two outcome
+	e.update(time.Second, UpdateRun, &one, RunRequest{Input: "1"})
+	e.update(2*time.Second, UpdateRun, &two, RunRequest{Input: "2"})
+	e.run()
+	if one.err != nil || two.err != nil || len(one.res.Calls) != 1 || len(two.res.Calls) != 1 {
+		t.Fatalf("turns %+v (%v), %+v (%v); want one call each", one.res, one.err, two.res, two.err)
+	}
+	k1, k2 := one.res.Calls[0].IdempotencyKey, two.res.Calls[0].IdempotencyKey
+	if k1 == "" || k1 == k2 {
+		t.Errorf("idempotency keys %q and %q, want two", k1, k2)
+	}
+}
+
 func TestSecondTurn(t *testing.T) {
 	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}, {Steps: []coretest.Step{{Text: "two"}}}}}
 	e := newEnv(t, script, Settings{})

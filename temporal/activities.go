@@ -116,12 +116,20 @@ func previous(ctx context.Context) string {
 }
 
 // Start sends the user's input. A retried attempt that knows the thread
-// (from the heartbeat of the attempt before) resumes the turn instead,
-// unless the service shows the input never arrived.
+// (from the heartbeat of the attempt before, or as the thread of a turn
+// after another) resumes the turn instead, unless the service shows the
+// input never arrived.
 func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, error) {
 	b := a.r.Backend()
 	n := &named{ctx: ctx, p: progress{Thread: req.Thread}}
-	if prev := previous(ctx); prev != "" {
+	prev := previous(ctx)
+	if prev == "" && activity.GetInfo(ctx).Attempt > 1 && req.PrevTurn != "" {
+		// The attempt before may have sent the input and died before
+		// its first heartbeat: the thread's turn before this one is
+		// known, so the service can tell whether the input went.
+		prev = req.Thread
+	}
+	if prev != "" {
 		n.p.Thread = prev
 		step, err := a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, prev) })
 		switch {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,6 +73,142 @@ func TestCallRetried(t *testing.T) {
 			got := run.res.Calls[0]
 			if got.Outcome != c.outcome || !strings.Contains(got.Output.Text+got.Error, c.output) {
 				t.Errorf("result %+v, want outcome %v with %q", got, c.outcome, c.output)
+			}
+		})
+	}
+}
+
+// resends wraps a backend, recording each submit's results' Resend flags.
+type resends struct {
+	*coretest.Backend
+	mu    sync.Mutex
+	flags [][]bool
+}
+
+func (b *resends) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
+	var f []bool
+	for _, r := range req.Results {
+		f = append(f, r.Resend)
+	}
+	b.mu.Lock()
+	b.flags = append(b.flags, f)
+	b.mu.Unlock()
+	return b.Backend.Submit(ctx, req)
+}
+
+// TestSubmitRetried: the Submit activity's first attempt fails, its
+// results taken by the service (the answer lost) or never sent; the
+// retried attempt asks the service first. Taken: the turn went on, to a
+// step of other calls, which is the answer, and nothing is sent again.
+// Never sent: the step's calls still wait, and the results go, marked as
+// resent (so that "no such pending call" counts as delivered).
+func TestSubmitRetried(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		delivered bool   // the first attempt's results reached the service
+		want      []bool // the Resend flags of each submit of the first step's results, then the second's
+	}{
+		{"answer lost", true, []bool{false, false}},
+		{"request lost", false, []bool{true, false}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+				{Calls: []coretest.Call{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`), ID: "call_1"}}},
+				{Calls: []coretest.Call{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`), ID: "call_2"}}},
+				{Text: `{{output "get_weather"}}`},
+			}}}}
+			var b *resends
+			e := newEnvOn(t, script, func(cb *coretest.Backend) driver.Backend { b = &resends{Backend: cb}; return b }, Settings{})
+			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
+			var attempts []int32
+			e.te.RegisterActivityWithOptions(func(ctx context.Context, req *stepRequest) (*stepResult, error) {
+				attempt := activity.GetInfo(ctx).Attempt
+				first := req.Step.Calls[0].ID == "call_1"
+				if first {
+					attempts = append(attempts, attempt)
+				}
+				if first && attempt == 1 {
+					if c.delivered {
+						if _, err := a.Submit(ctx, req); err != nil {
+							return nil, err
+						}
+					}
+					return nil, errors.New("the worker died before the activity completed")
+				}
+				return a.Submit(ctx, req)
+			}, activity.RegisterOptions{Name: activitySubmit, DisableAlreadyRegisteredCheck: true})
+			var run outcome
+			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather"})
+			e.run()
+			if run.err != nil || run.res.Err != nil || run.res.Text != "sunny in Rome" {
+				t.Fatalf("run = %+v, %v; want the turn answered", run.res, run.err)
+			}
+			if diff := cmp.Diff([]int32{1, 2}, attempts); diff != "" {
+				t.Fatalf("attempts of the first step's submit (-want +got):\n%s", diff)
+			}
+			var got []bool
+			for _, f := range b.flags {
+				got = append(got, f...)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("Resend flags of the results submitted (-want +got):\n%s", diff)
+			}
+			if n := len(b.Received()); n != 3 {
+				t.Errorf("the service received %d requests (%+v), want 3: the input and each step's results once", n, b.Received())
+			}
+		})
+	}
+}
+
+// TestStartRetried: the Start activity of a thread's second turn fails on
+// its first attempt, its input taken by the service (the answer lost) or
+// never sent, before any heartbeat; the retried attempt asks the service
+// first: taken, the turn it began is the answer, and the input is not
+// sent again; never sent, it is sent.
+func TestStartRetried(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		delivered bool
+	}{{"answer lost", true}, {"request lost", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}, {Steps: []coretest.Step{{Text: "two"}}}}}
+			e := newEnv(t, script, Settings{})
+			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
+			var attempts []int32
+			e.te.RegisterActivityWithOptions(func(ctx context.Context, req *stepRequest) (*stepResult, error) {
+				attempt := activity.GetInfo(ctx).Attempt
+				if req.Input != "2" {
+					return a.Start(ctx, req)
+				}
+				attempts = append(attempts, attempt)
+				if attempt == 1 {
+					if c.delivered {
+						if _, err := a.Start(ctx, req); err != nil {
+							return nil, err
+						}
+					}
+					return nil, errors.New("the worker died before the activity completed")
+				}
+				return a.Start(ctx, req)
+			}, activity.RegisterOptions{Name: activityStart, DisableAlreadyRegisteredCheck: true})
+			var one, two outcome
+			e.update(time.Second, UpdateRun, &one, RunRequest{Input: "1"})
+			e.update(2*time.Second, UpdateRun, &two, RunRequest{Input: "2"})
+			e.run()
+			if one.err != nil || two.err != nil || one.res.Text != "one" || two.res.Err != nil || two.res.Text != "two" {
+				t.Fatalf("turns %+v (%v), %+v (%v); want one then two", one.res, one.err, two.res, two.err)
+			}
+			if diff := cmp.Diff([]int32{1, 2}, attempts); diff != "" {
+				t.Fatalf("attempts of the second turn's start (-want +got):\n%s", diff)
+			}
+			var inputs []string
+			for _, r := range e.backend.Received() {
+				if r.Kind == "input" {
+					inputs = append(inputs, r.Input)
+				}
+			}
+			if diff := cmp.Diff([]string{"1", "2"}, inputs); diff != "" {
+				t.Errorf("inputs the service received (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -186,6 +186,10 @@ func TestOutputLimit(t *testing.T) {
 		{"value past the limit, measured, truncating", []string{x(200)}, "runner", coretest.Delivered{Failed: true, Error: "output too large (at least 204 bytes; the limit is 100)"}, "too_large"},
 		{"value past the limit, encoded", ctrl, "", coretest.Delivered{Failed: true, Error: "output too large (" + strconv.Itoa(len(ctrlJSON)) + " bytes; the limit is 100)"}, "too_large"},
 		{"value within the limit", map[string]int{"a": 1}, "", coretest.Delivered{Output: `{"a":1}`}, "ok"},
+		// <, > and & as the handler wrote them (not \u003c...): the model
+		// reads them, and the value measured is the value sent.
+		{"value with <, > and &", map[string]string{"q": "a<b && c>d"}, "", coretest.Delivered{Output: `{"q":"a<b && c>d"}`}, "ok"},
+		{"value with <, > and & at the limit", map[string]string{"q": strings.Repeat("<", limit-8)}, "", coretest.Delivered{Output: `{"q":"` + strings.Repeat("<", limit-8) + `"}`}, "ok"},
 		{"raw JSON past the limit", json.RawMessage(`[` + strings.Repeat(`1, `, 60) + `1]`), "", coretest.Delivered{Failed: true, Error: "output too large (at least 123 bytes; the limit is 100)"}, "too_large"},
 		{"raw JSON compacted within the limit", json.RawMessage(`[` + strings.Repeat(`1, `, 30) + `1]`), "", coretest.Delivered{Output: `[` + strings.Repeat(`1,`, 30) + `1]`}, "ok"},
 		{"content past the limit, truncating", core.Content{core.TextPart(x(200))}, "runner", coretest.Delivered{Failed: true, Error: "output too large (204 bytes; the limit is 100)"}, "too_large"},

@@ -616,3 +616,26 @@ func TestStartFailureKeepsThread(t *testing.T) {
 		t.Errorf("Run = %+v, %v; want the thread and the error", res, err)
 	}
 }
+
+// TestArgumentDefaults checks that a field's Default is applied to the
+// arguments before the handler decodes them: a call that leaves the field
+// out gets the default, one that sets it gets its own value.
+func TestArgumentDefaults(t *testing.T) {
+	for _, tt := range []struct{ args, want string }{
+		{`{"location":"Seattle, WA"}`, "f"},
+		{`{"location":"Seattle, WA","unit":"c"}`, "c"},
+	} {
+		t.Run(tt.args, func(t *testing.T) {
+			tool := mustTool(t)(core.NewTool("unit", "", func(_ context.Context, in weatherArgs) (string, error) {
+				return in.Unit, nil
+			}, weatherOpts))
+			r, b := newRunner(t, coretest.Simple("unit", tt.args, "ok"), []*core.Tool{tool}, nil)
+			if _, err := r.Run(t.Context(), "go", nil); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, results(b.Received())[0].Output); diff != "" {
+				t.Errorf("unit the handler got (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -250,3 +250,35 @@ func TestCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestStartOnPendingConversation starts a new turn, with other input, on a
+// conversation whose calls are still pending (an earlier run stopped
+// before sending their results): the service refuses it, and the refusal
+// is returned. The backend's recovery of a lost Start (the conversation
+// holds the calls an earlier attempt of the same input asked for) must
+// not take the earlier turn's calls for this input's.
+func TestStartOnPendingConversation(t *testing.T) {
+	srv := newFake(t, weatherScript(), nil)
+	var c counter
+	ctx := context.Background()
+	tools := toolbox(t, &c)
+	opts := options(srv, foundry.Conversation, false)
+	opts.Keep = true
+	opts.RequestOptions = noRetries
+	b := open(t, tools, opts)
+	srv.InjectFault(foundrytest.OpCreateResponse, foundrytest.Fault{}, foundrytest.Fault{Status: 500})
+	res, err := newRunner(b, tools, nil).Run(ctx, "What's the weather like in my favorite city?", nil)
+	if err == nil || res == nil || res.Thread == "" {
+		t.Fatalf("Run = %+v, %v; want an error and a thread", res, err)
+	}
+	res, err = newRunner(b, tools, nil).Run(ctx, "Tell me a joke.", &core.RunOptions{Thread: res.Thread})
+	if err == nil {
+		t.Fatalf("Run on a conversation with pending calls succeeded: %+v", res)
+	}
+	if errcode.Of(err) != errcode.InvalidArgument {
+		t.Errorf("Run = %v, want the service's refusal (InvalidArgument)", err)
+	}
+	if diff := cmp.Diff(map[string]int{"getUserFavoriteCity": 1}, c.get()); diff != "" {
+		t.Errorf("handler runs mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -69,7 +69,11 @@ func TestStreamCut(t *testing.T) {
 				script: oneTurn(twoSteps()...),
 				server: &openaitest.Options{Fault: cutStream(anyRequest, i)},
 			})
-			res, err := h.runner.Run(t.Context(), "hi", nil)
+			// Results never delivered leave the turn waiting for them:
+			// the deadline ends the run then.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			res, err := h.runner.Run(ctx, "hi", nil)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -182,6 +186,30 @@ func TestLostResponse(t *testing.T) {
 			if !dropped || (retries > 0 && !replayed) {
 				t.Errorf("dropped=%v replayed=%v; want the fault to have happened", dropped, replayed)
 			}
+		})
+	}
+}
+
+// TestResultsNotApplied: a results request fails with a 5xx the SDK does
+// not retry, and the service did not apply it. The backend reads the
+// session, finds the calls still pending (by turn and call id), and sends
+// their results again: the run completes, each result delivered once.
+func TestResultsNotApplied(t *testing.T) {
+	for _, delivery := range []openai.Delivery{openai.Streaming, openai.Polling} {
+		t.Run(string(delivery), func(t *testing.T) {
+			h := start(t, setup{
+				script:  oneTurn(twoSteps()...),
+				server:  &openaitest.Options{Fault: onFirst(resultsPost, openaitest.Fault{Status: 503})},
+				backend: openai.Options{Delivery: delivery, RequestOptions: []option.RequestOption{option.WithMaxRetries(0)}},
+			})
+			res, err := h.runner.Run(t.Context(), "hi", nil)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.Text != twoStepsAnswer {
+				t.Errorf("answer = %q, want %q", res.Text, twoStepsAnswer)
+			}
+			h.checkOnce()
 		})
 	}
 }

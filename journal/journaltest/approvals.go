@@ -67,6 +67,32 @@ var approvalCases = []optionalCase[journaldriver.Approvals]{
 		},
 	},
 	{
+		// Guards the copy a journal keeps of a decision: a Memory that
+		// kept the caller's slice changed its record when the caller
+		// reused its buffer.
+		name:        "ApprovalDecisionKept",
+		explanation: "DecideApproval keeps the decision's edited arguments as they were when it was called: the caller may reuse its buffer afterwards.",
+		f: func(t *testing.T, j journaldriver.Approvals) {
+			a := approval("a", time.Now())
+			if _, _, err := j.RequestApproval(t.Context(), a); err != nil {
+				t.Fatal(err)
+			}
+			buf := []byte(`{"amount":90}`)
+			d := journaldriver.Decision{Approved: true, Arguments: buf, Actor: "ada", At: time.Now()}
+			if _, err := j.DecideApproval(t.Context(), a.Key, d); err != nil {
+				t.Fatal(err)
+			}
+			copy(buf, `{"amount":10}`)
+			got, ok, err := j.GetApproval(t.Context(), a.Key)
+			if err != nil || !ok || got.Decision == nil {
+				t.Fatalf("GetApproval = %+v, %v, %v; want the decision", got, ok, err)
+			}
+			if diff := cmp.Diff(`{"amount":90}`, string(got.Decision.Arguments)); diff != "" {
+				t.Errorf("decided arguments changed with the caller's buffer (-want +got):\n%s", diff)
+			}
+		},
+	},
+	{
 		name:        "ApprovalDecideRace",
 		explanation: "Of several deciders racing for one approval, exactly one decision is recorded; the others get ErrDecided.",
 		f: func(t *testing.T, j journaldriver.Approvals) {

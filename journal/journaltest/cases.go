@@ -284,6 +284,23 @@ var cases = []testCase{
 		},
 	},
 	{
+		// Guards against a takeover with slack (a comparison off by some
+		// interval): a lease of seconds, as workers use, is not taken
+		// before it ends.
+		name:        "TakeOverShortLease",
+		explanation: "TakeOver of a Started entry whose lease of a few seconds has not ended reports false.",
+		f: func(t *testing.T, j journaldriver.Journal) {
+			k := key("a")
+			claim(t, j, k, "owner-a", 10*time.Second)
+			if took, err := j.TakeOver(t.Context(), k, "owner-b", live); err != nil || took {
+				t.Errorf("TakeOver of a claim with 10s of lease left = %v, %v; want false, nil", took, err)
+			}
+			if e := mustGet(t, j, k); e.Owner != "owner-a" {
+				t.Errorf("after TakeOver of a live claim: owner %q, want owner-a", e.Owner)
+			}
+		},
+	},
+	{
 		name:        "TakeOverLive",
 		explanation: "TakeOver of a Started entry whose lease has not ended reports false and changes nothing.",
 		f: func(t *testing.T, j journaldriver.Journal) {

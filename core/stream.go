@@ -61,12 +61,12 @@ type Stream struct {
 }
 
 // NewStream returns a Stream whose run is run: core's Runner makes its
-// streams with it, and so may another runner (temporal.Runner does). run is called once,
-// when the events are first read (or by [Stream.Result]): it yields the
-// run's events in order, the last EventRunFinished with the run's error,
-// returns as soon as yield returns false, and returns the run's Result
-// and error. thread is the run's thread, if it is known before the run
-// (see [Stream.Thread]).
+// streams with it, and so may another runner (temporal.Runner does). run
+// is called once, when the events are first read (or by
+// [Stream.Result]): it yields the run's events in order, the last
+// EventRunFinished with the run's error, returns as soon as yield returns
+// false, and returns the run's Result and error. thread is the run's
+// thread, if it is known before the run (see [Stream.Thread]).
 func NewStream(thread string, run func(yield func(Event, error) bool) (*Result, error)) *Stream {
 	return &Stream{run: run, thread: thread}
 }

@@ -18,6 +18,33 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 )
 
+// dieOnce registers, as the worker's activity name, do dying on its
+// first attempt for the requests of which selected: after do ran
+// (delivered: its effect done, its answer lost) or before, as a worker
+// dying before the activity completed. It returns the attempts made of
+// the selected requests.
+func dieOnce[Req, Res any](e *env, name string, delivered bool, selected func(Req) bool, do func(context.Context, Req) (Res, error)) *[]int32 {
+	var attempts []int32
+	e.te.RegisterActivityWithOptions(func(ctx context.Context, req Req) (Res, error) {
+		if !selected(req) {
+			return do(ctx, req)
+		}
+		attempt := activity.GetInfo(ctx).Attempt
+		attempts = append(attempts, attempt)
+		if attempt == 1 {
+			var none Res
+			if delivered {
+				if _, err := do(ctx, req); err != nil {
+					return none, err
+				}
+			}
+			return none, errors.New("the worker died before the activity completed")
+		}
+		return do(ctx, req)
+	}, activity.RegisterOptions{Name: name, DisableAlreadyRegisteredCheck: true})
+	return &attempts
+}
+
 // TestCallRetried: the Call activity's first attempt runs the handler
 // (the effect happens) and then its worker dies before the activity
 // completes; the retried attempt must not run a non-idempotent handler
@@ -48,23 +75,14 @@ func TestCallRetried(t *testing.T) {
 			// The worker's Call activity, dying on its first attempt after
 			// the handler ran and before the activity completed.
 			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
-			var attempts []int32
-			e.te.RegisterActivityWithOptions(func(ctx context.Context, req *callRequest) (*driver.ToolResult, error) {
-				attempt := activity.GetInfo(ctx).Attempt
-				attempts = append(attempts, attempt)
-				tr, err := a.Call(ctx, req)
-				if attempt == 1 && err == nil {
-					return nil, errors.New("the worker died before the activity completed")
-				}
-				return tr, err
-			}, activity.RegisterOptions{Name: activityCall, DisableAlreadyRegisteredCheck: true})
+			attempts := dieOnce(e, activityCall, true, func(*callRequest) bool { return true }, a.Call)
 			var run outcome
 			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "charge 4242"})
 			e.run()
 			if run.err != nil || run.res.Err != nil || len(run.res.Calls) != 1 {
 				t.Fatalf("run = %+v, %v; want a turn with one result", run.res, run.err)
 			}
-			if diff := cmp.Diff([]int32{1, 2}, attempts); diff != "" {
+			if diff := cmp.Diff([]int32{1, 2}, *attempts); diff != "" {
 				t.Fatalf("attempts of the Call activity (-want +got):\n%s", diff)
 			}
 			if n := runs.Load(); n != c.runs {
@@ -120,30 +138,15 @@ func TestSubmitRetried(t *testing.T) {
 			var b *resends
 			e := newEnvOn(t, script, func(cb *coretest.Backend) driver.Backend { b = &resends{Backend: cb}; return b }, Settings{})
 			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
-			var attempts []int32
-			e.te.RegisterActivityWithOptions(func(ctx context.Context, req *stepRequest) (*stepResult, error) {
-				attempt := activity.GetInfo(ctx).Attempt
-				first := req.Step.Calls[0].ID == "call_1"
-				if first {
-					attempts = append(attempts, attempt)
-				}
-				if first && attempt == 1 {
-					if c.delivered {
-						if _, err := a.Submit(ctx, req); err != nil {
-							return nil, err
-						}
-					}
-					return nil, errors.New("the worker died before the activity completed")
-				}
-				return a.Submit(ctx, req)
-			}, activity.RegisterOptions{Name: activitySubmit, DisableAlreadyRegisteredCheck: true})
+			first := func(req *stepRequest) bool { return req.Step.Calls[0].ID == "call_1" }
+			attempts := dieOnce(e, activitySubmit, c.delivered, first, a.Submit)
 			var run outcome
 			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather"})
 			e.run()
 			if run.err != nil || run.res.Err != nil || run.res.Text != "sunny in Rome" {
 				t.Fatalf("run = %+v, %v; want the turn answered", run.res, run.err)
 			}
-			if diff := cmp.Diff([]int32{1, 2}, attempts); diff != "" {
+			if diff := cmp.Diff([]int32{1, 2}, *attempts); diff != "" {
 				t.Fatalf("attempts of the first step's submit (-want +got):\n%s", diff)
 			}
 			var got []bool
@@ -174,23 +177,8 @@ func TestStartRetried(t *testing.T) {
 			script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}, {Steps: []coretest.Step{{Text: "two"}}}}}
 			e := newEnv(t, script, Settings{})
 			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
-			var attempts []int32
-			e.te.RegisterActivityWithOptions(func(ctx context.Context, req *stepRequest) (*stepResult, error) {
-				attempt := activity.GetInfo(ctx).Attempt
-				if req.Input != "2" {
-					return a.Start(ctx, req)
-				}
-				attempts = append(attempts, attempt)
-				if attempt == 1 {
-					if c.delivered {
-						if _, err := a.Start(ctx, req); err != nil {
-							return nil, err
-						}
-					}
-					return nil, errors.New("the worker died before the activity completed")
-				}
-				return a.Start(ctx, req)
-			}, activity.RegisterOptions{Name: activityStart, DisableAlreadyRegisteredCheck: true})
+			second := func(req *stepRequest) bool { return req.Input == "2" }
+			attempts := dieOnce(e, activityStart, c.delivered, second, a.Start)
 			var one, two outcome
 			e.update(time.Second, UpdateRun, &one, RunRequest{Input: "1"})
 			e.update(2*time.Second, UpdateRun, &two, RunRequest{Input: "2"})
@@ -198,7 +186,7 @@ func TestStartRetried(t *testing.T) {
 			if one.err != nil || two.err != nil || one.res.Text != "one" || two.res.Err != nil || two.res.Text != "two" {
 				t.Fatalf("turns %+v (%v), %+v (%v); want one then two", one.res, one.err, two.res, two.err)
 			}
-			if diff := cmp.Diff([]int32{1, 2}, attempts); diff != "" {
+			if diff := cmp.Diff([]int32{1, 2}, *attempts); diff != "" {
 				t.Fatalf("attempts of the second turn's start (-want +got):\n%s", diff)
 			}
 			var inputs []string

@@ -267,20 +267,6 @@ func TestNoRestart(t *testing.T) {
 	}
 }
 
-// notify is a log handler that sends each record's message on ch.
-type notify struct{ ch chan string }
-
-func (n notify) Enabled(context.Context, slog.Level) bool { return true }
-func (n notify) Handle(_ context.Context, r slog.Record) error {
-	select {
-	case n.ch <- r.Message:
-	default:
-	}
-	return nil
-}
-func (n notify) WithAttrs([]slog.Attr) slog.Handler { return n }
-func (n notify) WithGroup(string) slog.Handler      { return n }
-
 // TestRestartBound: a server is started again at most MaxRestarts times
 // in all: with 1, it comes back after its first crash, not after its
 // second, and its calls then fail as unavailable.
@@ -294,7 +280,12 @@ func TestRestartBound(t *testing.T) {
 	logged := make(chan string, 64)
 	changed := make(chan []string, 4)
 	set, err := mcptools.Connect(t.Context(), tb, []mcptools.Server{s}, &mcptools.Options{
-		Logger:   slog.New(notify{logged}),
+		Logger: slog.New(recordHandler(func(r slog.Record) {
+			select {
+			case logged <- r.Message:
+			default:
+			}
+		})),
 		OnChange: func(_ string, names []string) { changed <- names },
 	})
 	if err != nil {

@@ -3,7 +3,9 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
@@ -43,7 +45,14 @@ const Unlimited = -1
 // it.
 //
 // A zero field sets no limit of its own: in Options.Budget none, in
-// RunOptions.Budget the runner's. [Unlimited] sets none in either.
+// RunOptions.Budget the runner's. [Unlimited] sets none in either. Any
+// other negative value, and a cost or a price that is not a finite number
+// (or a negative price), is refused: see [Budget.Check].
+//
+// A turn keeps its budget: the runner notes it with the turn's totals,
+// and a resume (or a worker taking the run over) holds the turn to it.
+// A resume's own RunOptions.Budget overrides it field by field, a zero
+// field keeping the turn's, and is the turn's budget from then on.
 type Budget struct {
 	// MaxInputTokens bounds the input tokens of the turn (Usage.InputTokens).
 	MaxInputTokens int64 `json:"max_input_tokens,omitempty"`
@@ -92,33 +101,98 @@ func (b *Budget) limited() bool {
 	return b.MaxInputTokens > 0 || b.MaxOutputTokens > 0 || b.MaxTotalTokens > 0 || b.MaxToolCalls > 0 || b.MaxCost > 0
 }
 
+// zero reports whether b sets nothing, not even Unlimited.
+func (b *Budget) zero() bool {
+	return b.MaxInputTokens == 0 && b.MaxOutputTokens == 0 && b.MaxTotalTokens == 0 && b.MaxToolCalls == 0 && b.MaxCost == 0 && b.Prices == nil
+}
+
+// same reports whether a and b set the same limits and prices.
+func (b *Budget) same(o *Budget) bool {
+	return b.MaxInputTokens == o.MaxInputTokens && b.MaxOutputTokens == o.MaxOutputTokens && b.MaxTotalTokens == o.MaxTotalTokens &&
+		b.MaxToolCalls == o.MaxToolCalls && b.MaxCost == o.MaxCost && maps.Equal(b.Prices, o.Prices)
+}
+
+// Check returns an error whose code is InvalidArgument when b holds a
+// value no budget may: a limit below zero other than [Unlimited], a cost
+// limit that is not a finite number (NaN, an infinity), or a price that
+// is negative or not a finite number. Every runner refuses a run whose
+// budget, or whose runner's default budget, fails it, before it sends
+// anything; so does package adapter, for the budget of its settings and
+// of its Options. A budget may not lift a limit by any value but
+// Unlimited: in a quota computed as allowed − used, a negative value is
+// exactly that of a user over it.
+func (b *Budget) Check() error {
+	if err := b.check(); err != nil {
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: budget", Err: err}
+	}
+	return nil
+}
+
+func (b *Budget) check() error {
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{{"MaxInputTokens", b.MaxInputTokens}, {"MaxOutputTokens", b.MaxOutputTokens}, {"MaxTotalTokens", b.MaxTotalTokens}, {"MaxToolCalls", b.MaxToolCalls}} {
+		if f.v < 0 && f.v != Unlimited {
+			return fmt.Errorf("%s is %d: a limit is positive, 0 (none of its own) or Unlimited (-1)", f.name, f.v)
+		}
+	}
+	switch c := b.MaxCost; {
+	case math.IsNaN(c) || math.IsInf(c, 0):
+		return fmt.Errorf("MaxCost is %v: a cost limit is a finite number", c)
+	case c < 0 && c != Unlimited:
+		return fmt.Errorf("MaxCost is %v: a cost limit is positive, 0 (none of its own) or Unlimited (-1)", c)
+	}
+	for _, model := range slices.Sorted(maps.Keys(b.Prices)) {
+		p := b.Prices[model]
+		for _, v := range [...]float64{p.Input, p.Output} {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("the price of %q is %v: a price is a finite number, 0 or more", model, v)
+			}
+		}
+	}
+	return nil
+}
+
 // Over returns b with the fields it leaves zero taken from def (a
 // runner's default), and its [Unlimited] fields cleared (no limit): the
 // budget of a run whose options set b. Prices are def's when b has none.
+// b and def are expected to pass [Budget.Check]; Over does not check
+// them.
 func (b Budget) Over(def Budget) Budget {
-	pick := func(v, d int64) int64 {
-		switch {
-		case v == Unlimited:
-			return 0
-		case v == 0 && d > 0:
-			return d
+	l := b.layer(&def)
+	return l.limits()
+}
+
+// layer returns b with the fields it leaves zero taken from def, and its
+// Prices def's when it has none; [Unlimited] stays as it is, so that the
+// budget says what it lifts when it is laid over another in turn (a
+// resume's options over what its run recorded).
+func (b Budget) layer(def *Budget) Budget {
+	pick := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
 		}
-		return max(v, 0)
 	}
-	b.MaxInputTokens = pick(b.MaxInputTokens, def.MaxInputTokens)
-	b.MaxOutputTokens = pick(b.MaxOutputTokens, def.MaxOutputTokens)
-	b.MaxTotalTokens = pick(b.MaxTotalTokens, def.MaxTotalTokens)
-	b.MaxToolCalls = pick(b.MaxToolCalls, def.MaxToolCalls)
-	switch {
-	case b.MaxCost == Unlimited:
-		b.MaxCost = 0
-	case b.MaxCost == 0 && def.MaxCost > 0:
+	pick(&b.MaxInputTokens, def.MaxInputTokens)
+	pick(&b.MaxOutputTokens, def.MaxOutputTokens)
+	pick(&b.MaxTotalTokens, def.MaxTotalTokens)
+	pick(&b.MaxToolCalls, def.MaxToolCalls)
+	if b.MaxCost == 0 {
 		b.MaxCost = def.MaxCost
 	}
-	b.MaxCost = max(b.MaxCost, 0)
 	if b.Prices == nil {
 		b.Prices = def.Prices
 	}
+	return b
+}
+
+// limits returns b with its [Unlimited] fields cleared: the limits a run
+// is held to.
+func (b Budget) limits() Budget {
+	b.MaxInputTokens, b.MaxOutputTokens = max(b.MaxInputTokens, 0), max(b.MaxOutputTokens, 0)
+	b.MaxTotalTokens, b.MaxToolCalls = max(b.MaxTotalTokens, 0), max(b.MaxToolCalls, 0)
+	b.MaxCost = max(b.MaxCost, 0)
 	return b
 }
 
@@ -240,7 +314,13 @@ func spentBy(res *Result, unpriced string) Spent {
 
 // spend is a run's budget and what its turn's earlier runs left to it.
 type spend struct {
-	b Budget // the run's (RunOptions over Options)
+	b Budget // the limits the run is held to: given, its Unlimited fields cleared
+	// given is the run's budget as it is noted with the turn's totals
+	// (see totals): its options' over what the turn's run before it
+	// noted (a resume), or over the runner's (Options.Budget), its
+	// Unlimited fields kept. noted is the one noted when the run began,
+	// nil if none.
+	given, noted *Budget
 	// held are the calls of a step whose usage an earlier run of the turn
 	// counted before it stopped on its budget, without running them (see
 	// overBudget): given again, the step is not counted twice.
@@ -248,6 +328,33 @@ type spend struct {
 	// noPrice names a model without a price in the table, under a cost
 	// limit.
 	noPrice string
+}
+
+// set sets the run's budget: b (its options') over the one noted for
+// its turn (noted, nil if none; a run that starts a turn has none) or,
+// without one, over def (the runner's).
+func (sp *spend) set(b Budget, noted, def *Budget) {
+	if noted != nil {
+		def = noted
+	}
+	given := b.layer(def)
+	sp.b, sp.given, sp.noted = given.limits(), &given, noted
+}
+
+// toNote returns the budget to note with the turn's totals, nil if the
+// run has none.
+func (sp *spend) toNote() *Budget {
+	if sp.given == nil || sp.given.zero() {
+		return nil
+	}
+	return sp.given
+}
+
+// unnoted reports whether the turn's totals do not note the run's
+// budget yet: a resume or a takeover of the turn would not find it.
+func (sp *spend) unnoted() bool {
+	b := sp.toNote()
+	return b != nil && (sp.noted == nil || !sp.noted.same(b))
 }
 
 // add adds step's usage, and its cost at the budget's prices, to res,
@@ -272,11 +379,6 @@ func costText(c float64) string {
 	return fmt.Sprintf("%.6g", math.Round(c*1e6)/1e6)
 }
 
-// newSpend returns the spending of a run with options ro.
-func (r *Runner) newSpend(ro *RunOptions) spend {
-	return spend{b: ro.Budget}
-}
-
 // overBudget returns the error of a run whose budget does not let it run
 // step's calls, nil if it does. Before it returns one, it notes the
 // turn's totals with the step's usage and the step's calls held (not
@@ -288,7 +390,7 @@ func (r *Runner) overBudget(ctx context.Context, sp *spend, res *Result, step *d
 	if err == nil {
 		return nil
 	}
-	r.noteTotalsHeld(ctx, step.Thread, res, step.Calls)
+	r.noteTotals(ctx, step.Thread, res, sp, step.Calls)
 	r.keepThread(step.Thread)
 	return err
 }

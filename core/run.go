@@ -71,6 +71,18 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 	if b.thread != "" {
 		thread = b.thread
 	}
+	if err := r.checkBudgets(&ro.Budget); err != nil {
+		r.send(ctx, sk, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
+		if thread == "" {
+			return nil, err
+		}
+		return &Result{Thread: thread}, err
+	}
+	if b.thread == "" {
+		// A run that starts a turn: its record keeps its budget whole. A
+		// resume's is laid over the turn's in loop.
+		ro.Budget = ro.Budget.layer(&r.opts.Budget)
+	}
 	ru := &run{r: r, ro: ro, thread: thread, resumed: b.thread != "", sk: sk, hold: r.threads.hold()}
 	ru.hold.noWait = ro.NoWait
 	defer ru.hold.release()
@@ -230,10 +242,11 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 	r := ru.r
 	ru.t0 = time.Now()
 	ru.res = &Result{Thread: ru.thread}
-	ru.sp = r.newSpend(&ru.ro)
+	var noted *Budget
 	if ru.resumed {
-		ru.counted = r.loadTotals(ctx, ru.thread, ru.res, &ru.sp)
+		ru.counted, noted = r.loadTotals(ctx, ru.thread, ru.res, &ru.sp)
 	}
+	ru.sp.set(ru.ro.Budget, noted, &r.opts.Budget)
 	ru.noted = ru.counted != nil
 	res, sp, counted, sk := ru.res, &ru.sp, ru.counted, ru.sk
 	for {
@@ -279,6 +292,13 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 		if err := r.overBudget(ctx, sp, res, step); err != nil {
 			return ru.finish(ctx, err)
 		}
+		if sp.unnoted() {
+			// The turn's budget is the run's from now on: a resume given
+			// none, in this process or another, keeps it. The step's usage
+			// is counted: held, it is not counted again when given again.
+			r.noteTotals(ctx, step.Thread, res, sp, step.Calls)
+			ru.noted = true
+		}
 		if pending, err := r.pause(ctx, ru.rec, step); err != nil || len(pending) > 0 {
 			if err == nil {
 				res.Pending = pending
@@ -290,21 +310,20 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 		ru.send(ctx, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: sp.b.remaining(res)})
 
 		results, err := r.runCalls(ctx, step, res.Steps, sk, ru.rec.fence())
-		if err == errPaused {
+		for err == errPaused {
 			// The calls that needed no decision ran, their results
 			// journaled; the step's results go when every call is decided.
-			if res.Pending, err = r.pause(ctx, ru.rec, step); err == nil && len(res.Pending) == 0 {
-				// Every call awaiting a decision was decided, or expired,
-				// meanwhile: the step goes again (the journal holds the
-				// results of the calls that ran).
-				res.Steps--
-				continue
+			if res.Pending, err = r.pause(ctx, ru.rec, step); err != nil {
+				return ru.finish(ctx, err)
 			}
-			if err == nil {
-				err = awaitingError(step.Thread, len(res.Pending), "pause")
+			if len(res.Pending) > 0 {
 				r.keepThread(step.Thread) // another process may decide and resume
+				return ru.finish(ctx, awaitingError(step.Thread, len(res.Pending), "pause"))
 			}
-			return ru.finish(ctx, err)
+			// Every call awaiting a decision was decided, or expired,
+			// meanwhile: the step's calls run again (the journal holds the
+			// results of those that ran), the step counted once.
+			results, err = r.runCalls(ctx, step, res.Steps, sk, ru.rec.fence())
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -361,7 +380,7 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 		if next != nil && next.Thread != "" {
 			on = next.Thread
 		}
-		r.noteTotals(ctx, on, res)
+		r.noteTotals(ctx, on, res, sp, nil)
 		ru.noted = true
 		submitted.Remaining = sp.b.remaining(res)
 		r.emit(ctx, submitted)
@@ -370,6 +389,18 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 		}
 		step = next
 	}
+}
+
+// checkBudgets checks a run's budget (b, its options') and its runner's
+// default (Options.Budget): see [Budget.Check].
+func (r *Runner) checkBudgets(b *Budget) error {
+	if err := b.check(); err != nil {
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: run", Err: fmt.Errorf("RunOptions.Budget: %w", err)}
+	}
+	if err := r.opts.Budget.check(); err != nil {
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: run", Err: fmt.Errorf("the runner's Options.Budget: %w", err)}
+	}
+	return nil
 }
 
 // finish ends the run with err (nil: the model answered): the turn's

@@ -241,8 +241,12 @@ type RunOptions struct {
 	// Budget bounds what this run may spend (see [Budget]): its fields
 	// override those of Options.Budget that they set, [Unlimited] lifting
 	// one. A resume, or a worker taking the run over, counts from the
-	// turn's start; a resume with a raised budget goes on past the one
-	// that stopped the run.
+	// turn's start, and keeps the turn's budget: a resume's fields
+	// override those of the turn's budget that they set (a resume with a
+	// raised budget goes on past the one that stopped the run; one
+	// without keeps it). A budget that fails [Budget.Check], here or in
+	// Options.Budget, fails the run with an InvalidArgument error before
+	// anything is sent.
 	Budget Budget
 	// NoWait makes a run on a thread another run works on (in this
 	// runner, or recorded running in the journal by a live worker of
@@ -265,7 +269,6 @@ func (r *Runner) runOptions(opts *RunOptions) RunOptions {
 	}
 	defaults.Positive(&ro.MaxSteps, r.opts.MaxSteps)
 	defaults.Positive(&ro.Timeout, r.opts.RunTimeout)
-	ro.Budget = ro.Budget.Over(r.opts.Budget)
 	return ro
 }
 

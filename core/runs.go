@@ -43,7 +43,7 @@ type runOptionsJSON struct {
 // optionsJSON returns what a run record keeps of ro, and input.
 func optionsJSON(ro *RunOptions, input string) runOptionsJSON {
 	o := runOptionsJSON{MaxSteps: ro.MaxSteps, Timeout: ro.Timeout, Input: input}
-	if ro.Budget.limited() || ro.Budget.Prices != nil {
+	if !ro.Budget.zero() {
 		o.Budget = &ro.Budget
 	}
 	return o
@@ -342,7 +342,7 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 // keeps runs and that the runner did not make itself (an error whose code
 // is FailedPrecondition otherwise); a run that continues a thread
 // (opts.Thread), or whose input has parts or a format, cannot be
-// enqueued (InvalidArgument).
+// enqueued, nor one whose budget fails [Budget.Check] (InvalidArgument).
 func (r *Runner) Enqueue(ctx context.Context, input string, opts *RunOptions) (string, error) {
 	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok || r.own != nil {
@@ -352,6 +352,9 @@ func (r *Runner) Enqueue(ctx context.Context, input string, opts *RunOptions) (s
 	if opts != nil {
 		if opts.Thread != "" || len(opts.Parts) > 0 || opts.Format != nil {
 			return "", errcode.Errorf(errcode.InvalidArgument, "core: enqueue: a run enqueued starts a new thread with text input (no thread, parts or format)")
+		}
+		if err := opts.Budget.check(); err != nil {
+			return "", &errcode.Error{Code: errcode.InvalidArgument, Op: "core: enqueue", Err: fmt.Errorf("RunOptions.Budget: %w", err)}
 		}
 		o = optionsJSON(opts, "")
 	}

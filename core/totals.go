@@ -28,6 +28,9 @@ type totals struct {
 	// spend.held). Notes written before budgets have neither.
 	Cost float64   `json:"cost,omitempty"`
 	Held []callRef `json:"held,omitempty"`
+	// Budget is the turn's budget (see spend.given), for a resume that
+	// is given none of its own; notes written before it have none.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // A callRef names a call whose result was sent, to read it back from the
@@ -41,20 +44,16 @@ type callRef struct {
 }
 
 // noteTotals records res's totals on thread, the one the turn's next step
-// comes on, after a step's results were sent. A failure costs only the
-// counts of a later run, so it is logged.
-func (r *Runner) noteTotals(ctx context.Context, thread string, res *Result) {
-	r.noteTotalsHeld(ctx, thread, res, nil)
-}
-
-// noteTotalsHeld is noteTotals, with the calls of a step held (counted,
-// not run: see spend.held).
-func (r *Runner) noteTotalsHeld(ctx context.Context, thread string, res *Result, held []Call) {
+// comes on, with the run's budget (sp's), after a step's results were
+// sent, or with the calls of a step held (counted, not run: see
+// spend.held). A failure costs only the counts of a later run, so it is
+// logged.
+func (r *Runner) noteTotals(ctx context.Context, thread string, res *Result, sp *spend, held []Call) {
 	n, ok := r.opts.Journal.(journaldriver.Notes)
 	if !ok || thread == "" {
 		return
 	}
-	t := totals{Steps: res.Steps, Usage: res.Usage, Calls: make([]callRef, len(res.Calls)), Cost: res.Cost}
+	t := totals{Steps: res.Steps, Usage: res.Usage, Calls: make([]callRef, len(res.Calls)), Cost: res.Cost, Budget: sp.toNote()}
 	for i, tr := range res.Calls {
 		t.Calls[i] = refOf(&tr.Call)
 	}
@@ -63,6 +62,7 @@ func (r *Runner) noteTotalsHeld(ctx context.Context, thread string, res *Result,
 	}
 	b, _ := json.Marshal(t)
 	r.setTotals(ctx, n, thread, string(b))
+	sp.noted = sp.given
 }
 
 func refOf(c *Call) callRef {
@@ -88,21 +88,25 @@ func (r *Runner) setTotals(ctx context.Context, n journaldriver.Notes, thread, v
 // runs of its turn, if any: their steps and usage, and the results they
 // sent, read back from the journal (without their arguments; a result
 // the journal no longer holds is left out), their calls' count and
-// cost; the calls of a step they held go to sp. It returns the keys of the
-// calls counted, nil when nothing was noted.
-func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result, sp *spend) map[journaldriver.Key]bool {
+// cost, and the turn's budget; the calls of a step they held go to sp's
+// held. It returns the keys of the calls counted, nil when nothing was
+// noted, and the budget noted, nil if none.
+func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result, sp *spend) (map[journaldriver.Key]bool, *Budget) {
 	n, ok := r.opts.Journal.(journaldriver.Notes)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	v, found, err := n.Note(ctx, r.b.Name(), thread, totalsNote)
 	if err != nil || !found || v == "" {
-		return nil
+		return nil, nil
 	}
 	var t totals
 	if err := json.Unmarshal([]byte(v), &t); err != nil {
 		r.opts.Logger.WarnContext(ctx, "toolrelay: the run's totals in the journal are damaged", "thread", thread, errorAttr(err))
-		return nil
+		return nil, nil
+	}
+	if t.Budget != nil && t.Budget.Check() != nil {
+		t.Budget = nil // not one a runner wrote: the runner's own instead
 	}
 	res.Steps, res.Usage, res.Cost, res.ToolCalls = t.Steps, t.Usage, t.Cost, len(t.Calls)
 	if len(t.Held) > 0 {
@@ -125,7 +129,7 @@ func (r *Runner) loadTotals(ctx context.Context, thread string, res *Result, sp 
 		tr.Resend = e.State == journaldriver.Submitted
 		res.Calls = append(res.Calls, tr)
 	}
-	return counted
+	return counted, t.Budget
 }
 
 // allCounted reports whether counted holds every call of calls.

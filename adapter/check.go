@@ -1,7 +1,9 @@
 package adapter
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -58,11 +60,17 @@ func checkRanges(v reflect.Value, prefix string) error {
 		case int:
 			err = checkInt(x, min)
 		case float64:
-			if x < 0 {
+			switch {
+			case math.IsNaN(x) || math.IsInf(x, 0):
+				err = fmt.Errorf("%v is not a finite number", x)
+			case x < 0:
 				err = fmt.Errorf("%v is negative (0 means no limit)", x)
 			}
 		case Prices:
-			err = checkPrices(x)
+			// core's rule, its error without core's prefix.
+			if err = (&core.Budget{Prices: x}).Check(); err != nil {
+				err = errors.Unwrap(err)
+			}
 		}
 		if err != nil {
 			return invalidSetting(key, f.Tag.Get("env"), err)
@@ -83,16 +91,6 @@ func checkDuration(d time.Duration, min string) error {
 		return fmt.Errorf("%v is negative (0 means the default)", d)
 	}
 	return fmt.Errorf("%v is under the minimum, %v (0 means the default)", d, floor)
-}
-
-// checkPrices refuses a negative price.
-func checkPrices(p Prices) error {
-	for model, price := range p {
-		if price.Input < 0 || price.Output < 0 {
-			return fmt.Errorf("the price of %q is negative", model)
-		}
-	}
-	return nil
 }
 
 func checkInt(n int, min string) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,7 +226,7 @@ func TestLoadErrors(t *testing.T) {
 		{"cost not a number", map[string]string{"TOOLRELAY_MAX_COST": "NaN"}, nil, "TOOLRELAY_MAX_COST: not a number"},
 		{"negative cost", map[string]string{"TOOLRELAY_MAX_COST": "-0.5"}, nil, "max_cost (TOOLRELAY_MAX_COST): -0.5 is negative"},
 		{"bad prices", map[string]string{"TOOLRELAY_PRICES": `{"gpt":` + secret + `}`}, nil, "TOOLRELAY_PRICES: not a JSON object of prices"},
-		{"negative price in the file", file(`{"prices":{"gpt":{"input":-1,"output":2}}}`), nil, `prices (TOOLRELAY_PRICES): the price of "gpt" is negative`},
+		{"negative price in the file", file(`{"prices":{"gpt":{"input":-1,"output":2}}}`), nil, `prices (TOOLRELAY_PRICES): the price of "gpt" is -1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -475,5 +476,40 @@ func TestBudgetSettings(t *testing.T) {
 	_, err = r.Run(t.Context(), "look it up twice", nil)
 	if !errors.Is(err, core.ErrBudgetExceeded) || runs.Load() != 1 {
 		t.Errorf("Run = %v after %d calls; want ErrBudgetExceeded after 1", err, runs.Load())
+	}
+}
+
+// TestBudgetRefusedAtOpen (issue 46, item 2): a budget set in code that
+// no runner may take (core.Budget.Check) is refused by Open, with
+// InvalidArgument naming it, as the same values in the settings are;
+// before, negative prices in Options.Runner.Budget were taken, and under
+// a cost limit of 0.01 every step ran.
+func TestBudgetRefusedAtOpen(t *testing.T) {
+	neg := map[string]core.Price{"*": {Input: -1000, Output: -1000}}
+	tests := []struct {
+		name string
+		opts adapter.Options
+		says string
+	}{
+		{"negative prices", adapter.Options{Runner: core.Options{Budget: core.Budget{MaxCost: 0.01, Prices: neg}}}, `Options.Runner.Budget: core: budget: the price of "*" is -1000`},
+		{"NaN price", adapter.Options{Runner: core.Options{Budget: core.Budget{Prices: map[string]core.Price{"m": {Output: math.NaN()}}}}}, `the price of "m" is NaN`},
+		{"negative limit", adapter.Options{Runner: core.Options{Budget: core.Budget{MaxToolCalls: -3}}}, "MaxToolCalls is -3"},
+		{"NaN cost limit", adapter.Options{Runner: core.Options{Budget: core.Budget{MaxCost: math.NaN()}}}, "MaxCost is NaN"},
+		{"NaN cost setting in code", adapter.Options{Settings: adapter.Settings{MaxCost: math.NaN()}}, "max_cost (TOOLRELAY_MAX_COST): NaN is not a finite number"},
+		{"negative price setting in code", adapter.Options{Settings: adapter.Settings{Prices: adapter.Prices(neg)}}, `prices (TOOLRELAY_PRICES): the price of "*" is -1000`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.opts
+			o.Settings.Backend = "test-script"
+			o.BackendSettings = []any{coretest.FakeSettings{Script: coretest.Simple("lookup", `{}`, "done")}}
+			r, err := adapter.Open(t.Context(), nil, &o)
+			if err == nil {
+				r.Close()
+			}
+			if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("Open = %v, want InvalidArgument saying %q", err, tt.says)
+			}
+		})
 	}
 }

@@ -172,7 +172,9 @@ type Options struct {
 //
 // A backend that is not registered fails with code InvalidArgument, or,
 // for a built-in backend whose package the program does not import, with
-// code Unimplemented and an error naming the import to add.
+// code Unimplemented and an error naming the import to add. A budget
+// that fails core.Budget.Check, in the settings or in
+// opts.Runner.Budget, fails with code InvalidArgument, opening nothing.
 func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner, error) {
 	req, err := NewRequest(tools, opts)
 	if err != nil {
@@ -193,6 +195,10 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner
 		return nil, notRegistered(cfg.Backend)
 	}
 	ro := runnerOptions(cfg, o.Runner)
+	if err := ro.Budget.Check(); err != nil {
+		// Options.Runner.Budget: the settings' values were checked by Load.
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: open", Err: fmt.Errorf("Options.Runner.Budget: %w", err)}
+	}
 	var opened closers // what Open opens for the runner, to close with it
 	if ro.Journal == nil && cfg.Journal != "" {
 		store, err := journal.Open(ctx, cfg.Journal)

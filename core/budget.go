@@ -121,7 +121,7 @@ func (b *Budget) same(o *Budget) bool {
 // of its Options. A budget may not lift a limit by any value but
 // Unlimited: in a quota computed as allowed − used, a negative value is
 // exactly that of a user over it.
-func (b *Budget) Check() error {
+func (b Budget) Check() error {
 	if err := b.check(); err != nil {
 		return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: budget", Err: err}
 	}
@@ -155,20 +155,13 @@ func (b *Budget) check() error {
 }
 
 // Over returns b with the fields it leaves zero taken from def (a
-// runner's default), and its [Unlimited] fields cleared (no limit): the
-// budget of a run whose options set b. Prices are def's when b has none.
-// b and def are expected to pass [Budget.Check]; Over does not check
-// them.
+// runner's default): the budget of a run whose options set b. Prices are
+// def's when b has none. [Unlimited] stays as it is, meaning no limit
+// (every rule reads a limit of 0 or less as none), so that the budget
+// still says what it lifts when it is laid over another in turn (a
+// resume's options over the turn's budget). b and def are expected to
+// pass [Budget.Check]; Over does not check them.
 func (b Budget) Over(def Budget) Budget {
-	l := b.layer(&def)
-	return l.limits()
-}
-
-// layer returns b with the fields it leaves zero taken from def, and its
-// Prices def's when it has none; [Unlimited] stays as it is, so that the
-// budget says what it lifts when it is laid over another in turn (a
-// resume's options over what its run recorded).
-func (b Budget) layer(def *Budget) Budget {
 	pick := func(v *int64, d int64) {
 		if *v == 0 {
 			*v = d
@@ -184,15 +177,6 @@ func (b Budget) layer(def *Budget) Budget {
 	if b.Prices == nil {
 		b.Prices = def.Prices
 	}
-	return b
-}
-
-// limits returns b with its [Unlimited] fields cleared: the limits a run
-// is held to.
-func (b Budget) limits() Budget {
-	b.MaxInputTokens, b.MaxOutputTokens = max(b.MaxInputTokens, 0), max(b.MaxOutputTokens, 0)
-	b.MaxTotalTokens, b.MaxToolCalls = max(b.MaxTotalTokens, 0), max(b.MaxToolCalls, 0)
-	b.MaxCost = max(b.MaxCost, 0)
 	return b
 }
 
@@ -314,13 +298,11 @@ func spentBy(res *Result, unpriced string) Spent {
 
 // spend is a run's budget and what its turn's earlier runs left to it.
 type spend struct {
-	b Budget // the limits the run is held to: given, its Unlimited fields cleared
-	// given is the run's budget as it is noted with the turn's totals
-	// (see totals): its options' over what the turn's run before it
-	// noted (a resume), or over the runner's (Options.Budget), its
-	// Unlimited fields kept. noted is the one noted when the run began,
-	// nil if none.
-	given, noted *Budget
+	// b is the run's budget: its options' over the one noted with the
+	// turn's totals (a resume), or over the runner's (Options.Budget).
+	b Budget
+	// noted is the budget noted with the turn's totals, nil if none.
+	noted *Budget
 	// held are the calls of a step whose usage an earlier run of the turn
 	// counted before it stopped on its budget, without running them (see
 	// overBudget): given again, the step is not counted twice.
@@ -337,17 +319,16 @@ func (sp *spend) set(b Budget, noted, def *Budget) {
 	if noted != nil {
 		def = noted
 	}
-	given := b.layer(def)
-	sp.b, sp.given, sp.noted = given.limits(), &given, noted
+	sp.b, sp.noted = b.Over(*def), noted
 }
 
 // toNote returns the budget to note with the turn's totals, nil if the
 // run has none.
 func (sp *spend) toNote() *Budget {
-	if sp.given == nil || sp.given.zero() {
+	if sp.b.zero() {
 		return nil
 	}
-	return sp.given
+	return &sp.b
 }
 
 // unnoted reports whether the turn's totals do not note the run's

@@ -81,7 +81,7 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 	if b.thread == "" {
 		// A run that starts a turn: its record keeps its budget whole. A
 		// resume's is laid over the turn's in loop.
-		ro.Budget = ro.Budget.layer(&r.opts.Budget)
+		ro.Budget = ro.Budget.Over(r.opts.Budget)
 	}
 	ru := &run{r: r, ro: ro, thread: thread, resumed: b.thread != "", sk: sk, hold: r.threads.hold()}
 	ru.hold.noWait = ro.NoWait

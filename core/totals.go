@@ -28,7 +28,7 @@ type totals struct {
 	// spend.held). Notes written before budgets have neither.
 	Cost float64   `json:"cost,omitempty"`
 	Held []callRef `json:"held,omitempty"`
-	// Budget is the turn's budget (see spend.given), for a resume that
+	// Budget is the turn's budget (see spend.b), for a resume that
 	// is given none of its own; notes written before it have none.
 	Budget *Budget `json:"budget,omitempty"`
 }
@@ -62,7 +62,7 @@ func (r *Runner) noteTotals(ctx context.Context, thread string, res *Result, sp 
 	}
 	b, _ := json.Marshal(t)
 	r.setTotals(ctx, n, thread, string(b))
-	sp.noted = sp.given
+	sp.noted = t.Budget
 }
 
 func refOf(c *Call) callRef {

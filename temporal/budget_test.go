@@ -240,3 +240,69 @@ func TestBudgetReachedService(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetRefusedUpdate (issue 46, item 1, on Temporal): the run and
+// resume updates refuse, recording nothing, a budget core.Budget.Check
+// refuses (a client other than the Runner, which checks it before it
+// sends, may send one): InvalidArgument, nothing sent to the service, no
+// call run. Before, a negative limit lifted the loop's default.
+func TestBudgetRefusedUpdate(t *testing.T) {
+	for _, b := range []core.Budget{
+		{MaxToolCalls: -3},
+		{MaxTotalTokens: -100},
+		{MaxCost: -0.5},
+		{Prices: map[string]core.Price{"*": {Input: -1}}},
+	} {
+		e := newEnv(t, budgetScript(), Settings{Budget: core.Budget{MaxToolCalls: 1}})
+		var run, resume outcome
+		e.update(time.Second, UpdateRun, &run, RunRequest{Input: "go", Budget: b})
+		e.update(2*time.Second, UpdateResume, &resume, ResumeRequest{Budget: b})
+		e.run()
+		for what, o := range map[string]outcome{"run": run, "resume": resume} {
+			if errcode.Of(clientError(what, o.err)) != errcode.InvalidArgument || o.res != nil {
+				t.Errorf("%+v: the %s update = %v (a turn ran: %t); want it refused, InvalidArgument", b, what, o.err, o.res != nil)
+			}
+		}
+		if n, got := e.calls.Load(), e.backend.Received(); n != 0 || len(got) != 0 {
+			t.Errorf("%+v: %d calls ran, the service received %d requests; want none", b, n, len(got))
+		}
+	}
+}
+
+// TestResumeKeepsBudget (issue 46, item 4, on Temporal): a resume of a
+// turn held on its budget lays its budget over the turn's, field by
+// field, as core's Runner does: a raised tool call limit keeps the
+// turn's token limit, and a resume given none keeps the turn's (before,
+// the resume's budget replaced the turn's whole).
+func TestResumeKeepsBudget(t *testing.T) {
+	e := newEnvOn(t, budgetScript(), func(b *coretest.Backend) driver.Backend {
+		return coretest.Metered{Backend: b, Model: "gpt-test", Usage: stepUsage}
+	}, Settings{})
+	var run, raised, none outcome
+	var seen [3]seen
+	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather three times", Budget: core.Budget{MaxToolCalls: 1, MaxTotalTokens: 100}})
+	e.look(2*time.Second, &seen[0])
+	e.update(3*time.Second, UpdateResume, &raised, ResumeRequest{Budget: core.Budget{MaxToolCalls: 2}})
+	e.look(4*time.Second, &seen[1])
+	e.update(5*time.Second, UpdateResume, &none, ResumeRequest{})
+	e.look(6*time.Second, &seen[2])
+	e.run()
+	const un = core.Unlimited
+	rem := func(total, calls int64) core.Remaining {
+		return core.Remaining{Set: true, InputTokens: un, OutputTokens: un, TotalTokens: total, ToolCalls: calls, Cost: un}
+	}
+	three := core.Usage{InputTokens: 30, OutputTokens: 15, TotalTokens: 45}
+	for i, c := range []struct {
+		what string
+		o    outcome
+		want budgetOutcome
+	}{
+		{"a resume with a raised call limit", raised, budgetOutcome{Exceeded: true, Calls: 2, Submits: 2, Usage: three, ToolCalls: 2, Remaining: rem(55, 0), Finished: rem(55, 0), Started: []core.Remaining{rem(70, 1)}}},
+		{"a resume given none", none, budgetOutcome{Exceeded: true, Calls: 2, Submits: 2, Usage: three, ToolCalls: 2, Remaining: rem(55, 0), Finished: rem(55, 0)}},
+	} {
+		got := e.budgetOutcome(c.o, &seen[i+1])
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.what, diff)
+		}
+	}
+}

@@ -127,6 +127,9 @@ func (r *Runner) startTurn(ctx context.Context, thread string, req *RunRequest, 
 	if err := driver.CheckParts(req.Parts); err != nil {
 		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: run", Err: err}
 	}
+	if err := r.checkBudgets("run", req.Budget); err != nil {
+		return nil, err
+	}
 	start := r.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       thread,
 		TaskQueue:                r.opts.TaskQueue,
@@ -153,9 +156,11 @@ func (r *Runner) startTurn(ctx context.Context, thread string, req *RunRequest, 
 // does; when none runs, it returns the last turn's outcome. A turn that
 // stopped on its budget goes on instead, from the step whose calls it did
 // not run, with opts.Budget (over the loop's Settings.Budget) counted from
-// the turn's start: with a raised budget it runs the step's calls, with
-// the same it stops again. opts' other fields are ignored. A thread no
-// workflow has is NotFound.
+// the turn's start: opts.Budget's fields override those of the turn's
+// budget that they set (with a raised budget it runs the step's calls;
+// with the same, or none, it stops again). opts' other fields are
+// ignored. A thread no workflow has is NotFound; a budget that fails
+// core.Budget.Check is InvalidArgument, sending nothing.
 func (r *Runner) Resume(ctx context.Context, thread string, opts *core.RunOptions) (*core.Result, error) {
 	h, err := r.resume(ctx, thread, opts, false, client.WorkflowUpdateStageCompleted)
 	if err != nil {
@@ -176,7 +181,23 @@ func (r *Runner) resume(ctx context.Context, thread string, opts *core.RunOption
 	if opts != nil {
 		req.Budget = opts.Budget
 	}
+	if err := r.checkBudgets("resume", req.Budget); err != nil {
+		return nil, err
+	}
 	return r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateResume, Args: []any{req}, WaitForStage: stage})
+}
+
+// checkBudgets refuses, with InvalidArgument and sending nothing, a
+// turn whose budget (b, its RunOptions.Budget) or whose loop's default
+// fails core.Budget.Check, as core's Runner does.
+func (r *Runner) checkBudgets(op string, b core.Budget) error {
+	if err := b.Check(); err != nil {
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: " + op, Err: fmt.Errorf("RunOptions.Budget: %w", err)}
+	}
+	if err := r.opts.loop().Budget.Check(); err != nil {
+		return &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: " + op, Err: fmt.Errorf("the loop's LoopOptions.Budget: %w", err)}
+	}
+	return nil
 }
 
 // Decide records d about the call callID of thread, which awaits a

@@ -144,8 +144,10 @@ type Held struct {
 
 // ResumeRequest is the argument of the resume update.
 type ResumeRequest struct {
-	// Budget is a held turn's budget from now on (RunOptions.Budget, over
-	// Settings.Budget), counted from the turn's start.
+	// Budget is laid over the held turn's budget, field by field (a zero
+	// field keeps the turn's, core.Unlimited lifts it), as core's Runner
+	// lays a resume's over its turn's: the turn's budget from now on,
+	// counted from the turn's start.
 	Budget core.Budget `json:"budget,omitzero"`
 	// Stream asks for the held turn's text as it is written, for a
 	// reader of its events (ResumeStream).

@@ -121,6 +121,16 @@ type thread struct {
 	runPart int
 }
 
+// checkBudget refuses a turn's budget that core.Budget.Check refuses
+// (the Runner checks it before it sends the update; the validator holds
+// it for any client).
+func checkBudget(b core.Budget) error {
+	if err := b.Check(); err != nil {
+		return temporal.NewApplicationError(err.Error(), errcode.InvalidArgument.String())
+	}
+	return nil
+}
+
 // register sets the updates and the query.
 func (t *thread) register(ctx workflow.Context) error {
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRun, func(ctx workflow.Context, req RunRequest) (*TurnResult, error) {
@@ -132,7 +142,7 @@ func (t *thread) register(ctx workflow.Context) error {
 		if t.running || t.queued != nil {
 			return busy()
 		}
-		return nil
+		return checkBudget(req.Budget)
 	}})
 	if err != nil {
 		return err
@@ -141,15 +151,19 @@ func (t *thread) register(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	err = workflow.SetUpdateHandler(ctx, UpdateResume, func(ctx workflow.Context, req ResumeRequest) (*TurnResult, error) {
+	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateResume, func(ctx workflow.Context, req ResumeRequest) (*TurnResult, error) {
 		h := t.st.Held
 		if h == nil || t.running || t.queued != nil {
 			return t.wait(ctx)
 		}
 		run := h.Request
-		run.Budget, run.Stream = req.Budget, req.Stream
+		// The resume's budget over the turn's, field by field, as core's
+		// Runner lays a resume's over the budget its turn noted.
+		run.Budget, run.Stream = req.Budget.Over(h.Request.Budget), req.Stream
 		return t.queue(ctx, run, true)
-	})
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req ResumeRequest) error {
+		return checkBudget(req.Budget)
+	}})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"errors"
+	"math"
 	"sync/atomic"
 
 	"github.com/toolrelay/toolrelay/core"
@@ -108,5 +109,71 @@ func budgetReached(e *env) {
 	_, err := r.Run(e.t.Context(), "go", nil)
 	if !errors.Is(err, core.ErrBudgetExceeded) {
 		e.t.Fatalf("Run error = %v, want ErrBudgetExceeded", err)
+	}
+}
+
+// refusedBudgets are budgets no runner may take (see core.Budget.Check).
+var refusedBudgets = []core.Budget{
+	{MaxToolCalls: -3},
+	{MaxTotalTokens: -100},
+	{MaxCost: -0.5},
+	{MaxCost: math.NaN()},
+	{MaxCost: math.Inf(1)},
+	{Prices: map[string]core.Price{"*": {Input: -1}}},
+	{MaxCost: 1, Prices: map[string]core.Price{"*": {Output: math.NaN()}}},
+}
+
+// budgetRefused: a budget no runner may take, in a run's options (of a
+// start, a stream, a resume) or in the runner's, fails with
+// InvalidArgument before anything is sent or run, on every runner alike
+// (core's once ran every call under a NaN cost; Temporal's failed
+// encoding it, under Unknown).
+func budgetRefused(e *env) {
+	var runs atomic.Int32
+	r := e.runner(budgetScript(), &core.Options{Budget: core.Budget{MaxToolCalls: 2}}, tool(e, "getUserFavoriteCity", "", counted(&runs, favoriteCity), nil))
+	for _, b := range refusedBudgets {
+		_, err := r.Run(e.t.Context(), "go", &core.RunOptions{Budget: b})
+		e.wantCode(err, errcode.InvalidArgument)
+		s := r.Stream(e.t.Context(), "go", &core.RunOptions{Budget: b})
+		for range s.Events() {
+		}
+		_, err = s.Result()
+		e.wantCode(err, errcode.InvalidArgument)
+	}
+	if n := runs.Load(); n != 0 || len(e.h.Received()) != 0 {
+		e.t.Fatalf("the function ran %d times, the service received %v; want nothing", n, e.kinds())
+	}
+	res, err := r.Run(e.t.Context(), "go", &core.RunOptions{Budget: core.Budget{MaxToolCalls: 1}})
+	e.wantBudgetStop(err, &runs, 1)
+	for _, b := range refusedBudgets {
+		_, err := r.Resume(e.t.Context(), res.Thread, &core.RunOptions{Budget: b})
+		e.wantCode(err, errcode.InvalidArgument)
+	}
+	if n := runs.Load(); n != 1 || len(e.results()) != 1 {
+		e.t.Fatalf("after the refused resumes: the function ran %d times, %d results sent; want 1 and 1", n, len(e.results()))
+	}
+	bad := e.runner(budgetScript(), &core.Options{Budget: core.Budget{MaxCost: math.NaN()}}, tool(e, "getUserFavoriteCity", "", counted(&runs, favoriteCity), nil))
+	_, err = bad.Run(e.t.Context(), "go", nil)
+	e.wantCode(err, errcode.InvalidArgument)
+	if n := runs.Load(); n != 1 {
+		e.t.Errorf("under a runner's NaN cost limit the function ran; want it refused")
+	}
+}
+
+// budgetResumeKeeps: a turn keeps its run's budget: a resume given none
+// stops where the run stopped, and one given a budget overrides the
+// turn's field by field (a raised call limit keeps its other limits).
+func budgetResumeKeeps(e *env) {
+	var runs atomic.Int32
+	r := e.runner(budgetScript(), &core.Options{Budget: core.Budget{MaxToolCalls: 5}}, tool(e, "getUserFavoriteCity", "", counted(&runs, favoriteCity), nil))
+	res, err := r.Run(e.t.Context(), "go", &core.RunOptions{Budget: core.Budget{MaxToolCalls: 1, MaxCost: 100, Prices: map[string]core.Price{"*": {}}}})
+	e.wantBudgetStop(err, &runs, 1)
+	thread := res.Thread
+	res, err = r.Resume(e.t.Context(), thread, nil)
+	e.wantBudgetStop(err, &runs, 1)
+	res, err = r.Resume(e.t.Context(), thread, &core.RunOptions{Budget: core.Budget{MaxToolCalls: 2}})
+	e.wantBudgetStop(err, &runs, 2)
+	if res == nil || res.Remaining.ToolCalls != 0 || res.Remaining.Cost != 100 {
+		e.t.Errorf("Remaining = %+v, want no call left and the turn's cost limit kept (100 left)", res.Remaining)
 	}
 }

@@ -54,6 +54,8 @@ var scenarios = []scenario{
 	{"CancelThenNewInput", "a turn stopped by its run's context and abandoned with Runner.Cancel leaves the thread taking new input", cancelThenNewInput},
 	{"Budget/ToolCalls", "a run whose next calls would pass its budget stops before running them, sending nothing, with ErrBudgetExceeded (ResourceExhausted); a resume with the same budget stops again, one with a raised budget finishes the turn, each call once", budgetToolCalls},
 	{"Budget/Tokens", "a run whose token budget is spent stops before its next request, its step's calls not run; a resume with the budget lifted finishes the turn", budgetTokens},
+	{"Budget/Refused", "a budget no runner may take (a negative limit other than Unlimited, a cost or a price that is NaN, infinite or negative), in a run's options or the runner's, fails Run, Stream and Resume with InvalidArgument before anything is sent or run", budgetRefused},
+	{"Budget/ResumeKeeps", "a resume given no budget holds the turn to its run's; one given a budget overrides the turn's field by field", budgetResumeKeeps},
 	{"Budget/ServiceBudget", "a turn the service ends on its spending limit (budget_reached) gives ErrBudgetExceeded, as a run's own budget does", budgetReached},
 	{"MaxSteps", "a model that keeps calling ends the run with ErrMaxSteps, and the thread is not left waiting", maxSteps},
 	{"RepeatedCallID", "a step that repeats a call id ends the run with Internal, runs and sends nothing, and the turn is canceled, not left waiting", repeatedCallID},

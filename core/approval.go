@@ -199,8 +199,8 @@ func (r *Runner) awaiting(ctx context.Context, step *driver.Step) ([]Approval, e
 // looks again: a decision recorded while the run was still running did
 // not wake it (see Decide), so if every call is decided by then, the run
 // is recorded running here again and pause returns none; or, if the
-// worker that decided took the run on (it woke it), an error: the run
-// must not go on here too.
+// decision woke the run (leaving it to a Resume or a takeover, which may
+// have taken it already), an error: the run must not go on here too.
 func (r *Runner) pause(ctx context.Context, rec *runRecord, step *driver.Step) ([]Approval, error) {
 	pending, err := r.awaiting(ctx, step)
 	if err != nil || len(pending) == 0 || rec == nil {
@@ -320,29 +320,49 @@ func (r *Runner) checkDecision(a *Approval, d *Decision) error {
 	return nil
 }
 
-// wakeRun records the run paused on thread as running under this runner,
-// with a lease it does not renew: if the runner does not resume it (or
-// stops), another worker takes it over once the lease passes (see
-// [journaldriver.Runs]). It reports whether it did; it does nothing in a
-// journal that keeps no runs.
-func (r *Runner) wakeRun(ctx context.Context, thread string) bool {
+// decider is the owner under which this runner holds a run while it
+// records a decision (see Decide): not the runner's own, so that the hold
+// is told apart from a run of this runner on the same thread (a Resume
+// in this process), whose lease a decision must never end or shorten.
+func (r *Runner) decider() string { return r.opts.Owner + "/decision" }
+
+// wakeRun records the run paused on thread as running, held by this
+// runner's decider for lease, not renewed: if the decider stops, another
+// worker takes the run over once the lease passes (see
+// [journaldriver.Runs]); with a lease of 0, any worker's Resume or
+// TakeOver takes it at once. It reports whether it did; it does nothing
+// in a journal that keeps no runs.
+func (r *Runner) wakeRun(ctx context.Context, thread string, lease time.Duration) bool {
 	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok || r.own != nil {
 		return false
 	}
-	woke, err := runs.WakeRun(context.WithoutCancel(ctx), r.b.Name(), thread, r.opts.Owner, r.opts.Lease)
+	woke, err := runs.WakeRun(context.WithoutCancel(ctx), r.b.Name(), thread, r.decider(), lease)
 	if err != nil {
 		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the decided run", "thread", thread, errorAttr(err))
 	}
 	return woke
 }
 
-// wakeAfterDecision leaves the run of thread, after a decision, running
-// (to be resumed here or taken over) when no call of it awaits a decision
-// any more, and paused otherwise; woke says whether this runner woke it
-// before the decision. A run it puts back to paused is looked at again: a
-// decision recorded meanwhile by another worker may have found it awake,
-// and left it to this one.
+// letGo ends the decider's hold on the run of thread (see wakeRun) at
+// once, the run left running with its lease over: any worker's Resume
+// takes it without waiting, and so does a worker's TakeOver. A hold that
+// another worker took over meanwhile is left to it; one the journal
+// fails to end passes with its lease.
+func (r *Runner) letGo(ctx context.Context, runs journaldriver.Runs, thread string) {
+	err := runs.RenewRun(ctx, r.b.Name(), thread, r.decider(), 0)
+	if err != nil && !errors.Is(err, journaldriver.ErrLeaseLost) {
+		r.opts.Logger.WarnContext(ctx, "toolrelay: could not hand on the decided run", "thread", thread, errorAttr(err))
+	}
+}
+
+// wakeAfterDecision leaves the run of thread, after a decision, running,
+// for any worker to go on with at once (a Resume, in any process, or a
+// TakeOver), when no call of it awaits a decision any more, and paused
+// otherwise; woke says whether the decider woke it before the decision.
+// A run it puts back to paused is looked at again: a decision recorded
+// meanwhile by another worker may have found it awake, and left it to
+// this one. It never leaves the run held by the decider.
 func (r *Runner) wakeAfterDecision(ctx context.Context, ap journaldriver.Approvals, thread string, woke bool) {
 	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok || r.own != nil {
@@ -352,21 +372,28 @@ func (r *Runner) wakeAfterDecision(ctx context.Context, ap journaldriver.Approva
 	for {
 		list, err := ap.ListApprovals(ctx, r.b.Name(), thread)
 		if err != nil {
-			// Left running if woken: a takeover resumes it, and pauses
-			// it again if calls still await a decision.
+			// Left running if woken: a Resume or a takeover goes on
+			// with it, and pauses it again if calls still await a
+			// decision.
 			r.opts.Logger.WarnContext(ctx, "toolrelay: could not read the run's approvals", "thread", thread, errorAttr(err))
+			if woke {
+				r.letGo(ctx, runs, thread)
+			}
 			return
 		}
 		now := time.Now()
 		pending := slices.ContainsFunc(list, func(a Approval) bool { return a.Pending(now) })
 		switch {
-		case !pending && !woke:
-			r.wakeRun(ctx, thread)
+		case !pending && woke:
+			r.letGo(ctx, runs, thread)
 			return
-		case !pending, !woke:
+		case !pending:
+			r.wakeRun(ctx, thread, 0)
+			return
+		case !woke:
 			return
 		}
-		if err := runs.EndRun(ctx, r.b.Name(), thread, r.opts.Owner, journaldriver.RunAwaiting, ""); err != nil {
+		if err := runs.EndRun(ctx, r.b.Name(), thread, r.decider(), journaldriver.RunAwaiting, ""); err != nil {
 			return // another worker took it over
 		}
 		woke = false
@@ -386,11 +413,13 @@ func (r *Runner) wakeAfterDecision(ctx context.Context, ap journaldriver.Approva
 // FailedPrecondition. No error changes anything.
 //
 // In a journal that keeps runs, the decision that leaves no call of the
-// run awaiting one hands the run to this runner for Options.Lease: resume
-// it here within that time, or a worker's [Runner.TakeOver] (in any
-// process sharing the journal) resumes it once the lease passed, so that
-// a run whose every call is decided is never left parked, even when the
-// process that decided stops.
+// run awaiting one leaves the run to whoever goes on with it first, at
+// once: a Resume in any process sharing the journal (this one, the run's
+// own, or another) or a worker's [Runner.TakeOver], so that a run whose
+// every call is decided is never left parked. While the decision is
+// recorded, the run is held for Options.Lease, not renewed: if the
+// process that decides stops then, a worker's TakeOver resumes the run
+// once the lease passed.
 func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) error {
 	ap, err := r.approvals()
 	if err != nil {
@@ -413,11 +442,11 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) 
 		if err := r.checkDecision(&a, &d); err != nil {
 			return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, err)}
 		}
-		// The paused run is handed to this runner before the decision is
-		// recorded, and given back (paused) after, if calls still await
-		// one: a worker that stops in between leaves it to a takeover
-		// (see wakeAfterDecision).
-		woke := r.wakeRun(ctx, thread)
+		// The paused run is held by the decider before the decision is
+		// recorded, and let go after: running, or paused again if calls
+		// still await a decision (see wakeAfterDecision). A worker that
+		// stops in between leaves it to a takeover.
+		woke := r.wakeRun(ctx, thread, r.opts.Lease)
 		_, err := ap.DecideApproval(ctx, a.Key, d)
 		r.wakeAfterDecision(ctx, ap, thread, woke)
 		if errors.Is(err, journaldriver.ErrDecided) {

@@ -460,8 +460,9 @@ func (j *diesAfterDecision) ListApprovals(ctx context.Context, backend, thread s
 // TestDecidedRunTakenOver (issue 30, item 2): the worker that decides the
 // last pending call of a paused run stops before it resumes the run (it
 // never calls Resume, or it dies right after recording the decision):
-// another worker's TakeOver finds the run, once the decider's lease
-// passed, and finishes it, each call run once.
+// another worker's TakeOver finds the run (at once once the decider let
+// it go, else once the decider's lease passed) and finishes it, each call
+// run once.
 func TestDecidedRunTakenOver(t *testing.T) {
 	for _, how := range []string{"never resumes", "dies after the decision"} {
 		t.Run(how, func(t *testing.T) {

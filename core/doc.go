@@ -65,12 +65,13 @@
 // journal keeps (the memory, SQLite and PostgreSQL journals keep
 // approvals), so that the process may exit. [Runner.Decide] records a
 // decision, with who made it, in this process or another sharing the
-// journal; [Runner.Resume] then goes on: approved calls run (exactly once,
-// as every call), denied calls tell the model so, and a call left
-// undecided past [Options.ApprovalTimeout] is denied; [Runner.ResumeExpired]
-// finds the runs parked on such calls and resumes them. The service's own
-// approval requests (an MCP server's tool, a browser's access to an
-// origin) are calls of kind [ServiceApproval], decided the same way.
+// journal; [Runner.Resume], in any of them, then goes on at once:
+// approved calls run (exactly once, as every call), denied calls tell the
+// model so, and a call left undecided past [Options.ApprovalTimeout] is
+// denied; [Runner.ResumeExpired] finds the runs parked on such calls and
+// resumes them. The service's own approval requests (an MCP server's
+// tool, a browser's access to an origin) are calls of kind
+// [ServiceApproval], decided the same way.
 //
 // # Fleets
 //

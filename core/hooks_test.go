@@ -13,7 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/core/driver"
+	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // hookLog records what hooks see, and checks that each piece's context
@@ -133,4 +135,76 @@ func sortRuns(lines []string) []string {
 		i = max(j, i+1)
 	}
 	return out
+}
+
+// failingWrites is a journal whose writes of one kind fail with errDown:
+// op names them as the JournalWrite hook does ("claim", "finish",
+// "submitted").
+type failingWrites struct {
+	*journaldriver.Memory
+	op string
+}
+
+func (j failingWrites) Claim(ctx context.Context, key journaldriver.Key, digest, idem, owner string, lease time.Duration) (journaldriver.Entry, bool, error) {
+	if j.op == "claim" {
+		return journaldriver.Entry{}, false, errDown
+	}
+	return j.Memory.Claim(ctx, key, digest, idem, owner, lease)
+}
+
+func (j failingWrites) ClaimFenced(ctx context.Context, req journaldriver.ClaimRequest) (journaldriver.Entry, bool, error) {
+	if j.op == "claim" {
+		return journaldriver.Entry{}, false, errDown
+	}
+	return j.Memory.ClaimFenced(ctx, req)
+}
+
+func (j failingWrites) Finish(ctx context.Context, key journaldriver.Key, owner string, r journaldriver.Result) error {
+	if j.op == "finish" {
+		return errDown
+	}
+	return j.Memory.Finish(ctx, key, owner, r)
+}
+
+func (j failingWrites) MarkSubmitted(ctx context.Context, keys []journaldriver.Key) error {
+	if j.op == "submitted" {
+		return errDown
+	}
+	return j.Memory.MarkSubmitted(ctx, keys)
+}
+
+// TestJournalWriteHookErrors (issue 46, item 14): the JournalWrite hook
+// gets the error of a write that failed, with the write's name, so that a
+// program (package telemetry) can tell failed writes from slow ones; the
+// run fails with the same error.
+func TestJournalWriteHookErrors(t *testing.T) {
+	for _, op := range []string{"claim", "finish", "submitted"} {
+		t.Run(op, func(t *testing.T) {
+			var (
+				mu  sync.Mutex
+				got []error // of the writes named op
+			)
+			hooks := &core.Hooks{JournalWrite: func(_ context.Context, name string, _ time.Duration, err error) {
+				if name == op {
+					mu.Lock()
+					got = append(got, err)
+					mu.Unlock()
+				}
+			}}
+			book := mustTool(t)(core.NewTool("book", "Books a table.", func(context.Context, struct{}) (string, error) { return "booked", nil }, nil))
+			script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+				{Calls: []coretest.Call{{Name: "book", Arguments: []byte(`{}`)}}},
+				{Text: `{{output "book"}}`},
+			}}}}
+			r, _ := newRunner(t, script, []*core.Tool{book}, &core.Options{Journal: failingWrites{journaldriver.NewMemory(), op}, Hooks: hooks})
+			if _, err := r.Run(t.Context(), "book", nil); !errors.Is(err, errDown) {
+				t.Fatalf("Run = %v, want the failed %s's error", err, op)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 1 || !errors.Is(got[0], errDown) {
+				t.Errorf("the JournalWrite hook saw the %s writes end with %v; want one, with the journal's error (%v)", op, got, errDown)
+			}
+		})
+	}
 }

@@ -205,12 +205,16 @@ func (ru *run) begin(ctx context.Context, b beginning) (*Result, error) {
 	}
 	if moveErr != nil {
 		// Another worker took the start over (this one was stuck past its
-		// lease) and starts the run again: this thread must not go on.
+		// lease) and starts the run again, or the journal failed: this
+		// thread must not go on. The start's record ends failed, unless it
+		// is another worker's now: left running, it would be taken over,
+		// and the run its caller is told failed started again.
 		if step != nil {
 			thread = step.Thread
 		}
 		r.cancelTurn(ctx, thread)
 		err := r.journalError(ctx, moveErr)
+		ru.rec.end(ctx, err)
 		ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return &Result{Thread: thread}, err
 	}

@@ -254,15 +254,16 @@ func (rec *runRecord) goOn(ctx context.Context) error {
 		return nil
 	}
 	r := rec.r
-	// Only a run still paused goes on here: one that another worker woke
-	// (it decided), or even finished, meanwhile is that worker's.
+	// Only a run still paused goes on here: one that a decision woke
+	// meanwhile is left to whoever takes it (a Resume, a takeover), and
+	// may be finished already.
 	woke, err := rec.runs.WakeRun(ctx, r.b.Name(), rec.thread, r.opts.Owner, r.opts.Lease)
 	switch {
 	case err != nil:
 		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", rec.thread, errorAttr(err))
 		return nil
 	case !woke:
-		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("another worker goes on with the run of thread %s, its calls decided: %w", rec.thread, journaldriver.ErrLeaseLost)}
+		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the decision of its calls, made by another worker, woke the run of thread %s: it goes on with a Resume or a takeover, not here: %w", rec.thread, journaldriver.ErrLeaseLost)}
 	}
 	r.holdLease(rec.ctx, r.runKey(rec.thread))
 	rec.ended = false

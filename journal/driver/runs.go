@@ -28,18 +28,22 @@ type Runs interface {
 	// to it). It returns an error matching ErrLeaseLost, changing nothing,
 	// when the run is not running under owner any more.
 	MoveRun(ctx context.Context, backend, from, to, owner, options string) error
-	// RenewRun extends owner's lease on the running run of (backend,
-	// thread). It returns an error matching ErrLeaseLost when the run is
-	// not running under owner any more.
+	// RenewRun sets owner's lease on the running run of (backend,
+	// thread) to end lease from now. A lease of 0 ends it at once, the run
+	// left running: another owner's PutRun takes it, and ClaimRuns hands
+	// it out, without waiting (a worker that recorded a decision lets the
+	// run go this way: see core's Runner.Decide). It returns an error
+	// matching ErrLeaseLost when the run is not running under owner any
+	// more.
 	RenewRun(ctx context.Context, backend, thread, owner string, lease time.Duration) error
 	// WakeRun records owner's run of (backend, thread), if it is awaiting
 	// approval, as running under owner with a lease ending lease from
 	// now, and reports whether it did; a run in another state, or none,
 	// is left as it is. A worker that records a decision wakes the run
 	// this way (see core's Runner.Decide), so that if the worker stops
-	// before it resumes the run, the lease expires and another worker
-	// takes the run over (ClaimRuns): a run whose every call is decided
-	// is never left parked.
+	// before it lets the run go (RenewRun), the lease expires and another
+	// worker takes the run over (ClaimRuns): a run whose every call is
+	// decided is never left parked.
 	WakeRun(ctx context.Context, backend, thread, owner string, lease time.Duration) (bool, error)
 	// ClaimRuns gives owner, with a new lease, at most limit runs of
 	// backend that are running and whose lease expired, oldest lease

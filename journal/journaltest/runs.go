@@ -205,6 +205,37 @@ var runCases = []optionalCase[journaldriver.Runs]{
 		},
 	},
 	{
+		name:        "RunLetGo",
+		explanation: "RenewRun with a lease of 0 ends the owner's lease at once, the run left running: another owner's PutRun, refused while the lease lasted, takes it, and ClaimRuns hands it out, without waiting (a decision lets a run go this way, so that a resume elsewhere goes on at once).",
+		f: func(t *testing.T, j journaldriver.Runs) {
+			ctx := t.Context()
+			for _, thread := range []string{"resumed", "taken"} {
+				if err := j.PutRun(ctx, journaldriver.Run{Backend: "journaltest", Thread: thread, State: journaldriver.RunRunning, Owner: "decider", LeaseUntil: time.Now().Add(time.Hour)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			resume := journaldriver.Run{Backend: "journaltest", Thread: "resumed", State: journaldriver.RunRunning, Owner: "resumer", LeaseUntil: time.Now().Add(time.Hour)}
+			if err := j.PutRun(ctx, resume); !errors.Is(err, journaldriver.ErrLeaseLost) {
+				t.Fatalf("PutRun under the decider's live lease = %v, want ErrLeaseLost", err)
+			}
+			for _, thread := range []string{"resumed", "taken"} {
+				if err := j.RenewRun(ctx, "journaltest", thread, "decider", 0); err != nil {
+					t.Fatalf("RenewRun(%s, 0) by the owner: %v", thread, err)
+				}
+			}
+			if err := j.PutRun(ctx, resume); err != nil {
+				t.Errorf("PutRun once the decider let the run go = %v, want it taken", err)
+			}
+			got, err := j.ClaimRuns(ctx, "journaltest", "taker", live, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].Thread != "taken" || got[0].Owner != "taker" || got[0].State != journaldriver.RunRunning {
+				t.Errorf("ClaimRuns once the decider let the runs go = %+v, want taken (resumed is the resumer's, under a live lease)", got)
+			}
+		},
+	},
+	{
 		name:        "RunClaimRace",
 		explanation: "Of several owners claiming expired runs at once, each run goes to exactly one, and once claimed (its lease live) to no other: a journal that hands a live run to a second owner fails at once, naming the run, rather than looping until the test's deadline.",
 		f: func(t *testing.T, j journaldriver.Runs) {

@@ -143,11 +143,17 @@ func (b *Budget) check() error {
 	case c < 0 && c != Unlimited:
 		return fmt.Errorf("MaxCost is %v: a cost limit is positive, 0 (none of its own) or Unlimited (-1)", c)
 	}
-	for _, model := range slices.Sorted(maps.Keys(b.Prices)) {
-		p := b.Prices[model]
-		for _, v := range [...]float64{p.Input, p.Output} {
-			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("the price of %q is %v: a price is a finite number, 0 or more", model, v)
+	badPrice := func(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 0) }
+	for _, p := range b.Prices {
+		if !badPrice(p.Input) && !badPrice(p.Output) {
+			continue
+		}
+		for _, model := range slices.Sorted(maps.Keys(b.Prices)) { // the first by name, whatever the map's order
+			p := b.Prices[model]
+			for _, v := range [...]float64{p.Input, p.Output} {
+				if badPrice(v) {
+					return fmt.Errorf("the price of %q is %v: a price is a finite number, 0 or more", model, v)
+				}
 			}
 		}
 	}

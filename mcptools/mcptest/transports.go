@@ -3,6 +3,7 @@ package mcptest
 import (
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,14 +32,32 @@ func Over(t testing.TB, transport string) (mcptools.Server, string) {
 	case "stdio":
 		s.Command, s.Env = Command(dir)
 	case "http":
-		var hs *httptest.Server
+		var (
+			hs   *httptest.Server
+			mu   sync.Mutex
+			dead = map[string]bool{} // the sessions of the server that died
+		)
 		srv, rec := newServer(dir, func(req *mcp.CallToolRequest) {
-			// The server dies: its connections drop, its sessions are gone.
+			// The server dies: its connections drop, its sessions are gone
+			// (the server that comes back knows none of them).
+			mu.Lock()
+			dead[req.Session.ID()] = true
+			mu.Unlock()
 			go req.Session.Close()
 			hs.CloseClientConnections()
 		})
 		t.Cleanup(rec.close)
-		hs = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+		hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			gone := dead[r.Header.Get("Mcp-Session-Id")]
+			mu.Unlock()
+			if gone {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+			h.ServeHTTP(w, r)
+		}))
 		t.Cleanup(hs.Close)
 		s.URL = hs.URL
 	default:

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/webhooks"
 
@@ -44,7 +47,16 @@ const (
 	// DefaultWebhookLease is how long an event being handled is held, in
 	// the journal, against the other processes sharing it.
 	DefaultWebhookLease = time.Minute
+	// DefaultResumeRetryFor bounds how long a handler tries again a resume
+	// that failed for a reason that may pass (see WebhookOptions.RetryFor).
+	DefaultResumeRetryFor = 2 * time.Minute
+	// DefaultResumeRetryWait is the first wait before a resume is tried
+	// again; the wait doubles with each attempt, to maxResumeRetryWait.
+	DefaultResumeRetryWait = time.Second
 )
+
+// maxResumeRetryWait bounds the wait between two attempts at a resume.
+const maxResumeRetryWait = 30 * time.Second
 
 // WebhookJournal is the backend name under which a [WebhookHandler]
 // records, in its runner's journal, the events it took (an entry whose
@@ -81,8 +93,19 @@ type WebhookOptions struct {
 	// another process meanwhile is answered 503, and one after the lease
 	// passed (its handler died) is taken. Zero means DefaultWebhookLease.
 	Lease time.Duration
+	// RetryFor and RetryWait bound the attempts at a resume that fails
+	// for a reason that may pass (the service unavailable, a 502, 503 or
+	// 504: errcode.Unavailable; a 429; a network error): the handler tries
+	// it again after RetryWait, the wait doubling with each attempt (to
+	// 30 s at most, less a random part of up to half), until RetryFor has
+	// passed since the first failure, or until Shutdown. A resume that
+	// still fails is not recorded failed: its run is left in the journal
+	// for a [core.Runner.TakeOver] of a worker sharing it (see Resumes).
+	// Zero means DefaultResumeRetryFor and DefaultResumeRetryWait.
+	RetryFor, RetryWait time.Duration
 	// RunOptions are the options of each resume (nil: the runner's).
-	// Thread, Parts and Format are ignored.
+	// Thread, Parts and Format are ignored; HandOver is the handler's
+	// (the failures it tries again).
 	RunOptions *core.RunOptions
 	// Accept, if set, says whether the handler handles the events of a
 	// session: a webhook endpoint gets the events of every session of its
@@ -170,6 +193,18 @@ type WebhookOptions struct {
 // idle and failed are acknowledged (OnEvent gets them), as are the
 // project's other events.
 //
+// The service does not deliver again an event answered 200, so a resume
+// that fails for a reason that may pass (a short outage of the service) is
+// tried again, with backoff, for RetryFor (see RetryWait); the session
+// keeps its place among MaxResumes meanwhile. A resume that still fails,
+// or that Shutdown stops trying, is handed over
+// ([core.RunOptions].HandOver): its run's record stays running in the
+// runner's journal, its lease ended, so that a worker sharing the journal
+// that calls [core.Runner.TakeOver] (or [core.Runner.KeepTakingOver], as
+// a fleet should) goes on with it, as with the run of a worker that died;
+// so does the session's next event. OnResult gets its error (the last
+// attempt's).
+//
 // A resume started is not in the journal until the runner records its
 // run (at once, unless another worker holds the session): a process that
 // dies in between leaves the session waiting (the service does not deliver
@@ -184,10 +219,12 @@ type WebhookHandler struct {
 	journal journaldriver.Journal
 	owner   string
 	seen    *replaySet
+	ro      core.RunOptions // each resume's
 
-	life context.Context // the resumes'; ended by Shutdown when it gives up waiting
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	life    context.Context // the resumes'; ended by Shutdown when it gives up waiting
+	stop    context.CancelFunc
+	closing chan struct{} // closed by Shutdown: no resume is tried again
+	wg      sync.WaitGroup
 
 	mu     sync.Mutex
 	active map[string]*resuming // sessions being resumed
@@ -240,12 +277,19 @@ func NewWebhookHandler(runner *core.Runner, opts *WebhookOptions) (*WebhookHandl
 	defaults.Positive(&o.ReplayWindow, DefaultReplayWindow)
 	defaults.Positive(&o.MaxReplayEvents, DefaultMaxReplayEvents)
 	defaults.Positive(&o.Lease, DefaultWebhookLease)
+	defaults.Positive(&o.RetryFor, DefaultResumeRetryFor)
+	defaults.Positive(&o.RetryWait, DefaultResumeRetryWait)
+	if o.RunOptions != nil {
+		h.ro = *o.RunOptions
+	}
+	h.ro.HandOver = mayPass
 	h.log = o.Logger
 	if h.log == nil {
 		h.log = slog.Default()
 	}
 	h.seen = newReplaySet(o.ReplayWindow, o.MaxReplayEvents)
 	h.life, h.stop = context.WithCancel(context.Background())
+	h.closing = make(chan struct{})
 	return h, nil
 }
 
@@ -403,7 +447,7 @@ func (h *WebhookHandler) schedule(session string) bool {
 func (h *WebhookHandler) resume(session string) {
 	defer h.wg.Done()
 	for {
-		res, err := h.runner.Resume(h.life, session, h.opts.RunOptions)
+		res, err := h.tryResume(session)
 		h.report(session, res, err)
 		h.mu.Lock()
 		st := h.active[session]
@@ -420,12 +464,64 @@ func (h *WebhookHandler) resume(session string) {
 	}
 }
 
+// tryResume resumes session's run, and tries again while it fails for a
+// reason that may pass, until RetryFor has passed since the first failure
+// or until Shutdown; the run of the last attempt that failed so is handed
+// over (h.ro.HandOver), for a Runner.TakeOver.
+func (h *WebhookHandler) tryResume(session string) (*core.Result, error) {
+	var until time.Time
+	for wait := h.opts.RetryWait; ; wait = min(2*wait, maxResumeRetryWait) {
+		res, err := h.runner.Resume(h.life, session, &h.ro)
+		if err == nil || !mayPass(err) {
+			return res, err
+		}
+		if until.IsZero() {
+			until = time.Now().Add(h.opts.RetryFor)
+		}
+		d := wait - mrand.N(wait/2+1)
+		if time.Now().Add(d).After(until) {
+			return res, err
+		}
+		h.log.Info("openai: session resumed by webhook met a failure that may pass: trying again", "session", session, "in", d, "error", err)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-h.closing:
+			t.Stop()
+			return res, err
+		}
+	}
+}
+
+// mayPass reports whether a resume's error may pass if the resume is
+// tried again later: the service unavailable (502, 503, 504, or a
+// journal's connection lost: Unavailable), rate limited (429), or not
+// reached (a network error).
+func mayPass(err error) bool {
+	var (
+		api *oai.Error
+		ne  net.Error
+	)
+	switch errcode.Of(err) {
+	case errcode.Unavailable:
+		return true
+	case errcode.ResourceExhausted:
+		return errors.As(err, &api) && api.StatusCode == http.StatusTooManyRequests
+	case errcode.Unknown:
+		return errors.As(err, &ne)
+	}
+	return false
+}
+
 func (h *WebhookHandler) report(session string, res *core.Result, err error) {
 	switch {
 	case err == nil:
 		h.log.Info("openai: session resumed by webhook", "session", session, "turn", res.Turn, "steps", res.Steps)
 	case errors.Is(err, core.ErrAwaitingApproval):
 		h.log.Info("openai: session resumed by webhook awaits a decision", "session", session)
+	case mayPass(err):
+		h.log.Warn("openai: session resumed by webhook failed; its run is left for a Runner.TakeOver sharing the journal, or the session's next event",
+			"session", session, "error", err)
 	default:
 		h.log.Warn("openai: session resumed by webhook failed", "session", session, "error", err)
 	}
@@ -436,15 +532,20 @@ func (h *WebhookHandler) report(session string, res *core.Result, err error) {
 
 // Shutdown stops the handler: deliveries that would start a resume are
 // answered 503 from now on (the service delivers them again, to another
-// process or later), and it waits for the resumes in flight to end, or for
-// ctx to end. Then it stops the resumes still running (their runs stop as
-// a canceled context stops them: their turns wait on the service) and
-// returns an error whose code is the context's, naming the sessions whose
-// resume was cut short, for a [core.Runner.Resume] elsewhere. It returns
-// nil if every resume ended. Call it before closing the runner.
+// process or later), a resume waiting to be tried again is not (its run
+// is left for a [core.Runner.TakeOver]: see Resumes), and it waits for the
+// resumes in flight to end, or for ctx to end. Then it stops the resumes
+// still running (their runs stop as a canceled context stops them: their
+// turns wait on the service) and returns an error whose code is the
+// context's, naming the sessions whose resume was cut short, for a
+// [core.Runner.Resume] elsewhere. It returns nil if every resume ended.
+// Call it before closing the runner.
 func (h *WebhookHandler) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
-	h.closed = true
+	if !h.closed {
+		h.closed = true
+		close(h.closing)
+	}
 	h.mu.Unlock()
 	done := make(chan struct{})
 	go func() {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/webhooks"
 
 	"github.com/toolrelay/toolrelay/core"
@@ -725,5 +728,174 @@ func TestSignInAction(t *testing.T) {
 	res, err = h.runner.Resume(t.Context(), res.Thread, nil)
 	if err != nil || res.Text != "browser: signed in" {
 		t.Errorf("Resume = %+v, %v, want the answer after signing in", res, err)
+	}
+}
+
+// firstResult waits for the end of session's first resume, or fails the
+// test after a minute.
+func (l *hookLog) firstResult(t *testing.T, session string) hookResult {
+	t.Helper()
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for {
+		l.mu.Lock()
+		rs := l.results[session]
+		l.mu.Unlock()
+		if len(rs) > 0 {
+			return rs[0]
+		}
+		select {
+		case <-l.changed:
+		case <-timeout.C:
+			t.Fatalf("no resume of %s ended", session)
+		}
+	}
+}
+
+// sessionRequest reports whether r is a request about one session (not
+// the one that creates it).
+func sessionRequest(r *openaitest.Request) bool {
+	return strings.HasPrefix(r.Path, "agents/sessions/")
+}
+
+// TestWebhookOutage (issue 46, item 7): a delivery answered 200 whose
+// resume meets a short outage (the service answering 503 to the session's
+// requests; the SDK not retrying) is tried again, with backoff, and goes
+// on to the answer once the outage ends. An outage that outlasts RetryFor,
+// or a Shutdown while the resume waits to be tried again, leaves the run in
+// the shared journal, not failed: once the service is back, another
+// process's TakeOver finds it and finishes it. Every call runs once.
+func TestWebhookOutage(t *testing.T) {
+	tests := []struct {
+		name string
+		// failures is how many of the session's requests fail (0: until
+		// the test ends the outage).
+		failures            int
+		retryFor, retryWait time.Duration
+		// shutdown shuts the handler down once a request failed.
+		shutdown bool
+	}{
+		{name: "short", failures: 4, retryFor: time.Minute, retryWait: time.Millisecond},
+		{name: "outlasting RetryFor", retryFor: 50 * time.Millisecond, retryWait: time.Millisecond},
+		{name: "Shutdown while waiting", retryFor: time.Hour, retryWait: time.Hour, shutdown: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var failed atomic.Int32
+			var outage atomic.Bool
+			outage.Store(true)
+			failing := make(chan struct{})
+			var failingOnce sync.Once
+			ep := newEndpoint(t)
+			h := start(t, setup{
+				script: &coretest.Script{Turns: []coretest.Turn{{Steps: customerSteps}}},
+				server: &openaitest.Options{
+					Webhooks: &openaitest.Webhooks{URLs: []string{ep.URL}, Secret: hookSecret},
+					Fault: func(r *openaitest.Request) *openaitest.Fault {
+						if !sessionRequest(r) || !outage.Load() {
+							return nil
+						}
+						if n := failed.Add(1); tc.failures > 0 && int(n) >= tc.failures {
+							outage.Store(false) // this one fails, the next do not
+						}
+						failingOnce.Do(func() { close(failing) })
+						return &openaitest.Fault{Status: http.StatusServiceUnavailable}
+					},
+				},
+			})
+			agent := customerAgent(t, h)
+			url := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
+			noRetries := []option.RequestOption{option.WithMaxRetries(0)}
+			b := h.open(openai.Options{Agent: agent, RequestOptions: noRetries})
+			runner := core.NewRunner(b, h.tools, &core.Options{Journal: openJournal(t, url), Owner: "p1", Logger: discard()})
+			log := newHookLog()
+			hh, err := openai.NewWebhookHandler(runner, log.options(openai.WebhookOptions{RetryFor: tc.retryFor, RetryWait: tc.retryWait}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep.serve(hh)
+			session := newSession(t, h.backend, agent, "What does customer 123 pay?", nil)
+			if tc.shutdown {
+				<-failing
+				// Not a wait of RetryWait (an hour) for the next attempt.
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				if err := hh.Shutdown(ctx); err != nil {
+					t.Fatalf("Shutdown while a resume waits to be tried again: %v", err)
+				}
+				ep.serve(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) // the deliveries to come: 200
+			}
+
+			first := log.firstResult(t, session)
+			if tc.failures > 0 {
+				if first.err != nil || first.text != priceAnswer {
+					t.Fatalf("the resume ended with %q, %v; want %q: it was not tried again after the outage", first.text, first.err, priceAnswer)
+				}
+				if n := failed.Load(); int(n) != tc.failures {
+					t.Errorf("%d of the session's requests failed, want %d", n, tc.failures)
+				}
+			} else {
+				if errcode.Of(first.err) != errcode.Unavailable {
+					t.Fatalf("the resume ended with %q, %v; want Unavailable (the outage outlasts RetryFor)", first.text, first.err)
+				}
+				if n := failed.Load(); n < 2 && !tc.shutdown {
+					t.Errorf("%d of the session's requests failed, want the resume tried more than once", n)
+				}
+				outage.Store(false)
+				// Another process, sharing the journal, takes the run over.
+				taker := core.NewRunner(h.open(openai.Options{Agent: agent, RequestOptions: noRetries}), h.tools,
+					&core.Options{Journal: openJournal(t, url), Owner: "p2", Logger: discard()})
+				got, err := taker.TakeOver(t.Context())
+				if err != nil || len(got) != 1 || got[0].Thread != session || got[0].Text != priceAnswer {
+					var runs []journaldriver.Run
+					if rs, ok := openJournal(t, url).(journaldriver.Runs); ok {
+						runs, _ = rs.ListRuns(t.Context(), "", "", 10)
+					}
+					t.Fatalf("TakeOver = %+v, %v; want the run of %s finished (records: %+v)", got, err, session, runs)
+				}
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			if err := h.srv.FlushWebhooks(ctx); err != nil {
+				t.Fatal(err)
+			}
+			shutdown(t, hh)
+			if st := h.srv.SessionStatus(session); st != "idle" {
+				t.Errorf("session %s is %s, want idle", session, st)
+			}
+			if got, want := len(h.runCounts()), 2; got != want {
+				t.Errorf("%d calls ran, want %d", got, want)
+			}
+			h.checkOnce()
+		})
+	}
+}
+
+// TestWebhookRetriedErrors (issue 46, item 7): a webhook handler tries a
+// resume again after the failures that may pass (the service unavailable,
+// a 429, the service not reached), not after those that stay (a budget or
+// step limit, a refusal, a time limit, a cancellation).
+func TestWebhookRetriedErrors(t *testing.T) {
+	coded := func(c errcode.Code, err error) error { return &errcode.Error{Code: c, Op: "openai: resume", Err: err} }
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"503", coded(errcode.Unavailable, &oai.Error{StatusCode: http.StatusServiceUnavailable}), true},
+		{"a journal's connection lost", coded(errcode.Unavailable, errors.New("conn closed")), true},
+		{"429", coded(errcode.ResourceExhausted, &oai.Error{StatusCode: http.StatusTooManyRequests}), true},
+		{"not reached", coded(errcode.Unknown, &url.Error{Op: "Get", URL: "https://api.openai.com/v1/agents/sessions/sess_1", Err: refused}), true},
+		{"a budget", coded(errcode.ResourceExhausted, core.ErrMaxSteps), false},
+		{"400", coded(errcode.InvalidArgument, &oai.Error{StatusCode: http.StatusBadRequest}), false},
+		{"a time limit", coded(errcode.DeadlineExceeded, context.DeadlineExceeded), false},
+		{"canceled", coded(errcode.Canceled, context.Canceled), false},
+		{"unknown", coded(errcode.Unknown, errors.New("?")), false},
+	}
+	for _, tc := range tests {
+		if got := openai.MayPass(tc.err); got != tc.want {
+			t.Errorf("%s: tried again = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

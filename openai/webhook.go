@@ -47,6 +47,9 @@ const (
 	// DefaultWebhookLease is how long an event being handled is held, in
 	// the journal, against the other processes sharing it.
 	DefaultWebhookLease = time.Minute
+	// DefaultWebhookBodyTimeout bounds the time a delivery's body takes to
+	// arrive.
+	DefaultWebhookBodyTimeout = 10 * time.Second
 	// DefaultResumeRetryFor bounds how long a handler tries again a resume
 	// that failed for a reason that may pass (see WebhookOptions.RetryFor).
 	DefaultResumeRetryFor = 2 * time.Minute
@@ -78,6 +81,13 @@ type WebhookOptions struct {
 	// MaxBodyBytes bounds a delivery's body; a larger one is answered 413.
 	// Zero means DefaultMaxWebhookBytes.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time a delivery's body takes to arrive, from
+	// the handler's start (a read deadline on the connection, which
+	// net/http's server allows, over HTTP/1 and HTTP/2): a body that
+	// trickles in slower is answered 408 and its connection closed,
+	// whatever the server's own timeouts. Zero means
+	// DefaultWebhookBodyTimeout.
+	BodyTimeout time.Duration
 	// MaxResumes bounds the sessions the handler resumes at once; a
 	// delivery that would resume one more is answered 503 (Retry-After: 1),
 	// and the service delivers it again later. Zero means
@@ -146,13 +156,13 @@ type WebhookOptions struct {
 // # Verification
 //
 // Only POST is served (405 otherwise). The body is read up to
-// MaxBodyBytes (413 past it) and verified with openai-go's
-// client.Webhooks.UnwrapWithTolerance: the webhook-signature header must
-// be the endpoint secret's signature of the webhook-id, the
-// webhook-timestamp and the body, and the timestamp within Tolerance of the
-// clock. A delivery without those headers, with another signature, or
-// stale, is answered 401, and nothing else happens; a verified body that
-// is not an event, 400.
+// MaxBodyBytes (413 past it), within BodyTimeout (408 past it), and
+// verified with openai-go's client.Webhooks.UnwrapWithTolerance: the
+// webhook-signature header must be the endpoint secret's signature of the
+// webhook-id, the webhook-timestamp and the body, and the timestamp within
+// Tolerance of the clock. A delivery without those headers, with another
+// signature, or stale, is answered 401, and nothing else happens; a
+// verified body that is not an event, 400.
 //
 // # Replays
 //
@@ -277,6 +287,7 @@ func NewWebhookHandler(runner *core.Runner, opts *WebhookOptions) (*WebhookHandl
 	defaults.Positive(&o.ReplayWindow, DefaultReplayWindow)
 	defaults.Positive(&o.MaxReplayEvents, DefaultMaxReplayEvents)
 	defaults.Positive(&o.Lease, DefaultWebhookLease)
+	defaults.Positive(&o.BodyTimeout, DefaultWebhookBodyTimeout)
 	defaults.Positive(&o.RetryFor, DefaultResumeRetryFor)
 	defaults.Positive(&o.RetryWait, DefaultResumeRetryWait)
 	if o.RunOptions != nil {
@@ -301,14 +312,9 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusMethodNotAllowed, "a webhook is POSTed")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			answer(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body passes %d bytes", h.opts.MaxBodyBytes))
-			return
-		}
-		answer(w, http.StatusBadRequest, "the body could not be read")
+	body, status, msg := h.readBody(w, r)
+	if status != 0 {
+		answer(w, status, msg)
 		return
 	}
 	ev, err := h.svc.UnwrapWithTolerance(body, r.Header, h.opts.Tolerance)
@@ -323,11 +329,38 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusBadRequest, "not a webhook event")
 		return
 	}
-	status, msg := h.take(r.Context(), ev)
+	status, msg = h.take(r.Context(), ev)
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
 	answer(w, status, msg)
+}
+
+// readBody reads a delivery's body, up to MaxBodyBytes and within
+// BodyTimeout (a read deadline, where the ResponseWriter allows one), or
+// returns the delivery's answer.
+func (h *WebhookHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, string) {
+	rc := http.NewResponseController(w)
+	bounded := rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout)) == nil
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		if bounded {
+			// The server's own read, watching for the client to leave
+			// once the body is read, must not meet this deadline: it
+			// would end the delivery's context while it is handled.
+			rc.SetReadDeadline(time.Time{})
+		}
+		return body, 0, ""
+	case errors.As(err, &tooLarge):
+		return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body passes %d bytes", h.opts.MaxBodyBytes)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The deadline stays: what is left of the body is not read.
+		w.Header().Set("Connection", "close")
+		return nil, http.StatusRequestTimeout, fmt.Sprintf("the body did not arrive within %v", h.opts.BodyTimeout)
+	}
+	return nil, http.StatusBadRequest, "the body could not be read"
 }
 
 // answer writes a short plain-text answer.

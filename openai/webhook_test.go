@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -897,5 +898,85 @@ func TestWebhookRetriedErrors(t *testing.T) {
 		if got := openai.MayPass(tc.err); got != tc.want {
 			t.Errorf("%s: tried again = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// trickle opens a connection to the server at url and POSTs to it a body
+// announced as 1 MiB less a byte (within MaxBodyBytes) that it sends a
+// byte at a time, every 10 ms, until the connection is closed. It returns
+// the connection.
+func trickle(t *testing.T, url string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	head := fmt.Sprintf("POST / HTTP/1.1\r\nHost: hooks.example\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", openai.DefaultMaxWebhookBytes-1)
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if _, err := conn.Write([]byte(" ")); err != nil {
+				return
+			}
+		}
+	}()
+	return conn
+}
+
+// TestWebhookSlowBody (issue 46, item 8): a body that trickles in (a byte
+// every 10 ms, never done) to a server with no timeouts of its own is
+// answered 408 once BodyTimeout has passed, and its connection closed; a
+// delivery whose handling outlasts BodyTimeout (its body read at once)
+// keeps its context to the end.
+func TestWebhookSlowBody(t *testing.T) {
+	h := start(t, setup{script: oneTurn(text("hi"))})
+	const bound = 100 * time.Millisecond
+	var events atomic.Int32
+	hh, err := openai.NewWebhookHandler(h.runner, &openai.WebhookOptions{Secret: hookSecret, Logger: discard(), BodyTimeout: bound,
+		OnEvent: func(ctx context.Context, ev *webhooks.UnwrapWebhookEventUnion) error {
+			events.Add(1)
+			// Handled for 10 times the body's bound: its context lasts.
+			select {
+			case <-ctx.Done():
+				return errors.New("the delivery's context ended while it was handled")
+			case <-time.After(10 * bound):
+				return nil
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hh) // no ReadTimeout: the handler's bound is the only one
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { shutdown(t, hh) })
+
+	conn := trickle(t, srv.URL)
+	// A bound for the test only: without the handler's, the answer never comes.
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to a body that trickles in: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "did not arrive within 100ms") {
+		t.Errorf("a body that trickles in: %d %q, want 408 saying so", resp.StatusCode, b)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the 408, reading the connection = %v, want EOF (closed)", err)
+	}
+
+	idle := `{"id":"sess_9","environment_type":"none"}`
+	if status, body := deliver(t, srv.URL, hookSecret, "evt_slow", "agent.session.idle", idle, time.Now()); status != http.StatusOK {
+		t.Errorf("a delivery handled for longer than BodyTimeout: %d %q, want 200", status, body)
+	}
+	if n := events.Load(); n != 1 {
+		t.Errorf("OnEvent was called %d times, want once (the trickled body was never an event)", n)
 	}
 }

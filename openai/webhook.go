@@ -486,7 +486,9 @@ func (h *WebhookHandler) resume(session string) {
 		st := h.active[session]
 		if h.life.Err() != nil {
 			h.cut = append(h.cut, session)
-		} else if st.again && !h.closed {
+		} else if st.again {
+			// Even after Shutdown: the action's delivery was answered
+			// 200, and the service will not deliver it again.
 			st.again = false
 			h.mu.Unlock()
 			continue
@@ -567,12 +569,13 @@ func (h *WebhookHandler) report(session string, res *core.Result, err error) {
 // answered 503 from now on (the service delivers them again, to another
 // process or later), a resume waiting to be tried again is not (its run
 // is left for a [core.Runner.TakeOver]: see Resumes), and it waits for the
-// resumes in flight to end, or for ctx to end. Then it stops the resumes
-// still running (their runs stop as a canceled context stops them: their
-// turns wait on the service) and returns an error whose code is the
-// context's, naming the sessions whose resume was cut short, for a
-// [core.Runner.Resume] elsewhere. It returns nil if every resume ended.
-// Call it before closing the runner.
+// resumes in flight to end (a session whose action arrived during its
+// resume is resumed once more: that delivery was answered 200), or for
+// ctx to end. Then it stops the resumes still running (their runs stop as
+// a canceled context stops them: their turns wait on the service) and
+// returns an error whose code is the context's, naming the sessions whose
+// resume was cut short, for a [core.Runner.Resume] elsewhere. It returns
+// nil if every resume ended. Call it before closing the runner.
 func (h *WebhookHandler) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	if !h.closed {

@@ -980,3 +980,173 @@ func TestWebhookSlowBody(t *testing.T) {
 		t.Errorf("OnEvent was called %d times, want once (the trickled body was never an event)", n)
 	}
 }
+
+// TestWebhookTolerance (issue 46, item 13): the handler's Tolerance, not
+// openai-go's default of 5 minutes, bounds a delivery's age and how far
+// ahead of the clock it may be, narrower and wider alike.
+func TestWebhookTolerance(t *testing.T) {
+	h := start(t, setup{script: oneTurn(text("hi"))})
+	idle := `{"id":"sess_9","environment_type":"none"}`
+	now := time.Now()
+	tests := []struct {
+		tolerance time.Duration
+		age       time.Duration // negative: ahead of the clock
+		status    int
+		says      string
+	}{
+		{time.Minute, 2 * time.Minute, http.StatusUnauthorized, "too old"},
+		{time.Minute, -2 * time.Minute, http.StatusUnauthorized, "too new"},
+		{time.Minute, 10 * time.Second, http.StatusOK, "acknowledged"},
+		{10 * time.Minute, 7 * time.Minute, http.StatusOK, "acknowledged"},
+		{10 * time.Minute, -7 * time.Minute, http.StatusOK, "acknowledged"},
+		{10 * time.Minute, 11 * time.Minute, http.StatusUnauthorized, "too old"},
+	}
+	for i, tc := range tests {
+		hh, err := openai.NewWebhookHandler(h.runner, &openai.WebhookOptions{Secret: hookSecret, Logger: discard(), Tolerance: tc.tolerance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(hh)
+		status, body := deliver(t, srv.URL, hookSecret, fmt.Sprintf("evt_%d", i), "agent.session.idle", idle, now.Add(-tc.age))
+		srv.Close()
+		shutdown(t, hh)
+		if status != tc.status || !strings.Contains(body, tc.says) {
+			t.Errorf("Tolerance %v, a delivery of age %v (negative: ahead of the clock): %d %q, want %d saying %q", tc.tolerance, tc.age, status, body, tc.status, tc.says)
+		}
+	}
+}
+
+// TestWebhookReplayWhileHandled (issue 46, item 13): a delivery of an
+// event that the same handler is still handling (its first delivery's
+// OnEvent has not returned) is answered 503 with Retry-After, since that
+// handling may yet fail; once it succeeded, 200 with nothing done. OnEvent
+// sees the event once.
+func TestWebhookReplayWhileHandled(t *testing.T) {
+	h := start(t, setup{script: oneTurn(text("hi"))})
+	log := newHookLog()
+	hold, release := make(chan struct{}), make(chan struct{})
+	log.onEvent = func(*webhooks.UnwrapWebhookEventUnion) error {
+		close(hold)
+		<-release
+		return nil
+	}
+	hh, err := openai.NewWebhookHandler(h.runner, log.options(openai.WebhookOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hh)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { shutdown(t, hh) })
+	idle := `{"id":"sess_9","environment_type":"none"}`
+	at := time.Now()
+	send := func() (int, string, string) {
+		body := fmt.Appendf(nil, `{"id":"evt_1","object":"event","created_at":%d,"type":"agent.session.idle","data":%s}`, at.Unix(), idle)
+		hdr, err := openaitest.SignWebhook(hookSecret, "evt_1", at, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, bytes.NewReader(body))
+		req.Header = hdr
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header.Get("Retry-After")
+	}
+	first := make(chan int)
+	go func() {
+		status, _, _ := send()
+		first <- status
+	}()
+	<-hold
+	if status, body, retry := send(); status != http.StatusServiceUnavailable || retry == "" || !strings.Contains(body, "being handled") {
+		t.Errorf("the event again while its first delivery is handled: %d %q (Retry-After %q), want 503 with Retry-After", status, body, retry)
+	}
+	close(release)
+	if status := <-first; status != http.StatusOK {
+		t.Errorf("the first delivery: %d, want 200", status)
+	}
+	if status, body, _ := send(); status != http.StatusOK || !strings.Contains(body, "handled before") {
+		t.Errorf("the event again once handled: %d %q, want 200, handled before", status, body)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if diff := cmp.Diff(map[string]int{"evt_1": 1}, log.events); diff != "" {
+		t.Errorf("OnEvent calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestWebhookActionDuringResume (issue 46, item 13): actions of a session
+// that arrive while its resume runs (here, while its call's handler is
+// held) make the handler resume it once more when that resume ends, once
+// however many arrived: no action is lost, and no two resumes of a session
+// run at once.
+func TestWebhookActionDuringResume(t *testing.T) {
+	srv := openaitest.NewServer(oneTurn(calls(call("hold", `{}`)), text("released")), nil)
+	t.Cleanup(srv.Close)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var running, overlapped atomic.Int32
+	holdTool, err := core.NewTool("hold", "Holds until released.", func(ctx context.Context, _ struct{}) (string, error) {
+		started <- struct{}{}
+		<-release
+		return "done", nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := core.NewToolbox(holdTool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	a, err := b.Client().Beta.Agents.New(t.Context(), oai.BetaAgentNewParams{Model: "m", Tools: []oai.PersistedAgentToolParamUnion{
+		oai.PersistedAgentToolParamOfParamFunction("Holds.", "hold", map[string]any{"type": "object", "properties": map[string]any{}})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := newHookLog()
+	runner := core.NewRunner(b, tools, &core.Options{Logger: discard(), Hooks: &core.Hooks{
+		Run: func(ctx context.Context, _ *core.RunInfo) (context.Context, func(*core.Result, error)) {
+			if running.Add(1) > 1 {
+				overlapped.Add(1)
+			}
+			return ctx, func(*core.Result, error) { running.Add(-1) }
+		}}})
+	hh, err := openai.NewWebhookHandler(runner, log.options(openai.WebhookOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(hh)
+	t.Cleanup(hs.Close)
+	session := newSession(t, b, a.ID, "hold on", nil)
+	action := func(id string) {
+		t.Helper()
+		status, body := deliver(t, hs.URL, hookSecret, id, "agent.session.action_required", `{"id":"`+session+`","required_action":{"type":"function_call"}}`, time.Now())
+		if status != http.StatusOK || !strings.Contains(body, "resuming") {
+			t.Fatalf("action %s: %d %q, want 200 resuming", id, status, body)
+		}
+	}
+	action("evt_1")
+	<-started
+	action("evt_2") // while the first resume runs
+	action("evt_3")
+	close(release)
+	shutdown(t, hh) // waits for the resumes
+	want := []hookResult{{text: "released"}, {text: "released"}}
+	got := log.snapshot()[session]
+	for i := range got {
+		got[i].turn = "" // the same turn, answered again
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(hookResult{}), cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+		t.Errorf("resumes of the session (-want +got):\n%s", diff)
+	}
+	if n := overlapped.Load(); n != 0 {
+		t.Errorf("%d resumes of the session ran beside another", n)
+	}
+}

@@ -85,7 +85,9 @@ type WebhookOptions struct {
 	// the handler's start (a read deadline on the connection, which
 	// net/http's server allows, over HTTP/1 and HTTP/2): a body that
 	// trickles in slower is answered 408 and its connection closed,
-	// whatever the server's own timeouts. Zero means
+	// whatever the server's own timeouts. A ResponseWriter that allows no
+	// deadline (a middleware's wrapper without an Unwrap method) leaves
+	// the body to the server's ReadTimeout. Zero means
 	// DefaultWebhookBodyTimeout.
 	BodyTimeout time.Duration
 	// MaxResumes bounds the sessions the handler resumes at once; a

@@ -258,6 +258,17 @@ type RunOptions struct {
 	// anything, when the run holds its thread (none for a new thread): a
 	// run that ends without calling it did nothing.
 	Held func()
+	// HandOver, if set, is asked, when the run fails (not when it pauses
+	// for a decision), whether to hand it over rather than record it
+	// failed: if it says true, the run's record in a journal shared with
+	// other workers (one that keeps runs) is left running, its lease
+	// ended, as a dead worker's is, so that [Runner.TakeOver] goes on with
+	// it (or a resume does). It is for failures that may pass, such as a
+	// service unavailable (errcode.Unavailable): a run handed over on a
+	// failure that stays is taken over, and fails, again and again. A
+	// worker taking the run over does not ask it (the record keeps no
+	// function).
+	HandOver func(err error) bool
 }
 
 // runOptions returns the options of a run: opts (nil is usable), the

@@ -24,6 +24,8 @@ type runRecord struct {
 	thread  string
 	options string
 	ended   bool // end recorded how the run ended (see pause)
+	// handOver is the run's RunOptions.HandOver.
+	handOver func(error) bool
 	// ctx is the run's: its lease is renewed while ctx is not done (see
 	// leases).
 	ctx context.Context
@@ -81,7 +83,7 @@ func (r *Runner) newRecord(ctx context.Context, ro RunOptions) *runRecord {
 		return nil
 	}
 	b, _ := json.Marshal(optionsJSON(&ro, ""))
-	return &runRecord{r: r, runs: runs, options: string(b), ctx: ctx}
+	return &runRecord{r: r, runs: runs, options: string(b), ctx: ctx, handOver: ro.HandOver}
 }
 
 // recordStart records a run that starts a new thread before the request
@@ -227,7 +229,8 @@ func (rec *runRecord) fence() string {
 	return rec.thread
 }
 
-// end records how the run ended, and stops renewing its lease.
+// end records how the run ended, and stops renewing its lease; a run
+// failed with an error its HandOver says true of is handed over instead.
 func (rec *runRecord) end(ctx context.Context, err error) {
 	if rec == nil || rec.thread == "" || rec.ended {
 		return
@@ -238,10 +241,30 @@ func (rec *runRecord) end(ctx context.Context, err error) {
 	switch {
 	case errors.Is(err, ErrAwaitingApproval):
 		state = journaldriver.RunAwaiting
+	case err != nil && rec.handOver != nil && rec.handOver(err):
+		rec.handOff(context.WithoutCancel(ctx))
+		return
 	case err != nil:
 		state, msg = journaldriver.RunFailed, err.Error()
 	}
 	rec.endAs(context.WithoutCancel(ctx), state, msg)
+}
+
+// handOff leaves the run's record running with its lease ended, for
+// TakeOver (see RunOptions.HandOver), unless another worker took it over
+// meanwhile. A renewal under way as its lease was dropped may extend it
+// once more: TakeOver then finds it a lease later.
+func (rec *runRecord) handOff(ctx context.Context) {
+	r := rec.r
+	err := rec.runs.RenewRun(ctx, r.b.Name(), rec.thread, r.opts.Owner, 0)
+	switch {
+	case errors.Is(err, journaldriver.ErrLeaseLost):
+		r.opts.Logger.InfoContext(ctx, "toolrelay: another worker took the run over", "thread", rec.thread)
+	case err != nil:
+		r.opts.Logger.WarnContext(ctx, "toolrelay: could not hand the run over", "thread", rec.thread, errorAttr(err))
+	default:
+		r.opts.Logger.InfoContext(ctx, "toolrelay: run handed over, for a worker's TakeOver", "thread", rec.thread)
+	}
 }
 
 // pause records that the run waits for decisions on its thread; goOn

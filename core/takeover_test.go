@@ -356,3 +356,74 @@ func TestTakeOverOneAtATime(t *testing.T) {
 		}
 	})
 }
+
+// TestHandOver (issue 46, item 7): a run that fails with an error its
+// RunOptions.HandOver says true of (here the service unavailable as its
+// results are sent) is left running in the shared journal, its lease
+// ended, and another worker's TakeOver finishes it, the call's handler not
+// run again; without HandOver, or when it says false, the run is recorded
+// failed and TakeOver finds nothing.
+func TestHandOver(t *testing.T) {
+	unavailable := func(err error) bool { return errcode.Of(err) == errcode.Unavailable }
+	tests := []struct {
+		name     string
+		handOver func(error) bool
+		want     journaldriver.RunState // the record after the failure
+	}{
+		{"handed over", unavailable, journaldriver.RunRunning},
+		{"no HandOver", nil, journaldriver.RunFailed},
+		{"HandOver says false", func(error) bool { return false }, journaldriver.RunFailed},
+	}
+	for name, open := range sharedStores("handover") {
+		for _, tc := range tests {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				var runs atomic.Int32
+				book := mustTool(t)(core.NewTool("book", "Books a table.", func(context.Context, struct{}) (string, error) {
+					runs.Add(1)
+					return "booked", nil
+				}, nil))
+				tools, _ := core.NewToolbox(book)
+				var down atomic.Bool
+				down.Store(true)
+				backend := coretest.NewBackend(coretest.Simple("book", `{}`, "{{result 0}}"), &coretest.BackendOptions{Tools: tools,
+					Fault: func(op string, _ int) error {
+						if op == "submit" && down.Load() {
+							return &errcode.Error{Code: errcode.Unavailable, Op: "coretest: submit", Err: errors.New("503 Service Unavailable")}
+						}
+						return nil
+					}})
+				j1, j2 := open(t)
+				first := core.NewRunner(backend, tools, &core.Options{Journal: j1, Owner: "first", Logger: quiet})
+				defer first.Close()
+				res, err := first.Run(t.Context(), "book a table", &core.RunOptions{HandOver: tc.handOver})
+				if errcode.Of(err) != errcode.Unavailable || res == nil {
+					t.Fatalf("Run = %+v, %v; want Unavailable, with its thread", res, err)
+				}
+				list, _ := j2.(journaldriver.Runs).ListRuns(t.Context(), backend.Name(), "", 10)
+				if len(list) != 1 || list[0].Thread != res.Thread || list[0].State != tc.want || (tc.want == journaldriver.RunRunning && list[0].LeaseUntil.After(time.Now())) {
+					t.Fatalf("records after the failure = %+v, want one on %s, %s (running: its lease ended)", list, res.Thread, tc.want)
+				}
+				down.Store(false)
+				worker := core.NewRunner(backend, tools, &core.Options{Journal: j2, Owner: "worker", Logger: quiet})
+				defer worker.Close()
+				got, err := worker.TakeOver(t.Context())
+				if tc.want == journaldriver.RunFailed {
+					if err != nil || len(got) != 0 {
+						t.Errorf("TakeOver of a run recorded failed = %+v, %v; want nothing", got, err)
+					}
+					return
+				}
+				if err != nil || len(got) != 1 || got[0].Thread != res.Thread || got[0].Text != "booked" {
+					t.Fatalf("TakeOver = %+v, %v; want the run of %s finished here", got, err, res.Thread)
+				}
+				if n := runs.Load(); n != 1 {
+					t.Errorf("the handler ran %d times, want once (its result journaled before the failure)", n)
+				}
+				list, _ = j2.(journaldriver.Runs).ListRuns(t.Context(), backend.Name(), "", 10)
+				if len(list) != 1 || list[0].State != journaldriver.RunFinished || list[0].Owner != "worker" {
+					t.Errorf("records after TakeOver = %+v, want one, finished by worker", list)
+				}
+			})
+		}
+	}
+}

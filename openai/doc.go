@@ -156,12 +156,14 @@
 // [WebhookHandler] serves the webhooks of a project's sessions
 // (agent.session.created, in_progress, action_required, idle, failed):
 // it verifies each delivery with openai-go's client.Webhooks.Unwrap
-// (signature and timestamp; 401 otherwise, 413 past its size bound),
-// takes each event once (in memory, and across the processes sharing the
-// runner's journal), and on agent.session.action_required resumes the
-// session's run in the background (core.Runner.Resume), in whichever
-// process the webhook reached, so that no process follows a session
-// while it waits. An environment_connection is handed to the program
+// (signature and timestamp; 401 otherwise, 413 past its size bound, 408
+// past its time bound), takes each event once (in memory, and across the
+// processes sharing the runner's journal), and on
+// agent.session.action_required resumes the session's run in the
+// background (core.Runner.Resume), in whichever process the webhook
+// reached, so that no process follows a session while it waits; a resume
+// that meets an outage is tried again, then left for core.Runner.TakeOver.
+// An environment_connection is handed to the program
 // (WebhookOptions.OnEvent), not resumed. Only this backend has session
 // webhooks: [NewWebhookHandler] refuses a runner over another.
 //

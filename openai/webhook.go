@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/webhooks"
 
@@ -44,7 +47,19 @@ const (
 	// DefaultWebhookLease is how long an event being handled is held, in
 	// the journal, against the other processes sharing it.
 	DefaultWebhookLease = time.Minute
+	// DefaultWebhookBodyTimeout bounds the time a delivery's body takes to
+	// arrive.
+	DefaultWebhookBodyTimeout = 10 * time.Second
+	// DefaultResumeRetryFor bounds how long a handler tries again a resume
+	// that failed for a reason that may pass (see WebhookOptions.RetryFor).
+	DefaultResumeRetryFor = 2 * time.Minute
+	// DefaultResumeRetryWait is the first wait before a resume is tried
+	// again; the wait doubles with each attempt, to maxResumeRetryWait.
+	DefaultResumeRetryWait = time.Second
 )
+
+// maxResumeRetryWait bounds the wait between two attempts at a resume.
+const maxResumeRetryWait = 30 * time.Second
 
 // WebhookJournal is the backend name under which a [WebhookHandler]
 // records, in its runner's journal, the events it took (an entry whose
@@ -66,6 +81,15 @@ type WebhookOptions struct {
 	// MaxBodyBytes bounds a delivery's body; a larger one is answered 413.
 	// Zero means DefaultMaxWebhookBytes.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time a delivery's body takes to arrive, from
+	// the handler's start (a read deadline on the connection, which
+	// net/http's server allows, over HTTP/1 and HTTP/2): a body that
+	// trickles in slower is answered 408 and its connection closed,
+	// whatever the server's own timeouts. A ResponseWriter that allows no
+	// deadline (a middleware's wrapper without an Unwrap method) leaves
+	// the body to the server's ReadTimeout. Zero means
+	// DefaultWebhookBodyTimeout.
+	BodyTimeout time.Duration
 	// MaxResumes bounds the sessions the handler resumes at once; a
 	// delivery that would resume one more is answered 503 (Retry-After: 1),
 	// and the service delivers it again later. Zero means
@@ -81,8 +105,19 @@ type WebhookOptions struct {
 	// another process meanwhile is answered 503, and one after the lease
 	// passed (its handler died) is taken. Zero means DefaultWebhookLease.
 	Lease time.Duration
+	// RetryFor and RetryWait bound the attempts at a resume that fails
+	// for a reason that may pass (the service unavailable, a 502, 503 or
+	// 504: errcode.Unavailable; a 429; a network error): the handler tries
+	// it again after RetryWait, the wait doubling with each attempt (to
+	// 30 s at most, less a random part of up to half), until RetryFor has
+	// passed since the first failure, or until Shutdown. A resume that
+	// still fails is not recorded failed: its run is left in the journal
+	// for a [core.Runner.TakeOver] of a worker sharing it (see Resumes).
+	// Zero means DefaultResumeRetryFor and DefaultResumeRetryWait.
+	RetryFor, RetryWait time.Duration
 	// RunOptions are the options of each resume (nil: the runner's).
-	// Thread, Parts and Format are ignored.
+	// Thread, Parts and Format are ignored; HandOver is the handler's
+	// (the failures it tries again).
 	RunOptions *core.RunOptions
 	// Accept, if set, says whether the handler handles the events of a
 	// session: a webhook endpoint gets the events of every session of its
@@ -123,13 +158,13 @@ type WebhookOptions struct {
 // # Verification
 //
 // Only POST is served (405 otherwise). The body is read up to
-// MaxBodyBytes (413 past it) and verified with openai-go's
-// client.Webhooks.UnwrapWithTolerance: the webhook-signature header must
-// be the endpoint secret's signature of the webhook-id, the
-// webhook-timestamp and the body, and the timestamp within Tolerance of the
-// clock. A delivery without those headers, with another signature, or
-// stale, is answered 401, and nothing else happens; a verified body that
-// is not an event, 400.
+// MaxBodyBytes (413 past it), within BodyTimeout (408 past it), and
+// verified with openai-go's client.Webhooks.UnwrapWithTolerance: the
+// webhook-signature header must be the endpoint secret's signature of the
+// webhook-id, the webhook-timestamp and the body, and the timestamp within
+// Tolerance of the clock. A delivery without those headers, with another
+// signature, or stale, is answered 401, and nothing else happens; a
+// verified body that is not an event, 400.
 //
 // # Replays
 //
@@ -170,6 +205,18 @@ type WebhookOptions struct {
 // idle and failed are acknowledged (OnEvent gets them), as are the
 // project's other events.
 //
+// The service does not deliver again an event answered 200, so a resume
+// that fails for a reason that may pass (a short outage of the service) is
+// tried again, with backoff, for RetryFor (see RetryWait); the session
+// keeps its place among MaxResumes meanwhile. A resume that still fails,
+// or that Shutdown stops trying, is handed over
+// ([core.RunOptions].HandOver): its run's record stays running in the
+// runner's journal, its lease ended, so that a worker sharing the journal
+// that calls [core.Runner.TakeOver] (or [core.Runner.KeepTakingOver], as
+// a fleet should) goes on with it, as with the run of a worker that died;
+// so does the session's next event. OnResult gets its error (the last
+// attempt's).
+//
 // A resume started is not in the journal until the runner records its
 // run (at once, unless another worker holds the session): a process that
 // dies in between leaves the session waiting (the service does not deliver
@@ -184,10 +231,12 @@ type WebhookHandler struct {
 	journal journaldriver.Journal
 	owner   string
 	seen    *replaySet
+	ro      core.RunOptions // each resume's
 
-	life context.Context // the resumes'; ended by Shutdown when it gives up waiting
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	life    context.Context // the resumes'; ended by Shutdown when it gives up waiting
+	stop    context.CancelFunc
+	closing chan struct{} // closed by Shutdown: no resume is tried again
+	wg      sync.WaitGroup
 
 	mu     sync.Mutex
 	active map[string]*resuming // sessions being resumed
@@ -240,12 +289,20 @@ func NewWebhookHandler(runner *core.Runner, opts *WebhookOptions) (*WebhookHandl
 	defaults.Positive(&o.ReplayWindow, DefaultReplayWindow)
 	defaults.Positive(&o.MaxReplayEvents, DefaultMaxReplayEvents)
 	defaults.Positive(&o.Lease, DefaultWebhookLease)
+	defaults.Positive(&o.BodyTimeout, DefaultWebhookBodyTimeout)
+	defaults.Positive(&o.RetryFor, DefaultResumeRetryFor)
+	defaults.Positive(&o.RetryWait, DefaultResumeRetryWait)
+	if o.RunOptions != nil {
+		h.ro = *o.RunOptions
+	}
+	h.ro.HandOver = mayPass
 	h.log = o.Logger
 	if h.log == nil {
 		h.log = slog.Default()
 	}
 	h.seen = newReplaySet(o.ReplayWindow, o.MaxReplayEvents)
 	h.life, h.stop = context.WithCancel(context.Background())
+	h.closing = make(chan struct{})
 	return h, nil
 }
 
@@ -257,14 +314,9 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusMethodNotAllowed, "a webhook is POSTed")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			answer(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body passes %d bytes", h.opts.MaxBodyBytes))
-			return
-		}
-		answer(w, http.StatusBadRequest, "the body could not be read")
+	body, status, msg := h.readBody(w, r)
+	if status != 0 {
+		answer(w, status, msg)
 		return
 	}
 	ev, err := h.svc.UnwrapWithTolerance(body, r.Header, h.opts.Tolerance)
@@ -279,11 +331,38 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusBadRequest, "not a webhook event")
 		return
 	}
-	status, msg := h.take(r.Context(), ev)
+	status, msg = h.take(r.Context(), ev)
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
 	answer(w, status, msg)
+}
+
+// readBody reads a delivery's body, up to MaxBodyBytes and within
+// BodyTimeout (a read deadline, where the ResponseWriter allows one), or
+// returns the delivery's answer.
+func (h *WebhookHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, string) {
+	rc := http.NewResponseController(w)
+	bounded := rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout)) == nil
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		if bounded {
+			// The server's own read, watching for the client to leave
+			// once the body is read, must not meet this deadline: it
+			// would end the delivery's context while it is handled.
+			rc.SetReadDeadline(time.Time{})
+		}
+		return body, 0, ""
+	case errors.As(err, &tooLarge):
+		return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body passes %d bytes", h.opts.MaxBodyBytes)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The deadline stays: what is left of the body is not read.
+		w.Header().Set("Connection", "close")
+		return nil, http.StatusRequestTimeout, fmt.Sprintf("the body did not arrive within %v", h.opts.BodyTimeout)
+	}
+	return nil, http.StatusBadRequest, "the body could not be read"
 }
 
 // answer writes a short plain-text answer.
@@ -403,13 +482,15 @@ func (h *WebhookHandler) schedule(session string) bool {
 func (h *WebhookHandler) resume(session string) {
 	defer h.wg.Done()
 	for {
-		res, err := h.runner.Resume(h.life, session, h.opts.RunOptions)
+		res, err := h.tryResume(session)
 		h.report(session, res, err)
 		h.mu.Lock()
 		st := h.active[session]
 		if h.life.Err() != nil {
 			h.cut = append(h.cut, session)
-		} else if st.again && !h.closed {
+		} else if st.again {
+			// Even after Shutdown: the action's delivery was answered
+			// 200, and the service will not deliver it again.
 			st.again = false
 			h.mu.Unlock()
 			continue
@@ -420,12 +501,64 @@ func (h *WebhookHandler) resume(session string) {
 	}
 }
 
+// tryResume resumes session's run, and tries again while it fails for a
+// reason that may pass, until RetryFor has passed since the first failure
+// or until Shutdown; the run of the last attempt that failed so is handed
+// over (h.ro.HandOver), for a Runner.TakeOver.
+func (h *WebhookHandler) tryResume(session string) (*core.Result, error) {
+	var until time.Time
+	for wait := h.opts.RetryWait; ; wait = min(2*wait, maxResumeRetryWait) {
+		res, err := h.runner.Resume(h.life, session, &h.ro)
+		if err == nil || !mayPass(err) {
+			return res, err
+		}
+		if until.IsZero() {
+			until = time.Now().Add(h.opts.RetryFor)
+		}
+		d := wait - mrand.N(wait/2+1)
+		if time.Now().Add(d).After(until) {
+			return res, err
+		}
+		h.log.Info("openai: session resumed by webhook met a failure that may pass: trying again", "session", session, "in", d, "error", err)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-h.closing:
+			t.Stop()
+			return res, err
+		}
+	}
+}
+
+// mayPass reports whether a resume's error may pass if the resume is
+// tried again later: the service unavailable (502, 503, 504, or a
+// journal's connection lost: Unavailable), rate limited (429), or not
+// reached (a network error).
+func mayPass(err error) bool {
+	var (
+		api *oai.Error
+		ne  net.Error
+	)
+	switch errcode.Of(err) {
+	case errcode.Unavailable:
+		return true
+	case errcode.ResourceExhausted:
+		return errors.As(err, &api) && api.StatusCode == http.StatusTooManyRequests
+	case errcode.Unknown:
+		return errors.As(err, &ne)
+	}
+	return false
+}
+
 func (h *WebhookHandler) report(session string, res *core.Result, err error) {
 	switch {
 	case err == nil:
 		h.log.Info("openai: session resumed by webhook", "session", session, "turn", res.Turn, "steps", res.Steps)
 	case errors.Is(err, core.ErrAwaitingApproval):
 		h.log.Info("openai: session resumed by webhook awaits a decision", "session", session)
+	case mayPass(err):
+		h.log.Warn("openai: session resumed by webhook failed; its run is left for a Runner.TakeOver sharing the journal, or the session's next event",
+			"session", session, "error", err)
 	default:
 		h.log.Warn("openai: session resumed by webhook failed", "session", session, "error", err)
 	}
@@ -436,7 +569,10 @@ func (h *WebhookHandler) report(session string, res *core.Result, err error) {
 
 // Shutdown stops the handler: deliveries that would start a resume are
 // answered 503 from now on (the service delivers them again, to another
-// process or later), and it waits for the resumes in flight to end, or for
+// process or later), a resume waiting to be tried again is not (its run
+// is left for a [core.Runner.TakeOver]: see Resumes), and it waits for the
+// resumes in flight to end (a session whose action arrived during its
+// resume is resumed once more: that delivery was answered 200), or for
 // ctx to end. Then it stops the resumes still running (their runs stop as
 // a canceled context stops them: their turns wait on the service) and
 // returns an error whose code is the context's, naming the sessions whose
@@ -444,7 +580,10 @@ func (h *WebhookHandler) report(session string, res *core.Result, err error) {
 // nil if every resume ended. Call it before closing the runner.
 func (h *WebhookHandler) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
-	h.closed = true
+	if !h.closed {
+		h.closed = true
+		close(h.closing)
+	}
 	h.mu.Unlock()
 	done := make(chan struct{})
 	go func() {

@@ -1,14 +1,17 @@
 package openai_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/webhooks"
 
 	"github.com/toolrelay/toolrelay/core"
@@ -725,5 +729,424 @@ func TestSignInAction(t *testing.T) {
 	res, err = h.runner.Resume(t.Context(), res.Thread, nil)
 	if err != nil || res.Text != "browser: signed in" {
 		t.Errorf("Resume = %+v, %v, want the answer after signing in", res, err)
+	}
+}
+
+// firstResult waits for the end of session's first resume, or fails the
+// test after a minute.
+func (l *hookLog) firstResult(t *testing.T, session string) hookResult {
+	t.Helper()
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for {
+		l.mu.Lock()
+		rs := l.results[session]
+		l.mu.Unlock()
+		if len(rs) > 0 {
+			return rs[0]
+		}
+		select {
+		case <-l.changed:
+		case <-timeout.C:
+			t.Fatalf("no resume of %s ended", session)
+		}
+	}
+}
+
+// sessionRequest reports whether r is a request about one session (not
+// the one that creates it).
+func sessionRequest(r *openaitest.Request) bool {
+	return strings.HasPrefix(r.Path, "agents/sessions/")
+}
+
+// TestWebhookOutage (issue 46, item 7): a delivery answered 200 whose
+// resume meets a short outage (the service answering 503 to the session's
+// requests; the SDK not retrying) is tried again, with backoff, and goes
+// on to the answer once the outage ends. An outage that outlasts RetryFor,
+// or a Shutdown while the resume waits to be tried again, leaves the run in
+// the shared journal, not failed: once the service is back, another
+// process's TakeOver finds it and finishes it. Every call runs once.
+func TestWebhookOutage(t *testing.T) {
+	tests := []struct {
+		name string
+		// failures is how many of the session's requests fail (0: until
+		// the test ends the outage).
+		failures            int
+		retryFor, retryWait time.Duration
+		// shutdown shuts the handler down once a request failed.
+		shutdown bool
+	}{
+		{name: "short", failures: 4, retryFor: time.Minute, retryWait: time.Millisecond},
+		{name: "outlasting RetryFor", retryFor: 50 * time.Millisecond, retryWait: time.Millisecond},
+		{name: "Shutdown while waiting", retryFor: time.Hour, retryWait: time.Hour, shutdown: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var failed atomic.Int32
+			var outage atomic.Bool
+			outage.Store(true)
+			failing := make(chan struct{})
+			var failingOnce sync.Once
+			ep := newEndpoint(t)
+			h := start(t, setup{
+				script: &coretest.Script{Turns: []coretest.Turn{{Steps: customerSteps}}},
+				server: &openaitest.Options{
+					Webhooks: &openaitest.Webhooks{URLs: []string{ep.URL}, Secret: hookSecret},
+					Fault: func(r *openaitest.Request) *openaitest.Fault {
+						if !sessionRequest(r) || !outage.Load() {
+							return nil
+						}
+						if n := failed.Add(1); tc.failures > 0 && int(n) >= tc.failures {
+							outage.Store(false) // this one fails, the next do not
+						}
+						failingOnce.Do(func() { close(failing) })
+						return &openaitest.Fault{Status: http.StatusServiceUnavailable}
+					},
+				},
+			})
+			agent := customerAgent(t, h)
+			url := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
+			noRetries := []option.RequestOption{option.WithMaxRetries(0)}
+			b := h.open(openai.Options{Agent: agent, RequestOptions: noRetries})
+			runner := core.NewRunner(b, h.tools, &core.Options{Journal: openJournal(t, url), Owner: "p1", Logger: discard()})
+			log := newHookLog()
+			hh, err := openai.NewWebhookHandler(runner, log.options(openai.WebhookOptions{RetryFor: tc.retryFor, RetryWait: tc.retryWait}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep.serve(hh)
+			session := newSession(t, h.backend, agent, "What does customer 123 pay?", nil)
+			if tc.shutdown {
+				<-failing
+				// Not a wait of RetryWait (an hour) for the next attempt.
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				if err := hh.Shutdown(ctx); err != nil {
+					t.Fatalf("Shutdown while a resume waits to be tried again: %v", err)
+				}
+				ep.serve(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) // the deliveries to come: 200
+			}
+
+			first := log.firstResult(t, session)
+			if tc.failures > 0 {
+				if first.err != nil || first.text != priceAnswer {
+					t.Fatalf("the resume ended with %q, %v; want %q: it was not tried again after the outage", first.text, first.err, priceAnswer)
+				}
+				if n := failed.Load(); int(n) != tc.failures {
+					t.Errorf("%d of the session's requests failed, want %d", n, tc.failures)
+				}
+			} else {
+				if errcode.Of(first.err) != errcode.Unavailable {
+					t.Fatalf("the resume ended with %q, %v; want Unavailable (the outage outlasts RetryFor)", first.text, first.err)
+				}
+				if n := failed.Load(); n < 2 && !tc.shutdown {
+					t.Errorf("%d of the session's requests failed, want the resume tried more than once", n)
+				}
+				outage.Store(false)
+				// Another process, sharing the journal, takes the run over.
+				taker := core.NewRunner(h.open(openai.Options{Agent: agent, RequestOptions: noRetries}), h.tools,
+					&core.Options{Journal: openJournal(t, url), Owner: "p2", Logger: discard()})
+				got, err := taker.TakeOver(t.Context())
+				if err != nil || len(got) != 1 || got[0].Thread != session || got[0].Text != priceAnswer {
+					var runs []journaldriver.Run
+					if rs, ok := openJournal(t, url).(journaldriver.Runs); ok {
+						runs, _ = rs.ListRuns(t.Context(), "", "", 10)
+					}
+					t.Fatalf("TakeOver = %+v, %v; want the run of %s finished (records: %+v)", got, err, session, runs)
+				}
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			if err := h.srv.FlushWebhooks(ctx); err != nil {
+				t.Fatal(err)
+			}
+			shutdown(t, hh)
+			if st := h.srv.SessionStatus(session); st != "idle" {
+				t.Errorf("session %s is %s, want idle", session, st)
+			}
+			if got, want := len(h.runCounts()), 2; got != want {
+				t.Errorf("%d calls ran, want %d", got, want)
+			}
+			h.checkOnce()
+		})
+	}
+}
+
+// TestWebhookRetriedErrors (issue 46, item 7): a webhook handler tries a
+// resume again after the failures that may pass (the service unavailable,
+// a 429, the service not reached), not after those that stay (a budget or
+// step limit, a refusal, a time limit, a cancellation).
+func TestWebhookRetriedErrors(t *testing.T) {
+	coded := func(c errcode.Code, err error) error { return &errcode.Error{Code: c, Op: "openai: resume", Err: err} }
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"503", coded(errcode.Unavailable, &oai.Error{StatusCode: http.StatusServiceUnavailable}), true},
+		{"a journal's connection lost", coded(errcode.Unavailable, errors.New("conn closed")), true},
+		{"429", coded(errcode.ResourceExhausted, &oai.Error{StatusCode: http.StatusTooManyRequests}), true},
+		{"not reached", coded(errcode.Unknown, &url.Error{Op: "Get", URL: "https://api.openai.com/v1/agents/sessions/sess_1", Err: refused}), true},
+		{"a budget", coded(errcode.ResourceExhausted, core.ErrMaxSteps), false},
+		{"400", coded(errcode.InvalidArgument, &oai.Error{StatusCode: http.StatusBadRequest}), false},
+		{"a time limit", coded(errcode.DeadlineExceeded, context.DeadlineExceeded), false},
+		{"canceled", coded(errcode.Canceled, context.Canceled), false},
+		{"unknown", coded(errcode.Unknown, errors.New("?")), false},
+	}
+	for _, tc := range tests {
+		if got := openai.MayPass(tc.err); got != tc.want {
+			t.Errorf("%s: tried again = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// trickle opens a connection to the server at url and POSTs to it a body
+// announced as 1 MiB less a byte (within MaxBodyBytes) that it sends a
+// byte at a time, every 10 ms, until the connection is closed. It returns
+// the connection.
+func trickle(t *testing.T, url string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	head := fmt.Sprintf("POST / HTTP/1.1\r\nHost: hooks.example\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", openai.DefaultMaxWebhookBytes-1)
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if _, err := conn.Write([]byte(" ")); err != nil {
+				return
+			}
+		}
+	}()
+	return conn
+}
+
+// TestWebhookSlowBody (issue 46, item 8): a body that trickles in (a byte
+// every 10 ms, never done) to a server with no timeouts of its own is
+// answered 408 once BodyTimeout has passed, and its connection closed; a
+// delivery whose handling outlasts BodyTimeout (its body read at once)
+// keeps its context to the end.
+func TestWebhookSlowBody(t *testing.T) {
+	h := start(t, setup{script: oneTurn(text("hi"))})
+	const bound = 100 * time.Millisecond
+	var events atomic.Int32
+	hh, err := openai.NewWebhookHandler(h.runner, &openai.WebhookOptions{Secret: hookSecret, Logger: discard(), BodyTimeout: bound,
+		OnEvent: func(ctx context.Context, ev *webhooks.UnwrapWebhookEventUnion) error {
+			events.Add(1)
+			// Handled for 10 times the body's bound: its context lasts.
+			select {
+			case <-ctx.Done():
+				return errors.New("the delivery's context ended while it was handled")
+			case <-time.After(10 * bound):
+				return nil
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hh) // no ReadTimeout: the handler's bound is the only one
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { shutdown(t, hh) })
+
+	conn := trickle(t, srv.URL)
+	// A bound for the test only: without the handler's, the answer never comes.
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to a body that trickles in: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "did not arrive within 100ms") {
+		t.Errorf("a body that trickles in: %d %q, want 408 saying so", resp.StatusCode, b)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the 408, reading the connection = %v, want EOF (closed)", err)
+	}
+
+	idle := `{"id":"sess_9","environment_type":"none"}`
+	if status, body := deliver(t, srv.URL, hookSecret, "evt_slow", "agent.session.idle", idle, time.Now()); status != http.StatusOK {
+		t.Errorf("a delivery handled for longer than BodyTimeout: %d %q, want 200", status, body)
+	}
+	if n := events.Load(); n != 1 {
+		t.Errorf("OnEvent was called %d times, want once (the trickled body was never an event)", n)
+	}
+}
+
+// TestWebhookTolerance (issue 46, item 13): the handler's Tolerance, not
+// openai-go's default of 5 minutes, bounds a delivery's age and how far
+// ahead of the clock it may be, narrower and wider alike.
+func TestWebhookTolerance(t *testing.T) {
+	h := start(t, setup{script: oneTurn(text("hi"))})
+	idle := `{"id":"sess_9","environment_type":"none"}`
+	now := time.Now()
+	tests := []struct {
+		tolerance time.Duration
+		age       time.Duration // negative: ahead of the clock
+		status    int
+		says      string
+	}{
+		{time.Minute, 2 * time.Minute, http.StatusUnauthorized, "too old"},
+		{time.Minute, -2 * time.Minute, http.StatusUnauthorized, "too new"},
+		{time.Minute, 10 * time.Second, http.StatusOK, "acknowledged"},
+		{10 * time.Minute, 7 * time.Minute, http.StatusOK, "acknowledged"},
+		{10 * time.Minute, -7 * time.Minute, http.StatusOK, "acknowledged"},
+		{10 * time.Minute, 11 * time.Minute, http.StatusUnauthorized, "too old"},
+	}
+	for i, tc := range tests {
+		hh, err := openai.NewWebhookHandler(h.runner, &openai.WebhookOptions{Secret: hookSecret, Logger: discard(), Tolerance: tc.tolerance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(hh)
+		status, body := deliver(t, srv.URL, hookSecret, fmt.Sprintf("evt_%d", i), "agent.session.idle", idle, now.Add(-tc.age))
+		srv.Close()
+		shutdown(t, hh)
+		if status != tc.status || !strings.Contains(body, tc.says) {
+			t.Errorf("Tolerance %v, a delivery of age %v (negative: ahead of the clock): %d %q, want %d saying %q", tc.tolerance, tc.age, status, body, tc.status, tc.says)
+		}
+	}
+}
+
+// TestWebhookReplayWhileHandled (issue 46, item 13): a delivery of an
+// event that the same handler is still handling (its first delivery's
+// OnEvent has not returned) is answered 503 with Retry-After, since that
+// handling may yet fail; once it succeeded, 200 with nothing done. OnEvent
+// sees the event once.
+func TestWebhookReplayWhileHandled(t *testing.T) {
+	h := start(t, setup{script: oneTurn(text("hi"))})
+	log := newHookLog()
+	hold, release := make(chan struct{}), make(chan struct{})
+	log.onEvent = func(*webhooks.UnwrapWebhookEventUnion) error {
+		close(hold)
+		<-release
+		return nil
+	}
+	hh, err := openai.NewWebhookHandler(h.runner, log.options(openai.WebhookOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hh)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { shutdown(t, hh) })
+	idle := `{"id":"sess_9","environment_type":"none"}`
+	at := time.Now()
+	send := func() (int, string, string) {
+		body := fmt.Appendf(nil, `{"id":"evt_1","object":"event","created_at":%d,"type":"agent.session.idle","data":%s}`, at.Unix(), idle)
+		hdr, err := openaitest.SignWebhook(hookSecret, "evt_1", at, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, bytes.NewReader(body))
+		req.Header = hdr
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header.Get("Retry-After")
+	}
+	first := make(chan int)
+	go func() {
+		status, _, _ := send()
+		first <- status
+	}()
+	<-hold
+	if status, body, retry := send(); status != http.StatusServiceUnavailable || retry == "" || !strings.Contains(body, "being handled") {
+		t.Errorf("the event again while its first delivery is handled: %d %q (Retry-After %q), want 503 with Retry-After", status, body, retry)
+	}
+	close(release)
+	if status := <-first; status != http.StatusOK {
+		t.Errorf("the first delivery: %d, want 200", status)
+	}
+	if status, body, _ := send(); status != http.StatusOK || !strings.Contains(body, "handled before") {
+		t.Errorf("the event again once handled: %d %q, want 200, handled before", status, body)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if diff := cmp.Diff(map[string]int{"evt_1": 1}, log.events); diff != "" {
+		t.Errorf("OnEvent calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestWebhookActionDuringResume (issue 46, item 13): actions of a session
+// that arrive while its resume runs (here, while its call's handler is
+// held) make the handler resume it once more when that resume ends, once
+// however many arrived: no action is lost, and no two resumes of a session
+// run at once.
+func TestWebhookActionDuringResume(t *testing.T) {
+	srv := openaitest.NewServer(oneTurn(calls(call("hold", `{}`)), text("released")), nil)
+	t.Cleanup(srv.Close)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var running, overlapped atomic.Int32
+	holdTool, err := core.NewTool("hold", "Holds until released.", func(ctx context.Context, _ struct{}) (string, error) {
+		started <- struct{}{}
+		<-release
+		return "done", nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := core.NewToolbox(holdTool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	a, err := b.Client().Beta.Agents.New(t.Context(), oai.BetaAgentNewParams{Model: "m", Tools: []oai.PersistedAgentToolParamUnion{
+		oai.PersistedAgentToolParamOfParamFunction("Holds.", "hold", map[string]any{"type": "object", "properties": map[string]any{}})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := newHookLog()
+	runner := core.NewRunner(b, tools, &core.Options{Logger: discard(), Hooks: &core.Hooks{
+		Run: func(ctx context.Context, _ *core.RunInfo) (context.Context, func(*core.Result, error)) {
+			if running.Add(1) > 1 {
+				overlapped.Add(1)
+			}
+			return ctx, func(*core.Result, error) { running.Add(-1) }
+		}}})
+	hh, err := openai.NewWebhookHandler(runner, log.options(openai.WebhookOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(hh)
+	t.Cleanup(hs.Close)
+	session := newSession(t, b, a.ID, "hold on", nil)
+	action := func(id string) {
+		t.Helper()
+		status, body := deliver(t, hs.URL, hookSecret, id, "agent.session.action_required", `{"id":"`+session+`","required_action":{"type":"function_call"}}`, time.Now())
+		if status != http.StatusOK || !strings.Contains(body, "resuming") {
+			t.Fatalf("action %s: %d %q, want 200 resuming", id, status, body)
+		}
+	}
+	action("evt_1")
+	<-started
+	action("evt_2") // while the first resume runs
+	action("evt_3")
+	close(release)
+	shutdown(t, hh) // waits for the resumes
+	want := []hookResult{{text: "released"}, {text: "released"}}
+	got := log.snapshot()[session]
+	for i := range got {
+		got[i].turn = "" // the same turn, answered again
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(hookResult{}), cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+		t.Errorf("resumes of the session (-want +got):\n%s", diff)
+	}
+	if n := overlapped.Load(); n != 0 {
+		t.Errorf("%d resumes of the session ran beside another", n)
 	}
 }

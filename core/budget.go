@@ -372,12 +372,12 @@ func costText(c float64) string {
 // run, none of them sent), and leaves the service's turn waiting: a
 // resume with a raised budget goes on from the step, counting its usage
 // once.
-func (r *Runner) overBudget(ctx context.Context, sp *spend, res *Result, step *driver.Step) error {
-	err := sp.exceeded(res, len(step.Calls))
+func (ru *run) overBudget(ctx context.Context, step *driver.Step) error {
+	err := ru.sp.exceeded(ru.res, len(step.Calls))
 	if err == nil {
 		return nil
 	}
-	r.noteTotals(ctx, step.Thread, res, sp, step.Calls)
-	r.keepThread(step.Thread)
+	ru.noteTotals(ctx, step.Thread, step.Calls)
+	ru.r.keepThread(step.Thread)
 	return err
 }

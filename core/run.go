@@ -35,8 +35,9 @@ type run struct {
 	// counted holds the calls earlier runs of the turn counted.
 	counted map[journaldriver.Key]bool
 	// noted: totals of the turn are noted in the journal, to clear once
-	// it is over.
+	// it is over; led is what they note of its calls.
 	noted bool
+	led   ledger
 }
 
 // A beginning is how a run gets its first step: [start] or [resume].
@@ -248,7 +249,7 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 	ru.res = &Result{Thread: ru.thread}
 	var noted *Budget
 	if ru.resumed {
-		ru.counted, noted = r.loadTotals(ctx, ru.thread, ru.res, &ru.sp)
+		ru.counted, noted = ru.loadTotals(ctx, ru.thread)
 	}
 	ru.sp.set(ru.ro.Budget, noted, &r.opts.Budget)
 	ru.noted = ru.counted != nil
@@ -293,15 +294,14 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 			r.cancelTurn(ctx, step.Thread)
 			return ru.finish(ctx, &errcode.Error{Code: errcode.Internal, Op: r.b.Name() + ": step", Err: err})
 		}
-		if err := r.overBudget(ctx, sp, res, step); err != nil {
+		if err := ru.overBudget(ctx, step); err != nil {
 			return ru.finish(ctx, err)
 		}
 		if sp.unnoted() {
 			// The turn's budget is the run's from now on: a resume given
 			// none, in this process or another, keeps it. The step's usage
 			// is counted: held, it is not counted again when given again.
-			r.noteTotals(ctx, step.Thread, res, sp, step.Calls)
-			ru.noted = true
+			ru.noteTotals(ctx, step.Thread, step.Calls)
 		}
 		if pending, err := r.pause(ctx, ru.rec, step); err != nil || len(pending) > 0 {
 			if err == nil {
@@ -374,6 +374,7 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 			if !counted[r.key(&tr.Call)] {
 				res.Calls = append(res.Calls, tr)
 				res.ToolCalls++
+				ru.led.sent(refOf(&tr.Call))
 			}
 		}
 		err = r.journalWrite(ctx, "submitted", func() error { return r.opts.Journal.MarkSubmitted(ctx, r.keys(results)) })
@@ -384,8 +385,7 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 		if next != nil && next.Thread != "" {
 			on = next.Thread
 		}
-		r.noteTotals(ctx, on, res, sp, nil)
-		ru.noted = true
+		ru.noteTotals(ctx, on, nil)
 		submitted.Remaining = sp.b.remaining(res)
 		r.emit(ctx, submitted)
 		if sk != nil {

@@ -43,7 +43,8 @@
 // Credentials belong in the URL only as pgx reads them (a password there,
 // or PGPASSWORD, or a .pgpass file); errors never show the password. An
 // error names the URL with its password and every secret-looking
-// parameter (password, sslpassword, token, key…) masked, or, when the URL
+// parameter (password, sslpassword, token, key…) masked, and any value,
+// name, user, host or path that repeats one of them, or, when the URL
 // does not parse, only its scheme; PostgreSQL key=value settings
 // (host=… password=…) are not a journal URL, and are refused without
 // being shown.

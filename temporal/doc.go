@@ -70,6 +70,15 @@
 // The workflow keeps how much of each message was given, so a step run
 // again after a worker died gives only the rest: no repeat, no gap.
 //
+// # Notes
+//
+// [Runner.SetNote] and [Runner.Note] keep short notes about threads
+// (journal/driver.Notes) in Temporal: each note in a workflow of its own
+// ([Note]), run by the workers of the runner's task queue, so that every
+// process reaching the server with a runner of that queue reads them.
+// Package web keeps its chats' records so, and its handlers over the
+// runner, in a fleet of front ends, serve any chat.
+//
 // # Limits
 //
 // The server refuses an event whose payload passes its blob limit (2 MiB

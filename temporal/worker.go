@@ -12,7 +12,7 @@ import (
 // that run over r: its backend (opened by configuration as for core's
 // Runner, through package adapter), its toolbox, middleware, limits and
 // hooks. r's journal is not used: the workflow's history keeps the
-// results.
+// results. It registers the note workflow too (see [Runner.SetNote]).
 //
 // Every worker of a task queue registers the same workflow; the workers
 // of one queue share the backend's configuration, and each has its own
@@ -20,6 +20,7 @@ import (
 func Register(w worker.Registry, r *core.Runner) {
 	hooks := newRunHooks(r)
 	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, st State) error { return runThread(ctx, st, hooks) }, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterWorkflowWithOptions(Note, workflow.RegisterOptions{Name: NoteWorkflowName})
 	a := &activities{r: r, hooks: r.Hooks()}
 	w.RegisterActivityWithOptions(a.Start, activity.RegisterOptions{Name: activityStart})
 	w.RegisterActivityWithOptions(a.Submit, activity.RegisterOptions{Name: activitySubmit})

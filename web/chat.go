@@ -17,10 +17,9 @@ type chat struct {
 	id   string
 	refs int // requests and runs holding it; guarded by handler.mu
 
-	mu     sync.Mutex
-	loaded bool
-	rec    record
-	turn   *turn // the answer being written (or just written), if any
+	mu   sync.Mutex
+	rec  record
+	turn *turn // the answer being written (or just written), if any
 }
 
 // A turn is a run writing an assistant message: the pages reading it
@@ -84,9 +83,14 @@ func (h *handler) release(c *chat) {
 	}
 }
 
-// load reads c's record from the journal, once. c.mu is held.
+// load reads c's record from the journal for a request, unless a run of
+// this process is writing c's answer (the record is then this run's to
+// change, and the journal holds its thread). Otherwise another process
+// may have served the chat since this one did, even while this one keeps
+// its last answer for pages that reconnect: its next message, its pause
+// or its interruption is in the journal. c.mu is held.
 func (h *handler) load(ctx context.Context, c *chat) error {
-	if c.loaded {
+	if t := c.turn; t != nil && !t.ended {
 		return nil
 	}
 	rec, err := h.store.load(ctx, c.id)
@@ -96,7 +100,7 @@ func (h *handler) load(ctx context.Context, c *chat) error {
 	if rec.Message != nil {
 		rec.Message.limit = h.opts.MaxShownBytes
 	}
-	c.rec, c.loaded = rec, true
+	c.rec = rec
 	return nil
 }
 
@@ -206,7 +210,6 @@ func (h *handler) begin(r *http.Request, c *chat, who string, req *turnRequest) 
 		// A new chat: it is this identity's before anything runs.
 		c.rec = record{Owner: who}
 		if err := h.store.save(ctx, c.id, &c.rec); err != nil {
-			c.loaded = false
 			return nil, 0, err
 		}
 	}
@@ -370,11 +373,12 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, ro, again *core.Run
 				stream = func(ctx context.Context, ro *core.RunOptions) *core.Stream { return h.r.ResumeStream(ctx, thread, ro) }
 				continue
 			}
+			// Saved before the turn is let go: a request of this
+			// process then reads the chat's record from the journal.
 			c.rec.State, c.rec.Message = stateInterrupted, t.msg
+			h.saveRecord(ctx, c, encode(&c.rec))
 			c.turn = nil
-			rec := encode(&c.rec)
 			c.mu.Unlock()
-			h.saveRecord(ctx, c, rec)
 			h.release(c)
 			return
 		}
@@ -401,7 +405,6 @@ func (h *handler) refused(c *chat, t *turn, err error) bool {
 		if c.turn == t {
 			c.turn = nil
 		}
-		c.loaded = false
 		c.mu.Unlock()
 		close(t.took)
 	})

@@ -68,8 +68,11 @@
 // runner's journal (as a note, see journal/driver.Notes), the chat's
 // owner, its thread, and the message a paused or interrupted answer
 // continues, so that any process sharing the journal serves the chat's
-// next message and its approvals. A reconnection goes to the process
-// writing the answer (route by chat id); elsewhere it gets 204.
+// next message and its approvals. The Temporal runner keeps those notes
+// in Temporal (temporal.Runner.SetNote), for every process whose runner
+// has its task queue. Each request reads the chat's record afresh, unless
+// its process is writing the chat's answer. A reconnection goes to the
+// process writing the answer (route by chat id); elsewhere it gets 204.
 //
 // # Security
 //

@@ -101,7 +101,9 @@ type Options struct {
 // whose run options carry Held and NoWait (core.RunOptions) as core's
 // does lets a chat be answered by one process at a time; its Journal, if
 // it has one (a Journal() journaldriver.Journal method, and Backend()
-// for the notes' name space), keeps the chats' records.
+// for the notes' name space), keeps the chats' records; else the runner
+// itself, if it keeps notes ([journaldriver.Notes], as temporal.Runner
+// does in Temporal).
 type Runner interface {
 	// Stream starts a run of input, streamed.
 	Stream(ctx context.Context, input string, opts *core.RunOptions) *core.Stream
@@ -153,8 +155,9 @@ type handler struct {
 //
 // Each chat's thread is kept in the runner's journal ([journaldriver.Notes]),
 // so that any process sharing the journal serves the chat's next
-// message; a journal that keeps no notes, or a runner without a journal
-// (temporal.Runner), keeps them in this process.
+// message; temporal.Runner keeps it in Temporal (its notes), so that any
+// process whose runner has the same task queue does; a runner with
+// neither, or a journal that keeps no notes, keeps it in this process.
 //
 // Handler panics if opts or opts.Identity is nil.
 func Handler(runner Runner, opts *Options) http.Handler {

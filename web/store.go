@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
@@ -37,8 +38,9 @@ type store struct {
 	backend string
 }
 
-// newStore returns the store of runner's chats: its journal's notes, or
-// this process's memory for a runner without a journal keeping notes.
+// newStore returns the store of runner's chats: its journal's notes; or
+// the runner's own, if it keeps notes (temporal.Runner keeps them in
+// Temporal); or this process's memory.
 func newStore(runner Runner) store {
 	s := store{backend: "web"}
 	if j, ok := runner.(interface{ Journal() journaldriver.Journal }); ok {
@@ -46,6 +48,9 @@ func newStore(runner Runner) store {
 	}
 	if b, ok := runner.(interface{ Backend() driver.Backend }); ok && s.notes != nil {
 		s.backend = b.Backend().Name()
+	}
+	if n, ok := runner.(journaldriver.Notes); ok && s.notes == nil {
+		s.notes = n
 	}
 	if s.notes == nil {
 		s.notes = journaldriver.NewMemory()
@@ -82,7 +87,13 @@ func encode(rec *record) string {
 	return string(b)
 }
 
+// saveTimeout bounds a save of a chat's record, which does not end with
+// the request or the run that makes it.
+const saveTimeout = 30 * time.Second
+
 // put records the encoded record of chat id.
 func (s *store) put(ctx context.Context, id, rec string) error {
-	return s.notes.SetNote(context.WithoutCancel(ctx), s.backend, noteThread(id), "web", rec)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	return s.notes.SetNote(ctx, s.backend, noteThread(id), "web", rec)
 }

@@ -11,33 +11,45 @@ import (
 // so that no text around it can be read as part of it and shown.
 const planted = "Pl4ntedS3cret"
 
-// connForms are the ways a connection string names a secret.
-var connForms = []string{
-	"password=" + planted,
-	"password = " + planted,
-	"password='" + planted + "'",
-	"password='a " + planted + " b'",
-	"sslpassword=" + planted,
-	"postgres://u:" + planted + "@h/db",
-	"?password=" + planted,
-	"&sslpassword=" + planted,
+// connForms are the ways a connection string names a secret, the
+// secret's value as it reads there, and what ends the value, if anything
+// must (the text after it could go on with it).
+var connForms = []struct{ form, value, end string }{
+	{"password=" + planted, planted, " "},
+	{"password = " + planted, planted, " "},
+	{"password='" + planted + "'", planted, ""},
+	{"password='a " + planted + " b'", "a " + planted + " b", ""},
+	{"sslpassword=" + planted, planted, " "},
+	{"postgres://u:" + planted + "@h/db", planted, ""},
+	{"?password=" + planted, planted, "&"},
+	{"&sslpassword=" + planted, planted, "&"},
 }
 
 // FuzzConnString plants a secret in a connection string, in each form,
-// with any text around it: ConnString never shows it, whatever the parse
-// (a URL, key/value settings, neither).
+// with any text around it, which repeats the secret's value where it
+// holds a $ (as another parameter's value, a user, a host, a path; the
+// value then ended, so that what is repeated is the whole secret):
+// ConnString never shows it, whatever the parse (a URL, key/value
+// settings, neither).
 func FuzzConnString(f *testing.F) {
 	for i := range connForms {
 		for _, around := range [][2]string{
 			{"", ""}, {"host=db ", " port=1"}, {"host= ", ""}, {"user= dbname= ", " x=1"}, {"host='", "'"},
 			{"host=a\\ ", ""}, {"postgres://db/app?x=", ""}, {"postgres://", "@h"}, {"postgres://h/", ""},
 			{"sqlite:", ""}, {"postgres://u@h/db?", "&x=1"}, {"options='-c ", "'"},
+			{"", "target_session_attrs=$"}, {"user='$' ", " application_name='$' dbname=$"},
+			{"postgres://u@h/db?target_session_attrs=$&", ""}, {"postgres://$@$:5432/$?", "&sslmode=$"},
+			{"postgres://h/db?", "target_session_attrs=$"}, {"sqlite:$.db", ""}, {"postgres://db/app?x=", "&y=$"},
 		} {
 			f.Add(around[0], uint8(i), around[1])
 		}
 	}
 	f.Fuzz(func(t *testing.T, before string, form uint8, after string) {
-		s := before + connForms[int(form)%len(connForms)] + after
+		c := connForms[int(form)%len(connForms)]
+		if strings.Contains(before+after, "$") {
+			after = c.end + after
+		}
+		s := strings.ReplaceAll(before, "$", c.value) + c.form + strings.ReplaceAll(after, "$", c.value)
 		if got := redact.ConnString(s); strings.Contains(got, planted) {
 			t.Errorf("ConnString(%q) = %q shows the secret", s, got)
 		}

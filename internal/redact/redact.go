@@ -7,6 +7,7 @@ package redact
 import (
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -35,25 +36,137 @@ const Unparsable = "(not shown: it does not parse as a URL or as key=value setti
 //     cleanly: only the scheme (if the string starts with one) is kept,
 //     followed by [Unparsable]; nothing of the rest is shown.
 //
-// What is kept then passes [Text], so that a secret the form hides
-// (another connection string in a value, a path or a host) is masked too.
-// The empty string is returned as it is. ConnString never returns any
-// part of s it could not place in one of those forms, so a secret in a
-// malformed string is never echoed.
+// A secret repeated where no secret is named (a password that is also
+// another parameter's value, the user's name, a host, a path) is masked
+// there too: every value, name or part that holds one of the string's
+// secrets ([Secrets]), as it reads or escaped. What is kept then passes
+// [Text], so that a secret the form hides (another connection string in
+// a value, a path or a host) is masked too. The empty string is returned
+// as it is. ConnString never returns any part of s it could not place in
+// one of those forms, so a secret in a malformed string is never echoed.
 func ConnString(s string) string {
 	if s == "" {
 		return ""
 	}
+	secrets := Secrets(s)
 	if scheme := schemeRE.FindString(s); scheme != "" {
-		if r, ok := redactURL(s); ok {
-			return Text(r)
+		shown := scheme
+		if holdsSecret(scheme, secrets) {
+			shown = Mask + ":"
 		}
-		return scheme + Unparsable
+		if r, ok := redactURL(s, secrets); ok {
+			return Text(shown + Values(strings.TrimPrefix(r, scheme), secrets...))
+		}
+		return shown + Unparsable
 	}
-	if r, ok := redactKeyValues(s); ok {
-		return Text(r)
+	if r, ok := redactKeyValues(s, secrets); ok {
+		return Text(Values(r, secrets...))
 	}
 	return Unparsable
+}
+
+// Secrets returns the secrets connection string s names, as they read
+// (unescaped): the password of a URL's user info, and the value of every
+// query parameter or key/value setting whose name looks secret
+// ([Secret]); and, wherever they are in s, the values [Text] would mask
+// (a URL's password, a secret-looking name's value), so that a secret
+// named inside another setting's value counts too. Empty values are left
+// out; nil if s names none.
+func Secrets(s string) []string {
+	var out []string
+	add := func(v string) {
+		for _, v := range []string{v, unescape(v)} {
+			if v != "" && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	if !schemeRE.MatchString(s) {
+		kvs, _ := parseKeyValues(s)
+		for _, kv := range kvs {
+			if Secret(kv[0]) {
+				add(kv[1])
+			}
+		}
+	} else if u, err := url.Parse(s); err == nil {
+		if u.User != nil {
+			if p, ok := u.User.Password(); ok {
+				add(p)
+			}
+		}
+		for _, p := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+			k, v, _ := strings.Cut(p, "=")
+			if name, err := url.QueryUnescape(k); err != nil || Secret(name) {
+				add(v)
+			}
+		}
+	}
+	for _, m := range userinfoRE.FindAllStringSubmatchIndex(s, -1) {
+		add(s[m[3]+1 : m[1]-1]) // between the user's ":" and the "@"
+	}
+	for _, m := range settingRE.FindAllStringSubmatch(s, -1) {
+		v := m[4]
+		if len(v) > 0 && (v[0] == '\'' || v[0] == '"') {
+			v = strings.TrimSuffix(v[1:], v[:1])
+		}
+		add(v)
+	}
+	return out
+}
+
+// unescape returns v as a URL's query (percent escapes, + for a space)
+// or a key/value setting (a backslash before each escaped character)
+// would read it; v if it is neither.
+func unescape(v string) string {
+	if u, err := url.QueryUnescape(v); err == nil && u != v {
+		return u
+	}
+	if strings.Contains(v, `\`) {
+		var b strings.Builder
+		for i := 0; i < len(v); i++ {
+			if v[i] == '\\' && i+1 < len(v) {
+				i++
+			}
+			b.WriteByte(v[i])
+		}
+		return b.String()
+	}
+	return v
+}
+
+// Values returns text with every occurrence of each of secrets replaced
+// by [Mask]: as it reads, and as a URL's path, query or user info, or a
+// quoted key/value setting, would escape it. Empty secrets are ignored.
+// It is for the text of errors that may repeat a secret of a connection
+// string where nothing names it as one (the user's name, a host, a file,
+// another setting's value).
+func Values(text string, secrets ...string) string {
+	var forms []string
+	for _, sec := range secrets {
+		if sec == "" {
+			continue
+		}
+		forms = append(forms, sec, url.QueryEscape(sec), url.PathEscape(sec), strings.TrimSuffix(url.UserPassword("", sec).String(), "@")[1:],
+			strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(sec))
+	}
+	// The longest first, so that a form holding another is masked whole.
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	for _, f := range forms {
+		if f != "" {
+			text = strings.ReplaceAll(text, f, Mask)
+		}
+	}
+	return text
+}
+
+// holdsSecret reports whether v holds one of secrets.
+func holdsSecret(v string, secrets []string) bool {
+	for _, sec := range secrets {
+		if strings.Contains(v, sec) {
+			return true
+		}
+	}
+	return false
 }
 
 // schemeRE matches a URL's scheme and its colon (RFC 3986, section 3.1).
@@ -81,8 +194,9 @@ var secretWords = []string{"pass", "pwd", "secret", "token", "key", "sig", "auth
 // holds a file name, shown as it is.
 var pathSchemes = map[string]bool{"sqlite": true, "file": true}
 
-// redactURL redacts a URL; ok is false when s does not parse as one.
-func redactURL(s string) (string, bool) {
+// redactURL redacts a URL, masking also what holds one of secrets; ok
+// is false when s does not parse as one.
+func redactURL(s string, secrets []string) (string, bool) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" {
 		return "", false
@@ -97,12 +211,27 @@ func redactURL(s string) (string, bool) {
 		return "", false
 	}
 	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), Mask)
+		name := u.User.Username()
+		_, has := u.User.Password()
+		if holdsSecret(name, secrets) {
+			name = Mask
+			u.User = url.User(name)
+		}
+		if has {
+			u.User = url.UserPassword(name, Mask)
 		}
 	}
+	if holdsSecret(u.Host, secrets) {
+		u.Host = Mask
+	}
+	if holdsSecret(u.Path, secrets) || holdsSecret(u.RawPath, secrets) {
+		u.Path, u.RawPath = "/"+Mask, ""
+	}
+	if o, _ := url.PathUnescape(u.Opaque); holdsSecret(o, secrets) || holdsSecret(u.Opaque, secrets) {
+		u.Opaque = Mask
+	}
 	if u.RawQuery != "" {
-		q, ok := redactQuery(u.RawQuery)
+		q, ok := redactQuery(u.RawQuery, secrets)
 		if !ok {
 			return "", false
 		}
@@ -115,9 +244,10 @@ func redactURL(s string) (string, bool) {
 }
 
 // redactQuery masks the values of the secret parameters of a raw query,
-// keeping the order and encoding of the others; ok is false if a
-// parameter's name is not validly escaped.
-func redactQuery(raw string) (string, bool) {
+// and the names and values that hold one of secrets, keeping the order
+// and encoding of the others; ok is false if a parameter's name is not
+// validly escaped.
+func redactQuery(raw string, secrets []string) (string, bool) {
 	params := strings.FieldsFunc(raw, func(r rune) bool { return r == '&' || r == ';' })
 	for i, p := range params {
 		k, _, _ := strings.Cut(p, "=")
@@ -129,16 +259,20 @@ func redactQuery(raw string) (string, bool) {
 		if uv, err := url.QueryUnescape(v); err == nil {
 			v = uv
 		}
-		if Secret(name) || holdsSetting(v) {
+		switch {
+		case holdsSecret(name, secrets):
+			params[i] = Mask + "=" + Mask
+		case Secret(name) || holdsSetting(v) || holdsSecret(v, secrets):
 			params[i] = k + "=" + Mask
 		}
 	}
 	return strings.Join(params, "&"), true
 }
 
-// redactKeyValues redacts libpq key/value settings; ok is false when s
-// does not parse as at least one key=value pair.
-func redactKeyValues(s string) (string, bool) {
+// redactKeyValues redacts libpq key/value settings, masking also the
+// values that hold one of secrets; ok is false when s does not parse as
+// at least one key=value pair.
+func redactKeyValues(s string, secrets []string) (string, bool) {
 	kvs, ok := parseKeyValues(s)
 	if !ok || len(kvs) == 0 {
 		return "", false
@@ -150,7 +284,7 @@ func redactKeyValues(s string) (string, bool) {
 		}
 		b.WriteString(kv[0])
 		b.WriteByte('=')
-		if Secret(kv[0]) || holdsSetting(kv[1]) {
+		if Secret(kv[0]) || holdsSetting(kv[1]) || holdsSecret(kv[1], secrets) {
 			b.WriteString(Mask)
 		} else {
 			b.WriteString(quoteValue(kv[1]))

@@ -52,6 +52,18 @@ func TestConnString(t *testing.T) {
 		{"key/value empty quoted value before password", "user='' host= password=SECRET", "user='' host=xxxxx"},
 		{"key/value value holding a setting", `host='a password=SECRET'`, "host=xxxxx"},
 		{"parameter value holding a setting", "postgres://db/app?host=password=SECRET", "postgres://db/app?host=xxxxx"},
+		{"password repeated as a parameter's value", "postgres://u:SECRET@h/db?target_session_attrs=SECRET", "postgres://u:xxxxx@h/db?target_session_attrs=xxxxx"},
+		{"password parameter repeated", "postgres://u@h/db?password=SECRET&sslmode=require&application_name=SECRET", "postgres://u@h/db?password=xxxxx&sslmode=require&application_name=xxxxx"},
+		{"password repeated inside a value", "postgres://u:SECRET@h/db?options=-c%20x%3DSECRET&search_path=a,SECRET", "postgres://u:xxxxx@h/db?options=xxxxx&search_path=xxxxx"},
+		{"password repeated, escaped otherwise", "postgres://u:S%40CRET@h/db?application_name=S%40CRET&target_session_attrs=S@CRET", "postgres://u:xxxxx@h/db?application_name=xxxxx&target_session_attrs=xxxxx"},
+		{"password repeated as a parameter's name", "postgres://u:SECRET@h/db?SECRET=1", "postgres://u:xxxxx@h/db?xxxxx=xxxxx"},
+		{"password repeated as the user", "postgres://SECRET:SECRET@h/db", "postgres://xxxxx:xxxxx@h/db"},
+		{"password repeated as the host and the path", "postgres://u:SECRET@SECRET:5432/SECRET", "postgres://u:xxxxx@xxxxx/xxxxx"},
+		{"password parameter repeated in the path, escaped", "postgres://u@h/S%45CRET?password=SECRET", "postgres://u@h/xxxxx?password=xxxxx"},
+		{"password named inside a value, repeated", "postgres://db/app?x=password=SECRET&y=SECRET", "postgres://db/app?x=xxxxx&y=xxxxx"},
+		{"sqlite password repeated in the path", "sqlite:SECRET.db?password=SECRET", "sqlite:xxxxx?password=xxxxx"},
+		{"key/value password repeated", `host=db password=SECRET user=SECRET sslrootcert='/etc/SECRET.pem' dbname=app`, "host=db password=xxxxx user=xxxxx sslrootcert=xxxxx dbname=app"},
+		{"key/value quoted password repeated", `password='SEC RET' application_name='SEC RET' target_session_attrs=SEC\ RET`, "password=xxxxx application_name=xxxxx target_session_attrs=xxxxx"},
 		{"bare word", "SECRET", u},
 		{"path", "/var/lib/SECRET.db", u},
 	} {
@@ -62,6 +74,28 @@ func TestConnString(t *testing.T) {
 			}
 			if strings.Contains(got, "SECRET") {
 				t.Errorf("ConnString(%q) = %q shows the secret", tc.in, got)
+			}
+		})
+	}
+}
+
+// TestSecrets checks that Secrets finds the secrets a connection string
+// names, unescaped, in each form.
+func TestSecrets(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"none", "postgres://u@h/db?sslmode=disable", nil},
+		{"userinfo", "postgres://u:S%40CRET@h/db", []string{"S@CRET", "S%40CRET"}},
+		{"parameters", "postgres://h/db?password=S1&sslpassword=S%202&x=1", []string{"S1", "S%202", "S 2"}},
+		{"key/value", `host=db password='S 1' sslkey=/k user=u`, []string{"S 1", "/k"}},
+		{"inside a value", "postgres://h/db?x=password=S1", []string{"S1"}},
+		{"unparsable", "postgres://u:S1@h:port/db", []string{"S1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, redact.Secrets(tc.in)); diff != "" {
+				t.Errorf("Secrets(%q) mismatch (-want +got):\n%s", tc.in, diff)
 			}
 		})
 	}

@@ -110,10 +110,14 @@
 // shows a password: Open names the server as user@host:port/db, or the
 // connection string with its secrets masked, and keeps only pgx's fixed
 // messages of a connection string it could not parse (pgx's own error
-// quotes the string, hiding passwords only as well as it can). The methods
-// of a [Journal] return *[errcode.Error] values whose underlying error (such
-// as a *pgconn.PgError) is reachable with errors.As, and
-// [driver.ErrLeaseLost] as driver.Journal specifies. A method whose context
+// quotes the string, hiding passwords only as well as it can). A password
+// repeated where nothing names it as one (another parameter's value, the
+// user's or the database's name, a host, a file) is masked there too, in
+// every error Open and the methods return. The methods of a [Journal]
+// return *[errcode.Error] values whose underlying error (such as a
+// *pgconn.PgError) is reachable with errors.As, unless its text shows the
+// password (the error then holds its text, masked, and no longer wraps
+// it), and [driver.ErrLeaseLost] as driver.Journal specifies. A method whose context
 // ends while its statement runs returns the context's error, but the
 // statement may have taken effect on the server: a claim made so is found
 // later as started and, once its lease ends, taken over as in doubt — never

@@ -78,6 +78,9 @@ type Journal struct {
 	claim, get, renew, takeOver, release, finish, mark, prune string
 	// claimFenced is claim, fenced by a run's record (see ClaimFenced).
 	claimFenced string
+	// secrets are the passwords of the journal's connection, masked in
+	// its errors (see hide).
+	secrets []string
 }
 
 var (
@@ -99,8 +102,8 @@ var (
 // has that code too); and with code InvalidArgument if connString does not
 // parse or gives host, user or dbname a value holding an = (as "host=
 // password=secret" does: the error names the setting). No error shows a
-// password of connString. opts may be nil. The caller must Close the
-// journal.
+// password of connString, nor a value, a name or a host that repeats
+// it. opts may be nil. The caller must Close the journal.
 func Open(ctx context.Context, connString string, opts *Options) (*Journal, error) {
 	var o Options
 	if opts != nil {
@@ -108,11 +111,12 @@ func Open(ctx context.Context, connString string, opts *Options) (*Journal, erro
 	}
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "pgjournal: open " + redact.ConnString(connString), Err: parseConfigError(err)}
+		return nil, hide(&errcode.Error{Code: errcode.InvalidArgument, Op: "pgjournal: open " + redact.ConnString(connString), Err: parseConfigError(err)}, secretsOf(connString, nil))
 	}
+	secrets := secretsOf(connString, &cfg.ConnConfig.Config)
 	if name := settingInValue(cfg.ConnConfig); name != "" {
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "pgjournal: open " + redact.ConnString(connString),
-			Err: fmt.Errorf("the value of %s holds another setting (an empty value, as in %q, takes the next setting as its value): quote an empty value (%s='') or leave the setting out", name, name+"= password=…", name)}
+		return nil, hide(&errcode.Error{Code: errcode.InvalidArgument, Op: "pgjournal: open " + redact.ConnString(connString),
+			Err: fmt.Errorf("the value of %s holds another setting (an empty value, as in %q, takes the next setting as its value): quote an empty value (%s='') or leave the setting out", name, name+"= password=…", name)}, secrets)
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)
@@ -124,14 +128,14 @@ func Open(ctx context.Context, connString string, opts *Options) (*Journal, erro
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, openError(cfg.ConnConfig, err)
+		return nil, hide(openError(cfg.ConnConfig, err), secrets)
 	}
 	j, err := newJournal(ctx, pool, &o)
 	if err != nil {
 		pool.Close()
-		return nil, openError(cfg.ConnConfig, err)
+		return nil, hide(openError(cfg.ConnConfig, err), secrets)
 	}
-	j.ownPool = true
+	j.ownPool, j.secrets = true, secrets
 	return j, nil
 }
 
@@ -142,10 +146,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Journal, erro
 	if opts != nil {
 		o = *opts
 	}
+	cfg := pool.Config().ConnConfig
 	j, err := newJournal(ctx, pool, &o)
 	if err != nil {
-		return nil, openError(pool.Config().ConnConfig, err)
+		return nil, hide(openError(cfg, err), secretsOf("", &cfg.Config))
 	}
+	j.secrets = secretsOf("", &cfg.Config)
 	return j, nil
 }
 
@@ -471,9 +477,10 @@ func scanEntry(row pgx.Row, created *bool) (driver.Entry, error) {
 }
 
 // opError wraps the error of an operation; the driver's error (such as a
-// *pgconn.PgError) stays reachable with errors.As.
+// *pgconn.PgError) stays reachable with errors.As, unless it shows a
+// password of the journal's connection (see hide).
 func (j *Journal) opError(op string, err error) error {
-	return &errcode.Error{Code: pgCode(err), Op: "pgjournal: " + op, Err: err}
+	return hide(&errcode.Error{Code: pgCode(err), Op: "pgjournal: " + op, Err: err}, j.secrets)
 }
 
 // pgCode returns the code of err, by the table of package errcode's doc:

@@ -22,6 +22,23 @@
 // id and the call id from required_actions, so a call rebuilt by Resume in
 // a new process has the key it had when seen live.
 //
+// # Subagents
+//
+// A session's agent may delegate to subagents (multi_agent). The turn a
+// run follows is always the root agent's: the session's turns list holds
+// the subagents' turns too (subagent_id set), and the backend reads it page
+// by page, newest first, past them (at most 1000 turns; past that a run
+// fails with ResourceExhausted). What the subagents do never enters the
+// answer: to a streamed run (core.Runner.Stream) it goes as
+// core.EventAgentActivity events naming who acted (the agent's id, as the
+// service gives it) and what (the service's type: subagent.created,
+// .active, .closed; create_subagent_call, send_subagent_input_call,
+// resume_subagent_call, wait_for_subagents_call, interrupt_subagent_call,
+// close_subagent_call; agent_message; and "message", a subagent's own
+// message), with the text said or sent. They come from the event stream
+// as it carries them: none are read back after a dropped stream, nor when
+// polling. A function call of a subagent's turn is a call like any other.
+//
 // # Configuration
 //
 // Package adapter fills [Options] from [Settings]: section "openai" of the

@@ -417,8 +417,10 @@ func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*driver.St
 
 // handle applies one event to the thread and returns the step it completes,
 // if any. The event stream hands over only the types listed in handled,
-// and of turn.item.done only messages' (see wanted, thread.go): a new case
-// here needs its type there.
+// of turn.item.done only messages' and, to a streamed run, subagents'
+// (see wanted, thread.go): a new case here needs its type there. What
+// subagents do goes to the observer as agent activity, never into the
+// turn's answer.
 func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEventUnion) (*driver.Step, error) {
 	if !st.accept(ev.EventID) {
 		return nil, nil
@@ -430,11 +432,28 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 			b.register(st)
 		}
 	case "agent.session.turn.created", "agent.session.turn.in_progress":
-		if st.turn == "" && b.newRootTurn(st, ev) {
+		switch {
+		case ev.Turn.SubagentID != "":
+			if st.turn != "" {
+				st.subturn(ev.TurnID, ev.Turn.SubagentID)
+			}
+		case st.turn == "" && b.newRootTurn(st, ev):
 			st.beginTurn(ev.TurnID)
 		}
+	case "agent.session.subagent.created", "agent.session.subagent.active", "agent.session.subagent.closed":
+		// A subagent's state changed: by it, about it (openai-go
+		// betaagent.go, AgentSessionSubagentCreatedEvent and its
+		// siblings carry the Subagent).
+		sa := &ev.Subagent
+		return nil, st.act(sa.ID, strings.TrimPrefix(ev.Type, "agent.session."), sa.ID, sa.Name)
 	case "agent.session.turn.item.added":
-		if it := &ev.Item; st.turn != "" && it.TurnID == st.turn && answers(it.Type, it.Role, it.Phase) {
+		it := &ev.Item
+		switch {
+		case it.Type == "agent_message" && st.inTurn(it.TurnID):
+			// What an agent sent another: the sender spoke
+			// (AgentSessionItemAgentMessage, only ever added).
+			return nil, st.act(it.SenderAgentID, it.Type, it.ID, contentText(ev))
+		case st.turn != "" && it.TurnID == st.turn && answers(it.Type, it.Role, it.Phase):
 			st.live[it.ID] = true
 		}
 	case "agent.session.turn.output_text.delta":
@@ -447,6 +466,20 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		}
 	case "agent.session.turn.item.done":
 		it := &ev.Item
+		if subagentCalls[it.Type] && st.inTurn(it.TurnID) {
+			// An agent worked with a subagent: create_subagent_call
+			// names the agent asking by agent_id, the others by
+			// sender_agent_id (openai-go betaagent.go).
+			agent := it.SenderAgentID
+			if it.Type == "create_subagent_call" {
+				agent = it.AgentID
+			}
+			return nil, st.act(agent, it.Type, it.ID, contentText(ev))
+		}
+		if sub := st.subturns[it.TurnID]; sub != "" && answers(it.Type, it.Role, it.Phase) && it.Status == "completed" {
+			// A subagent's own message: its activity, never the answer.
+			return nil, st.act(sub, it.Type, it.ID, messageText(ev))
+		}
 		if st.turn != "" && it.TurnID == st.turn && answers(it.Type, it.Role, it.Phase) && it.Status == "completed" {
 			text := messageText(ev)
 			st.msgs[ev.OutputIndex] = text
@@ -725,19 +758,32 @@ func (b *Backend) finishIdle(ctx context.Context, st *thread, resume bool) (*dri
 	return nil, nil
 }
 
-// latestRootTurn returns the session's most recent root turn, or nil.
+// maxTurnSearch bounds the turns latestRootTurn reads, newest first, to
+// find the latest root turn: a session's turns include its subagents'
+// (Turn.subagent_id, openai-go betaagentsessionturn.go), which a root
+// turn that delegates much is followed by.
+const maxTurnSearch = 1000
+
+// latestRootTurn returns the session's most recent root turn, or nil when
+// it has none. It reads the session's turns page by page, newest first,
+// past those of subagents, up to maxTurnSearch of them; past that it
+// returns a ResourceExhausted error.
 func (b *Backend) latestRootTurn(ctx context.Context, id string) (*oai.Turn, error) {
-	page, err := b.client.Beta.Agents.Sessions.Turns.List(ctx, id, oai.BetaAgentSessionTurnListParams{
+	pager := b.client.Beta.Agents.Sessions.Turns.ListAutoPaging(ctx, id, oai.BetaAgentSessionTurnListParams{
 		Order: oai.BetaAgentSessionTurnListParamsOrderDesc,
-		Limit: oai.Int(20),
+		Limit: oai.Int(100),
 	})
-	if err != nil {
+	n := 0
+	for ; n < maxTurnSearch && pager.Next(); n++ {
+		if t := pager.Current(); t.SubagentID == "" {
+			return &t, nil
+		}
+	}
+	if err := pager.Err(); err != nil {
 		return nil, apiError("list turns of session "+id, err)
 	}
-	for i := range page.Data {
-		if page.Data[i].SubagentID == "" {
-			return &page.Data[i], nil
-		}
+	if n == maxTurnSearch {
+		return nil, errcode.Errorf(errcode.ResourceExhausted, "openai: session %s: its latest %d turns are all its subagents': toolrelay reads at most that many to find the root agent's latest turn", id, maxTurnSearch)
 	}
 	return nil, nil
 }
@@ -765,6 +811,20 @@ func (b *Backend) turnText(ctx context.Context, st *thread, turn string) (string
 		return "", apiError("read the items of turn "+turn, err)
 	}
 	return strings.Join(parts, "\n"), nil
+}
+
+// contentText returns the text of the content of an event's item (the
+// output_text parts of a multi-agent item's content: openai-go
+// AgentContentUnion; encrypted content is left out), joined by newlines.
+func contentText(ev *oai.AgentSessionEventUnion) string {
+	var parts []string
+	gjson.Get(ev.RawJSON(), "item.content").ForEach(func(_, c gjson.Result) bool {
+		if c.Get("type").Str == "output_text" {
+			parts = append(parts, c.Get("text").Str)
+		}
+		return true
+	})
+	return strings.Join(parts, "\n")
 }
 
 // messageText returns the output text of a turn.item.done message event.

@@ -79,6 +79,10 @@ type Options struct {
 	// of phase "commentary" holding this text, which is not part of the
 	// answer.
 	Commentary string
+	// Subagents, if set, has the agent delegate to subagents before every
+	// answer, as a multi-agent session does: their events, their items
+	// and their turns (see [Subagents]).
+	Subagents *Subagents
 	// DeltaSize splits the text of each message into
 	// agent.session.turn.output_text.delta events of at most DeltaSize
 	// runes, as the service streams it; zero sends it in one delta.

@@ -75,7 +75,12 @@
 //     Instructions: one function tool per tool, its JSON Schema sent as it
 //     is (the sessions API has no strict flag), defer_loading for deferred
 //     tools, and a {"type":"tool_search"} tool whenever one is deferred.
-//   - SessionID runs threadless runs on an existing session.
+//   - SessionID runs threadless runs on an existing session. Before the
+//     backend first sends input to a session it did not create (this one,
+//     or a thread a run names), it reads the session, and refuses
+//     (FailedPrecondition, as an existing agent at Open) one whose agent,
+//     as the session runs it (with the session's override of its tools),
+//     declares a function async.
 //   - A run's response format (core's RunOptions.Format) goes with the
 //     session the run creates: its agent.text is {"format":{"type":
 //     "json_schema","schema":…}}, which overrides the agent's text.format
@@ -124,7 +129,17 @@
 // session and sends again only the results of calls still pending. A 400
 // "Unknown pending tool call" for a call whose result was delivered before
 // (by this process, or as the journal records) means it was delivered; for
-// a call the service just announced, it is retried briefly.
+// a call the service just announced, it is retried briefly. The 202 that
+// answers results means acceptance, not durable completion: results the
+// service refuses after it (a requires_action event that lists their calls
+// again and nothing new, or an error event naming a call) end a streamed
+// run with a FailedPrecondition error naming the call, the turn left
+// waiting. They are not sent again: the same request would be answered from
+// the service's idempotency store, and a result refused for what it holds
+// is refused again (the program cancels the turn, or answers the call with
+// the SDK and resumes). A run that polls sees no such event (a call still
+// listed just after its 202 may not have been applied yet): it waits, as
+// for a turn still running, until its context ends.
 //
 // When a run stops early (step limit, canceled context) the turn is
 // cancelled with agent.session.input.cancel, so the service does not keep

@@ -42,8 +42,8 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	if err != nil {
 		return nil, err
 	}
-	if id != "" && req.Format != nil {
-		if err := b.checkSessionFormat(ctx, id, req.Format, text); err != nil {
+	if id != "" {
+		if err := b.checkSession(ctx, id, req.Format, text); err != nil {
 			return nil, err
 		}
 	}
@@ -179,15 +179,11 @@ func textOf(f *driver.Format) (oai.AgentTextParam, error) {
 	return oai.AgentTextParam{Format: oai.TextFormatParamUnion{OfParamJSONSchema: &oai.TextFormatParamJSONSchema{Schema: schema}}}, nil
 }
 
-// checkSessionFormat refuses a run's format on an existing session that
-// answers in another: a session's format is set when it is made (the
-// sessions API cannot change it), so a run on it may ask for that one
-// only.
-func (b *Backend) checkSessionFormat(ctx context.Context, id string, f *driver.Format, want oai.AgentTextParam) error {
-	sess, err := b.client.Beta.Agents.Sessions.Get(ctx, id)
-	if err != nil {
-		return apiError("read session "+id, err)
-	}
+// checkSessionFormat refuses a run's format on existing session id (sess,
+// as read) that answers in another: a session's format is set when it is
+// made (the sessions API cannot change it), so a run on it may ask for
+// that one only.
+func checkSessionFormat(id string, sess *oai.AgentSession, f *driver.Format, want oai.AgentTextParam) error {
 	got := sess.Agent.Text.Format
 	if got.Type == "json_schema" && sameJSON(got.Schema, want.Format.OfParamJSONSchema.Schema) {
 		return nil
@@ -271,6 +267,7 @@ func (b *Backend) createSession(ctx context.Context, agentID string, content []o
 	key := option.WithHeader("Idempotency-Key", newKey())
 	st := newThread("")
 	st.lastKnown, st.created = true, created
+	st.agentChecked = true // the toolbox's agent, or the one Open checked
 	if b.opts.Delivery == Polling {
 		sess, err := b.client.Beta.Agents.Sessions.New(ctx, params, key)
 		if err != nil {
@@ -487,6 +484,9 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 			return nil, st.emit(driver.TextDone, it.ID, text)
 		}
 	case "agent.session.requires_action":
+		if err := refusedAgain(st, ev.Session.RequiredActions); err != nil {
+			return nil, err
+		}
 		return b.actions(st, ev.Session.RequiredActions, false)
 	case "agent.session.turn.completed", "agent.session.turn.failed", "agent.session.turn.cancelled":
 		if ev.TurnID != st.turn {
@@ -532,8 +532,12 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		st.endTurn()
 		return nil, err
 	case "error":
-		// The failure of a turn or of the session: the lifecycle event
-		// that ends it follows, and may say less.
+		// The refusal of a result the service accepted, when it names
+		// the call; else the failure of a turn or of the session: the
+		// lifecycle event that ends it follows, and may say less.
+		if err := refusedByError(st, &ev.Error); err != nil {
+			return nil, err
+		}
 		st.lastErr = ev.Error
 		b.log.InfoContext(ctx, "openai: error event", "session", st.id, "code", ev.Error.Code, "message", ev.Error.Message)
 	}

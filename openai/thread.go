@@ -67,6 +67,10 @@ type thread struct {
 	// that their messages go to obs as the subagent's activity.
 	subturns map[string]string
 
+	// agentChecked is set once the session's agent is known to declare
+	// no async function (see Backend.checkSession).
+	agentChecked bool
+
 	// active is set while a turn this backend started or follows may run;
 	// Close reads it to cancel such turns before deleting their session.
 	active atomic.Bool

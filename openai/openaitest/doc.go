@@ -67,7 +67,8 @@
 //
 // [Options].Fault injects faults per request (a status such as 429 with
 // Retry-After-Ms or 500, a dropped response after the request was applied,
-// a delay, an event stream closed after N events); DuplicateEvents writes
+// a delay, an event stream closed after N events, tool results refused
+// after their 202); DuplicateEvents writes
 // every event twice; StrayCalls announces a function_call that
 // required_actions does not list; Commentary precedes every answer with a
 // commentary message; Subagents has the agent delegate to subagents before

@@ -44,9 +44,11 @@
 // iterator of [Event]s, read with a range loop: the model's text as it is
 // written (EventTextDelta, then EventTextDone with each message whole),
 // its reasoning (EventReasoningDelta), its calls as they arrive
-// (EventToolCall), each step's calls started and finished, its results
-// submitted, its usage, and the run's end; [Stream.Result] then returns
-// what [Runner.Run] would have. The run takes place in the goroutine that
+// (EventToolCall), what other agents of the run did (EventAgentActivity:
+// the subagents of an OpenAI session, never part of the answer), each
+// step's calls started and finished, its results submitted, its usage,
+// and the run's end; [Stream.Result] then returns what [Runner.Run]
+// would have. The run takes place in the goroutine that
 // ranges, the backend handing each piece over as it reads it from the
 // service (see driver.Observer): nothing is buffered, so a slow reader
 // slows the read of the stream, and breaking out of the loop cancels the

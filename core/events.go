@@ -55,6 +55,15 @@ const (
 	EventToolCall
 	// EventUsage: Usage holds the tokens the service reported for a step.
 	EventUsage
+	// EventAgentActivity: another agent of the run acted, such as a
+	// subagent the service's agent delegated to (OpenAI sessions with
+	// subagents): Agent says who, Activity what (the service's item or
+	// event type, such as "message", "agent_message",
+	// "create_subagent_call" or "subagent.closed"), Text what it said or
+	// was sent, if anything. It is never part of the run's answer
+	// ([Result.Text]). A backend whose service has no such agents never
+	// sends it.
+	EventAgentActivity
 )
 
 var eventNames = [...]string{
@@ -71,6 +80,7 @@ var eventNames = [...]string{
 	EventReasoningDelta:    "reasoning_delta",
 	EventToolCall:          "tool_call",
 	EventUsage:             "usage",
+	EventAgentActivity:     "agent_activity",
 }
 
 // String returns the kind's name, such as "call_started".
@@ -108,10 +118,14 @@ type Event struct {
 	// Err is the internal error behind a failed outcome or run. It is for the
 	// operator: the model is never shown it unless it is a *ModelError.
 	Err error
-	// Item names the message a text event belongs to.
+	// Item names the message a text event belongs to (for
+	// AgentActivity, the item, or the subagent whose state changed).
 	Item string
-	// Text is the text of a text or reasoning event.
+	// Text is the text of a text, reasoning or agent activity event.
 	Text string
+	// Agent and Activity say who acted and what they did
+	// (AgentActivity only; see [EventAgentActivity]).
+	Agent, Activity string
 	// Usage is the usage of a step (Usage) or of the whole run
 	// (RunFinished).
 	Usage Usage

@@ -262,6 +262,8 @@ func (s *sink) observe(d driver.Delta) error {
 		s.done(d.Item, d.Text, n)
 	case driver.ReasoningDelta:
 		s.deliver(&Event{Kind: EventReasoningDelta, Item: d.Item, Text: d.Text})
+	case driver.AgentActivity:
+		s.deliver(&Event{Kind: EventAgentActivity, Item: d.Item, Text: d.Text, Agent: d.Agent, Activity: d.Activity})
 	}
 	if s.stopped {
 		return ErrStreamStopped

@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/owned"
 )
@@ -27,7 +28,7 @@ func (b *Backend) checkAgent(ctx context.Context) error {
 	var missing []string
 	for _, t := range agent.Tools {
 		if t.Type == "function" && t.Async {
-			return errcode.Errorf(errcode.FailedPrecondition, "openai: agent %s declares function %q async: toolrelay answers every function call within its turn, so it runs synchronous functions only; declare it without async", b.opts.Agent, t.Name)
+			return asyncRefused("agent "+b.opts.Agent, t.Name)
 		}
 		if t.Type == "function" && b.tools.Lookup(t.Name) == nil {
 			missing = append(missing, t.Name)
@@ -40,6 +41,47 @@ func (b *Backend) checkAgent(ctx context.Context) error {
 	if len(missing) > 0 {
 		b.log.WarnContext(ctx, "openai: the agent declares functions with no implementation; calls to them will fail",
 			"agent", b.opts.Agent, "functions", missing)
+	}
+	return nil
+}
+
+// asyncRefused is the error refusing an agent that declares function
+// name async (a function tool's async: "the agent continues without
+// waiting for the function result", openai-go betaagent.go
+// AgentToolFunction): such calls never enter required_actions, so the
+// backend would never run them. who names the agent.
+func asyncRefused(who, name string) error {
+	return errcode.Errorf(errcode.FailedPrecondition, "openai: %s declares function %q async: toolrelay answers every function call within its turn, so it runs synchronous functions only; declare it without async", who, name)
+}
+
+// checkSession reads session id, once per thread (and whenever a run asks
+// for a format), before the backend sends it input: a session whose agent,
+// as the session runs it (the agent's tools with the session's overrides:
+// openai-go betaagent.go AgentSession.Agent, AgentSessionAgent.Tools),
+// declares a function async is refused as an existing agent is at Open
+// (FailedPrecondition), and a format other than the session's is refused
+// (see checkSessionFormat). The sessions this backend creates need no
+// check: their agent is the toolbox's, or the one Open checked.
+func (b *Backend) checkSession(ctx context.Context, id string, f *driver.Format, text oai.AgentTextParam) error {
+	st, err := b.thread(id)
+	if err != nil {
+		return err
+	}
+	if st.agentChecked && f == nil {
+		return nil
+	}
+	sess, err := b.client.Beta.Agents.Sessions.Get(ctx, id)
+	if err != nil {
+		return apiError("read session "+id, err)
+	}
+	for _, t := range sess.Agent.Tools {
+		if t.Type == "function" && t.Async {
+			return asyncRefused(fmt.Sprintf("session %s (its agent %s, as the session runs it)", id, sess.Agent.ID), t.Name)
+		}
+	}
+	st.agentChecked = true
+	if f != nil {
+		return checkSessionFormat(id, sess, f, text)
 	}
 	return nil
 }

@@ -22,6 +22,23 @@
 // id and the call id from required_actions, so a call rebuilt by Resume in
 // a new process has the key it had when seen live.
 //
+// # Subagents
+//
+// A session's agent may delegate to subagents (multi_agent). The turn a
+// run follows is always the root agent's: the session's turns list holds
+// the subagents' turns too (subagent_id set), and the backend reads it page
+// by page, newest first, past them (at most 1000 turns; past that a run
+// fails with ResourceExhausted). What the subagents do never enters the
+// answer: to a streamed run (core.Runner.Stream) it goes as
+// core.EventAgentActivity events naming who acted (the agent's id, as the
+// service gives it) and what (the service's type: subagent.created,
+// .active, .closed; create_subagent_call, send_subagent_input_call,
+// resume_subagent_call, wait_for_subagents_call, interrupt_subagent_call,
+// close_subagent_call; agent_message; and "message", a subagent's own
+// message), with the text said or sent. They come from the event stream
+// as it carries them: none are read back after a dropped stream, nor when
+// polling. A function call of a subagent's turn is a call like any other.
+//
 // # Configuration
 //
 // Package adapter fills [Options] from [Settings]: section "openai" of the
@@ -58,7 +75,12 @@
 //     Instructions: one function tool per tool, its JSON Schema sent as it
 //     is (the sessions API has no strict flag), defer_loading for deferred
 //     tools, and a {"type":"tool_search"} tool whenever one is deferred.
-//   - SessionID runs threadless runs on an existing session.
+//   - SessionID runs threadless runs on an existing session. Before the
+//     backend first sends input to a session it did not create (this one,
+//     or a thread a run names), it reads the session, and refuses
+//     (FailedPrecondition, as an existing agent at Open) one whose agent,
+//     as the session runs it (with the session's override of its tools),
+//     declares a function async.
 //   - A run's response format (core's RunOptions.Format) goes with the
 //     session the run creates: its agent.text is {"format":{"type":
 //     "json_schema","schema":…}}, which overrides the agent's text.format
@@ -107,7 +129,17 @@
 // session and sends again only the results of calls still pending. A 400
 // "Unknown pending tool call" for a call whose result was delivered before
 // (by this process, or as the journal records) means it was delivered; for
-// a call the service just announced, it is retried briefly.
+// a call the service just announced, it is retried briefly. The 202 that
+// answers results means acceptance, not durable completion: results the
+// service refuses after it (a requires_action event that lists their calls
+// again and nothing new, or an error event naming a call) end a streamed
+// run with a FailedPrecondition error naming the call, the turn left
+// waiting. They are not sent again: the same request would be answered from
+// the service's idempotency store, and a result refused for what it holds
+// is refused again (the program cancels the turn, or answers the call with
+// the SDK and resumes). A run that polls sees no such event (a call still
+// listed just after its 202 may not have been applied yet): it waits, as
+// for a turn still running, until its context ends.
 //
 // When a run stops early (step limit, canceled context) the turn is
 // cancelled with agent.session.input.cancel, so the service does not keep

@@ -4,13 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
 
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/errcode"
 )
 
 // unknownCallDelays are the pauses before a result refused as "Unknown
@@ -103,6 +107,85 @@ func (b *Backend) deliver(ctx context.Context, st *thread, results []driver.Tool
 		stale = false // the session was just read
 	}
 	return nil, stale, nil
+}
+
+// A result the service accepted (202) may still be refused: "HTTP 202
+// confirms acceptance, not durable completion" (openai-go v3.105,
+// betaagentsessionevent.go, Events.New). The service then lists the call
+// again in required_actions, or names it in an error event. The backend
+// does not send it again: the SDK's own helper (agents_stream.go) sends a
+// call's result once and retries only a refusal that comes with the
+// response (400 "Unknown pending tool call"); the request sent again, with
+// the Idempotency-Key of the call's result (stable, the journal's), would
+// be answered from the service's idempotency store and not applied, and
+// sent with a new key it would be a request the journal does not know;
+// and a result refused for what it holds is refused again. So the run
+// ends with a FailedPrecondition error naming the call, the turn left
+// waiting, where it would otherwise wait for an event that never comes.
+
+// refusedAgain returns the error of results refused after their
+// acceptance, shown by a requires_action event (read after the results
+// were accepted) that lists calls whose results were sent, and nothing
+// new; nil otherwise. An event that lists a new action as well is a step
+// (the calls sent are left out of it, see actions): if the others were
+// refused, the event after its results shows it.
+func refusedAgain(st *thread, list []oai.AgentSessionRequiredActionUnion) error {
+	var first *callKey
+	for _, a := range list {
+		k := callKey{a.TurnID, actionID(&a)}
+		if k.call == "" || !st.sent[k] {
+			return nil
+		}
+		if first == nil {
+			first = &k
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return refusedResult(st, *first, "it listed the call again in required_actions")
+}
+
+// refusedByError returns the error of a result refused after its
+// acceptance, shown by an error event that names a call whose result was
+// sent (by its call id, in its message or param); nil when it names none.
+func refusedByError(st *thread, e *oai.SessionError) error {
+	keys := slices.SortedFunc(maps.Keys(st.sent), func(a, b callKey) int { return strings.Compare(a.turn+"/"+a.call, b.turn+"/"+b.call) })
+	for _, k := range keys {
+		if k.call != "" && (namesID(e.Message, k.call) || namesID(e.Param, k.call)) {
+			return refusedResult(st, k, fmt.Sprintf("an error event said %s: %s", e.Code, e.Message))
+		}
+	}
+	return nil
+}
+
+// refusedResult is the FailedPrecondition error of the result of call k,
+// accepted and then refused as how says.
+func refusedResult(st *thread, k callKey, how string) error {
+	return errcode.Errorf(errcode.FailedPrecondition, "openai: %s: the service accepted the result of call %s (turn %s), then refused it: %s; "+
+		"toolrelay sends a call's result once (the same request again would be answered from the service's idempotency store, not applied), "+
+		"so the turn is left waiting for it: cancel it (Runner.Cancel), or answer the call with the SDK "+
+		"(Backend.Client().Beta.Agents.Sessions.Events.New) and resume the run (Runner.Resume)", st, k.call, k.turn, how)
+}
+
+// namesID reports whether s holds id as a whole word (not inside a
+// longer id: call_1 is not named by "call_12").
+func namesID(s, id string) bool {
+	idChar := func(c byte) bool {
+		return c == '_' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], id)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(id)
+		if (j == 0 || !idChar(s[j-1])) && (end == len(s) || !idChar(s[end])) {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 func (b *Backend) postResults(ctx context.Context, st *thread, results []driver.ToolResult) error {

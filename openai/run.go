@@ -42,8 +42,8 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 	if err != nil {
 		return nil, err
 	}
-	if id != "" && req.Format != nil {
-		if err := b.checkSessionFormat(ctx, id, req.Format, text); err != nil {
+	if id != "" {
+		if err := b.checkSession(ctx, id, req.Format, text); err != nil {
 			return nil, err
 		}
 	}
@@ -179,15 +179,11 @@ func textOf(f *driver.Format) (oai.AgentTextParam, error) {
 	return oai.AgentTextParam{Format: oai.TextFormatParamUnion{OfParamJSONSchema: &oai.TextFormatParamJSONSchema{Schema: schema}}}, nil
 }
 
-// checkSessionFormat refuses a run's format on an existing session that
-// answers in another: a session's format is set when it is made (the
-// sessions API cannot change it), so a run on it may ask for that one
-// only.
-func (b *Backend) checkSessionFormat(ctx context.Context, id string, f *driver.Format, want oai.AgentTextParam) error {
-	sess, err := b.client.Beta.Agents.Sessions.Get(ctx, id)
-	if err != nil {
-		return apiError("read session "+id, err)
-	}
+// checkSessionFormat refuses a run's format on existing session id (sess,
+// as read) that answers in another: a session's format is set when it is
+// made (the sessions API cannot change it), so a run on it may ask for
+// that one only.
+func checkSessionFormat(id string, sess *oai.AgentSession, f *driver.Format, want oai.AgentTextParam) error {
 	got := sess.Agent.Text.Format
 	if got.Type == "json_schema" && sameJSON(got.Schema, want.Format.OfParamJSONSchema.Schema) {
 		return nil
@@ -271,6 +267,7 @@ func (b *Backend) createSession(ctx context.Context, agentID string, content []o
 	key := option.WithHeader("Idempotency-Key", newKey())
 	st := newThread("")
 	st.lastKnown, st.created = true, created
+	st.agentChecked = true // the toolbox's agent, or the one Open checked
 	if b.opts.Delivery == Polling {
 		sess, err := b.client.Beta.Agents.Sessions.New(ctx, params, key)
 		if err != nil {
@@ -417,8 +414,10 @@ func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*driver.St
 
 // handle applies one event to the thread and returns the step it completes,
 // if any. The event stream hands over only the types listed in handled,
-// and of turn.item.done only messages' (see wanted, thread.go): a new case
-// here needs its type there.
+// of turn.item.done only messages' and, to a streamed run, subagents'
+// (see wanted, thread.go): a new case here needs its type there. What
+// subagents do goes to the observer as agent activity, never into the
+// turn's answer.
 func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEventUnion) (*driver.Step, error) {
 	if !st.accept(ev.EventID) {
 		return nil, nil
@@ -430,11 +429,28 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 			b.register(st)
 		}
 	case "agent.session.turn.created", "agent.session.turn.in_progress":
-		if st.turn == "" && b.newRootTurn(st, ev) {
+		switch {
+		case ev.Turn.SubagentID != "":
+			if st.turn != "" {
+				st.subturn(ev.TurnID, ev.Turn.SubagentID)
+			}
+		case st.turn == "" && b.newRootTurn(st, ev):
 			st.beginTurn(ev.TurnID)
 		}
+	case "agent.session.subagent.created", "agent.session.subagent.active", "agent.session.subagent.closed":
+		// A subagent's state changed: by it, about it (openai-go
+		// betaagent.go, AgentSessionSubagentCreatedEvent and its
+		// siblings carry the Subagent).
+		sa := &ev.Subagent
+		return nil, st.act(sa.ID, strings.TrimPrefix(ev.Type, "agent.session."), sa.ID, sa.Name)
 	case "agent.session.turn.item.added":
-		if it := &ev.Item; st.turn != "" && it.TurnID == st.turn && answers(it.Type, it.Role, it.Phase) {
+		it := &ev.Item
+		switch {
+		case it.Type == "agent_message" && st.inTurn(it.TurnID):
+			// What an agent sent another: the sender spoke
+			// (AgentSessionItemAgentMessage, only ever added).
+			return nil, st.act(it.SenderAgentID, it.Type, it.ID, contentText(ev))
+		case st.turn != "" && it.TurnID == st.turn && answers(it.Type, it.Role, it.Phase):
 			st.live[it.ID] = true
 		}
 	case "agent.session.turn.output_text.delta":
@@ -447,6 +463,20 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		}
 	case "agent.session.turn.item.done":
 		it := &ev.Item
+		if subagentCalls[it.Type] && st.inTurn(it.TurnID) {
+			// An agent worked with a subagent: create_subagent_call
+			// names the agent asking by agent_id, the others by
+			// sender_agent_id (openai-go betaagent.go).
+			agent := it.SenderAgentID
+			if it.Type == "create_subagent_call" {
+				agent = it.AgentID
+			}
+			return nil, st.act(agent, it.Type, it.ID, contentText(ev))
+		}
+		if sub := st.subturns[it.TurnID]; sub != "" && answers(it.Type, it.Role, it.Phase) && it.Status == "completed" {
+			// A subagent's own message: its activity, never the answer.
+			return nil, st.act(sub, it.Type, it.ID, messageText(ev))
+		}
 		if st.turn != "" && it.TurnID == st.turn && answers(it.Type, it.Role, it.Phase) && it.Status == "completed" {
 			text := messageText(ev)
 			st.msgs[ev.OutputIndex] = text
@@ -454,6 +484,9 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 			return nil, st.emit(driver.TextDone, it.ID, text)
 		}
 	case "agent.session.requires_action":
+		if err := refusedAgain(st, ev.Session.RequiredActions); err != nil {
+			return nil, err
+		}
 		return b.actions(st, ev.Session.RequiredActions, false)
 	case "agent.session.turn.completed", "agent.session.turn.failed", "agent.session.turn.cancelled":
 		if ev.TurnID != st.turn {
@@ -499,8 +532,12 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		st.endTurn()
 		return nil, err
 	case "error":
-		// The failure of a turn or of the session: the lifecycle event
-		// that ends it follows, and may say less.
+		// The refusal of a result the service accepted, when it names
+		// the call; else the failure of a turn or of the session: the
+		// lifecycle event that ends it follows, and may say less.
+		if err := refusedByError(st, &ev.Error); err != nil {
+			return nil, err
+		}
 		st.lastErr = ev.Error
 		b.log.InfoContext(ctx, "openai: error event", "session", st.id, "code", ev.Error.Code, "message", ev.Error.Message)
 	}
@@ -725,19 +762,32 @@ func (b *Backend) finishIdle(ctx context.Context, st *thread, resume bool) (*dri
 	return nil, nil
 }
 
-// latestRootTurn returns the session's most recent root turn, or nil.
+// maxTurnSearch bounds the turns latestRootTurn reads, newest first, to
+// find the latest root turn: a session's turns include its subagents'
+// (Turn.subagent_id, openai-go betaagentsessionturn.go), which a root
+// turn that delegates much is followed by.
+const maxTurnSearch = 1000
+
+// latestRootTurn returns the session's most recent root turn, or nil when
+// it has none. It reads the session's turns page by page, newest first,
+// past those of subagents, up to maxTurnSearch of them; past that it
+// returns a ResourceExhausted error.
 func (b *Backend) latestRootTurn(ctx context.Context, id string) (*oai.Turn, error) {
-	page, err := b.client.Beta.Agents.Sessions.Turns.List(ctx, id, oai.BetaAgentSessionTurnListParams{
+	pager := b.client.Beta.Agents.Sessions.Turns.ListAutoPaging(ctx, id, oai.BetaAgentSessionTurnListParams{
 		Order: oai.BetaAgentSessionTurnListParamsOrderDesc,
-		Limit: oai.Int(20),
+		Limit: oai.Int(100),
 	})
-	if err != nil {
+	n := 0
+	for ; n < maxTurnSearch && pager.Next(); n++ {
+		if t := pager.Current(); t.SubagentID == "" {
+			return &t, nil
+		}
+	}
+	if err := pager.Err(); err != nil {
 		return nil, apiError("list turns of session "+id, err)
 	}
-	for i := range page.Data {
-		if page.Data[i].SubagentID == "" {
-			return &page.Data[i], nil
-		}
+	if n == maxTurnSearch {
+		return nil, errcode.Errorf(errcode.ResourceExhausted, "openai: session %s: its latest %d turns are all its subagents': toolrelay reads at most that many to find the root agent's latest turn", id, maxTurnSearch)
 	}
 	return nil, nil
 }
@@ -765,6 +815,20 @@ func (b *Backend) turnText(ctx context.Context, st *thread, turn string) (string
 		return "", apiError("read the items of turn "+turn, err)
 	}
 	return strings.Join(parts, "\n"), nil
+}
+
+// contentText returns the text of the content of an event's item (the
+// output_text parts of a multi-agent item's content: openai-go
+// AgentContentUnion; encrypted content is left out), joined by newlines.
+func contentText(ev *oai.AgentSessionEventUnion) string {
+	var parts []string
+	gjson.Get(ev.RawJSON(), "item.content").ForEach(func(_, c gjson.Result) bool {
+		if c.Get("type").Str == "output_text" {
+			parts = append(parts, c.Get("text").Str)
+		}
+		return true
+	})
+	return strings.Join(parts, "\n")
 }
 
 // messageText returns the output text of a turn.item.done message event.

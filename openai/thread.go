@@ -62,6 +62,14 @@ type thread struct {
 	// carried (those added since it was opened), whose deltas go to obs.
 	obs  driver.Observer
 	live map[string]bool
+	// subturns maps the turns of subagents seen on the stream while the
+	// root turn runs to their subagent (at most seenLimit of them), so
+	// that their messages go to obs as the subagent's activity.
+	subturns map[string]string
+
+	// agentChecked is set once the session's agent is known to declare
+	// no async function (see Backend.checkSession).
+	agentChecked bool
 
 	// active is set while a turn this backend started or follows may run;
 	// Close reads it to cancel such turns before deleting their session.
@@ -90,6 +98,31 @@ func (st *thread) emit(kind driver.DeltaKind, item, text string) error {
 		return nil
 	}
 	return st.obs(driver.Delta{Kind: kind, Item: item, Text: text})
+}
+
+// act hands the observer, if any, what another agent of the session did
+// (see driver.AgentActivity).
+func (st *thread) act(agent, activity, item, text string) error {
+	if st.obs == nil {
+		return nil
+	}
+	return st.obs(driver.Delta{Kind: driver.AgentActivity, Agent: agent, Activity: activity, Item: item, Text: text})
+}
+
+// inTurn reports whether an item of turn belongs to the root turn being
+// followed, or to a turn of one of its subagents.
+func (st *thread) inTurn(turn string) bool {
+	return st.turn != "" && (turn == st.turn || st.subturns[turn] != "")
+}
+
+// subturn records turn as one of subagent's.
+func (st *thread) subturn(turn, subagent string) {
+	if st.subturns == nil {
+		st.subturns = map[string]string{}
+	}
+	if len(st.subturns) < seenLimit {
+		st.subturns[turn] = subagent
+	}
 }
 
 // accept reports whether an event is new, remembering its id. Events
@@ -121,6 +154,7 @@ func (st *thread) beginTurn(id string) {
 	st.usage = driver.Usage{}
 	clear(st.msgs)
 	clear(st.live)
+	st.subturns = nil
 }
 
 // resetFollow prepares the thread to follow a turn afresh (a new input, or
@@ -155,6 +189,7 @@ func (st *thread) endTurn() {
 	clear(st.msgs)
 	clear(st.live)
 	clear(st.sent)
+	st.subturns = nil
 	// The ids of the turn's events are not needed once it is over (the
 	// events of a past turn are told apart by its turn id): let a thread
 	// that waits for its next input hold no more than its ids.
@@ -230,11 +265,33 @@ func (b *Backend) openStream(ctx context.Context, method, path string, params an
 func wanted(typ, item string, deltas bool) bool {
 	switch typ {
 	case "agent.session.turn.item.done":
-		return item == "message"
+		return item == "message" || deltas && subagentCalls[item]
 	case "agent.session.turn.item.added":
-		return deltas && item == "message"
+		return deltas && (item == "message" || item == "agent_message")
 	}
-	return handled[typ]
+	return handled[typ] || deltas && subagentEvents[typ]
+}
+
+// subagentCalls are the types of the items by which an agent works with
+// its subagents (openai-go v3.105 betaagent.go: AgentCreateSubagentCallItem
+// and its siblings); a streamed run hands each over, once done, as an
+// agent activity.
+var subagentCalls = map[string]bool{
+	"create_subagent_call":     true,
+	"send_subagent_input_call": true,
+	"resume_subagent_call":     true,
+	"wait_for_subagents_call":  true,
+	"interrupt_subagent_call":  true,
+	"close_subagent_call":      true,
+}
+
+// subagentEvents are the events of a subagent's state (openai-go
+// betaagent.go: AgentSessionSubagentCreatedEvent, ...Active..., ...Closed...),
+// which a streamed run hands over as agent activities.
+var subagentEvents = map[string]bool{
+	"agent.session.subagent.created": true,
+	"agent.session.subagent.active":  true,
+	"agent.session.subagent.closed":  true,
 }
 
 // deltaTypes are the events of a streamed run that read decodes itself:

@@ -14,6 +14,12 @@ const (
 	// ReasoningDelta: Text is the next piece of a reasoning summary of
 	// item Item.
 	ReasoningDelta
+	// AgentActivity: another agent of the run acted, such as a subagent
+	// the service's agent delegated to: Agent names it, Activity says
+	// what it did, Text holds what it said or was sent, if anything, and
+	// Item names the item (or the subagent, for a change of its state).
+	// None of it is part of the step's answer.
+	AgentActivity
 )
 
 // A Delta is a piece of what the model produces while a step is being
@@ -25,8 +31,16 @@ type Delta struct {
 	// after a reconnect.
 	Item string
 	// Text is the piece of text (TextDelta, ReasoningDelta) or the item's
-	// whole text (TextDone).
+	// whole text (TextDone, AgentActivity).
 	Text string
+	// Agent names the agent that acted (AgentActivity only): its id, or
+	// its name, as the service gives it.
+	Agent string
+	// Activity says what the agent did (AgentActivity only), in the
+	// service's words: an item's type (such as "message",
+	// "agent_message" or "create_subagent_call") or an event's (such as
+	// "subagent.created").
+	Activity string
 }
 
 // An Observer receives the deltas of a step as the service streams them.

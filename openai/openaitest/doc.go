@@ -67,10 +67,12 @@
 //
 // [Options].Fault injects faults per request (a status such as 429 with
 // Retry-After-Ms or 500, a dropped response after the request was applied,
-// a delay, an event stream closed after N events); DuplicateEvents writes
+// a delay, an event stream closed after N events, tool results refused
+// after their 202); DuplicateEvents writes
 // every event twice; StrayCalls announces a function_call that
 // required_actions does not list; Commentary precedes every answer with a
-// commentary message.
+// commentary message; Subagents has the agent delegate to subagents before
+// every answer (their events, items and turns).
 //
 // # Assertions
 //
@@ -81,8 +83,9 @@
 // # Limits
 //
 // The fake runs function tools in the client only: environment types other
-// than "none", hosted tools, subagents, artifacts, traces and vaults are
-// not served (404 or 400); a self-hosted environment has no executor but
+// than "none", hosted tools, the subagents API (GET .../subagents),
+// artifacts, traces and vaults are not served (404 or 400); subagents are
+// only played, with [Options].Subagents; a self-hosted environment has no executor but
 // ConnectEnvironment. Computer use is limited to requests for a browser's
 // access to an origin (scripted with coretest.Call.Origin), or with
 // [Options].SignIn to sign in to it (browser_authentication). No session

@@ -305,6 +305,10 @@ func (e *eventJSON) appendJSON(b []byte) []byte {
 		b = appendKey(b, "error")
 		b = append(b, mustJSON(e.Error)...)
 	}
+	if len(e.Subagent) > 0 {
+		b = appendKey(b, "subagent")
+		b = appendRaw(b, e.Subagent)
+	}
 	return append(b, '}')
 }
 

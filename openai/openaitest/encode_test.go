@@ -75,6 +75,7 @@ func TestAppendJSON(t *testing.T) {
 			eventJSON{Type: "agent.session.turn.item.done", EventID: "evt_3", OutputIndex: &i, Item: r},
 			eventJSON{Type: "error", EventID: "evt_4", SessionID: s, Error: &errorJSON{Code: s, Message: s, Type: "server_error"}},
 			eventJSON{Type: "agent.session.turn.reasoning_summary_text.delta", EventID: "evt_5", ItemID: s, SummaryIndex: &zero, Delta: s, Text: &s, Part: &contentJSON{Type: "summary_text", Text: s}},
+			eventJSON{Type: "agent.session.subagent.created", EventID: s, Subagent: r},
 		)
 	}
 	for _, it := range items {

@@ -179,3 +179,98 @@ func TestDeltaSize(t *testing.T) {
 		}
 	}
 }
+
+// TestSubagents plays a turn that delegates to subagents (Options.Subagents)
+// and reads it with openai-go's NewStreaming and
+// BetaAgentSessionFinalResult: the answer is the root agent's alone; the
+// subagent events and items decode as the SDK's types; GET .../turns lists
+// each subagent turn, newer than the root turn, and GET .../items the root
+// agent's items only.
+func TestSubagents(t *testing.T) {
+	const answer, said = "All done.", "A subagent's finding."
+	srv, client := newServer(t, coretest.Answer(answer), &openaitest.Options{Subagents: &openaitest.Subagents{Count: 2, Turns: 3, Text: said}})
+	ctx := t.Context()
+	agent, err := client.Beta.Agents.New(ctx, oai.BetaAgentNewParams{Model: "gpt-4.1-mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := client.Beta.Agents.Sessions.NewStreaming(ctx, oai.BetaAgentSessionNewParams{
+		Environment: oai.EnvironmentParamUnion{OfParamNone: &oai.EnvironmentParamNone{}},
+		AgentID:     oai.String(agent.ID),
+		Input:       oai.BetaAgentSessionNewParamsInputUnion{OfString: oai.String("hi")},
+	})
+	res, err := oai.BetaAgentSessionFinalResult(stream)
+	if err != nil {
+		t.Fatalf("FinalResult: %v", err)
+	}
+	if got := res.OutputText(); got != answer {
+		t.Errorf("answer = %q, want %q (the root agent's only)", got, answer)
+	}
+	sess := srv.Sessions()[0]
+	kinds := map[string]int{}
+	for _, typ := range srv.Events(sess) {
+		if strings.Contains(typ, "subagent") {
+			kinds[typ]++
+		}
+	}
+	wantKinds := map[string]int{"agent.session.subagent.created": 2, "agent.session.subagent.active": 2, "agent.session.subagent.closed": 4}
+	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
+		t.Errorf("subagent events (-want +got):\n%s", diff)
+	}
+	var turns []oai.Turn
+	pager := client.Beta.Agents.Sessions.Turns.ListAutoPaging(ctx, sess, oai.BetaAgentSessionTurnListParams{Order: oai.BetaAgentSessionTurnListParamsOrderAsc, Limit: oai.Int(4)})
+	for pager.Next() {
+		turns = append(turns, pager.Current())
+	}
+	if err := pager.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 7 || turns[0].SubagentID != "" {
+		t.Fatalf("turns %+v: want the root turn, then 6 subagent turns", turns)
+	}
+	for _, tn := range turns[1:] {
+		if tn.SubagentID == "" || tn.Status != "completed" || tn.AgentID != tn.SubagentID {
+			t.Errorf("turn %+v: want a completed subagent turn", tn)
+		}
+		items, err := client.Beta.Agents.Sessions.Turns.Items.List(ctx, sess, tn.ID, oai.BetaAgentSessionTurnItemListParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items.Data) != 1 || items.Data[0].AsMessage().OutputText() != said {
+			t.Errorf("items of subagent turn %s: %+v, want its answer", tn.ID, items.Data)
+		}
+	}
+	items, err := client.Beta.Agents.Sessions.Items.List(ctx, sess, oai.BetaAgentSessionItemListParams{Order: oai.BetaAgentSessionItemListParamsOrderAsc, Limit: oai.Int(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, it := range items.Data {
+		if it.TurnID != turns[0].ID {
+			t.Errorf("session item %s of turn %s: want the root turn's only", it.ID, it.TurnID)
+		}
+		switch it.Type {
+		case "create_subagent_call":
+			if c := it.AsCreateSubagentCall(); c.AgentID != agent.ID || len(c.Content) != 1 || c.Content[0].Text != "Subtask 1." && c.Content[0].Text != "Subtask 2." {
+				t.Errorf("create_subagent_call %+v", c)
+			}
+		case "agent_message":
+			if m := it.AsAgentMessage(); m.RecipientAgentID != agent.ID || len(m.Content) != 1 || m.Content[0].Text != said {
+				t.Errorf("agent_message %+v", m)
+			}
+		case "wait_for_subagents_call":
+			if w := it.AsWaitForSubagentsCall(); w.SenderAgentID != agent.ID || len(w.RecipientAgentIDs) != 1 {
+				t.Errorf("wait_for_subagents_call %+v", w)
+			}
+		}
+		types = append(types, it.Type)
+	}
+	one := []string{"create_subagent_call", "agent_message",
+		"close_subagent_call", "resume_subagent_call", "send_subagent_input_call", "agent_message",
+		"send_subagent_input_call", "agent_message",
+		"wait_for_subagents_call", "interrupt_subagent_call", "close_subagent_call"}
+	want := append(append(append([]string{"message"}, one...), one...), "message")
+	if diff := cmp.Diff(want, types); diff != "" {
+		t.Errorf("session items (-want +got):\n%s", diff)
+	}
+}

@@ -34,8 +34,10 @@ type inputEvent struct {
 
 // postEvents handles POST agents/sessions/{id}/events. The events of one
 // request are checked together before any is applied: a request naming a
-// call that is not pending is refused whole.
-func (s *Server) postEvents(id string) func(req *Request) reply {
+// call that is not pending is refused whole. With f.Refuse, a request
+// carrying tool results is accepted (202) and not applied (see
+// Fault.Refuse).
+func (s *Server) postEvents(id string, f *Fault) func(req *Request) reply {
 	return func(req *Request) reply {
 		bad := func(code, msg string) reply {
 			return errorReply(http.StatusBadRequest, "invalid_request_error", code, msg)
@@ -108,6 +110,9 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 				return bad("invalid_value", "Invalid value for 'events["+strconv.Itoa(i)+"].type': '"+ev.Type+"'.")
 			}
 		}
+		if f != nil && f.Refuse != 0 && s.refuse(sess, body.Events, f.Refuse) {
+			return reply{status: http.StatusAccepted}
+		}
 		// Apply.
 		var results []coretest.Delivered
 		for _, ev := range body.Events {
@@ -158,6 +163,31 @@ func (s *Server) postEvents(id string) func(req *Request) reply {
 		}
 		return reply{status: http.StatusAccepted}
 	}
+}
+
+// refuse refuses, after their acceptance, the tool results among events
+// (checked), as how says, and reports whether there were any: the calls
+// stay pending. The caller holds s.mu.
+func (s *Server) refuse(sess *session, events []inputEvent, how Refusal) bool {
+	var calls []string
+	for i, ev := range events {
+		if ev.Type != "agent.session.input.tool_result" {
+			continue
+		}
+		calls = append(calls, *ev.CallID)
+		if how == ErrorEvent {
+			param := "events[" + strconv.Itoa(i) + "].call_id"
+			s.emit(sess, eventJSON{Type: "error", SessionID: sess.id, Error: &errorJSON{Code: "invalid_request", Param: &param, Type: "invalid_request_error",
+				Message: "The tool result for call '" + *ev.CallID + "' was not applied: the result was rejected after it was accepted."}})
+		}
+	}
+	if len(calls) == 0 {
+		return false
+	}
+	if how == Relist {
+		s.emit(sess, eventJSON{Type: "agent.session.requires_action", Session: sess.json()})
+	}
+	return true
 }
 
 // checkResponse returns why the response to approval request p is

@@ -79,6 +79,10 @@ type Options struct {
 	// of phase "commentary" holding this text, which is not part of the
 	// answer.
 	Commentary string
+	// Subagents, if set, has the agent delegate to subagents before every
+	// answer, as a multi-agent session does: their events, their items
+	// and their turns (see [Subagents]).
+	Subagents *Subagents
 	// DeltaSize splits the text of each message into
 	// agent.session.turn.output_text.delta events of at most DeltaSize
 	// runes, as the service streams it; zero sends it in one delta.
@@ -128,7 +132,32 @@ type Fault struct {
 	// once that many text deltas (agent.session.turn.output_text.delta)
 	// were written: the stream drops in the middle of a message.
 	CutText int
+	// Refuse, for a POST .../events carrying tool results that would be
+	// applied, answers 202 as on acceptance, then refuses the results
+	// ("HTTP 202 confirms acceptance, not durable completion", openai-go
+	// betaagentsessionevent.go): nothing in the request is applied, the
+	// calls stay pending, and the session says so as Refuse tells (see
+	// [Refusal]). The 202 is stored under the request's Idempotency-Key
+	// as any other: the same request sent again is answered from the
+	// store, and not applied.
+	Refuse Refusal
 }
+
+// A Refusal is how the service tells that tool results it accepted (202)
+// were not applied (see [Fault].Refuse).
+type Refusal int
+
+// The refusals.
+const (
+	// Relist emits agent.session.requires_action listing the calls
+	// again.
+	Relist Refusal = iota + 1
+	// ErrorEvent emits, for each call, an "error" event whose message and
+	// param name it (code invalid_request); the session's
+	// required_actions (GET) still list the calls, and no other event
+	// follows.
+	ErrorEvent
+)
 
 // Request is a request the server received, as recorded.
 type Request struct {
@@ -478,7 +507,7 @@ func (s *Server) routeSession(w http.ResponseWriter, r *http.Request, req *Reque
 	case len(rest) == 1 && rest[0] == "events":
 		s.methods(w, r, map[string]func(){
 			http.MethodGet:  func() { s.subscribe(w, r, id, f) },
-			http.MethodPost: func() { s.idempotent(w, r, req, s.postEvents(id)) },
+			http.MethodPost: func() { s.idempotent(w, r, req, s.postEvents(id, f)) },
 		})
 	case len(rest) == 1 && rest[0] == "items":
 		s.methods(w, r, map[string]func(){http.MethodGet: func() { s.listItems(w, r, id, "") }})

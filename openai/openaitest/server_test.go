@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -321,6 +322,64 @@ func TestIdempotency(t *testing.T) {
 	}
 	if res := do(t, srv, "POST", "agents/sessions/"+id+"/events", `{"events":[{"type":"agent.session.input.cancel"}]}`, key); res.StatusCode != 400 {
 		t.Errorf("same key, other body: status %d, want 400", res.StatusCode)
+	}
+}
+
+// TestRefuseAfterAccepted: with Fault.Refuse, a request of tool results is
+// answered 202 but not applied: the call stays pending, the session says
+// so (an agent.session.requires_action listing it again, or an error event
+// naming it), the same request sent again is answered from the idempotency
+// store and still not applied, and the result sent anew (another key,
+// no fault) is taken.
+func TestRefuseAfterAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		refuse openaitest.Refusal
+		want   string // the event that says so
+	}{
+		{"relist", openaitest.Relist, "agent.session.requires_action"},
+		{"error event", openaitest.ErrorEvent, "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var refuse atomic.Bool
+			refuse.Store(true)
+			srv, c := newServer(t, customerScript(), &openaitest.Options{Fault: func(r *openaitest.Request) *openaitest.Fault {
+				if refuse.Load() && r.Method == "POST" && strings.HasSuffix(r.Path, "/events") {
+					return &openaitest.Fault{Refuse: tc.refuse}
+				}
+				return nil
+			}})
+			id, turn, call := session(t, c)
+			before := len(srv.Events(id))
+			body := string(mustMarshal(toolResult(turn, call)))
+			for i := range 2 {
+				if res := do(t, srv, "POST", "agents/sessions/"+id+"/events", body, map[string]string{"Idempotency-Key": "k1"}); res.StatusCode != 202 {
+					t.Fatalf("attempt %d: status %d, want 202", i, res.StatusCode)
+				}
+			}
+			if got := srv.Events(id)[before:]; len(got) != 1 || got[0] != tc.want {
+				t.Errorf("events after the refused results: %v, want one %s (the resend answered from the store)", got, tc.want)
+			}
+			s, err := c.Beta.Agents.Sessions.Get(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Status != "requires_action" || len(s.RequiredActions) != 1 || s.RequiredActions[0].CallID != call {
+				t.Errorf("after the refusal, session = %s; want the call still pending", s.RawJSON())
+			}
+			for _, r := range srv.Received() {
+				if r.Kind == "results" {
+					t.Errorf("received %+v: want no result applied", r)
+				}
+			}
+			refuse.Store(false)
+			if err := c.Beta.Agents.Sessions.Events.New(t.Context(), id, toolResult(turn, call)); err != nil {
+				t.Errorf("the result sent anew: %v", err)
+			}
+			if s, err := c.Beta.Agents.Sessions.Get(t.Context(), id); err != nil || s.Status != "idle" {
+				t.Errorf("after the result sent anew, session = %v, %v; want idle", s, err)
+			}
+		})
 	}
 }
 

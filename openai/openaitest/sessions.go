@@ -42,6 +42,7 @@ type session struct {
 
 type turn struct {
 	id        string
+	subagent  string // the subagent whose turn it is; "" for the root agent's
 	status    string // in_progress, completed, failed, cancelled
 	err       *turnErrorJSON
 	usage     Usage
@@ -303,6 +304,9 @@ func (t *turn) json(sess *session) *turnJSON {
 		CreatedAt: t.created,
 		StartedAt: t.created,
 		Error:     t.err,
+	}
+	if t.subagent != "" {
+		j.AgentID, j.SubagentID = t.subagent, &t.subagent
 	}
 	if t.completed != 0 {
 		j.CompletedAt = &t.completed

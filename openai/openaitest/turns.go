@@ -52,9 +52,13 @@ func (s *Server) connectEnvironment(sess *session) {
 	s.play(sess)
 }
 
+// addItem adds item to turn t, and to the session's items (the root
+// agent's: a subagent's turn keeps its own).
 func (s *Server) addItem(sess *session, t *turn, item json.RawMessage) {
 	t.items = append(t.items, item)
-	sess.items = append(sess.items, item)
+	if t.subagent == "" {
+		sess.items = append(sess.items, item)
+	}
 }
 
 func intp(i int) *int { return &i }
@@ -88,6 +92,9 @@ func (s *Server) play(sess *session) {
 	if len(a.Calls) > 0 {
 		s.askCalls(sess, t, a.Calls)
 		return
+	}
+	if s.opts.Subagents != nil {
+		s.delegate(sess, t)
 	}
 	if s.opts.Commentary != "" {
 		s.message(sess, t, "commentary", s.opts.Commentary)

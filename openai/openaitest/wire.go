@@ -112,6 +112,7 @@ type eventJSON struct {
 	Item         json.RawMessage `json:"item,omitempty"`
 	Usage        *usageJSON      `json:"usage,omitempty"`
 	Error        *errorJSON      `json:"error,omitempty"`
+	Subagent     json.RawMessage `json:"subagent,omitempty"`
 }
 
 // errorJSON is the error of an "error" event.

@@ -138,8 +138,9 @@
 // the service's idempotency store, and a result refused for what it holds
 // is refused again (the program cancels the turn, or answers the call with
 // the SDK and resumes). A run that polls sees no such event (a call still
-// listed just after its 202 may not have been applied yet): it waits, as
-// for a turn still running, until its context ends.
+// listed just after its 202 may not have been applied yet): it waits while
+// the session lists nothing but calls whose results went, at most 2
+// minutes, then ends with the same FailedPrecondition error.
 //
 // When a run stops early (step limit, canceled context) the turn is
 // cancelled with agent.session.input.cancel, so the service does not keep

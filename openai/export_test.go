@@ -24,3 +24,11 @@ func (b *Backend) SeenEvents(session string) int {
 // MayPass is mayPass: whether a webhook handler tries a resume's error
 // again.
 var MayPass = mayPass
+
+// SetMaxUnapplied replaces how long a polling run waits for results the
+// service accepted and does not apply, for the duration of a test.
+func SetMaxUnapplied(d time.Duration) (restore func()) {
+	old := maxUnapplied
+	maxUnapplied = d
+	return func() { maxUnapplied = old }
+}

@@ -128,3 +128,38 @@ func TestResultRefusedAfterAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestResultRefusedPolling (issue 47, item 5, polling): a polling run
+// whose result the service refuses after its 202 (the call listed again,
+// nothing applied) ends, once the session lists nothing but that call for
+// longer than the bound, with the refusal's FailedPrecondition, the result
+// posted once; before, it polled until its context ended. A result the
+// service applies within the bound is no refusal.
+func TestResultRefusedPolling(t *testing.T) {
+	defer openai.SetMaxUnapplied(300 * time.Millisecond)()
+	var refusing atomic.Bool
+	refusing.Store(true)
+	h := start(t, setup{script: oneTurn(calls(call("get_weather", `{"city":"Roma"}`)), text("Sunny.")),
+		backend: openai.Options{Delivery: openai.Polling, PollInterval: 20 * time.Millisecond},
+		server: &openaitest.Options{Fault: func(r *openaitest.Request) *openaitest.Fault {
+			if refusing.Load() && r.Method == "POST" && strings.HasSuffix(r.Path, "/events") && strings.Contains(string(r.Body), "tool_result") {
+				return &openaitest.Fault{Refuse: openaitest.Relist}
+			}
+			return nil
+		}}})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := h.runner.Run(ctx, "weather?", nil)
+	if errcode.Of(err) != errcode.FailedPrecondition || !strings.Contains(err.Error(), "result of call call_1") || !strings.Contains(err.Error(), "then refused it") {
+		t.Fatalf("Run = %v (%v), want FailedPrecondition saying the service refused the result it accepted", err, errcode.Of(err))
+	}
+	posts := 0
+	for _, r := range h.srv.Requests() {
+		if r.Method == "POST" && strings.Contains(string(r.Body), "tool_result") {
+			posts++
+		}
+	}
+	if posts != 1 {
+		t.Errorf("%d requests carried the result, want 1", posts)
+	}
+}

@@ -392,12 +392,31 @@ func (b *Backend) await(ctx context.Context, st *thread) (*driver.Step, error) {
 	}
 }
 
+// maxUnapplied bounds how long a polling run waits while the session
+// lists only calls whose results it accepted (202) and has not applied:
+// a result the service refused after its acceptance is never applied,
+// and polling cannot tell the refusal from a delay before this bound
+// (the event stream can: see refusedAgain).
+var maxUnapplied = 2 * time.Minute
+
 // poll reads the session every PollInterval until the turn reaches a step.
+// A session that lists only calls whose results were sent, for longer than
+// maxUnapplied, ends it with the error of a result refused (see
+// refusedResult).
 func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*driver.Step, error) {
+	var unapplied time.Time // since when the session lists only calls whose results went
 	for {
-		step, _, err := b.reconcile(ctx, st, false, resume)
+		step, sess, err := b.reconcile(ctx, st, false, resume)
 		if err != nil || step != nil {
 			return step, err
+		}
+		switch err := refusedAgain(st, sessionActions(sess)); {
+		case err == nil:
+			unapplied = time.Time{}
+		case unapplied.IsZero():
+			unapplied = time.Now()
+		case time.Since(unapplied) > maxUnapplied:
+			return nil, err
 		}
 		t := time.NewTimer(b.opts.PollInterval)
 		select {
@@ -707,6 +726,15 @@ func (b *Backend) reconcile(ctx context.Context, st *thread, subscribe, resume b
 		return step, sess, err
 	}
 	return nil, sess, b.findTurn(ctx, st, resume)
+}
+
+// sessionActions returns the actions sess requires, none when it is nil
+// or requires none.
+func sessionActions(sess *oai.AgentSession) []oai.AgentSessionRequiredActionUnion {
+	if sess == nil || sess.Status != "requires_action" {
+		return nil
+	}
+	return sess.RequiredActions
 }
 
 // findTurn learns the root turn being run, when the thread does not know

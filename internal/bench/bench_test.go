@@ -25,8 +25,8 @@ import (
 // PostgreSQL database for the journal measures (as in the journal tests).
 const postgresEnv = "TOOLRELAY_TEST_POSTGRES"
 
-// A client is one of the clients compared: "raw", "helper" or
-// "toolrelay", the last with a journal: "sqlite", "postgres" or "" (the
+// A client is one of the clients compared: "raw", "helper", "floor" (P1:
+// net/http alone, see FloorSession) or "toolrelay", the last with a journal: "sqlite", "postgres" or "" (the
 // default, in memory).
 type client struct {
 	name       string
@@ -67,6 +67,8 @@ func (c client) flow(tb testing.TB, f *fake, agent string, tools *core.Toolbox, 
 		return f.raw(agent, fns)
 	case "helper":
 		return f.helper(agent, fns)
+	case "floor":
+		return f.floor(agent, fns)
 	}
 	var stats func() driver.Stats
 	if c.journal != "" {
@@ -149,7 +151,7 @@ func session(tb testing.TB, backend string, c client, script *coretest.Script, h
 func BenchmarkStep(b *testing.B) {
 	for _, backend := range backends {
 		b.Run(backend, func(b *testing.B) {
-			for _, c := range clients(backend, false, true) {
+			for _, c := range append(clients(backend, false, true), client{name: "floor"}) {
 				b.Run(c.name, func(b *testing.B) { benchSteps(b, backend, c) })
 			}
 		})

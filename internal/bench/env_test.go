@@ -260,6 +260,28 @@ func (f *fake) helper(agent string, fns map[string]Func) *flow {
 	}
 }
 
+// floor returns the floor's flow on f (see FloorSession): a new thread is
+// made by the raw loop, later turns by the floor.
+func (f *fake) floor(agent string, fns map[string]Func) *flow {
+	c := f.rawClient()
+	return &flow{
+		turn: func(ctx context.Context, thread, input string) (string, string, error) {
+			switch {
+			case thread == "" && f.backend == "foundry":
+				return RawFoundry(ctx, &c, agent, thread, input, fns)
+			case thread == "":
+				return RawSession(ctx, &c, agent, thread, input, fns)
+			case f.backend == "foundry":
+				text, err := FloorFoundry(ctx, f.client, f.url, token, agent, thread, input, fns)
+				return thread, text, err
+			}
+			text, err := FloorSession(ctx, f.client, f.url, token, thread, input, fns)
+			return thread, text, err
+		},
+		close: func() {},
+	}
+}
+
 // backendOf opens toolrelay's backend on f for agent, with the Foundry
 // transport transport.
 func (f *fake) backendOf(tb testing.TB, agent string, tools *core.Toolbox, transport foundry.Delivery) driver.Backend {

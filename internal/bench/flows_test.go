@@ -13,7 +13,7 @@ import (
 // same work.
 func TestFlows(t *testing.T) {
 	for _, backend := range backends {
-		for _, c := range clients(backend, true, false) {
+		for _, c := range append(clients(backend, true, false), client{name: "floor"}) {
 			t.Run(backend+"/"+c.name, func(t *testing.T) {
 				fl, thread := session(t, backend, c, Script(2, 2, 3), nil, core.Options{})
 				for turn := range 2 {

@@ -27,7 +27,9 @@ func syncs(rs results, name string) string {
 }
 
 // reportStep prints P1: per step, toolrelay (with each journal) against
-// the raw loop, in time, client CPU time and allocations.
+// the raw loop, in time, client CPU time and allocations; then the raw
+// loop and toolrelay (in memory, on SQLite with an idempotent tool)
+// against the floor.
 func reportStep(w io.Writer, rs results) {
 	for _, be := range backends {
 		raw := "Step/" + be + "/raw"
@@ -43,6 +45,18 @@ func reportStep(w io.Writer, rs results) {
 			ns, _ := rs.median(name, "ns/op")
 			rawNS, _ := rs.median(raw, "ns/op")
 			fmt.Fprintf(w, "P1 %-8s %s/raw time=%.2fx cpu=%.2fx allocs=%.2fx%s  (%s vs %s per step)\n", be, c, t, cpu, a, syncs(rs, name), dur(ns), dur(rawNS))
+		}
+		// The floor: net/http alone (bench.FloorSession, FloorFoundry).
+		floor := "Step/" + be + "/floor"
+		for _, c := range []string{"raw", "toolrelay", "toolrelay-sqlite-idempotent"} {
+			name := "Step/" + be + "/" + c
+			t, ok := rs.ratio(name, floor, "ns/op")
+			if !ok {
+				continue
+			}
+			cpu, _ := rs.ratio(name, floor, "cpu-ns/op")
+			ns, _ := rs.median(floor, "ns/op")
+			fmt.Fprintf(w, "P1 %-8s %s/floor time=%.2fx cpu=%.2fx  (floor %s per step)\n", be, c, t, cpu, dur(ns))
 		}
 	}
 }

@@ -112,6 +112,7 @@ func (f *follower) follow(h client.WorkflowUpdateHandle, resumed bool, yield fun
 			return f.finishGone(h, text, yield)
 		}
 		turn = page.Turn
+		after += page.Skipped
 		for i, e := range page.Events {
 			after++
 			ev := e.core()
@@ -177,11 +178,11 @@ func (f *follower) page(turn, after int) (*EventsPage, error) {
 
 // finish takes the turn's outcome from its run or wait update.
 func (f *follower) finish(h client.WorkflowUpdateHandle) (*core.Result, error) {
-	var tr TurnResult
-	if err := h.Get(f.ctx, &tr); err != nil {
+	tr, err := f.r.outcome(f.ctx, f.thread, h)
+	if err != nil {
 		return &core.Result{Thread: f.thread}, clientError("stream", err)
 	}
-	return result(f.thread, &tr)
+	return result(f.thread, tr)
 }
 
 // finishGone ends a stream whose turn's events were dropped (the workflow

@@ -87,9 +87,14 @@
 // outputs are replaced by failed results saying they were too large for
 // the history, outcome TooLarge; the model is told and the turn goes on),
 // an input past it is refused (InvalidArgument), and an answer past it
-// drops its calls' results (CallsOmitted). Between turns, the workflow
-// continues as new when the server suggests it or its history passes
-// LoopOptions.MaxHistoryEvents.
+// drops its calls' results (CallsOmitted). The workflow continues as new
+// when the server suggests it or its history passes
+// LoopOptions.MaxHistoryEvents: between turns, and inside a long turn
+// before its next call, once the calls started have ended; the turn goes
+// on in the new run (State.Running), and Run, Resume and a stream's reader
+// follow it there. A stream's reader that had not read the turn's first
+// events by then (the new run keeps the last 1,000, within
+// MaxPayloadBytes) does not get them.
 //
 // A turn's budget (RunOptions.Budget over LoopOptions.Budget, see
 // core.Budget) is counted in the workflow by core's rule (core.Budget's

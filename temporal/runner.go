@@ -97,11 +97,33 @@ func (r *Runner) Run(ctx context.Context, input string, opts *core.RunOptions) (
 	if err != nil {
 		return nil, err
 	}
-	var tr TurnResult
-	if err := h.Get(ctx, &tr); err != nil {
+	tr, err := r.outcome(ctx, thread, h)
+	if err != nil {
 		return &core.Result{Thread: thread}, clientError("run", err)
 	}
-	return result(thread, &tr)
+	return result(thread, tr)
+}
+
+// outcome returns the outcome of the turn whose run, wait or resume
+// update h is, following the turn into the workflow's next runs when it
+// continued as new in the middle (TurnResult.Continued).
+func (r *Runner) outcome(ctx context.Context, thread string, h client.WorkflowUpdateHandle) (*TurnResult, error) {
+	var tr TurnResult
+	if err := h.Get(ctx, &tr); err != nil {
+		return nil, err
+	}
+	for tr.Continued {
+		h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateWait, Args: []any{WaitRequest{Turn: tr.Turn}},
+			WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err != nil {
+			return nil, err
+		}
+		tr = TurnResult{}
+		if err := h.Get(ctx, &tr); err != nil {
+			return nil, err
+		}
+	}
+	return &tr, nil
 }
 
 func (r *Runner) request(input string, opts *core.RunOptions, stream bool) (string, *RunRequest) {
@@ -166,11 +188,11 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *core.RunOption
 	if err != nil {
 		return nil, clientError("resume", err)
 	}
-	var tr TurnResult
-	if err := h.Get(ctx, &tr); err != nil {
+	tr, err := r.outcome(ctx, thread, h)
+	if err != nil {
 		return &core.Result{Thread: thread}, clientError("resume", err)
 	}
-	return result(thread, &tr)
+	return result(thread, tr)
 }
 
 // resume sends the resume update to thread's workflow (stream: the held

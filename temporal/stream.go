@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/toolrelay/toolrelay/core"
@@ -28,7 +29,9 @@ type Stream = core.Stream
 // workflow keeps how much of each message the reader was given, and
 // passes on only the rest). Unlike core's Stream, a reader that stops
 // does not end the turn: it goes on, and Resume (or ResumeStream)
-// returns it.
+// returns it. A reader whose queries no worker answers for a while (the
+// workflow's worker died and another takes it over) asks again until its
+// context ends, as Run waits.
 //
 // A thread runs one turn at a time: a turn asked for while another runs
 // (in any process) is refused at once with an error matching
@@ -112,6 +115,7 @@ func (f *follower) follow(h client.WorkflowUpdateHandle, resumed bool, yield fun
 			return f.finishGone(h, text, yield)
 		}
 		turn = page.Turn
+		after += page.Skipped
 		for i, e := range page.Events {
 			after++
 			ev := e.core()
@@ -162,26 +166,55 @@ func (f *follower) decided() bool {
 	return true
 }
 
-// page reads the events of turn after the first after.
+// page reads the events of turn after the first after. A query no worker
+// answered in time is asked again until the reader's context ends, as the
+// turn's outcome is waited for: see unanswered.
 func (f *follower) page(turn, after int) (*EventsPage, error) {
-	v, err := f.r.c.QueryWorkflow(f.ctx, f.thread, "", QueryEvents, EventsRequest{Turn: turn, After: after})
-	if err != nil {
-		return nil, clientError("stream", err)
+	wait := pollFirst
+	for {
+		v, err := f.r.c.QueryWorkflow(f.ctx, f.thread, "", QueryEvents, EventsRequest{Turn: turn, After: after})
+		if err == nil {
+			var p EventsPage
+			if err := v.Get(&p); err != nil {
+				return nil, clientError("stream", err)
+			}
+			return &p, nil
+		}
+		if !unanswered(err) {
+			return nil, clientError("stream", err)
+		}
+		select {
+		case <-time.After(wait):
+		case <-f.ctx.Done():
+			return nil, clientError("stream", f.ctx.Err())
+		}
+		wait = min(2*wait, pollMax)
 	}
-	var p EventsPage
-	if err := v.Get(&p); err != nil {
-		return nil, clientError("stream", err)
-	}
-	return &p, nil
+}
+
+// unanswered reports whether a query failed for want of a worker to answer
+// it in time: the query's own deadline (the client's, 10 s a request,
+// not the caller's) passed, or the workflow's task is failing for now.
+// When the worker that ran the workflow dies, the server offers the query
+// to that worker's queue for 5 s (its sticky schedule-to-start timeout),
+// then waits for another worker to take the workflow and replay it: on a
+// loaded machine, or while a new worker starts, that passes 10 s. The
+// turn goes on meanwhile.
+func unanswered(err error) bool {
+	var (
+		de *serviceerror.DeadlineExceeded
+		nr *serviceerror.WorkflowNotReady
+	)
+	return errors.As(err, &de) || errors.As(err, &nr) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // finish takes the turn's outcome from its run or wait update.
 func (f *follower) finish(h client.WorkflowUpdateHandle) (*core.Result, error) {
-	var tr TurnResult
-	if err := h.Get(f.ctx, &tr); err != nil {
+	tr, err := f.r.outcome(f.ctx, f.thread, h)
+	if err != nil {
 		return &core.Result{Thread: f.thread}, clientError("stream", err)
 	}
-	return result(f.thread, &tr)
+	return result(f.thread, tr)
 }
 
 // finishGone ends a stream whose turn's events were dropped (the workflow

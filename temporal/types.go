@@ -18,7 +18,8 @@ const (
 	// pause on calls awaiting a decision.
 	UpdateRun = "run"
 	// UpdateWait waits for the current turn to end or pause, and returns
-	// it (the last turn's, when none runs).
+	// it (the last turn's, when none runs); its argument, a WaitRequest,
+	// may name the turn.
 	UpdateWait = "wait"
 	// UpdateDecide records a person's decision about a call.
 	UpdateDecide = "decide"
@@ -73,8 +74,9 @@ type LoopOptions struct {
 	// server's blob limit.
 	MaxPayloadBytes int `json:"max_payload_bytes,omitempty"`
 	// MaxHistoryEvents is the history length past which the workflow
-	// continues as new between turns (DefaultMaxHistoryEvents), also when
-	// the server has not suggested it yet.
+	// continues as new (DefaultMaxHistoryEvents), also when the server
+	// has not suggested it yet: between turns, and inside a turn before
+	// its next call (see State.Running).
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	// Idle, if set, ends the workflow after that long without a turn (a
 	// later run on the thread starts a new workflow, and a new thread on
@@ -129,6 +131,10 @@ type State struct {
 	Last *TurnResult `json:"last,omitempty"`
 	// Held is the last turn if it stopped on its budget.
 	Held *Held `json:"held,omitempty"`
+	// Running is the turn the run before continued as new in the middle
+	// of (its history near the server's limits): the new run goes on with
+	// it before any other. Last and Held are not kept then.
+	Running *TurnState `json:"running,omitempty"`
 }
 
 // Held is a turn stopped on its budget before running its step's calls,
@@ -192,6 +198,17 @@ type TurnResult struct {
 	CallsOmitted bool `json:"calls_omitted,omitempty"`
 	// Err is why the turn failed, if it did.
 	Err *ErrorInfo `json:"err,omitempty"`
+	// Continued: the turn goes on in the workflow's next run (it continued
+	// as new in the middle of the turn): the wait update, naming the
+	// turn, returns it from there. Nothing else is set but Turn and Thread.
+	Continued bool `json:"continued,omitempty"`
+}
+
+// WaitRequest is the argument of the wait update.
+type WaitRequest struct {
+	// Turn, if set, is the turn waited for: the wait is refused
+	// (FailedPrecondition) once another began.
+	Turn int `json:"turn,omitempty"`
 }
 
 // ErrorInfo is an error carried through the history: its code and text.
@@ -223,8 +240,13 @@ type EventsRequest struct {
 type EventsPage struct {
 	Turn   int     `json:"turn"`
 	Events []Event `json:"events"`
-	// Gone: the turn's events are no longer kept (a later turn began).
+	// Gone: the turn's events are no longer kept (a later turn began, or
+	// the workflow continued as new after the turn).
 	Gone bool `json:"gone,omitempty"`
+	// Skipped counts the events after the reader's that are no longer
+	// kept (the turn continued as new in the middle, keeping its last
+	// events): Events come after them.
+	Skipped int `json:"skipped,omitempty"`
 }
 
 // An Event is a [core.Event] as the workflow keeps it for a stream's

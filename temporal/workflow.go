@@ -20,8 +20,9 @@ import (
 // update), runs each as core's Runner runs a run (start → step → the
 // step's calls, concurrently, one result per call in call order → submit
 // → …), and keeps the last turn's outcome and the current turn's events.
-// Between turns it continues as new before its history grows past the
-// server's limits.
+// It continues as new before its history grows past the server's limits:
+// between turns, and inside a long turn before its next call (see
+// State.Running), the turn going on in the new run.
 //
 // It is workflow code: deterministic, no wall clock, no goroutines but
 // the workflow's own, no map iteration. Each backend request and each
@@ -32,6 +33,11 @@ func Thread(ctx workflow.Context, st State) error { return runThread(ctx, st, ni
 // runHooks) if hooks is not nil.
 func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
 	t := &thread{st: st, set: st.Settings.withDefaults(), hooks: hooks}
+	running := t.st.Running
+	t.st.Running = nil
+	if running != nil {
+		t.restore(running)
+	}
 	if err := t.register(ctx); err != nil {
 		return err
 	}
@@ -51,6 +57,14 @@ func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
 			}
 		}
 	})
+	if running != nil {
+		if err := t.goOn(ctx, running); err != nil {
+			return err
+		}
+		if end, err := t.between(ctx); end {
+			return err
+		}
+	}
 	for {
 		queued := func() bool { return t.queued != nil }
 		if t.set.Idle > 0 {
@@ -66,20 +80,32 @@ func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
 		}
 		req := *t.queued
 		t.queued = nil
-		t.runTurn(ctx, req)
-		info := workflow.GetInfo(ctx)
-		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > t.set.MaxHistoryEvents {
-			// The readers of the last turn's events find them gone, and
-			// its outcome in the new run's state. A turn asked for
-			// meanwhile runs first.
-			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) || t.queued != nil }); err != nil {
-				return err
-			}
-			if t.queued == nil {
-				return workflow.NewContinueAsNewError(ctx, WorkflowName, t.st)
-			}
+		if err := t.runTurn(ctx, req); err != nil {
+			return err
+		}
+		if end, err := t.between(ctx); end {
+			return err
 		}
 	}
+}
+
+// between continues the workflow as new after a turn, when the server
+// suggests it or the history passed MaxHistoryEvents: end is set when the
+// run ends, with its error (the ContinueAsNewError).
+func (t *thread) between(ctx workflow.Context) (end bool, err error) {
+	info := workflow.GetInfo(ctx)
+	if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > t.set.MaxHistoryEvents {
+		// The readers of the last turn's events find them gone, and
+		// its outcome in the new run's state. A turn asked for
+		// meanwhile runs first.
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) || t.queued != nil }); err != nil {
+			return true, err
+		}
+		if t.queued == nil {
+			return true, workflow.NewContinueAsNewError(ctx, WorkflowName, t.st)
+		}
+	}
+	return false, nil
 }
 
 // thread is the workflow's state.
@@ -95,21 +121,28 @@ type thread struct {
 	// outcome is the current turn's outcome once it ended or paused.
 	outcome *TurnResult
 	// stop cancels the current phase of the turn (its time limit, or
-	// the cancel signal); canceled says it was the signal.
+	// the cancel signal), which ends at deadline; canceled says it was
+	// the signal.
 	stop     func()
+	deadline time.Time
 	canceled bool
 	timedOut bool
+	// noContinue: the turn's state did not fit in what a new run starts
+	// with; the step goes on in this run.
+	noContinue bool
 
 	backend string
 	// pending holds the approvals of the turn's calls, decided or not.
 	pending []*core.Approval
 
-	// The current turn's events, and what the reader was given of each
-	// message's text (bytes; -1 once done).
-	events []Event
-	items  map[string]int
-	texts  int
-	stream bool
+	// The current turn's events (after the dropped first ones, which the
+	// run before kept), and what the reader was given of each message's
+	// text (bytes; -1 once done).
+	events  []Event
+	dropped int
+	items   map[string]int
+	texts   int
+	stream  bool
 	// submitted is the results-submitted event of a submit under way.
 	submitted *Event
 
@@ -154,7 +187,7 @@ func (t *thread) register(ctx workflow.Context) error {
 	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateResume, func(ctx workflow.Context, req ResumeRequest) (*TurnResult, error) {
 		h := t.st.Held
 		if h == nil || t.running || t.queued != nil {
-			return t.wait(ctx)
+			return t.wait(ctx, WaitRequest{})
 		}
 		run := h.Request
 		// The resume's budget over the turn's, field by field, as core's
@@ -198,21 +231,28 @@ func (t *thread) register(ctx workflow.Context) error {
 		if turn == 0 {
 			turn = t.st.Turns
 		}
-		if turn != t.st.Turns {
+		if turn != t.st.Turns || !t.running && len(t.events) == 0 && t.dropped == 0 {
+			// A later turn began, or the run before ended with the turn
+			// and continued as new without its events.
 			return &EventsPage{Turn: turn, Gone: true}, nil
 		}
-		after := min(max(req.After, 0), len(t.events))
-		evs := t.events[after:]
+		after := min(max(req.After, 0), t.dropped+len(t.events))
+		skipped := max(t.dropped-after, 0)
+		evs := t.events[after+skipped-t.dropped:]
 		if len(evs) > maxPage {
 			evs = evs[:maxPage]
 		}
-		return &EventsPage{Turn: turn, Events: evs}, nil
+		return &EventsPage{Turn: turn, Events: evs, Skipped: skipped}, nil
 	})
 }
 
 // wait waits for the current turn to end or pause, and returns it (the
-// last turn's, when none runs): the wait update.
-func (t *thread) wait(ctx workflow.Context) (*TurnResult, error) {
+// last turn's, when none runs): the wait update. A turn asked for by its
+// number (req.Turn) that is neither is refused.
+func (t *thread) wait(ctx workflow.Context, req WaitRequest) (*TurnResult, error) {
+	if req.Turn != 0 && req.Turn != t.st.Turns {
+		return nil, refusal(errcode.FailedPrecondition, fmt.Sprintf("turn %d is not the thread's current or last turn (%d): its outcome is no longer kept", req.Turn, t.st.Turns))
+	}
 	if err := workflow.Await(ctx, func() bool { return !t.running || t.outcome != nil }); err != nil {
 		return nil, err
 	}
@@ -242,7 +282,7 @@ func (t *thread) queue(ctx workflow.Context, req RunRequest, resume bool) (*Turn
 	n := t.st.Turns
 	t.queued, t.resumeHeld = &req, resume
 	t.running, t.paused, t.outcome = true, false, nil
-	t.events, t.items, t.texts, t.stream = nil, nil, 0, req.Stream
+	t.events, t.dropped, t.items, t.texts, t.stream = nil, 0, nil, 0, req.Stream
 	if err := workflow.Await(ctx, func() bool { return t.st.Turns != n || t.outcome != nil }); err != nil {
 		return nil, err
 	}
@@ -363,7 +403,7 @@ func (t *thread) drain() {
 func (t *thread) phase(ctx workflow.Context, d time.Duration) (_ workflow.Context, end func()) {
 	pctx, cancel := workflow.WithCancel(ctx)
 	tctx, stopTimer := workflow.WithCancel(ctx)
-	t.stop = cancel
+	t.stop, t.deadline = cancel, workflow.Now(ctx).Add(d)
 	workflow.Go(tctx, func(c workflow.Context) {
 		if workflow.NewTimer(c, d).Get(c, nil) == nil {
 			t.timedOut = true
@@ -373,9 +413,36 @@ func (t *thread) phase(ctx workflow.Context, d time.Duration) (_ workflow.Contex
 	return pctx, func() { stopTimer(); t.stop = nil }
 }
 
+// A turnRun is a turn as it runs in this run of the workflow: its request,
+// its outcome so far, its budget and bounds, and the context of its
+// current phase (see phase).
+type turnRun struct {
+	t        *thread
+	req      RunRequest
+	res      *TurnResult
+	budget   core.Budget
+	maxSteps int
+	timeout  time.Duration
+	pctx     workflow.Context
+	end      func()
+}
+
+// newTurnRun returns the turn of req, its outcome so far res.
+func (t *thread) newTurnRun(req RunRequest, res *TurnResult) *turnRun {
+	tr := &turnRun{t: t, req: req, res: res, budget: req.Budget.Over(t.set.Budget), maxSteps: t.set.MaxSteps, timeout: t.set.RunTimeout}
+	if req.MaxSteps > 0 {
+		tr.maxSteps = req.MaxSteps
+	}
+	if req.Timeout > 0 {
+		tr.timeout = req.Timeout
+	}
+	return tr
+}
+
 // runTurn runs one turn and records its outcome: a new turn, or one that
-// goes on from the held one (resumeHeld).
-func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
+// goes on from the held one (resumeHeld). Its error is the
+// ContinueAsNewError of a turn that goes on in the workflow's next run.
+func (t *thread) runTurn(ctx workflow.Context, req RunRequest) error {
 	res := &TurnResult{Turn: t.st.Turns, Thread: t.st.Thread}
 	var from *Held // the held turn this one goes on from
 	if t.resumeHeld {
@@ -387,39 +454,42 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 		last := t.st.Last
 		res.Thread, res.ServiceTurn, res.Steps, res.Calls, res.Spent = last.Thread, last.ServiceTurn, last.Steps, slices.Clone(last.Calls), last.Spent
 	}
-	budget := req.Budget.Over(t.set.Budget)
+	tr := t.newTurnRun(req, res)
 	t.canceled, t.timedOut, t.pending = false, false, nil
-	maxSteps := t.set.MaxSteps
-	if req.MaxSteps > 0 {
-		maxSteps = req.MaxSteps
-	}
-	timeout := t.set.RunTimeout
-	if req.Timeout > 0 {
-		timeout = req.Timeout
-	}
-	pctx, end := t.phase(ctx, timeout)
+	tr.pctx, tr.end = t.phase(ctx, tr.timeout)
 	t.beginRun(ctx, resume)
-	finish := func(err error) {
-		end()
-		res.Done = true
-		if err != nil {
-			res.Err = errorInfo(err)
-		}
-		t.st.Thread = res.Thread
-		res.Remaining = budget.Remaining(res.Spent)
-		t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Err: res.Err, Usage: res.Usage, Remaining: res.Remaining})
-		fitResult(res, t.set.MaxPayloadBytes)
-		t.endRun(ctx, res)
-		t.st.Last = res
-		t.outcome = res
-		t.running = false
-	}
 	if len(req.Input) > t.set.MaxPayloadBytes {
-		finish(errcode.Errorf(errcode.InvalidArgument, "temporal: the input (%d bytes) passes the limit of what the history keeps (%d bytes)", len(req.Input), t.set.MaxPayloadBytes))
-		return
+		tr.finish(ctx, errcode.Errorf(errcode.InvalidArgument, "temporal: the input (%d bytes) passes the limit of what the history keeps (%d bytes)", len(req.Input), t.set.MaxPayloadBytes))
+		return nil
 	}
-	sr, err := t.first(pctx, &req, from)
-	counted := resume // the held step's usage was counted before
+	sr, err := t.first(tr.pctx, &req, from)
+	return tr.loop(ctx, sr, err, resume) // the held step's usage was counted before
+}
+
+// finish ends the turn with err (nil: its answer).
+func (tr *turnRun) finish(ctx workflow.Context, err error) {
+	t, res := tr.t, tr.res
+	tr.end()
+	res.Done = true
+	if err != nil {
+		res.Err = errorInfo(err)
+	}
+	t.st.Thread = res.Thread
+	res.Remaining = tr.budget.Remaining(res.Spent)
+	t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Err: res.Err, Usage: res.Usage, Remaining: res.Remaining})
+	fitResult(res, t.set.MaxPayloadBytes)
+	t.endRun(ctx, res)
+	t.st.Last = res
+	t.outcome = res
+	t.running = false
+}
+
+// loop goes on from the step sr (or the error err of the request that
+// asked for it; counted: its usage was counted before) to the turn's end.
+// Its error is the ContinueAsNewError of a turn that goes on in the
+// workflow's next run.
+func (tr *turnRun) loop(ctx workflow.Context, sr *stepResult, err error, counted bool) error {
+	t, res := tr.t, tr.res
 	for {
 		if err != nil {
 			if th := failedThread(err); th != "" {
@@ -430,90 +500,150 @@ func (t *thread) runTurn(ctx workflow.Context, req RunRequest) {
 			if res.Thread != "" && (t.canceled || t.timedOut) {
 				t.cancelService(ctx, res.Thread)
 			}
-			finish(t.turnError(err))
-			return
+			tr.finish(ctx, t.turnError(err))
+			return nil
 		}
-		step := sr.Step
-		t.backend = sr.Backend
-		if step == nil {
-			t.cancelService(ctx, res.Thread)
-			finish(errcode.Errorf(errcode.Internal, "%s: step: the backend returned no step", sr.Backend))
-			return
-		}
-		res.Thread, res.ServiceTurn = step.Thread, step.Turn
-		t.st.Thread = step.Thread
-		if !counted {
-			budget.Charge(&res.Spent, step)
+		now, later, results, done := tr.arrive(ctx, sr, counted)
+		if done {
+			return nil
 		}
 		counted = false
-		t.stepArrived(step, res.Steps)
-		if len(step.Calls) == 0 {
-			res.Text = step.Text
-			finish(nil)
-			return
+		if done, err := tr.calls(ctx, sr, now, later, results); done || err != nil {
+			return err
 		}
-		if res.Steps >= maxSteps {
-			t.cancelService(ctx, step.Thread)
-			finish(&errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", core.ErrMaxSteps, maxSteps)})
-			return
-		}
-		if err := driver.CheckCalls(step.Calls); err != nil {
-			t.cancelService(ctx, step.Thread)
-			finish(&errcode.Error{Code: errcode.Internal, Op: sr.Backend + ": step", Err: err})
-			return
-		}
-		if err := budget.Exceeded(res.Spent, len(step.Calls)); err != nil {
-			// Before any call of the step runs: the service's turn
-			// waits for their results, and a resume goes on from here.
-			hr := req
-			hr.Input, hr.Parts = "", nil
-			t.st.Held = &Held{Request: hr, Step: sr}
-			finish(err)
-			return
-		}
-		res.Steps++
-		t.emit(Event{Kind: core.EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: budget.Remaining(res.Spent)})
-		results := make([]driver.ToolResult, len(step.Calls))
-		var now, later []int
-		for i, c := range step.Calls {
-			if i < len(sr.Approvals) && sr.Approvals[i].Need {
-				later = append(later, i)
-				a := &core.Approval{Key: core.Approval{}.Key, Tool: c.Name, Arguments: c.Arguments, Why: sr.Approvals[i].Why, Requested: workflow.Now(ctx)}
-				a.Key.Backend, a.Key.Thread, a.Key.Turn, a.Key.Call = sr.Backend, c.Thread, c.Turn, c.ID
-				a.Expires = a.Requested.Add(t.set.ApprovalTimeout)
-				t.pending = append(t.pending, a)
-				t.emit(Event{Kind: core.EventApprovalRequested, Thread: c.Thread, Turn: c.Turn, Step: res.Steps, Call: &step.Calls[i], Text: a.Why})
-			} else {
-				now = append(now, i)
-			}
-		}
-		err = t.runCalls(pctx, step, res.Steps, now, results)
-		if err == nil && len(later) > 0 {
-			end()
-			res.Remaining = budget.Remaining(res.Spent)
-			err = t.await(ctx, res)
-			res.Pending = nil
-			t.beginRun(ctx, true)
-			pctx, end = t.phase(ctx, timeout)
-			if err == nil {
-				err = t.runCalls(pctx, step, res.Steps, later, results)
-			}
-		}
-		if err != nil {
-			t.cancelService(ctx, step.Thread)
-			finish(t.turnError(err))
-			return
-		}
-		fitResults(results, t.set.MaxPayloadBytes)
-		sent := res.Spent
-		sent.ToolCalls += len(results)
-		t.submitted = &Event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results), Remaining: budget.Remaining(sent)}
-		sr, err = t.stepActivity(pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: req.Format, Stream: req.Stream})
-		if err == nil {
-			res.Calls = append(res.Calls, results...)
-			res.ToolCalls = sent.ToolCalls
+		sr, err = tr.submit(sr.Step, results)
+	}
+}
+
+// arrive takes the step sr as the turn's next (counted: its usage was
+// counted before): its answer ends the turn (done), as do a step past
+// MaxSteps, calls that are not well formed and the budget; otherwise it
+// returns the calls to run now, those to run once decided (later), and
+// the results to fill.
+func (tr *turnRun) arrive(ctx workflow.Context, sr *stepResult, counted bool) (now, later []int, results []driver.ToolResult, done bool) {
+	t, res := tr.t, tr.res
+	step := sr.Step
+	t.backend = sr.Backend
+	t.noContinue = false
+	if step == nil {
+		t.cancelService(ctx, res.Thread)
+		tr.finish(ctx, errcode.Errorf(errcode.Internal, "%s: step: the backend returned no step", sr.Backend))
+		return nil, nil, nil, true
+	}
+	res.Thread, res.ServiceTurn = step.Thread, step.Turn
+	t.st.Thread = step.Thread
+	if !counted {
+		tr.budget.Charge(&res.Spent, step)
+	}
+	t.stepArrived(step, res.Steps)
+	if len(step.Calls) == 0 {
+		res.Text = step.Text
+		tr.finish(ctx, nil)
+		return nil, nil, nil, true
+	}
+	if res.Steps >= tr.maxSteps {
+		t.cancelService(ctx, step.Thread)
+		tr.finish(ctx, &errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w (%d)", core.ErrMaxSteps, tr.maxSteps)})
+		return nil, nil, nil, true
+	}
+	if err := driver.CheckCalls(step.Calls); err != nil {
+		t.cancelService(ctx, step.Thread)
+		tr.finish(ctx, &errcode.Error{Code: errcode.Internal, Op: sr.Backend + ": step", Err: err})
+		return nil, nil, nil, true
+	}
+	if err := tr.budget.Exceeded(res.Spent, len(step.Calls)); err != nil {
+		// Before any call of the step runs: the service's turn
+		// waits for their results, and a resume goes on from here.
+		hr := tr.req
+		hr.Input, hr.Parts = "", nil
+		t.st.Held = &Held{Request: hr, Step: sr}
+		tr.finish(ctx, err)
+		return nil, nil, nil, true
+	}
+	res.Steps++
+	t.emit(Event{Kind: core.EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: tr.budget.Remaining(res.Spent)})
+	results = make([]driver.ToolResult, len(step.Calls))
+	for i, c := range step.Calls {
+		if i < len(sr.Approvals) && sr.Approvals[i].Need {
+			later = append(later, i)
+			a := &core.Approval{Key: core.Approval{}.Key, Tool: c.Name, Arguments: c.Arguments, Why: sr.Approvals[i].Why, Requested: workflow.Now(ctx)}
+			a.Key.Backend, a.Key.Thread, a.Key.Turn, a.Key.Call = sr.Backend, c.Thread, c.Turn, c.ID
+			a.Expires = a.Requested.Add(t.set.ApprovalTimeout)
+			t.pending = append(t.pending, a)
+			t.emit(Event{Kind: core.EventApprovalRequested, Thread: c.Thread, Turn: c.Turn, Step: res.Steps, Call: &step.Calls[i], Text: a.Why})
+		} else {
+			now = append(now, i)
 		}
 	}
+	return now, later, results, false
+}
+
+// calls runs the calls of the step sr at now, then, after a pause until
+// every call at later is decided, those: their results go in results. A
+// failed call ends the turn (done). Its error is the ContinueAsNewError
+// of a turn that goes on in the workflow's next run.
+func (tr *turnRun) calls(ctx workflow.Context, sr *stepResult, now, later []int, results []driver.ToolResult) (done bool, _ error) {
+	t, res := tr.t, tr.res
+	err := tr.runCalls(ctx, sr, now, later, results)
+	if workflow.IsContinueAsNewError(err) {
+		return false, err
+	}
+	if err == nil && len(later) > 0 {
+		tr.end()
+		res.Remaining = tr.budget.Remaining(res.Spent)
+		err = t.await(ctx, res)
+		res.Pending = nil
+		t.beginRun(ctx, true)
+		tr.pctx, tr.end = t.phase(ctx, tr.timeout)
+		if err == nil {
+			err = tr.runCalls(ctx, sr, later, nil, results)
+			if workflow.IsContinueAsNewError(err) {
+				return false, err
+			}
+		}
+	}
+	if err != nil {
+		t.cancelService(ctx, sr.Step.Thread)
+		tr.finish(ctx, t.turnError(err))
+		return true, nil
+	}
+	return false, nil
+}
+
+// runCalls runs the calls of the step sr at idx (see thread.runCalls).
+// When the history asks for it before a call, the workflow continues as
+// new once the calls started have ended: the ContinueAsNewError is
+// returned, the calls left (and later, to run once decided) carried into
+// the new run; if the turn's state does not fit, the calls go on here.
+func (tr *turnRun) runCalls(ctx workflow.Context, sr *stepResult, idx, later []int, results []driver.ToolResult) error {
+	for {
+		err := tr.t.runCalls(tr.pctx, sr.Step, tr.res.Steps, idx, results)
+		var at *continueAt
+		if !errors.As(err, &at) {
+			return err
+		}
+		if err := tr.continueAsNew(ctx, sr, at.left, later, results); err != nil {
+			return err
+		}
+		idx = at.left
+	}
+}
+
+// submit sends the results of step, and returns the next step.
+func (tr *turnRun) submit(step *driver.Step, results []driver.ToolResult) (*stepResult, error) {
+	t, res := tr.t, tr.res
+	fitResults(results, t.set.MaxPayloadBytes)
+	sent := res.Spent
+	sent.ToolCalls += len(results)
+	t.submitted = &Event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results), Remaining: tr.budget.Remaining(sent)}
+	sr, err := t.stepActivity(tr.pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: tr.req.Format, Stream: tr.req.Stream})
+	if err == nil {
+		if !res.CallsOmitted { // dropped when the turn went on in a new run
+			res.Calls = append(res.Calls, results...)
+		}
+		res.ToolCalls = sent.ToolCalls
+	}
+	return sr, err
 }
 
 // first returns the turn's first step: the held one, going on from it
@@ -607,7 +737,9 @@ func (t *thread) decided() bool {
 }
 
 // runCalls runs the calls of step at idx, at most Concurrency at once, as
-// activities, and puts their results in results.
+// activities, and puts their results in results. When the history asks
+// for a new run (see continuing) before a call, it waits for the calls
+// started and returns a *continueAt with the calls left.
 func (t *thread) runCalls(ctx workflow.Context, step *driver.Step, n int, idx []int, results []driver.ToolResult) error {
 	actx := workflow.WithActivityOptions(ctx, t.activityOptions())
 	sel := workflow.NewSelector(ctx)
@@ -616,10 +748,19 @@ func (t *thread) runCalls(ctx workflow.Context, step *driver.Step, n int, idx []
 		firstErr error
 	)
 	wf := workflow.GetInfo(ctx).WorkflowExecution.ID
-	for _, i := range idx {
+	for k, i := range idx {
 		if inflight == t.set.Concurrency {
 			sel.Select(ctx)
 			inflight--
+		}
+		if firstErr == nil && ctx.Err() == nil && t.continuing(ctx) {
+			for ; inflight > 0; inflight-- {
+				sel.Select(ctx)
+			}
+			if firstErr != nil {
+				return firstErr
+			}
+			return &continueAt{left: idx[k:]}
 		}
 		c := &step.Calls[i]
 		req := &callRequest{Call: *c, Step: n, IdempotencyKey: fmt.Sprintf("%s/%d/%d/%s", wf, t.st.Turns, n, c.ID)}

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
@@ -262,7 +265,7 @@ func TestApproval(t *testing.T) {
 	// As core's runner: the run that pauses ends, and the turn going on
 	// once decided is a resume of the thread.
 	want := []string{`begin coretest thread="" resume=false`, "end error FailedPrecondition",
-		fmt.Sprintf("begin coretest thread=%q resume=true", "default-test-workflow-id"), `end "refunded A1-edited"`}
+		fmt.Sprintf("begin coretest thread=%q resume=true", testWorkflowID), `end "refunded A1-edited"`}
 	if diff := cmp.Diff(want, e.runs.get()); diff != "" {
 		t.Errorf("run hook (-want +got):\n%s", diff)
 	}
@@ -355,8 +358,6 @@ func TestInputLimit(t *testing.T) {
 	}
 }
 
-// TestSecondTurn: a second run on the thread continues the service's
-// thread, and a run while a turn runs is refused.
 // TestIdempotencyKeysPerTurn: the key a call's result carries (the
 // Idempotency-Key of the request that sends it, on OpenAI sessions) is
 // the call's own: two turns of a thread whose calls have the same id at
@@ -381,6 +382,8 @@ func TestIdempotencyKeysPerTurn(t *testing.T) {
 	}
 }
 
+// TestSecondTurn: a second run on the thread continues the service's
+// thread (a run while a turn runs is refused: TestBusy).
 func TestSecondTurn(t *testing.T) {
 	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}, {Steps: []coretest.Step{{Text: "two"}}}}}
 	e := newEnv(t, script, Settings{})
@@ -390,5 +393,97 @@ func TestSecondTurn(t *testing.T) {
 	e.run()
 	if one.err != nil || two.err != nil || one.res.Text != "one" || two.res.Text != "two" || one.res.Thread != two.res.Thread || two.res.Turn != 2 {
 		t.Fatalf("turns %+v (%v), %+v (%v); want one then two on one thread", one.res, one.err, two.res, two.err)
+	}
+}
+
+// testWorkflowID is the workflow id of the test environment's workflow.
+const testWorkflowID = "default-test-workflow-id"
+
+// TestBusy: a second turn asked for while a turn runs on the thread, paused
+// on a call awaiting a decision or in the middle of a call, is refused at
+// once with an error matching core.ErrThreadBusy (FailedPrecondition);
+// the running turn goes on to its answer, its input the only one sent.
+func TestBusy(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		amount string // of the refund: over 100 pauses the turn
+		slow   bool   // the calls take a minute of the workflow's clock
+	}{
+		{"paused", "500", false},
+		{"in a call", "50", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, refundScript(c.amount), Settings{})
+			if c.slow {
+				a := &activities{r: e.runner, hooks: e.runner.Hooks()}
+				e.te.OnActivity(activityCall, mock.Anything, mock.Anything).After(time.Minute).Return(a.Call)
+			}
+			var run, second, decide, wait outcome
+			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "refund A1"})
+			e.update(2*time.Second, UpdateRun, &second, RunRequest{Input: "and another"})
+			if !c.slow {
+				e.update(3*time.Second, UpdateDecide, &decide, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true}})
+			}
+			e.update(2*time.Minute, UpdateWait, &wait)
+			e.run()
+			err := clientError("run", second.err)
+			if !errors.Is(err, core.ErrThreadBusy) || errcode.Of(err) != errcode.FailedPrecondition || second.res != nil {
+				t.Errorf("second run while a turn runs = %+v, %v (code %v); want refused, matching ErrThreadBusy, FailedPrecondition", second.res, err, errcode.Of(err))
+			}
+			if decide.err != nil || wait.err != nil || wait.res == nil || wait.res.Turn != 1 || wait.res.Text != "refunded A1" {
+				t.Fatalf("decide: %v; wait = %+v, %v; want the first turn's answer", decide.err, wait.res, wait.err)
+			}
+			var inputs []string
+			for _, r := range e.backend.Received() {
+				if r.Kind == "input" {
+					inputs = append(inputs, r.Input)
+				}
+			}
+			if diff := cmp.Diff([]string{"refund A1"}, inputs); diff != "" {
+				t.Errorf("inputs the service received (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConcurrency: the calls of a step run at most Concurrency at once,
+// and that many do. Each call takes a second of the workflow's clock,
+// which moves only once every call started is waiting: the calls started
+// and not finished are counted by the environment's listeners, in the
+// workflow's own loop.
+func TestConcurrency(t *testing.T) {
+	for _, n := range []int{1, 2, 3} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var calls []coretest.Call
+			for _, city := range []string{"Oslo", "Rome", "Paris", "Lima", "Quito"} {
+				calls = append(calls, coretest.Call{Name: "get_weather", Arguments: json.RawMessage(`{"city":"` + city + `"}`)})
+			}
+			script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Calls: calls}, {Text: "done"}}}}}
+			e := newEnv(t, script, Settings{Concurrency: n})
+			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
+			e.te.OnActivity(activityCall, mock.Anything, mock.Anything).After(time.Second).Return(a.Call)
+			var open, most, ran int
+			e.te.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityType.Name == activityCall {
+					open++
+					most = max(most, open)
+				}
+			})
+			e.te.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+				if info.ActivityType.Name == activityCall {
+					open--
+					ran++
+				}
+			})
+			var run outcome
+			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather of five cities"})
+			e.run()
+			if run.err != nil || run.res == nil || run.res.Err != nil || len(run.res.Calls) != 5 {
+				t.Fatalf("run = %+v, %v; want the answer after five calls", run.res, run.err)
+			}
+			if most != n || ran != 5 {
+				t.Errorf("%d calls ran, at most %d at once; want 5, at most %d (Concurrency)", ran, most, n)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -112,7 +113,11 @@ func TestApprovalsAcrossProcesses(t *testing.T) {
 // TestStreamAcrossProcesses: this process reads a turn's stream that
 // worker processes run; the worker in the middle of the message is killed
 // (SIGKILL) and another takes the step over: the pieces still join to the
-// answer's text, nothing repeated.
+// answer's text, nothing repeated. The other worker starts late (as on a
+// loaded machine, where a process takes seconds to start), so that for
+// longer than the client's 10 s a request no worker answers the reader's
+// queries (the server offers them to the dead worker's queue for 5 s,
+// then waits for another): the reader asks again, and the stream goes on.
 func TestStreamAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -124,8 +129,16 @@ func TestStreamAcrossProcesses(t *testing.T) {
 	queue := newQueue(t)
 	env := map[string]string{queueEnv: queue, fakeEnv: srv.URL, effectsEnv: filepath.Join(t.TempDir(), "effects.log")}
 	w := spawn(t, "worker", env)
-	var second *exec.Cmd
+	var (
+		mu       sync.Mutex
+		second   *exec.Cmd
+		startErr error
+		ended    bool // the test ended: no worker starts
+	)
 	t.Cleanup(func() {
+		mu.Lock()
+		ended = true
+		mu.Unlock()
 		for _, p := range []*exec.Cmd{w, second} {
 			if p != nil {
 				p.Process.Signal(syscall.SIGTERM)
@@ -149,12 +162,21 @@ func TestStreamAcrossProcesses(t *testing.T) {
 		case core.EventTextDelta:
 			pieces.WriteString(ev.Text)
 			if n++; n == 5 && !killed {
-				// In the middle of the message: the worker dies; a new one
-				// takes the step over.
+				// In the middle of the message: the worker dies; a new one,
+				// started late, takes the step over.
 				w.Process.Kill()
 				w.Wait()
 				killed = true
-				second = spawn(t, "worker", env)
+				time.AfterFunc(lateStart, func() {
+					mu.Lock()
+					defer mu.Unlock()
+					if !ended {
+						cmd := childCmd("worker", env, env[argEnv], nil)
+						if startErr = cmd.Start(); startErr == nil {
+							second = cmd
+						}
+					}
+				})
 			}
 		case core.EventTextDone:
 			dones = append(dones, ev.Text)
@@ -167,6 +189,11 @@ func TestStreamAcrossProcesses(t *testing.T) {
 	if !killed {
 		t.Fatal("the message ended before the worker could be killed")
 	}
+	mu.Lock()
+	if second == nil {
+		t.Errorf("the second worker did not start: %v", startErr)
+	}
+	mu.Unlock()
 	if pieces.String() != text || len(dones) != 1 || dones[0] != text || res.Text != text {
 		t.Errorf("pieces make %q (%d pieces), done %q, answer %q; want the text once", pieces.String(), n, dones, res.Text)
 	}
@@ -184,6 +211,20 @@ func startChild(t *testing.T, role string, env map[string]string, arg string) *e
 }
 
 func startChildOut(t testing.TB, role string, env map[string]string, arg string, stdout *strings.Builder) *exec.Cmd {
+	cmd := childCmd(role, env, arg, stdout)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// lateStart is how late TestStreamAcrossProcesses starts its second
+// worker: past the client's 10 s a request.
+const lateStart = 12 * time.Second
+
+// childCmd returns, not started, a copy of the test binary playing role
+// with env and arg (stdout, if set, takes its output).
+func childCmd(role string, env map[string]string, arg string, stdout *strings.Builder) *exec.Cmd {
 	e := map[string]string{argEnv: arg}
 	for k, v := range env {
 		if k != argEnv {
@@ -198,9 +239,6 @@ func startChildOut(t testing.TB, role string, env map[string]string, arg string,
 	cmd.Stderr = os.Stderr
 	if stdout != nil {
 		cmd.Stdout = stdout
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
 	}
 	return cmd
 }

@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/common/dynamicconfig"
+	temporalserver "go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/toolrelay/toolrelay/core"
@@ -32,11 +34,28 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(roleEnv); role != "" {
 		os.Exit(child(role))
 	}
-	server = temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: tlog.NewStructuredLogger(quiet)}))
+	server = temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: tlog.NewStructuredLogger(quiet)}),
+		temporaltest.WithBaseServerOptions(temporalserver.WithDynamicConfigClient(serverConfig)))
 	hostPort, namespace = server.GetFrontendHostPort(), server.GetDefaultNamespace()
 	code := m.Run()
 	server.Stop()
 	os.Exit(code)
+}
+
+// Limits of the test server's histories, lowered from the defaults
+// (51,200 events; continuing as new suggested at 4,096) so that
+// TestLongTurn passes them in seconds; no other test comes near them.
+const (
+	historyCountError   = 2000
+	historyCountSuggest = 500
+)
+
+// serverConfig is the test server's dynamic config: temporaltest's own
+// (search attributes read through), and the lowered history limits.
+var serverConfig = dynamicconfig.StaticClient{
+	dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+	dynamicconfig.HistoryCountLimitError.Key():                  []dynamicconfig.ConstrainedValue{{Value: historyCountError}},
+	dynamicconfig.HistoryCountSuggestContinueAsNew.Key():        []dynamicconfig.ConstrainedValue{{Value: historyCountSuggest}},
 }
 
 var queues atomic.Int64

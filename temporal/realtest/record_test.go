@@ -3,6 +3,7 @@ package realtest
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -110,4 +111,73 @@ func writeHistory(t *testing.T, c client.Client, id, file string) {
 		t.Fatal(err)
 	}
 	t.Logf("%s: %d events", file, len(h.Events))
+}
+
+// TestRecordContinueInTurn records, with -record, the runs of a workflow
+// that continues as new inside a turn (MaxHistoryEvents lowered: the
+// weather bot's streamed turn passes it after a step), each run's history
+// a file (testdata/continue-in-turn-N.json), for TestReplay: the run that
+// carries the turn, and those that go on with it.
+func TestRecordContinueInTurn(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record (go test -run TestRecord -record)")
+	}
+	srv := openaitest.NewServer(weatherScript, nil)
+	t.Cleanup(srv.Close)
+	tools, err := weatherTools(filepath.Join(t.TempDir(), "effects.log"), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t)
+	queue := newQueue(t)
+	startWorker(t, c, queue, core.NewRunner(b, tools, &core.Options{Logger: quiet}))
+	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{Idle: time.Second, MaxHistoryEvents: 25}})
+	thread := temporal.NewThread()
+	first := ""
+	st := r.Stream(t.Context(), "weather?", &core.RunOptions{Thread: thread, Held: func() { first = c.GetWorkflow(t.Context(), thread, "").GetRunID() }})
+	if res, err := st.Result(); err != nil || res.Text != weatherAnswer {
+		t.Fatalf("stream: %+v, %v", res, err)
+	}
+	if err := c.GetWorkflow(t.Context(), thread, "").Get(t.Context(), nil); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	// The chain of runs, from the first.
+	run := first
+	for n := 1; run != ""; n++ {
+		next := writeRun(t, c, thread, run, filepath.Join("..", "testdata", fmt.Sprintf("continue-in-turn-%d.json", n)))
+		if n == 1 && next == "" {
+			t.Fatal("the turn did not continue as new")
+		}
+		run = next
+	}
+}
+
+// writeRun writes the history of one run of a workflow as JSON (see
+// writeHistory), and returns the run that continued it as new, if any.
+func writeRun(t *testing.T, c client.Client, id, run, file string) (next string) {
+	it := c.GetWorkflowHistory(t.Context(), id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var h historypb.History
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, e)
+		if a := e.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+			next = a.GetNewExecutionRunId()
+		}
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d events", file, len(h.Events))
+	return next
 }

@@ -89,8 +89,11 @@ func (s *Server) takeInput(waiting []*item, known func(callID string) bool, in [
 				texts = append(texts, text)
 			}
 		case "function_call_output":
+			// An MCP approval request is answered by an
+			// mcp_approval_response only: the service knows no function
+			// call of its id.
 			call := open[it.CallID]
-			if call == nil {
+			if call == nil || call.Type != "function_call" {
 				return nil, nil, noToolCall(it.CallID)
 			}
 			delete(open, it.CallID)

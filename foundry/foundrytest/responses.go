@@ -516,7 +516,10 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 			if it.Type == "mcp_approval_response" {
 				it.CallID = it.ApprovalRequestID
 			}
-			if !slices.ContainsFunc(group, func(c inputItem) bool { return c.CallID == it.CallID }) {
+			// Each answer to its own kind of call: a function output to a
+			// function call, a decision to an approval request.
+			want := map[string]string{"function_call_output": "function_call", "mcp_approval_response": "mcp_approval_request"}[it.Type]
+			if !slices.ContainsFunc(group, func(c inputItem) bool { return c.CallID == it.CallID && c.Type == want }) {
 				return nil, noToolCall(it.CallID)
 			}
 			outputs[it.CallID] = it

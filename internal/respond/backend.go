@@ -170,7 +170,7 @@ type Backend struct {
 	mu            sync.Mutex
 	conversations []string                    // conversations Close deletes: created here, or taken over (adopt)
 	kept          map[string]bool             // threads Close leaves (KeepThread) until their turn is over
-	canceled      map[string][]string         // chain mode: calls canceled, by response id
+	canceled      map[string][]canceledCall   // chain mode: calls canceled, by response id
 	histories     map[string]*statelessThread // stateless mode: the threads' histories
 	tick          int64                       // stateless mode: uses, for eviction
 	closed        bool

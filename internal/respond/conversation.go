@@ -145,31 +145,29 @@ func (b *Backend) recoverSubmit(ctx context.Context, step *driver.Step) (*driver
 	return s, err == nil
 }
 
-// cancelConversation gives each pending call of conv the output
-// CanceledOutput, so that the conversation can take new input.
+// cancelConversation answers each pending call of conv as stopped (see
+// canceledItem), so that the conversation can take new input.
 func (b *Backend) cancelConversation(ctx context.Context, conv string) error {
 	h, err := b.readConversation(ctx, conv)
 	if err != nil {
 		return err
 	}
-	// One output per call id: a step that repeats one (which the runner
+	// One answer per call id: a step that repeats one (which the runner
 	// refuses, and cancels) still gets each id answered once.
+	var items []responses.ResponseInputItemUnionParam
 	var ids []string
 	for _, c := range h.pending {
 		if !slices.Contains(ids, c.CallID) {
 			ids = append(ids, c.CallID)
+			items = append(items, canceledItem(c.CallID, c.Type == "mcp_approval_request"))
 		}
 	}
-	for len(ids) > 0 {
-		n := min(len(ids), 20)
-		items := make([]responses.ResponseInputItemUnionParam, n)
-		for i, id := range ids[:n] {
-			items[i] = functionOutput(id, CanceledOutput)
-		}
-		if _, err := b.client.Conversations.Items.New(ctx, conv, conversations.ItemNewParams{Items: items}); err != nil {
+	for len(items) > 0 {
+		n := min(len(items), 20)
+		if _, err := b.client.Conversations.Items.New(ctx, conv, conversations.ItemNewParams{Items: items[:n]}); err != nil {
 			return err
 		}
-		ids = ids[n:]
+		items = items[n:]
 	}
 	return nil
 }

@@ -169,10 +169,12 @@ func (b *Backend) resume(ctx context.Context, thread string) (*driver.Step, erro
 // Cancel implements [driver.Canceler]. A Foundry thread has no running turn
 // to stop, but a call left without an output makes every later request on
 // the thread fail ("No tool output found for function call"). In
-// Conversation mode Cancel therefore adds an output to each pending call
-// of the conversation, saying the run stopped (CanceledOutput). In Chain
-// mode it remembers the pending calls of the response, and the next Start
-// on that thread sends those outputs with the user's message.
+// Conversation mode Cancel therefore answers each pending call of the
+// conversation, saying the run stopped: a function call with the output
+// CanceledOutput, an MCP approval request with a denial whose reason is
+// CanceledReason. In Chain mode it remembers the pending calls of the
+// response, and the next Start on that thread sends those answers with the
+// user's message.
 func (b *Backend) Cancel(ctx context.Context, thread string) error {
 	switch b.mode {
 	case Conversation:
@@ -184,33 +186,49 @@ func (b *Backend) Cancel(ctx context.Context, thread string) error {
 	if err != nil {
 		return err
 	}
-	var ids []string
+	var calls []canceledCall
 	for _, o := range r.Output {
-		if o.Type == "function_call" && !slices.Contains(ids, o.CallID) {
-			ids = append(ids, o.CallID)
+		c := canceledCall{id: o.CallID}
+		switch o.Type {
+		case "function_call":
+		case "mcp_approval_request":
+			c = canceledCall{id: o.ID, approval: true}
+		default:
+			continue
+		}
+		if !slices.Contains(calls, c) {
+			calls = append(calls, c)
 		}
 	}
-	if len(ids) > 0 {
+	if len(calls) > 0 {
 		b.mu.Lock()
 		if b.canceled == nil {
-			b.canceled = map[string][]string{}
+			b.canceled = map[string][]canceledCall{}
 		}
-		b.canceled[thread] = ids
+		b.canceled[thread] = calls
 		b.mu.Unlock()
 	}
 	return nil
 }
 
-// takeCanceled returns the outputs of the calls Cancel left on a chain's
+// canceledCall is a pending call of a chain's response that Cancel
+// answers with the next Start: a function call, or an MCP approval
+// request.
+type canceledCall struct {
+	id       string
+	approval bool
+}
+
+// takeCanceled returns the answers of the calls Cancel left on a chain's
 // response, and forgets them.
 func (b *Backend) takeCanceled(thread string) []responses.ResponseInputItemUnionParam {
 	b.mu.Lock()
-	ids := b.canceled[thread]
+	calls := b.canceled[thread]
 	delete(b.canceled, thread)
 	b.mu.Unlock()
 	var items []responses.ResponseInputItemUnionParam
-	for _, id := range ids {
-		items = append(items, functionOutput(id, CanceledOutput))
+	for _, c := range calls {
+		items = append(items, canceledItem(c.id, c.approval))
 	}
 	return items
 }

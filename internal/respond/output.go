@@ -10,9 +10,14 @@ import (
 	"github.com/toolrelay/toolrelay/core/driver"
 )
 
-// CanceledOutput is the output Cancel gives a call whose run stopped
-// before its result was sent.
-var CanceledOutput = FailureOutput("the run stopped before this call's result was sent")
+// CanceledReason is why Cancel answers a call whose run stopped before its
+// result was sent.
+const CanceledReason = "the run stopped before this call's result was sent"
+
+// CanceledOutput is the output Cancel gives such a function call; an MCP
+// approval request gets a denial (mcp_approval_response, approve false)
+// with CanceledReason as its reason instead.
+var CanceledOutput = FailureOutput(CanceledReason)
 
 // FailureOutput returns the output a failed call sends, since
 // function_call_output has no success flag: a JSON object with one member,
@@ -49,6 +54,19 @@ func outputItem(r *driver.ToolResult) responses.ResponseInputItemUnionParam {
 	it := responses.ResponseInputItemParamOfFunctionCallOutput(parts)
 	it.OfFunctionCallOutput.CallID = openai.String(r.Call.ID)
 	return it
+}
+
+// canceledItem returns the item that answers a pending call of a stopped
+// run: a function_call_output of CanceledOutput, or, for an MCP approval
+// request (approval set; the service refuses a function_call_output for
+// it, there being no function call of that id), its denial.
+func canceledItem(id string, approval bool) responses.ResponseInputItemUnionParam {
+	if approval {
+		it := responses.ResponseInputItemParamOfMcpApprovalResponse(id, false)
+		it.OfMcpApprovalResponse.Reason = openai.String(CanceledReason)
+		return it
+	}
+	return functionOutput(id, CanceledOutput)
 }
 
 func functionOutput(callID, output string) responses.ResponseInputItemUnionParam {

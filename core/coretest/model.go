@@ -61,6 +61,9 @@ type Action struct {
 	Fail *Failure
 	// Reasoning is the summary of the model's reasoning, if any.
 	Reasoning string
+	// Commentary is the model's preamble to the step, rendered, if any
+	// (see [Step].Commentary).
+	Commentary string
 }
 
 // Delivered is the result of a call, as the fake service received it,
@@ -172,6 +175,11 @@ func (m *Model) Next() (*Action, error) {
 	if st.Fail != nil {
 		return a, nil
 	}
+	commentary, err := m.render(st.Commentary)
+	if err != nil {
+		return nil, fmt.Errorf("coretest: commentary: %w", err)
+	}
+	a.Commentary = commentary
 	if st.Search != "" {
 		q := strings.ToLower(st.Search)
 		for _, t := range m.tools {

@@ -80,6 +80,14 @@ type Step struct {
 	// Reasoning, if set, is a summary of the model's reasoning, which a
 	// fake that streams sends before the step's calls or answer.
 	Reasoning string `json:"reasoning,omitempty"`
+	// Commentary, if set, is a preamble the model writes before the
+	// step's calls or answer, which is no part of its answer: a fake
+	// whose wire marks it sends it so (Foundry and the Responses API: an
+	// assistant message of phase "commentary" before the step's items,
+	// its answer then of phase "final_answer"; the in-memory Backend: a
+	// message streamed marked as commentary). Fakes of other wires leave
+	// it out.
+	Commentary string `json:"commentary,omitempty"`
 }
 
 // A Call is one function call in a Step.
@@ -158,6 +166,9 @@ func (s *Script) Check() error {
 			}
 			if _, err := parseTemplate(st.Text); err != nil {
 				return fmt.Errorf("%s: text: %w", where, err)
+			}
+			if _, err := parseTemplate(st.Commentary); err != nil {
+				return fmt.Errorf("%s: commentary: %w", where, err)
 			}
 			for ci, c := range st.Calls {
 				if c.Name == "" {

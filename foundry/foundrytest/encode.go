@@ -100,6 +100,7 @@ type itemWire struct {
 	ID         string           `json:"id"`
 	Name       *string          `json:"name,omitempty"`
 	Output     *json.RawMessage `json:"output,omitempty"`
+	Phase      string           `json:"phase,omitempty"`
 	ResponseID string           `json:"response_id,omitempty"`
 	Role       *string          `json:"role,omitempty"`
 	Status     string           `json:"status,omitempty"`
@@ -141,7 +142,7 @@ func (it *item) MarshalJSON() ([]byte, error) {
 	w := itemWire{ID: it.ID, ResponseID: it.ResponseID, Status: it.Status, Type: it.Type}
 	switch it.Type {
 	case "message":
-		w.Role = &it.Role
+		w.Role, w.Phase = &it.Role, it.Phase
 		if it.Role == "assistant" {
 			empty := []struct{}{}
 			w.Content = []contentWire{{Annotations: &empty, Logprobs: &empty, Text: it.Text, Type: "output_text"}}

@@ -680,6 +680,11 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 			&item{Type: "tool_search_call", ID: id, CallID: id, Status: "completed", Arguments: string(mustJSON(map[string]string{"query": a.Search}))},
 			&item{Type: "tool_search_output", ID: s.newID("tso_"), CallID: id, Status: "completed", Output: mustJSON(loaded)})
 	}
+	answer := "" // the phase of the answer: a model that writes commentary marks both
+	if a.Commentary != "" && a.Fail == nil {
+		r.output = append(r.output, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: "assistant", Phase: "commentary", Text: a.Commentary})
+		answer = "final_answer"
+	}
 	switch {
 	case a.Fail != nil:
 		r.status, r.errCode, r.errMessage = "failed", a.Fail.Code, a.Fail.Message
@@ -702,7 +707,7 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 	case r.format.refusal(a.Text) != "":
 		r.status, r.errCode, r.errMessage = "failed", "server_error", r.format.refusal(a.Text)
 	default:
-		r.output = append(r.output, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: "assistant", Text: a.Text})
+		r.output = append(r.output, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: "assistant", Phase: answer, Text: a.Text})
 		r.text = a.Text
 	}
 }

@@ -20,6 +20,10 @@ type item struct {
 	Role  string
 	Text  string        // the text of a message (input_text or output_text)
 	Parts []driver.Part // the images and files of a message
+	// Phase is an assistant message's: "commentary" for the model's
+	// preamble, "final_answer" for its answer, "" for a model that
+	// writes no phases (openai-go v3.105 ResponseOutputMessage.Phase).
+	Phase string
 	// Summary is the summary text of a reasoning item.
 	Summary string
 	// function_call and function_call_output

@@ -49,6 +49,9 @@ func (b *Backend) readConversation(ctx context.Context, conv string) (*history, 
 			h.answered[it.ApprovalRequestID] = true
 			h.last = &it
 		case "message":
+			if it.Role == "assistant" && it.Phase == conversations.MessagePhaseCommentary {
+				continue // the model's preamble: neither an answer nor input
+			}
 			h.last = &it
 			if it.Role == "user" {
 				h.lastUser = messageText(it)

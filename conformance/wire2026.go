@@ -1,17 +1,21 @@
 package conformance
 
 import (
+	"context"
 	"slices"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 )
 
 // The scenarios of the shapes the services' wires took in 2026: the
-// model's commentary.
+// model's commentary, functions in namespaces.
 func init() {
 	scenarios = append(scenarios,
 		scenario{"Commentary", "the model's commentary (a preamble to its calls or answer) is never part of the answer, of the run or of a resume of its finished turn; streamed, its text events are marked Commentary, whole, and the unmarked ones make the answer exactly", commentary},
+		scenario{"Namespace", "a call of a function in a namespace runs the tool of that namespace (\"crm.lookup\", not \"docs.lookup\" or \"lookup\"), and its result goes back under that name", namespace},
 	)
 }
 
@@ -52,4 +56,23 @@ func commentary(e *env) {
 		e.t.Fatalf("Resume: %v", err)
 	}
 	e.wantText(res, want)
+}
+
+func namespace(e *env) {
+	var tools []*core.Tool
+	for _, name := range []string{"crm.lookup", "docs.lookup", "lookup"} {
+		tools = append(tools, tool(e, name, "Looks something up.", func(context.Context, struct{}) (string, error) { return "by " + name, nil }, nil))
+	}
+	r := e.runner(script(calls("crm.lookup", `{}`, "docs.lookup", `{}`, "lookup", `{}`), answer("{{result 0}} | {{result 1}} | {{result 2}}")), nil, tools...)
+	if !e.caps.Namespaces {
+		e.t.Skip("the backend's service has no namespaces of functions (Capabilities.Namespaces): a tool named ns.name would reach it under that whole name")
+	}
+	e.wantText(e.run(r, "Look it up everywhere.", nil), "by crm.lookup | by docs.lookup | by lookup")
+	var got []string
+	for _, d := range e.results() {
+		got = append(got, d.Name+": "+d.Output)
+	}
+	if diff := cmp.Diff([]string{"crm.lookup: by crm.lookup", "docs.lookup: by docs.lookup", "lookup: by lookup"}, got); diff != "" {
+		e.t.Errorf("results the service received (-want +got):\n%s", diff)
+	}
 }

@@ -309,14 +309,24 @@ func (b *Backend) checkTools(v *versionInfo, tools *core.Toolbox) {
 		return
 	}
 	offered := map[string]bool{}
-	for _, t := range def.Tools {
-		if t.Type != "function" {
-			continue
+	function := func(name string) {
+		offered[name] = true
+		if tools.Lookup(name) == nil {
+			b.missing = append(b.missing, name)
+			b.logger.Warn("foundry: the agent has a function tool this program cannot run; its calls will fail as unknown", "agent", v.Name, "version", v.Version, "tool", name)
 		}
-		offered[t.Name] = true
-		if tools.Lookup(t.Name) == nil {
-			b.missing = append(b.missing, t.Name)
-			b.logger.Warn("foundry: the agent has a function tool this program cannot run; its calls will fail as unknown", "agent", v.Name, "version", v.Version, "tool", t.Name)
+	}
+	for _, t := range def.Tools {
+		switch t.Type {
+		case "function":
+			function(t.Name)
+		case "namespace":
+			// Its functions are the toolbox's tools "namespace.function".
+			for _, f := range t.Tools {
+				if f.Type == "function" {
+					function(t.Name + "." + f.Name)
+				}
+			}
 		}
 	}
 	slices.Sort(b.missing)

@@ -108,9 +108,11 @@ var _ driver.Backend = (*Backend)(nil)
 // Name implements [driver.Backend].
 func (b *Backend) Name() string { return b.opts.Name }
 
-// Capabilities implements [driver.CapabilityReporter].
+// Capabilities implements [driver.CapabilityReporter]. Its model calls
+// tools by their names, a namespace's ("crm.lookup") too: it has
+// Namespaces.
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: true, Streams: true}
+	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: true, Streams: true, Namespaces: true}
 }
 
 // Start implements [driver.Backend].

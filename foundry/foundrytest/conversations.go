@@ -97,7 +97,7 @@ func (s *Server) takeInput(waiting []*item, known func(callID string) bool, in [
 				return nil, nil, noToolCall(it.CallID)
 			}
 			delete(open, it.CallID)
-			items = append(items, &item{Type: "function_call_output", ID: s.newID("fco_"), Status: "completed", CallID: it.CallID, Name: call.Name, Output: it.Output})
+			items = append(items, &item{Type: "function_call_output", ID: s.newID("fco_"), Status: "completed", CallID: it.CallID, Name: call.tool(), Namespace: it.Namespace, Output: it.Output})
 		case "mcp_approval_response":
 			call := open[it.ApprovalRequestID]
 			if call == nil || call.Type != "mcp_approval_request" {

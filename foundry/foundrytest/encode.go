@@ -99,6 +99,7 @@ type itemWire struct {
 	Content    []contentWire    `json:"content,omitempty"`
 	ID         string           `json:"id"`
 	Name       *string          `json:"name,omitempty"`
+	Namespace  string           `json:"namespace,omitempty"`
 	Output     *json.RawMessage `json:"output,omitempty"`
 	Phase      string           `json:"phase,omitempty"`
 	ResponseID string           `json:"response_id,omitempty"`
@@ -150,7 +151,7 @@ func (it *item) MarshalJSON() ([]byte, error) {
 			w.Content = []contentWire{{Text: it.Text, Type: "input_text"}}
 		}
 	case "function_call":
-		w.CallID, w.Name, w.Arguments = &it.CallID, &it.Name, &it.Arguments
+		w.CallID, w.Name, w.Arguments, w.Namespace = &it.CallID, &it.Name, &it.Arguments, it.Namespace
 	case "function_call_output":
 		w.CallID, w.Output = &it.CallID, &it.Output
 	case "mcp_approval_request":

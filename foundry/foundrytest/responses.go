@@ -3,7 +3,9 @@ package foundrytest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,6 +126,9 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 	}
 	if present(m, "tools") {
 		req.tools = m["tools"]
+		if e := checkToolNames(req.tools); e != nil {
+			return nil, e
+		}
 		if e := checkDeferred(req.tools, "tools"); e != nil {
 			return nil, e
 		}
@@ -380,7 +385,7 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 		}
 		results := make([]coretest.Delivered, len(waiting))
 		for i, c := range waiting {
-			results[i] = outputs[c.CallID].delivered(c.Name)
+			results[i] = outputs[c.CallID].delivered(c.tool())
 		}
 		if err := model.Deliver(slices.Clone(results)); err != nil {
 			return nil, scriptError(err)
@@ -426,7 +431,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 	offer(model, req.tools)
 	for _, it := range req.input {
 		if it.Type == "function_call" {
-			model.AddTools(coretest.ToolInfo{Name: it.Name})
+			model.AddTools(coretest.ToolInfo{Name: (&item{Name: it.Name, Namespace: it.Namespace}).tool()})
 		}
 	}
 	var (
@@ -467,7 +472,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 			if !ok {
 				return noToolOutput(c.CallID)
 			}
-			results[i] = answerItem(out).delivered(c.Name)
+			results[i] = answerItem(out).delivered((&item{Name: c.Name, Namespace: c.Namespace}).tool())
 		}
 		if err := model.Deliver(slices.Clone(results)); err != nil {
 			return scriptError(err)
@@ -533,7 +538,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 		for _, c := range group {
 			var args string
 			json.Unmarshal(c.Args, &args)
-			waiting = append(waiting, &item{Type: c.Type, CallID: c.CallID, Name: c.Name, Arguments: args, ServerLabel: c.ServerLabel})
+			waiting = append(waiting, &item{Type: c.Type, CallID: c.CallID, Name: c.Name, Namespace: c.Namespace, Arguments: args, ServerLabel: c.ServerLabel})
 			if out, ok := outputs[c.CallID]; ok {
 				answers = append(answers, answerItem(out))
 			}
@@ -558,7 +563,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 		x := answerItem(it)
 		for _, op := range req.input {
 			if (op.Type == "function_call" && op.CallID == it.CallID) || (op.Type == "mcp_approval_request" && op.ID == it.CallID) {
-				x.Name = op.Name
+				x.Name = (&item{Name: op.Name, Namespace: op.Namespace}).tool()
 			}
 		}
 		recorded = append(recorded, x)
@@ -578,23 +583,36 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 	return a, nil
 }
 
+// offeredTool is a tool of a request (or of its agent) as the fake reads
+// it: a function tool, or a namespace tool and its function tools.
+type offeredTool struct {
+	Type         string        `json:"type"`
+	Name         string        `json:"name"`
+	Description  string        `json:"description"`
+	DeferLoading bool          `json:"defer_loading"`
+	Tools        []offeredTool `json:"tools"`
+}
+
 // offer tells model the function tools of a request (or of its agent), if
 // it lists any: the model calls no other, and a deferred one only after a
-// tool search loaded it.
+// tool search loaded it. The functions of a namespace tool ns are its
+// tools "ns.name", as a script names them.
 func offer(model *coretest.Model, tools json.RawMessage) {
-	var list []struct {
-		Type         string `json:"type"`
-		Name         string `json:"name"`
-		Description  string `json:"description"`
-		DeferLoading bool   `json:"defer_loading"`
-	}
+	var list []offeredTool
 	if json.Unmarshal(tools, &list) != nil || len(list) == 0 {
 		return
 	}
 	var infos []coretest.ToolInfo
 	for _, t := range list {
-		if t.Type == "function" {
+		switch t.Type {
+		case "function":
 			infos = append(infos, coretest.ToolInfo{Name: t.Name, Description: t.Description, Deferred: t.DeferLoading})
+		case "namespace":
+			for _, f := range t.Tools {
+				if f.Type == "function" {
+					infos = append(infos, coretest.ToolInfo{Name: t.Name + "." + f.Name, Description: f.Description, Deferred: f.DeferLoading})
+				}
+			}
 		}
 	}
 	if len(infos) > 0 {
@@ -602,17 +620,43 @@ func offer(model *coretest.Model, tools json.RawMessage) {
 	}
 }
 
+// functionName is the pattern of a function's (and a namespace's) name.
+var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// checkToolNames refuses a function tool, or a namespace tool or one of
+// its functions, whose name the service refuses (a name in a namespace is
+// the function's alone: "lookup" of namespace "crm", never "crm.lookup"),
+// as the service does.
+func checkToolNames(tools json.RawMessage) *apiError {
+	var list []offeredTool
+	json.Unmarshal(tools, &list)
+	refuse := func(param string) *apiError {
+		return badRequest("invalid_value", param, "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", param)
+	}
+	for i, t := range list {
+		if (t.Type == "function" || t.Type == "namespace") && !functionName.MatchString(t.Name) {
+			return refuse(fmt.Sprintf("tools[%d].name", i))
+		}
+		for j, f := range t.Tools {
+			if !functionName.MatchString(f.Name) {
+				return refuse(fmt.Sprintf("tools[%d].tools[%d].name", i, j))
+			}
+		}
+	}
+	return nil
+}
+
 // checkDeferred refuses deferred function tools without a tool_search
 // tool beside them, as the service does.
 func checkDeferred(tools json.RawMessage, param string) *apiError {
-	var list []struct {
-		Type         string `json:"type"`
-		DeferLoading bool   `json:"defer_loading"`
-	}
+	var list []offeredTool
 	json.Unmarshal(tools, &list)
 	deferred, search := false, false
 	for _, t := range list {
 		deferred = deferred || t.DeferLoading
+		for _, f := range t.Tools { // a namespace's
+			deferred = deferred || f.DeferLoading
+		}
 		search = search || t.Type == "tool_search"
 	}
 	if deferred && !search {
@@ -695,6 +739,10 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 				id = s.newCallID()
 			}
 			it := &item{Type: "function_call", ID: s.newID("fc_"), Status: "completed", CallID: id, Name: c.Name, Arguments: c.Arguments}
+			if ns, name, ok := strings.Cut(c.Name, "."); ok {
+				// A function of a namespace: the call names both.
+				it.Namespace, it.Name = ns, name
+			}
 			if c.Approval {
 				// The service runs this tool itself, once a person
 				// approves: it asks for the approval.

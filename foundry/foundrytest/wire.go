@@ -30,6 +30,10 @@ type item struct {
 	CallID    string
 	Name      string
 	Arguments string
+	// Namespace is the namespace of a function call's function, if it is
+	// in one (openai-go v3.105 ResponseFunctionToolCall.Namespace), and
+	// what a function_call_output said of it.
+	Namespace string
 	Output    json.RawMessage // a JSON string or a content array
 	// ResponseID names the response that produced or received the item
 	// (a Foundry extension of the item shape).
@@ -40,6 +44,16 @@ type item struct {
 	ServerLabel string
 	Approve     bool
 	Reason      string
+}
+
+// tool returns the name of the tool a function call calls, in neutral
+// terms: its name, after its namespace and a dot if it has one (as in
+// "crm.lookup").
+func (it *item) tool() string {
+	if it.Namespace == "" {
+		return it.Name
+	}
+	return it.Namespace + "." + it.Name
 }
 
 // isCall reports whether the item waits for the client's answer: a
@@ -84,6 +98,9 @@ type inputItem struct {
 	Output  json.RawMessage `json:"output"`
 	Name    string          `json:"name"`
 	Args    json.RawMessage `json:"arguments"` // a function call's: a JSON string
+	// Namespace is a function call's namespace, or the one a function
+	// output names.
+	Namespace string `json:"namespace"`
 
 	ID string `json:"id"`
 	// mcp_approval_request and mcp_call

@@ -88,7 +88,7 @@ func (b *Backend) pendingStep(conv string, h *history) *driver.Step {
 			s.Calls = append(s.Calls, approvalCall(conv, c.ID, c.ServerLabel, c.Name, c.Arguments.OfString))
 			continue
 		}
-		s.Calls = append(s.Calls, newCall(conv, c.CallID, c.Name, c.Arguments.OfString))
+		s.Calls = append(s.Calls, newCall(conv, c.CallID, qualifiedName(c.Namespace, c.Name), c.Arguments.OfString))
 	}
 	return s
 }
@@ -162,7 +162,7 @@ func (b *Backend) cancelConversation(ctx context.Context, conv string) error {
 	for _, c := range h.pending {
 		if !slices.Contains(ids, c.CallID) {
 			ids = append(ids, c.CallID)
-			items = append(items, canceledItem(c.CallID, c.Type == "mcp_approval_request"))
+			items = append(items, canceledItem(c.CallID, qualifiedName(c.Namespace, c.Name), c.Type == "mcp_approval_request"))
 		}
 	}
 	for len(items) > 0 {

@@ -188,7 +188,7 @@ func (b *Backend) Cancel(ctx context.Context, thread string) error {
 	}
 	var calls []canceledCall
 	for _, o := range r.Output {
-		c := canceledCall{id: o.CallID}
+		c := canceledCall{id: o.CallID, name: qualifiedName(o.Namespace, o.Name)}
 		switch o.Type {
 		case "function_call":
 		case "mcp_approval_request":
@@ -216,6 +216,7 @@ func (b *Backend) Cancel(ctx context.Context, thread string) error {
 // request.
 type canceledCall struct {
 	id       string
+	name     string // a function call's (see qualifiedName)
 	approval bool
 }
 
@@ -228,7 +229,7 @@ func (b *Backend) takeCanceled(thread string) []responses.ResponseInputItemUnion
 	b.mu.Unlock()
 	var items []responses.ResponseInputItemUnionParam
 	for _, c := range calls {
-		items = append(items, canceledItem(c.id, c.approval))
+		items = append(items, canceledItem(c.id, c.name, c.approval))
 	}
 	return items
 }
@@ -376,7 +377,7 @@ func (b *Backend) step(thread string, r *reply) (*driver.Step, error) {
 	for i := range r.Output {
 		switch o := &r.Output[i]; o.Type {
 		case "function_call":
-			s.Calls = append(s.Calls, newCall(thread, o.CallID, o.Name, o.arguments()))
+			s.Calls = append(s.Calls, newCall(thread, o.CallID, qualifiedName(o.Namespace, o.Name), o.arguments()))
 		case "mcp_approval_request":
 			s.Calls = append(s.Calls, approvalCall(thread, o.ID, o.ServerLabel, o.Name, o.arguments()))
 		}

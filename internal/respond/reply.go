@@ -63,6 +63,9 @@ type replyItem struct {
 	// for its answer (openai-go v3.105 responses.ResponseOutputMessage).
 	Role  string `json:"role"`
 	Phase string `json:"phase"`
+	// Namespace is a function call's namespace, if its function is in
+	// one (openai-go v3.105 responses.ResponseFunctionToolCall).
+	Namespace string `json:"namespace"`
 }
 
 // commentary reports whether the item is a message of the model's
@@ -140,7 +143,7 @@ func replyOf(r *responses.Response) *reply {
 	for i, o := range r.Output {
 		it := &rep.Output[i]
 		it.ID, it.Type, it.CallID, it.Name, it.ServerLabel = o.ID, o.Type, o.CallID, o.Name, o.ServerLabel
-		it.Role, it.Phase = o.Role, string(o.Phase)
+		it.Role, it.Phase, it.Namespace = o.Role, string(o.Phase), o.Namespace
 		if o.JSON.Arguments.Valid() {
 			it.Arguments = json.RawMessage(o.JSON.Arguments.Raw())
 		}

@@ -124,7 +124,7 @@ func (b *Backend) cancelStateless(thread string) error {
 	defer b.mu.Unlock()
 	if h.last != nil {
 		for _, c := range h.last.Calls {
-			h.items = append(h.items, canceledItem(c.ID, c.Kind == driver.ServiceApproval))
+			h.items = append(h.items, canceledItem(c.ID, c.Name, c.Kind == driver.ServiceApproval))
 		}
 		h.last = &driver.Step{Thread: thread, Text: CanceledOutput}
 	}

@@ -105,6 +105,17 @@ func (h *foundryHarness) Received() []coretest.Received {
 	return out
 }
 
+// ClientItems implements conformance.ClientItemSender: the items of the
+// Responses API a client is to run other than function calls, and, on
+// Foundry, its workflow agents' items.
+func (h *foundryHarness) ClientItems() []string {
+	items := []string{"custom_tool_call", "computer_call", "local_shell_call", "shell_call", "apply_patch_call", "tool_search_call", "program"}
+	if !h.plain {
+		items = append(items, "workflow_action", "structured_outputs")
+	}
+	return items
+}
+
 // Inject maps the suite's faults onto the fake's. The fake cannot deliver
 // a response twice, so Duplicate is not supported.
 func (h *foundryHarness) Inject(f conformance.Fault) bool {

@@ -138,8 +138,22 @@ type contentWire struct {
 	Type        string      `json:"type"`
 }
 
-// MarshalJSON writes the OpenAI item shape of the item's type.
+// MarshalJSON writes the OpenAI item shape of the item's type (and, for
+// an item with Extra, its members).
 func (it *item) MarshalJSON() ([]byte, error) {
+	if it.Extra != nil {
+		m := map[string]any{"type": it.Type, "id": it.ID}
+		for k, v := range it.Extra {
+			m[k] = v
+		}
+		if it.Status != "" {
+			m["status"] = it.Status
+		}
+		if it.ResponseID != "" {
+			m["response_id"] = it.ResponseID
+		}
+		return json.Marshal(m)
+	}
 	w := itemWire{ID: it.ID, ResponseID: it.ResponseID, Status: it.Status, Type: it.Type}
 	switch it.Type {
 	case "message":

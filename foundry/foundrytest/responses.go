@@ -326,6 +326,7 @@ func (s *Server) playConversation(r *response, conv *conversation, req *request)
 		return nil, e
 	}
 	r.output = s.mcpCalls(waiting, items)
+	conv.goOn(consentAnswers(waiting, items))
 	s.add(conv, items, texts, req)
 	if len(conv.unbegun) > 0 {
 		input := strings.Join(conv.unbegun, "\n")
@@ -379,7 +380,7 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 	}
 	s.record(thread, items, req.format.name)
 	if len(waiting) > 0 {
-		outputs := map[string]*item{}
+		outputs := consentAnswers(waiting, items)
 		for _, it := range items {
 			outputs[it.CallID] = it
 		}
@@ -743,7 +744,17 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 				// A function of a namespace: the call names both.
 				it.Namespace, it.Name = ns, name
 			}
-			if c.Approval {
+			switch {
+			case c.Consent && !s.opts.Plain:
+				// The service runs the MCP server's tools once a person
+				// signed in: it asks for that.
+				id = s.newID("oauthreq_")
+				it = &item{Type: "oauth_consent_request", ID: id, CallID: id, Name: c.Name, ServerLabel: c.Name,
+					Extra: map[string]any{"consent_link": s.URL + "/oauth/consent/" + id, "server_label": c.Name}}
+			case c.Item != "":
+				it = s.clientItem(c, id)
+			}
+			if c.Approval || c.Consent && s.opts.Plain {
 				// The service runs this tool itself, once a person
 				// approves: it asks for the approval.
 				id = s.newID("mcpr_")
@@ -758,6 +769,51 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 		r.output = append(r.output, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: "assistant", Phase: answer, Text: a.Text})
 		r.text = a.Text
 	}
+}
+
+// clientItem returns an output item of type c.Item that the client is to
+// run, as call callID, filled from the call where its shape has room: the
+// shapes of openai-go v3.105 (responses.ResponseOutputItemUnion) and, for
+// Foundry's workflow_action and structured_outputs, of Microsoft's
+// reference (WorkflowActionOutputItem, StructuredOutputsOutputItem).
+func (s *Server) clientItem(c coretest.ActionCall, callID string) *item {
+	it := &item{Type: c.Item, CallID: callID, Name: c.Name, Status: "completed", Extra: map[string]any{"call_id": callID}}
+	var args any
+	json.Unmarshal([]byte(c.Arguments), &args)
+	switch c.Item {
+	case "custom_tool_call":
+		it.ID = s.newID("ctc_")
+		it.Extra["name"], it.Extra["input"] = c.Name, c.Arguments
+	case "computer_call":
+		it.ID = s.newID("cu_")
+		it.Extra["action"], it.Extra["pending_safety_checks"] = map[string]any{"type": "screenshot"}, []any{}
+	case "local_shell_call":
+		it.ID = s.newID("lsh_")
+		it.Extra["action"] = map[string]any{"type": "exec", "command": []string{c.Name}, "env": map[string]string{}}
+	case "shell_call":
+		it.ID = s.newID("sh_")
+		it.Extra["action"], it.Extra["environment"] = map[string]any{"commands": []string{c.Name}}, map[string]any{"type": "local"}
+	case "apply_patch_call":
+		it.ID = s.newID("apc_")
+		it.Extra["operation"] = map[string]any{"type": "update_file", "path": c.Name, "diff": c.Arguments}
+	case "tool_search_call":
+		it.ID = s.newID("ts_")
+		it.Extra["execution"], it.Extra["arguments"] = "client", args
+	case "program":
+		it.ID = s.newID("prg_")
+		it.Extra["code"], it.Extra["fingerprint"] = c.Arguments, "fp_"+callID
+	case "workflow_action":
+		it.ID, it.Status = s.newID("wfa_"), "in_progress"
+		delete(it.Extra, "call_id")
+		it.Extra["kind"], it.Extra["action_id"] = "InvokeAzureAgent", c.Name
+	case "structured_outputs":
+		it.ID = s.newID("so_")
+		delete(it.Extra, "call_id")
+		it.Extra["output"] = args
+	default:
+		it.ID = s.newID("item_")
+	}
+	return it
 }
 
 // getResponse answers GET responses/{id}: the response, or, with

@@ -44,6 +44,11 @@ type item struct {
 	ServerLabel string
 	Approve     bool
 	Reason      string
+	// Extra holds the members of an item whose shape the fake writes
+	// from a map (an OAuth consent request, the items the client is to
+	// run other than function calls: see Call.Item of package coretest),
+	// beside type, id, status and response_id.
+	Extra map[string]any
 }
 
 // tool returns the name of the tool a function call calls, in neutral
@@ -57,8 +62,12 @@ func (it *item) tool() string {
 }
 
 // isCall reports whether the item waits for the client's answer: a
-// function call, or an MCP approval request.
-func (it *item) isCall() bool { return it.Type == "function_call" || it.Type == "mcp_approval_request" }
+// function call, an MCP approval request, or an OAuth consent request
+// (answered by the client's asking the service to go on: see
+// conversation.goOn).
+func (it *item) isCall() bool {
+	return it.Type == "function_call" || it.Type == "mcp_approval_request" || it.Type == "oauth_consent_request"
+}
 
 // isAnswer reports whether the item answers a call: a function output, or
 // an MCP approval response.
@@ -70,6 +79,11 @@ func (it *item) isAnswer() bool {
 // is the output "approved", a denial a failure with its reason.
 func (it *item) delivered(name string) coretest.Delivered {
 	switch {
+	case it.Type == "consent" && it.Approve:
+		// The fake's record of a consent request the client went on from.
+		return coretest.Delivered{CallID: it.CallID, Name: name, Output: "consented"}
+	case it.Type == "consent":
+		return coretest.Delivered{CallID: it.CallID, Name: name, Failed: true, Error: it.Reason}
 	case it.Type != "mcp_approval_response":
 		return coretest.Delivered{CallID: it.CallID, Name: name, Output: it.outputText()}
 	case it.Approve:

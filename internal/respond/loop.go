@@ -105,7 +105,10 @@ func optional(s string) param.Opt[string] {
 // item per result, in call order, in one request. A failed result's
 // output is [FailureOutput] of its error message; a content array is sent
 // as an array of input parts; any other output as [driver.Output.String]
-// renders it.
+// renders it. A decision on an MCP approval request goes as an
+// mcp_approval_response; one on an OAuth consent request as nothing when
+// approved (the person signed in: the service is asked to go on), and as
+// a developer message saying the person did not sign in when denied.
 func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
 	step, err := b.submit(ctx, req)
 	if err == nil && step != nil && step.Thread != req.Step.Thread {
@@ -118,9 +121,19 @@ func (b *Backend) submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	if err := b.checkFormat(req.Format); err != nil {
 		return nil, err
 	}
-	input := make([]responses.ResponseInputItemUnionParam, len(req.Results))
+	input := make([]responses.ResponseInputItemUnionParam, 0, len(req.Results))
 	for i := range req.Results {
-		input[i] = outputItem(&req.Results[i])
+		r := &req.Results[i]
+		if consent, ok := consentOf(&r.Call); ok {
+			// An OAuth consent request has no reply item: approved (the
+			// person signed in), the service goes on; denied, the model
+			// is told.
+			if r.Failed {
+				input = append(input, declined(consent.ServerLabel, r.Error))
+			}
+			continue
+		}
+		input = append(input, outputItem(r))
 	}
 	if b.mode == Stateless {
 		return b.respondStateless(ctx, req.Step.Thread, input, req.Format)
@@ -363,9 +376,15 @@ func isTurnError(err error) bool {
 }
 
 // step turns a finished response into a step of thread. In Chain mode the
-// thread becomes the response's id.
+// thread becomes the response's id. Its calls are the response's function
+// calls, and its MCP approval and OAuth consent requests (calls of kind
+// ServiceApproval); an output item the client is to run that the loop
+// cannot (see clientItems) makes it an error naming the item's kind,
+// never an answer.
 func (b *Backend) step(thread string, r *reply) (*driver.Step, error) {
-	if err := b.turnError(thread, r); err != nil {
+	if err := b.turnError(thread, r); err != nil && !(r.Status == "incomplete" && r.asksConsent()) {
+		// A response that asks for a person's sign-in may say it is
+		// incomplete: the request is what it holds.
 		return nil, err
 	}
 	if b.mode == Chain {
@@ -374,18 +393,34 @@ func (b *Backend) step(thread string, r *reply) (*driver.Step, error) {
 	s := &driver.Step{Thread: thread, Turn: r.ID, Model: cmp.Or(r.Model, b.model), Usage: driver.Usage{
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.TotalTokens,
 	}}
+	answered := answeredCalls(r.Output)
+	var refused [][2]string
 	for i := range r.Output {
 		switch o := &r.Output[i]; o.Type {
 		case "function_call":
 			s.Calls = append(s.Calls, newCall(thread, o.CallID, qualifiedName(o.Namespace, o.Name), o.arguments()))
 		case "mcp_approval_request":
 			s.Calls = append(s.Calls, approvalCall(thread, o.ID, o.ServerLabel, o.Name, o.arguments()))
+		case "oauth_consent_request":
+			s.Calls = append(s.Calls, consentCall(thread, o.ID, o.ServerLabel, o.ConsentLink))
+		default:
+			if _, ok := o.clientItem(answered); ok {
+				refused = append(refused, [2]string{o.Type, cmp.Or(o.CallID, o.ID)})
+			}
 		}
+	}
+	if len(refused) > 0 {
+		return nil, b.clientItemsError(thread, r.ID, refused)
 	}
 	if len(s.Calls) == 0 {
 		s.Text = r.text()
 	}
 	return s, nil
+}
+
+// asksConsent reports whether the reply holds an OAuth consent request.
+func (r *reply) asksConsent() bool {
+	return slices.ContainsFunc(r.Output, func(it replyItem) bool { return it.Type == "oauth_consent_request" })
 }
 
 // newCall returns a call of thread. Its journal key is (backend, thread,

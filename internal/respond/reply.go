@@ -7,6 +7,7 @@ import (
 
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/internal/apierr"
@@ -66,6 +67,17 @@ type replyItem struct {
 	// Namespace is a function call's namespace, if its function is in
 	// one (openai-go v3.105 responses.ResponseFunctionToolCall).
 	Namespace string `json:"namespace"`
+	// Execution says who runs a tool search call ("server", "client"),
+	// and Environment where a shell call runs (type "local": the
+	// client's; "container_reference": the service's): openai-go v3.105
+	// ResponseToolSearchCall, ResponseFunctionShellToolCall.
+	Execution   string `json:"execution"`
+	Environment struct {
+		Type string `json:"type"`
+	} `json:"environment"`
+	// ConsentLink is an OAuth consent request's link (Foundry's
+	// oauth_consent_request; ServerLabel names its MCP server).
+	ConsentLink string `json:"consent_link"`
 }
 
 // commentary reports whether the item is a message of the model's
@@ -144,6 +156,11 @@ func replyOf(r *responses.Response) *reply {
 		it := &rep.Output[i]
 		it.ID, it.Type, it.CallID, it.Name, it.ServerLabel = o.ID, o.Type, o.CallID, o.Name, o.ServerLabel
 		it.Role, it.Phase, it.Namespace = o.Role, string(o.Phase), o.Namespace
+		it.Execution, it.Environment.Type = o.Execution, o.Environment.Type
+		if o.Type == "oauth_consent_request" {
+			// Foundry's item, not openai-go's: its link is in the raw JSON.
+			it.ConsentLink = gjson.Get(o.RawJSON(), "consent_link").Str
+		}
 		if o.JSON.Arguments.Valid() {
 			it.Arguments = json.RawMessage(o.JSON.Arguments.Raw())
 		}

@@ -457,8 +457,8 @@ func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, erro
 }
 
 // Cancel implements [driver.Canceler]: the calls left waiting get a
-// failure output saying the run stopped, so that the thread can take new
-// input.
+// failure output saying the run stopped (an MCP approval request, a denial
+// giving that reason), so that the thread can take new input.
 func (b *Backend) Cancel(ctx context.Context, thread string) error { return b.loop.Cancel(ctx, thread) }
 
 // ErrorCode implements [driver.Backend]. It classifies, in this order: a

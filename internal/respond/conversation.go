@@ -3,6 +3,7 @@ package respond
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -119,9 +120,8 @@ func (b *Backend) readConversation(ctx context.Context, conv string) (*history, 
 				continue
 			}
 			if _, ok := clientItems[it.Type]; ok {
-				ri := replyItem{ID: it.ID, Type: it.Type, CallID: it.CallID, Execution: it.Execution}
-				ri.Environment.Type = it.Environment.Type
-				client = append(client, ri)
+				client = append(client, replyItem{ID: it.ID, Type: it.Type, CallID: it.CallID, Execution: it.Execution,
+					Environment: json.RawMessage(it.JSON.Environment.Raw())})
 			}
 		}
 	}

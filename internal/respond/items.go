@@ -109,7 +109,7 @@ func (it *replyItem) clientItem(answered map[string]bool) (clientItem, bool) {
 		return c, false
 	case it.Type == "tool_search_call" && it.Execution != "client":
 		return c, false // the service's search
-	case it.Type == "shell_call" && it.Environment.Type == "container_reference":
+	case it.Type == "shell_call" && it.environment() == "container_reference":
 		return c, false // run in the service's container
 	case it.CallID != "" && answered[it.CallID]:
 		return c, false // the service ran it: its output follows

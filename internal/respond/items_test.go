@@ -15,8 +15,9 @@ import (
 // TestStepItems checks what a step makes of the output items a client
 // does not run as function calls: the items the service ran (those of its
 // own tools, a tool search it executes, a shell call in its container, a
-// call it answered in the same response) are passed over and the answer
-// is the message; an OAuth consent request is a call of kind
+// call it answered in the same response; an item of a type the loop does
+// not know, whatever its members) are passed over and the answer is the
+// message; an OAuth consent request is a call of kind
 // ServiceApproval carrying its link, also in a response said incomplete;
 // an item the client is to run is an error naming its kind, with its code.
 // A reply decoded by encoding/json and one from openai-go's Response (a
@@ -41,7 +42,8 @@ func TestStepItems(t *testing.T) {
 			{"type":"tool_search_call","id":"ts_2","call_id":"ts_2","arguments":{"query":"q"},"status":"completed"},
 			{"type":"shell_call","id":"sh_1","call_id":"call_sh1","action":{"commands":["ls"]},"environment":{"type":"container_reference","container_id":"c"},"status":"completed"},
 			{"type":"shell_call","id":"sh_2","call_id":"call_sh2","action":{"commands":["ls"]},"environment":{"type":"local"},"status":"completed"},
-			{"type":"shell_call_output","id":"sho_2","call_id":"call_sh2","output":[],"status":"completed"}`},
+			{"type":"shell_call_output","id":"sho_2","call_id":"call_sh2","output":[],"status":"completed"},
+			{"type":"browser_automation_call","id":"ba_1","environment":"browser","status":"completed"}`},
 		{name: "a consent request in an incomplete response", status: "incomplete",
 			items: `{"type":"oauth_consent_request","id":"oauthreq_1","consent_link":"https://login.example/consent?x=1","server_label":"github"}`,
 			calls: []driver.Call{{ID: "oauthreq_1", Name: "github/oauth_consent", Kind: driver.ServiceApproval,

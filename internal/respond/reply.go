@@ -71,13 +71,23 @@ type replyItem struct {
 	// and Environment where a shell call runs (type "local": the
 	// client's; "container_reference": the service's): openai-go v3.105
 	// ResponseToolSearchCall, ResponseFunctionShellToolCall.
-	Execution   string `json:"execution"`
-	Environment struct {
-		Type string `json:"type"`
-	} `json:"environment"`
+	Execution string `json:"execution"`
+	// Environment is raw: another item's member of that name may not
+	// be an object (see environment).
+	Environment json.RawMessage `json:"environment"`
 	// ConsentLink is an OAuth consent request's link (Foundry's
 	// oauth_consent_request; ServerLabel names its MCP server).
 	ConsentLink string `json:"consent_link"`
+}
+
+// environment returns the type of a shell call's environment ("" when
+// the item has none, or one that is not an object).
+func (it *replyItem) environment() string {
+	var env struct {
+		Type string `json:"type"`
+	}
+	json.Unmarshal(it.Environment, &env)
+	return env.Type
 }
 
 // commentary reports whether the item is a message of the model's
@@ -156,7 +166,10 @@ func replyOf(r *responses.Response) *reply {
 		it := &rep.Output[i]
 		it.ID, it.Type, it.CallID, it.Name, it.ServerLabel = o.ID, o.Type, o.CallID, o.Name, o.ServerLabel
 		it.Role, it.Phase, it.Namespace = o.Role, string(o.Phase), o.Namespace
-		it.Execution, it.Environment.Type = o.Execution, o.Environment.Type
+		it.Execution = o.Execution
+		if o.JSON.Environment.Valid() {
+			it.Environment = json.RawMessage(o.JSON.Environment.Raw())
+		}
 		if o.Type == "oauth_consent_request" {
 			// Foundry's item, not openai-go's: its link is in the raw JSON.
 			it.ConsentLink = gjson.Get(o.RawJSON(), "consent_link").Str

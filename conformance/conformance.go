@@ -67,6 +67,15 @@ type Inventory interface {
 	OnService() map[string]int
 }
 
+// A ClientItemSender is a Harness whose fake can send, for a script's
+// coretest.Call.Item, output items that the client is to run other than
+// function calls (the Responses API's computer_call, shell_call, …). The
+// ClientItems scenario needs it; without it, it is skipped.
+type ClientItemSender interface {
+	// ClientItems lists the types of such items the fake's service sends.
+	ClientItems() []string
+}
+
 // HarnessMaker makes a fresh Harness for one scenario.
 type HarnessMaker func(ctx context.Context, t *testing.T) (Harness, error)
 

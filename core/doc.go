@@ -72,7 +72,8 @@
 // model so, and a call left undecided past [Options.ApprovalTimeout] is
 // denied; [Runner.ResumeExpired] finds the runs parked on such calls and
 // resumes them. The service's own approval requests (an MCP server's
-// tool, a browser's access to an origin) are calls of kind
+// tool, a browser's access to an origin, a person's sign-in to a tool's
+// server, whose arguments carry the consent link) are calls of kind
 // [ServiceApproval], decided the same way.
 //
 // # Fleets

@@ -46,7 +46,7 @@ const (
 	EventTextDelta
 	// EventTextDone: message Item is complete; Text is its whole text.
 	// The run's answer ([Result.Text]) is the text of its messages, joined
-	// by newlines.
+	// by newlines, those marked Commentary excepted.
 	EventTextDone
 	// EventReasoningDelta: Text is the next piece of a reasoning summary.
 	EventReasoningDelta
@@ -126,6 +126,13 @@ type Event struct {
 	// Agent and Activity say who acted and what they did
 	// (AgentActivity only; see [EventAgentActivity]).
 	Agent, Activity string
+	// Commentary marks the text events (TextDelta, TextDone) of a message
+	// the model wrote as commentary: a preamble to its calls or its answer
+	// (on the Responses API and Foundry, an assistant message of phase
+	// "commentary"; the sessions backend hands none over), which is not
+	// part of the run's answer ([Result.Text]). A reader that shows only
+	// the answer skips these events.
+	Commentary bool
 	// Usage is the usage of a step (Usage) or of the whole run
 	// (RunFinished).
 	Usage Usage

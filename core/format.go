@@ -26,7 +26,7 @@ type Format struct {
 // refines its fields and makes it strict (the services' structured
 // outputs want strict schemas). opts may be nil.
 func NewFormat[T any](name string, opts *ToolOptions) (*Format, error) {
-	if !toolName.MatchString(name) {
+	if !plainName.MatchString(name) {
 		return nil, fmt.Errorf("core: invalid format name %q: want 1 to 64 letters, digits, '_' or '-'", name)
 	}
 	o := optsOrZero(opts)

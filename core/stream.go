@@ -121,8 +121,9 @@ func (s *Stream) Events() iter.Seq2[Event, error] {
 	}
 }
 
-// Text returns the pieces of the model's text, in order, and nothing else;
-// [Stream.Result] then tells how the run ended.
+// Text returns the pieces of the model's text, in order, and nothing else
+// (its commentary too: see [Event].Commentary); [Stream.Result] then tells
+// how the run ended.
 func (s *Stream) Text() iter.Seq[string] {
 	return func(yield func(string) bool) {
 		for ev := range s.Events() {
@@ -154,7 +155,7 @@ type sink struct {
 	// items holds, for each message of the run, how many bytes of its
 	// text were delivered; -1 once it is done.
 	items map[string]int
-	// texts counts the messages done.
+	// texts counts the messages done, commentary excepted.
 	texts int
 	// pending is an event to deliver before the next delta, or else when
 	// flushPending is called.
@@ -249,7 +250,7 @@ func (s *sink) observe(d driver.Delta) error {
 			return nil
 		}
 		s.items[d.Item] = n + len(d.Text)
-		s.deliver(&Event{Kind: EventTextDelta, Item: d.Item, Text: d.Text})
+		s.deliver(&Event{Kind: EventTextDelta, Item: d.Item, Text: d.Text, Commentary: d.Commentary})
 	case driver.TextDone:
 		n := s.items[d.Item]
 		if n < 0 {
@@ -259,7 +260,7 @@ func (s *sink) observe(d driver.Delta) error {
 			s.items = map[string]int{}
 		}
 		s.items[d.Item] = -1
-		s.done(d.Item, d.Text, n)
+		s.done(d.Item, d.Text, n, d.Commentary)
 	case driver.ReasoningDelta:
 		s.deliver(&Event{Kind: EventReasoningDelta, Item: d.Item, Text: d.Text})
 	case driver.AgentActivity:
@@ -279,17 +280,21 @@ func (s *sink) flushPending() {
 	}
 }
 
-// done delivers the end of a message of which n bytes were delivered.
-func (s *sink) done(item, text string, n int) {
-	s.texts++
-	if n < len(text) {
-		s.deliver(&Event{Kind: EventTextDelta, Item: item, Text: text[n:]})
+// done delivers the end of a message of which n bytes were delivered,
+// marked as commentary or not.
+func (s *sink) done(item, text string, n int, commentary bool) {
+	if !commentary {
+		s.texts++
 	}
-	s.deliver(&Event{Kind: EventTextDone, Item: item, Text: text})
+	if n < len(text) {
+		s.deliver(&Event{Kind: EventTextDelta, Item: item, Text: text[n:], Commentary: commentary})
+	}
+	s.deliver(&Event{Kind: EventTextDone, Item: item, Text: text, Commentary: commentary})
 }
 
 // stepArrived reports a step: its calls and usage, or, for the final
-// answer of a backend that streamed no message, its text in one piece.
+// answer of a backend that streamed no message of it (commentary aside),
+// its text in one piece.
 // steps counts the steps run so far.
 func (s *sink) stepArrived(step *driver.Step, steps int) {
 	for i := range step.Calls {
@@ -299,6 +304,6 @@ func (s *sink) stepArrived(step *driver.Step, steps int) {
 		s.deliver(&Event{Kind: EventUsage, Thread: step.Thread, Turn: step.Turn, Step: steps, Usage: step.Usage})
 	}
 	if len(step.Calls) == 0 && s.texts == 0 && step.Text != "" {
-		s.done("", step.Text, 0)
+		s.done("", step.Text, 0, false)
 	}
 }

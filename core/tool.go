@@ -110,12 +110,26 @@ type Field struct {
 	Default any
 }
 
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// toolName matches a tool's name: a function's name, or a namespace's
+// name, a dot and a function's name.
+var toolName = regexp.MustCompile(`^([a-zA-Z0-9_-]{1,64}\.)?[a-zA-Z0-9_-]{1,64}$`)
+
+// plainName matches a name without a namespace (a format's).
+var plainName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // NewTool makes a tool from a typed Go function. The JSON Schema of the
 // arguments is inferred from In, which must be a struct type (or a pointer
 // to one); struct{} makes a tool without parameters. Arguments are
 // validated against the schema before fn runs and decoded into In.
+//
+// A name is 1 to 64 letters, digits, '_' or '-'. A tool in a namespace
+// (a group of functions the Responses API and Foundry offer the model as
+// one namespace tool) is named by the namespace, a dot and the function:
+// "crm.lookup" is function lookup of namespace crm, offered so on those
+// backends, and their calls of lookup in namespace crm are its calls;
+// "crm.lookup" and "docs.lookup" are two tools. A backend whose service
+// has no namespaces (driver.Capabilities.Namespaces false) offers it by
+// its whole name, which that service may refuse.
 //
 // What fn returns is sent to the model: a string as it is; a [Content]
 // (or [Part], or []Part) as a content array where the backend accepts one;
@@ -191,7 +205,7 @@ func optsOrZero(opts *ToolOptions) ToolOptions {
 
 func newTool(name, description string, schema *jsonschema.Schema, params json.RawMessage, o ToolOptions, run func(context.Context, []byte) (any, error)) (*Tool, error) {
 	if !toolName.MatchString(name) {
-		return nil, fmt.Errorf("core: invalid tool name %q: want 1 to 64 letters, digits, '_' or '-'", name)
+		return nil, fmt.Errorf("core: invalid tool name %q: want 1 to 64 letters, digits, '_' or '-' (after a namespace and a dot, as in \"crm.lookup\", for a tool in a namespace)", name)
 	}
 	if t := schema.Type; t != "" && t != "object" {
 		return nil, fmt.Errorf("core: tool %q: arguments schema has type %q, want \"object\"", name, t)

@@ -140,6 +140,9 @@ func TestToolRegistrationErrors(t *testing.T) {
 		{"name with space", func() (*core.Tool, error) { return core.NewTool("get weather", "", noop, nil) }, `invalid tool name "get weather"`},
 		{"empty name", func() (*core.Tool, error) { return core.NewTool("", "", noop, nil) }, `invalid tool name ""`},
 		{"name too long", func() (*core.Tool, error) { return core.NewTool(strings.Repeat("a", 65), "", noop, nil) }, "invalid tool name"},
+		{"two namespaces", func() (*core.Tool, error) { return core.NewTool("a.b.c", "", noop, nil) }, `invalid tool name "a.b.c"`},
+		{"empty namespace", func() (*core.Tool, error) { return core.NewTool(".lookup", "", noop, nil) }, `invalid tool name ".lookup"`},
+		{"namespace without a function", func() (*core.Tool, error) { return core.NewTool("crm.", "", noop, nil) }, `invalid tool name "crm."`},
 		{"strict map field", func() (*core.Tool, error) {
 			return core.NewTool("m", "", func(context.Context, withMap) (string, error) { return "", nil }, &core.ToolOptions{Strict: true})
 		}, `field "meta" is a map`},
@@ -270,5 +273,31 @@ func mustTool(t *testing.T) func(*core.Tool, error) *core.Tool {
 			t.Fatal(err)
 		}
 		return tool
+	}
+}
+
+// TestNamespacedNames: a tool in a namespace is named by the namespace, a
+// dot and the function ("crm.lookup"), so that functions of the same name
+// in two namespaces are two tools of one toolbox, beside one of no
+// namespace; a format's name takes no namespace.
+func TestNamespacedNames(t *testing.T) {
+	noop := func(context.Context, struct{}) (string, error) { return "", nil }
+	var tools []*core.Tool
+	for _, name := range []string{"crm.lookup", "docs.lookup", "lookup", strings.Repeat("n", 64) + "." + strings.Repeat("f", 64)} {
+		tool, err := core.NewTool(name, "", noop, nil)
+		if err != nil {
+			t.Fatalf("NewTool(%q): %v", name, err)
+		}
+		tools = append(tools, tool)
+	}
+	tb, err := core.NewToolbox(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tb.Lookup("docs.lookup"); got == nil || got.Name() != "docs.lookup" {
+		t.Errorf("Lookup(docs.lookup) = %v", got)
+	}
+	if _, err := core.NewFormat[struct{}]("crm.answer", nil); err == nil || !strings.Contains(err.Error(), `invalid format name "crm.answer"`) {
+		t.Errorf("NewFormat(crm.answer) = %v, want the name refused", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -46,6 +47,7 @@ type Backend struct {
 	recent       map[offerKey]string // toolbox version and format -> version, saving a digest per request
 	versions     []string            // made or found, in order
 	missing      []string            // set by Open, read-only after
+	unrunnable   []string            // likewise
 }
 
 var (
@@ -301,25 +303,78 @@ func (b *Backend) openError(err error) error {
 	return &errcode.Error{Code: errorCode(err), Op: "foundry: open", Err: err}
 }
 
-// checkTools warns about function tools of the agent that the toolbox
-// cannot run, and tools of the toolbox the agent does not offer.
+// definitionTool is a tool of an agent's definition, as checkTools reads
+// it: its type, and what says who runs its calls (openai-go v3.105
+// responses.ToolUnion; the functions of a namespace tool in Tools).
+type definitionTool struct {
+	Type      string `json:"type"`
+	Name      string `json:"name"`
+	Execution string `json:"execution"`
+	// Environment is a shell tool's, an object with a type (a
+	// computer-use tool's is a string).
+	Environment json.RawMessage  `json:"environment"`
+	Tools       []definitionTool `json:"tools"`
+}
+
+// environment returns the type of a shell tool's environment.
+func (t *definitionTool) environment() string {
+	var env struct {
+		Type string `json:"type"`
+	}
+	json.Unmarshal(t.Environment, &env)
+	return env.Type
+}
+
+// checkTools looks at every tool of the agent's definition: it warns about
+// function tools of the agent that the toolbox cannot run (MissingTools),
+// about tools whose calls the client is to run and the loop cannot
+// (UnrunnableTools: a run in which the model calls one ends with an error
+// naming the call's item, Unimplemented or FailedPrecondition), and about
+// tools of the toolbox the agent does not offer. Tools the service runs
+// (MCP servers, web and file search, code interpreter, …) need nothing.
 func (b *Backend) checkTools(v *versionInfo, tools *core.Toolbox) {
-	var def promptDefinition
+	var def struct {
+		Tools []definitionTool `json:"tools"`
+	}
 	if err := json.Unmarshal(v.Definition, &def); err != nil {
 		return
 	}
 	offered := map[string]bool{}
-	for _, t := range def.Tools {
-		if t.Type != "function" {
-			continue
+	function := func(name string) {
+		offered[name] = true
+		if tools.Lookup(name) == nil {
+			b.missing = append(b.missing, name)
+			b.logger.Warn("foundry: the agent has a function tool this program cannot run; its calls will fail as unknown", "agent", v.Name, "version", v.Version, "tool", name)
 		}
-		offered[t.Name] = true
-		if tools.Lookup(t.Name) == nil {
-			b.missing = append(b.missing, t.Name)
-			b.logger.Warn("foundry: the agent has a function tool this program cannot run; its calls will fail as unknown", "agent", v.Name, "version", v.Version, "tool", t.Name)
+	}
+	client := func(t definitionTool, name string) {
+		item, code, fix, ok := respond.ClientTool(t.Type, t.Execution, t.environment())
+		if !ok {
+			return
+		}
+		b.unrunnable = append(b.unrunnable, strings.TrimSpace(t.Type+" "+name))
+		b.logger.Warn("foundry: the agent has a tool whose calls toolrelay cannot run; a run in which the model calls it ends with an error",
+			"agent", v.Name, "version", v.Version, "tool", t.Type, "name", name, "item", item, "code", code.String(), "instead", fix)
+	}
+	for _, t := range def.Tools {
+		switch t.Type {
+		case "function":
+			function(t.Name)
+		case "namespace":
+			// Its functions are the toolbox's tools "namespace.function".
+			for _, f := range t.Tools {
+				if f.Type == "function" {
+					function(t.Name + "." + f.Name)
+				} else {
+					client(f, t.Name+"."+f.Name)
+				}
+			}
+		default:
+			client(t, t.Name)
 		}
 	}
 	slices.Sort(b.missing)
+	slices.Sort(b.unrunnable)
 	for _, name := range tools.Names() {
 		if !offered[name] {
 			b.logger.Warn("foundry: the agent does not offer this tool, so the model cannot call it", "agent", v.Name, "version", v.Version, "tool", name)
@@ -339,7 +394,13 @@ func (b *Backend) Name() string { return b.loop.Name() }
 // the definition whose text.format is the run's (found or made as any
 // version is, and deleted on Close); an existing agent (Options.Agent)
 // answers in its own definition's format, and a run's is refused.
-func (b *Backend) Capabilities() driver.Capabilities { return b.loop.Capabilities() }
+// Functions may be grouped in namespaces; the service's OAuth consent
+// requests are handed over as service approvals (OAuthConsent).
+func (b *Backend) Capabilities() driver.Capabilities {
+	c := b.loop.Capabilities()
+	c.OAuthConsent = true
+	return c
+}
 
 // Mode returns how the backend links the responses of a thread.
 func (b *Backend) Mode() Mode { return b.loop.Mode() }
@@ -357,6 +418,18 @@ func (b *Backend) Agent() (name, version string) {
 // agent version created from the toolbox). A call to one gets a failed
 // result saying the tool is unknown.
 func (b *Backend) MissingTools() []string { return slices.Clone(b.missing) }
+
+// UnrunnableTools returns the tools of the agent named by Options.Agent
+// whose calls the client is to run and toolrelay cannot, sorted, each its
+// type and name if it has one (as "computer_use_preview", "custom
+// summarize", "tool_search" executed by the client): a custom tool, a
+// computer-use, local shell or apply_patch tool, a client-executed tool
+// search, programmatic tool calling, a capture_structured_outputs tool
+// (nil for an agent version created from the toolbox). A run in which the
+// model calls one ends with an error naming the call's item, Unimplemented
+// (FailedPrecondition for structured outputs); Open warns about each. A
+// program that must not meet that error refuses such an agent.
+func (b *Backend) UnrunnableTools() []string { return slices.Clone(b.unrunnable) }
 
 // Client returns the openai-go client the backend sends responses and
 // conversations requests with.
@@ -384,8 +457,8 @@ func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, erro
 }
 
 // Cancel implements [driver.Canceler]: the calls left waiting get a
-// failure output saying the run stopped, so that the thread can take new
-// input.
+// failure output saying the run stopped (an MCP approval request, a denial
+// giving that reason), so that the thread can take new input.
 func (b *Backend) Cancel(ctx context.Context, thread string) error { return b.loop.Cancel(ctx, thread) }
 
 // ErrorCode implements [driver.Backend]. It classifies, in this order: a

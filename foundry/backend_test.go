@@ -330,11 +330,12 @@ func TestExistingAgent(t *testing.T) {
 }
 
 // TestCapabilities checks what the backend reports: a response format
-// per run where the backend makes the agent, not with an existing one.
+// per run where the backend makes the agent, not with an existing one;
+// namespaces of functions; OAuth consent requests.
 func TestCapabilities(t *testing.T) {
 	srv := newFake(t, weatherScript(), nil)
 	b := open(t, nil, options(srv, "", false))
-	want := driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ServiceApprovals: true, DeferredLoading: true, ResponseFormat: true}
+	want := driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ServiceApprovals: true, DeferredLoading: true, ResponseFormat: true, Namespaces: true, OAuthConsent: true}
 	if diff := cmp.Diff(want, b.Capabilities()); diff != "" {
 		t.Errorf("Capabilities mismatch (-want +got):\n%s", diff)
 	}

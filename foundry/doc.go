@@ -37,6 +37,47 @@
 // conversation id, which the conversation's items let Resume rebuild; in
 // chain mode the response that made the call.
 //
+// # Output items
+//
+// A response's function_call items are its calls. A function of a
+// namespace (a namespace tool of the agent, or the toolbox's tools named
+// "ns.name", which a definition offers as one) is the tool "ns.name", and
+// its function_call_output names the namespace and the function as the
+// call did. The service's mcp_approval_request and oauth_consent_request
+// items are calls of kind ServiceApproval, decided with core's
+// Runner.Decide. An approved MCP call goes as an mcp_approval_response,
+// a denied one tells the model. An OAuth consent request (a person must
+// sign in to an MCP server, or a toolbox, before the service runs its
+// tools with their identity) is the call "<server_label>/oauth_consent",
+// whose arguments {"type":"oauth_consent_request","server_label":…,
+// "consent_link":…} carry the link to show the person; the request has no
+// reply item: approved once they signed in, nothing is sent for it and
+// the service is asked to go on, denied (or undecided in time), the model
+// is told in a developer message. A paused run's request is found again
+// by a resume in another process, in a conversation by the response_id of
+// its items.
+//
+// The messages of the model's commentary (phase "commentary": a preamble
+// to its calls or its answer) are no part of the answer, of a run or of a
+// resume; streamed (or handed over whole), their text events are marked
+// (core.Event.Commentary).
+//
+// An output item the client is to run that toolrelay does not run is
+// never an answer: a step holding one ends the run with an error naming
+// the item, Unimplemented for custom_tool_call, computer_call,
+// local_shell_call, shell_call (in a local environment),
+// apply_patch_call, tool_search_call (executed by the client) and program
+// (programmatic tool calling), FailedPrecondition for workflow_action (a
+// workflow agent's) and structured_outputs (a capture_structured_outputs
+// tool's: ask for a response format instead). No function of that step
+// runs, and the thread waits for the item's output, which toolrelay
+// cannot give: the service may refuse a new run on it. Open warns about
+// the tools of an existing agent whose calls are such items
+// ([Backend.UnrunnableTools]). The items of the service's own tools (web
+// and file search, code interpreter, image generation, MCP calls and
+// listings, a tool search it executes, a shell in its container) are
+// passed over.
+//
 // # Configuration
 //
 // [Options] holds the project endpoint
@@ -124,8 +165,11 @@
 // Starting a new turn on a thread whose last turn still waits for results
 // fails with InvalidArgument ("No tool output found for function call");
 // resume the thread instead. A Canceler is provided: when a run stops
-// early, the pending calls are given an output saying so, so that the
-// thread stays usable.
+// early, the pending calls are given an output saying so (an MCP approval
+// request, a denial giving that reason; an OAuth consent request needs
+// nothing), so that the thread stays usable. A step holding an output item
+// toolrelay does not run ends the run with Unimplemented or
+// FailedPrecondition (see Output items).
 //
 // # SDK access
 //

@@ -10,6 +10,10 @@ import (
 // CanceledOutputForTest is the output sent for a call canceled by a stop.
 var CanceledOutputForTest = respond.CanceledOutput
 
+// CanceledReasonForTest is the reason of the denial sent for an MCP
+// approval request canceled by a stop.
+const CanceledReasonForTest = respond.CanceledReason
+
 // OfferForTest returns what a request of b offers for format: the agent
 // reference the loop's Offer gives.
 func OfferForTest(b *Backend, format *driver.Format) (map[string]any, error) {

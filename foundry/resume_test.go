@@ -15,6 +15,7 @@ import (
 	"github.com/toolrelay/toolrelay/foundry"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 	"github.com/toolrelay/toolrelay/journal/driver"
+	trresponses "github.com/toolrelay/toolrelay/responses"
 )
 
 const weatherAnswer = "Your favorite city, Seattle, WA, is also known as The Emerald City. The current weather there is 70f."
@@ -245,6 +246,67 @@ func TestCancel(t *testing.T) {
 			want := []string{"getUserFavoriteCity: Seattle, WA", "getCityNickname: " + foundry.CanceledOutputForTest}
 			if diff := cmp.Diff(want, results(srv)); diff != "" {
 				t.Errorf("results mismatch (-want +got):\n%s", diff)
+			}
+			checkNoRefusals(t, srv)
+		})
+	}
+}
+
+// TestCancelApproval abandons (Runner.Cancel) a run paused on the
+// service's MCP approval request: the request is answered with its denial
+// (an mcp_approval_response, approve false, the stop as its reason), never
+// with a function_call_output, which the service refuses for want of a
+// function call of that id; the thread then takes new input. So it is in
+// a stateless thread of the responses backend, whose history the next
+// request resends.
+func TestCancelApproval(t *testing.T) {
+	script := &coretest.Script{Turns: []coretest.Turn{
+		{Steps: []coretest.Step{
+			{Calls: []coretest.Call{{Name: "delete_repo", Arguments: []byte(`{"repo":"old"}`), Approval: true}}},
+			{Text: "Deleted: {{result 0}}"},
+		}},
+		{Steps: []coretest.Step{{Text: "Hello again."}}},
+	}}
+	for _, mode := range []foundry.Mode{foundry.Conversation, foundry.Chain, trresponses.Stateless} {
+		t.Run(string(mode), func(t *testing.T) {
+			plain := mode == trresponses.Stateless // the responses backend's own mode
+			srv := newFake(t, script, &foundrytest.Options{Plain: plain})
+			tools := toolbox(t, &counter{})
+			var b coredriver.Backend
+			if plain {
+				rb, err := trresponses.Open(t.Context(), tools, &trresponses.Options{BaseURL: srv.OpenAIBaseURL(), APIKey: "sk-test", Model: "gpt-4.1-mini",
+					Mode: mode, HTTPClient: srv.Client(), RequestOptions: fast, Logger: discard})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { rb.Close() })
+				b = rb
+			} else {
+				b = open(t, tools, options(srv, mode, false))
+			}
+			r := newRunner(b, tools, nil)
+			res, err := r.Run(t.Context(), "clean up", nil)
+			if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
+				t.Fatalf("Run = %v, want a pause on the approval request", err)
+			}
+			request := res.Pending[0].Key.Call
+			if err := r.Cancel(t.Context(), res.Thread); err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			res, err = r.Run(t.Context(), "hello", &core.RunOptions{Thread: res.Thread})
+			if err != nil {
+				t.Fatalf("Run after Cancel: %v", err)
+			}
+			if res.Text != "Hello again." {
+				t.Errorf("answer = %q, want the next turn's", res.Text)
+			}
+			var got []coretest.Delivered
+			for _, rec := range srv.Received() {
+				got = append(got, rec.Results...)
+			}
+			want := []coretest.Delivered{{CallID: request, Name: "delete_repo", Failed: true, Error: foundry.CanceledReasonForTest}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("answers the service received (-want +got):\n%s", diff)
 			}
 			checkNoRefusals(t, srv)
 		})

@@ -12,6 +12,22 @@
 // items of the next response (a failed call's output is a JSON object
 // with an "error" member).
 //
+// # Output items
+//
+// A function of a namespace (the toolbox's tools named "ns.name", offered
+// as the functions of one namespace tool ns) is called by namespace and
+// name, and its output names both. An MCP approval request is a call of
+// kind ServiceApproval, decided with core's Runner.Decide. The messages of
+// the model's commentary (phase "commentary") are no part of the answer,
+// and their streamed text is marked (core.Event.Commentary). An output
+// item the client is to run other than a function call (custom_tool_call,
+// computer_call, local_shell_call, shell_call in a local environment,
+// apply_patch_call, tool_search_call executed by the client, program) is
+// never an answer: the run ends with an Unimplemented error naming it,
+// nothing of its step run. The items of the service's own tools are
+// passed over. Cancel answers a pending MCP approval request with a denial
+// giving its reason.
+//
 // # Configuration
 //
 // Importing the package registers the backend "responses" with package

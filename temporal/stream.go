@@ -119,8 +119,8 @@ func (f *follower) follow(h client.WorkflowUpdateHandle, resumed bool, yield fun
 		for i, e := range page.Events {
 			after++
 			ev := e.core()
-			if ev.Kind == core.EventTextDelta {
-				text[ev.Item] += len(ev.Text)
+			if ev.Kind == core.EventTextDelta && !ev.Commentary {
+				text[ev.Item] += len(ev.Text) // of the answer, not of its commentary
 			}
 			if ev.Kind == core.EventRunFinished {
 				if resumed && errors.Is(ev.Err, core.ErrAwaitingApproval) && (i < len(page.Events)-1 || f.decided()) {
@@ -240,7 +240,7 @@ func (f *follower) finishGone(h client.WorkflowUpdateHandle, text map[string]int
 // core returns the event as package core has it.
 func (e *Event) core() core.Event {
 	ev := core.Event{Kind: e.Kind, Thread: e.Thread, Turn: e.Turn, Step: e.Step, Call: e.Call, Calls: e.Calls, Outcome: e.Outcome,
-		Result: e.Result, Item: e.Item, Text: e.Text, Usage: e.Usage, Remaining: e.Remaining}
+		Result: e.Result, Item: e.Item, Text: e.Text, Usage: e.Usage, Remaining: e.Remaining, Commentary: e.Commentary}
 	if e.Err != nil {
 		ev.Err = e.Err.Err()
 	}

@@ -264,6 +264,8 @@ type Event struct {
 	Text    string             `json:"text,omitempty"`
 	Usage   driver.Usage       `json:"usage,omitzero"`
 	Err     *ErrorInfo         `json:"err,omitempty"`
+	// Commentary marks the text of commentary (core.Event's).
+	Commentary bool `json:"commentary,omitempty"`
 	// Remaining is what the turn's budget has left (core.Event's).
 	Remaining core.Remaining `json:"remaining,omitzero"`
 }

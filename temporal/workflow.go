@@ -366,26 +366,29 @@ func (t *thread) deltas(b DeltaBatch) {
 				continue
 			}
 			t.items[d.Item] = n + len(d.Text)
-			t.emit(Event{Kind: core.EventTextDelta, Item: d.Item, Text: d.Text})
+			t.emit(Event{Kind: core.EventTextDelta, Item: d.Item, Text: d.Text, Commentary: d.Commentary})
 		case driver.TextDone:
 			if n < 0 {
 				continue
 			}
 			t.items[d.Item] = -1
-			t.done(d.Item, d.Text, n)
+			t.done(d.Item, d.Text, n, d.Commentary)
 		case driver.ReasoningDelta:
 			t.emit(Event{Kind: core.EventReasoningDelta, Item: d.Item, Text: d.Text})
 		}
 	}
 }
 
-// done ends a message of which n bytes were given.
-func (t *thread) done(item, text string, n int) {
-	t.texts++
-	if n < len(text) {
-		t.emit(Event{Kind: core.EventTextDelta, Item: item, Text: text[n:]})
+// done ends a message of which n bytes were given, marked as commentary
+// or not (commentary is no part of the answer: texts does not count it).
+func (t *thread) done(item, text string, n int, commentary bool) {
+	if !commentary {
+		t.texts++
 	}
-	t.emit(Event{Kind: core.EventTextDone, Item: item, Text: text})
+	if n < len(text) {
+		t.emit(Event{Kind: core.EventTextDelta, Item: item, Text: text[n:], Commentary: commentary})
+	}
+	t.emit(Event{Kind: core.EventTextDone, Item: item, Text: text, Commentary: commentary})
 }
 
 // drain takes the delta signals already received, so that a step's text
@@ -669,7 +672,7 @@ func (t *thread) stepArrived(step *driver.Step, steps int) {
 		t.emit(Event{Kind: core.EventUsage, Thread: step.Thread, Turn: step.Turn, Step: steps, Usage: step.Usage})
 	}
 	if len(step.Calls) == 0 && t.texts == 0 && step.Text != "" {
-		t.done("", step.Text, 0)
+		t.done("", step.Text, 0, false)
 	}
 }
 

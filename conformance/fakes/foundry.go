@@ -75,8 +75,9 @@ func (h *foundryHarness) Reopen(ctx context.Context, tools *core.Toolbox) (drive
 var transport = map[bool]foundry.Delivery{false: foundry.Blocking, true: foundry.Streaming}
 
 // Received decodes the fake's records as the backend documents them: an
-// output {"error": …} is a failed result, and the outputs Cancel gives
-// pending calls are a cancellation.
+// output {"error": …} is a failed result, and the answers Cancel gives
+// pending calls (outputs, and denials of approval requests) are a
+// cancellation.
 func (h *foundryHarness) Received() []coretest.Received {
 	var out []coretest.Received
 	for _, r := range h.srv.Received() {
@@ -92,7 +93,9 @@ func (h *foundryHarness) Received() []coretest.Received {
 			if json.Unmarshal([]byte(d.Output), &f) == nil && f.Error != nil {
 				r.Results[i].Failed, r.Results[i].Error = true, *f.Error
 			}
-			canceled = canceled && d.Output == respond.CanceledOutput
+			// Cancel answers a function call with CanceledOutput and
+			// denies an MCP approval request for CanceledReason.
+			canceled = canceled && (d.Output == respond.CanceledOutput || r.Results[i].Failed && r.Results[i].Error == respond.CanceledReason)
 		}
 		if canceled {
 			r = coretest.Received{Kind: "cancel", Thread: r.Thread}
@@ -100,6 +103,17 @@ func (h *foundryHarness) Received() []coretest.Received {
 		out = append(out, r)
 	}
 	return out
+}
+
+// ClientItems implements conformance.ClientItemSender: the items of the
+// Responses API a client is to run other than function calls, and, on
+// Foundry, its workflow agents' items.
+func (h *foundryHarness) ClientItems() []string {
+	items := []string{"custom_tool_call", "computer_call", "local_shell_call", "shell_call", "apply_patch_call", "tool_search_call", "program"}
+	if !h.plain {
+		items = append(items, "workflow_action", "structured_outputs")
+	}
+	return items
 }
 
 // Inject maps the suite's faults onto the fake's. The fake cannot deliver

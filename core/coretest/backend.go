@@ -32,12 +32,14 @@ type Backend struct {
 }
 
 type thread struct {
-	model     *Model
-	turn      string
-	nturn     int
-	pending   []core.Call
-	text      string // last answer
-	reasoning string // the reasoning of the last step played
+	model      *Model
+	turn       string
+	nturn      int
+	pending    []core.Call
+	text       string // last answer
+	reasoning  string // the reasoning of the last step played
+	commentary string // the commentary of the last step played
+	streamed   int    // steps streamed, which name their commentary's items
 }
 
 // BackendOptions configure a Backend. nil is usable.
@@ -57,8 +59,9 @@ type BackendOptions struct {
 	// operation returns ErrLostResponse.
 	Lose func(op string, n int) bool
 	// DeltaSize, for a call whose context carries a [driver.Observer],
-	// streams the model's answer to it in pieces of at most that many
-	// runes, then whole; zero streams it in one piece.
+	// streams the model's answer (and its commentary, marked as such) to
+	// it in pieces of at most that many runes, then whole; zero streams it
+	// in one piece.
 	DeltaSize int
 }
 
@@ -105,9 +108,11 @@ var _ driver.Backend = (*Backend)(nil)
 // Name implements [driver.Backend].
 func (b *Backend) Name() string { return b.opts.Name }
 
-// Capabilities implements [driver.CapabilityReporter].
+// Capabilities implements [driver.CapabilityReporter]. Its model calls
+// tools by their names, a namespace's ("crm.lookup") too: it has
+// Namespaces.
 func (b *Backend) Capabilities() driver.Capabilities {
-	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: true, Streams: true}
+	return driver.Capabilities{DeferredLoading: true, FailureFlag: true, ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: true, Streams: true, Namespaces: true}
 }
 
 // Start implements [driver.Backend].
@@ -131,9 +136,13 @@ func (b *Backend) observed(ctx context.Context, step *driver.Step, err error) (*
 	}
 	size := cmp.Or(b.opts.DeltaSize, b.script.DeltaSize)
 	b.mu.Lock()
-	var reasoning string
+	var reasoning, commentary string
+	var n int
 	if th := b.threads[step.Thread]; th != nil {
 		reasoning, th.reasoning = th.reasoning, ""
+		commentary, th.commentary = th.commentary, ""
+		th.streamed++
+		n = th.streamed
 	}
 	b.mu.Unlock()
 	if reasoning != "" {
@@ -143,19 +152,29 @@ func (b *Backend) observed(ctx context.Context, step *driver.Step, err error) (*
 			}
 		}
 	}
-	if len(step.Calls) > 0 || step.Text == "" {
-		return step, nil
-	}
-	item := step.Thread + "/" + step.Turn
-	for _, piece := range fakeapi.Chunks(step.Text, size) {
-		if err := o(driver.Delta{Kind: driver.TextDelta, Item: item, Text: piece}); err != nil {
+	if commentary != "" {
+		if err := message(o, step.Thread+"/c"+strconv.Itoa(n), commentary, size, true); err != nil {
 			return &driver.Step{Thread: step.Thread}, err
 		}
 	}
-	if err := o(driver.Delta{Kind: driver.TextDone, Item: item, Text: step.Text}); err != nil {
+	if len(step.Calls) > 0 || step.Text == "" {
+		return step, nil
+	}
+	if err := message(o, step.Thread+"/"+step.Turn, step.Text, size, false); err != nil {
 		return &driver.Step{Thread: step.Thread}, err
 	}
 	return step, nil
+}
+
+// message streams the text of message item to o, in pieces of at most
+// size runes, then whole, marked as commentary or not.
+func message(o driver.Observer, item, text string, size int, commentary bool) error {
+	for _, piece := range fakeapi.Chunks(text, size) {
+		if err := o(driver.Delta{Kind: driver.TextDelta, Item: item, Text: piece, Commentary: commentary}); err != nil {
+			return err
+		}
+	}
+	return o(driver.Delta{Kind: driver.TextDone, Item: item, Text: text, Commentary: commentary})
 }
 
 func (b *Backend) start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
@@ -327,7 +346,7 @@ func (b *Backend) next(id string, th *thread) (*driver.Step, error) {
 	if len(step.Calls) == 0 {
 		th.text = a.Text
 	}
-	th.reasoning = a.Reasoning
+	th.reasoning, th.commentary = a.Reasoning, a.Commentary
 	return step, nil
 }
 

@@ -45,6 +45,12 @@ type ActionCall struct {
 	Approval bool
 	// Origin is the origin a browser asks access to (see [Call].Origin).
 	Origin string
+	// Consent: the service asks a person to sign in to the MCP server
+	// Name (see [Call].Consent).
+	Consent bool
+	// Item is the type of the output item the call is, if it is not a
+	// function call (see [Call].Item).
+	Item string
 }
 
 // An Action is what the model does in one step.
@@ -61,6 +67,9 @@ type Action struct {
 	Fail *Failure
 	// Reasoning is the summary of the model's reasoning, if any.
 	Reasoning string
+	// Commentary is the model's preamble to the step, rendered, if any
+	// (see [Step].Commentary).
+	Commentary string
 }
 
 // Delivered is the result of a call, as the fake service received it,
@@ -172,6 +181,11 @@ func (m *Model) Next() (*Action, error) {
 	if st.Fail != nil {
 		return a, nil
 	}
+	commentary, err := m.render(st.Commentary)
+	if err != nil {
+		return nil, fmt.Errorf("coretest: commentary: %w", err)
+	}
+	a.Commentary = commentary
 	if st.Search != "" {
 		q := strings.ToLower(st.Search)
 		for _, t := range m.tools {
@@ -192,14 +206,14 @@ func (m *Model) Next() (*Action, error) {
 		if ok && t.Deferred && !m.loaded[c.Name] {
 			return nil, fmt.Errorf("coretest: tool %q is deferred and no tool search loaded it", c.Name)
 		}
-		if m.tools != nil && !ok && !c.Unoffered && !c.Approval {
+		if m.tools != nil && !ok && !c.Unoffered && !c.Approval && !c.Consent && c.Item == "" {
 			return nil, fmt.Errorf("coretest: the model calls %q, a tool the service was not given", c.Name)
 		}
 		args, err := m.renderArgs(c.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("coretest: call %q: %w", c.Name, err)
 		}
-		a.Calls = append(a.Calls, ActionCall{Name: c.Name, Arguments: args, AsString: c.AsString, ID: c.ID, Approval: c.Approval, Origin: c.Origin})
+		a.Calls = append(a.Calls, ActionCall{Name: c.Name, Arguments: args, AsString: c.AsString, ID: c.ID, Approval: c.Approval, Origin: c.Origin, Consent: c.Consent, Item: c.Item})
 	}
 	if len(a.Calls) > 0 {
 		m.pending = a.Calls

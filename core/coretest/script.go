@@ -80,6 +80,14 @@ type Step struct {
 	// Reasoning, if set, is a summary of the model's reasoning, which a
 	// fake that streams sends before the step's calls or answer.
 	Reasoning string `json:"reasoning,omitempty"`
+	// Commentary, if set, is a preamble the model writes before the
+	// step's calls or answer, which is no part of its answer: a fake
+	// whose wire marks it sends it so (Foundry and the Responses API: an
+	// assistant message of phase "commentary" before the step's items,
+	// its answer then of phase "final_answer"; the in-memory Backend: a
+	// message streamed marked as commentary). Fakes of other wires leave
+	// it out.
+	Commentary string `json:"commentary,omitempty"`
 }
 
 // A Call is one function call in a Step.
@@ -112,6 +120,24 @@ type Call struct {
 	// it anyway, where it refuses any other such call as the sign of a
 	// backend that failed to offer a tool.
 	Unoffered bool `json:"unoffered,omitempty"`
+	// Consent makes the call the service's request that a person sign in
+	// to the MCP server Name (OAuth consent) before it runs that server's
+	// tools: a fake whose service asks for it (Foundry) sends an
+	// oauth_consent_request item with a consent link, and the model
+	// receives, once the client asks the service to go on, the result
+	// "consented", or a failure holding what the client said instead (a
+	// developer message); other fakes play it as an Approval call.
+	Consent bool `json:"consent,omitempty"`
+	// Item, if set, makes the call an output item of that type which the
+	// client is to run, other than a function call: "custom_tool_call",
+	// "computer_call", "local_shell_call", "shell_call",
+	// "apply_patch_call", "tool_search_call" (executed by the client),
+	// "program", or Foundry's "workflow_action" and "structured_outputs".
+	// A fake whose wire has items sends one, filled from Name and
+	// Arguments where its shape has room; the model waits for its output,
+	// which a client that cannot run it never sends. Fakes of other wires
+	// play it as a function call.
+	Item string `json:"item,omitempty"`
 }
 
 // A Failure is a service-side failure of a turn.
@@ -159,9 +185,15 @@ func (s *Script) Check() error {
 			if _, err := parseTemplate(st.Text); err != nil {
 				return fmt.Errorf("%s: text: %w", where, err)
 			}
+			if _, err := parseTemplate(st.Commentary); err != nil {
+				return fmt.Errorf("%s: commentary: %w", where, err)
+			}
 			for ci, c := range st.Calls {
 				if c.Name == "" {
 					return fmt.Errorf("%s call %d: no name", where, ci)
+				}
+				if kinds := btoi(c.Approval) + btoi(c.Consent) + btoi(c.Item != ""); kinds > 1 {
+					return fmt.Errorf("%s call %d: a call is one of an approval request, a consent request, an item", where, ci)
 				}
 				if err := checkArgs(c.Arguments); err != nil {
 					return fmt.Errorf("%s call %d: arguments: %w", where, ci, err)
@@ -170,6 +202,13 @@ func (s *Script) Check() error {
 		}
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // checkArgs checks that the arguments are JSON and their templates parse.

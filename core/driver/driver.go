@@ -129,6 +129,17 @@ type Capabilities struct {
 	// model's text and reasoning over as they arrive (see [Observer]);
 	// otherwise it gives each message whole, and no reasoning.
 	Streams bool
+	// OAuthConsent: the service may ask a person to sign in to a tool's
+	// server (OAuth consent) before it runs the tool, and the backend
+	// hands the request over as a call of kind ServiceApproval whose
+	// arguments carry the link to sign in at; approved once the person
+	// signed in, the service is asked to go on.
+	OAuthConsent bool
+	// Namespaces: the service groups functions in namespaces. The
+	// backend offers the tools named "ns.name" as function name of
+	// namespace ns, and names a call of function name in namespace ns
+	// "ns.name" (see core.NewTool).
+	Namespaces bool
 }
 
 // Format asks the model for an answer that is a JSON document of Schema
@@ -216,7 +227,9 @@ type Call struct {
 	Turn   string
 	// ID is the service's call id.
 	ID string
-	// Name is the function's name.
+	// Name is the function's name; for a function of a namespace (see
+	// Capabilities.Namespaces), the namespace's name, a dot and the
+	// function's, as in "crm.lookup".
 	Name string
 	// Arguments holds the arguments as received: a JSON object, a JSON
 	// string holding one, or empty.

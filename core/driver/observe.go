@@ -41,6 +41,12 @@ type Delta struct {
 	// "agent_message" or "create_subagent_call") or an event's (such as
 	// "subagent.created").
 	Activity string
+	// Commentary marks the text of a message the model wrote as
+	// commentary (TextDelta, TextDone): a preamble to its calls or its
+	// answer (on the Responses API and Foundry, an assistant message of
+	// phase "commentary"), which is not part of the step's answer
+	// ([Step.Text]). Every delta of a message carries the same mark.
+	Commentary bool
 }
 
 // An Observer receives the deltas of a step as the service streams them.

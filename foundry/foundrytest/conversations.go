@@ -3,6 +3,7 @@ package foundrytest
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/internal/fakeapi"
@@ -89,12 +90,15 @@ func (s *Server) takeInput(waiting []*item, known func(callID string) bool, in [
 				texts = append(texts, text)
 			}
 		case "function_call_output":
+			// An MCP approval request is answered by an
+			// mcp_approval_response only: the service knows no function
+			// call of its id.
 			call := open[it.CallID]
-			if call == nil {
+			if call == nil || call.Type != "function_call" {
 				return nil, nil, noToolCall(it.CallID)
 			}
 			delete(open, it.CallID)
-			items = append(items, &item{Type: "function_call_output", ID: s.newID("fco_"), Status: "completed", CallID: it.CallID, Name: call.Name, Output: it.Output})
+			items = append(items, &item{Type: "function_call_output", ID: s.newID("fco_"), Status: "completed", CallID: it.CallID, Name: call.tool(), Namespace: it.Namespace, Output: it.Output})
 		case "mcp_approval_response":
 			call := open[it.ApprovalRequestID]
 			if call == nil || call.Type != "mcp_approval_request" {
@@ -114,12 +118,42 @@ func (s *Server) takeInput(waiting []*item, known func(callID string) bool, in [
 	}
 	if complete {
 		for _, c := range waiting {
-			if open[c.CallID] != nil {
+			if open[c.CallID] != nil && c.Type != "oauth_consent_request" { // it needs no answer
 				return nil, nil, noToolOutput(c.CallID)
 			}
 		}
 	}
 	return items, texts, nil
+}
+
+// consentAnswers returns the fake's record of how the client went on from
+// the OAuth consent requests among waiting, with the new items of its
+// request: the person signed in, unless the request carries a developer
+// (or system) message, which the model reads as why not.
+func consentAnswers(waiting, items []*item) map[string]*item {
+	var why []string
+	for _, it := range items {
+		if it.Type == "message" && (it.Role == "developer" || it.Role == "system") {
+			why = append(why, it.Text)
+		}
+	}
+	out := map[string]*item{}
+	for _, c := range waiting {
+		if c.Type == "oauth_consent_request" {
+			out[c.CallID] = &item{Type: "consent", CallID: c.CallID, Name: c.Name, Approve: len(why) == 0, Reason: strings.Join(why, "\n")}
+		}
+	}
+	return out
+}
+
+// goOn answers c's consent requests: a response requested after one goes
+// on from it, whatever its input (see consentAnswers).
+func (c *conversation) goOn(answers map[string]*item) {
+	for id, a := range answers {
+		c.outputs[id] = a
+		c.answered[id] = true
+		c.open = slices.DeleteFunc(c.open, func(call *item) bool { return call.CallID == id })
+	}
 }
 
 // record notes what a thread received, in neutral terms, with the name of

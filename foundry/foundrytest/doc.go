@@ -31,6 +31,30 @@
 // mcp_call item of the call the service made (its output "approved",
 // which is also what the model is told: the fake runs no MCP server).
 //
+// The other shapes of the 2026 wire a script asks for:
+//
+//   - coretest.Step.Commentary: an assistant message of phase
+//     "commentary" before the step's items (streamed with its phase on
+//     response.output_item.added), the answer then of phase
+//     "final_answer";
+//   - a call of a tool named "ns.name": a function_call of function name
+//     in namespace ns; the functions of a namespace tool ns offered are
+//     the tools "ns.name" the model may call;
+//   - coretest.Call.Consent: an oauth_consent_request item (id, the MCP
+//     server as server_label, a consent_link on the fake's host, not
+//     served) that needs no reply item: the next response requested on
+//     the thread goes on from it, the model told "consented", or, when
+//     that request carries a developer (or system) message, a failure
+//     with that message; a plain request's fake (the Responses API has no
+//     consent requests) asks for an MCP approval instead;
+//   - coretest.Call.Item: an output item of that type the client is to
+//     run (custom_tool_call, computer_call, local_shell_call, shell_call
+//     with a local environment, apply_patch_call, tool_search_call with
+//     execution "client", program; Foundry's workflow_action and
+//     structured_outputs), in openai-go v3.105's shapes and, for
+//     Foundry's, Microsoft's reference; the model waits for its output,
+//     which the fake has no way to take.
+//
 // A plain request (Options.Plain; no agent_reference) may resend a whole
 // history instead of naming a previous response, as the Responses
 // function-calling loop does with store false: its function_call,
@@ -58,8 +82,14 @@
 //   - tools, tool_choice, parallel_tool_calls or text alongside an
 //     agent_reference: 400 invalid_payload "Not allowed when agent is
 //     specified.";
-//   - a function_call_output for a call that is not waiting for one: 400
-//     "No tool call found for function call output with call_id …";
+//   - a function_call_output for a call that is not waiting for one (an
+//     MCP approval request included, which only an mcp_approval_response
+//     answers): 400 "No tool call found for function call output with
+//     call_id …";
+//   - a function or namespace tool whose name is not letters, digits, '_'
+//     and '-' (a namespace's function named "crm.lookup"): 400
+//     invalid_value "Invalid 'tools[i].name': string does not match
+//     pattern…";
 //   - a request that leaves a waiting call without an output: 400 "No
 //     tool output found for function call …";
 //   - an unknown agent or agent version: 404;
@@ -88,9 +118,11 @@
 //
 // # Limits
 //
-// Only prompt agents with function tools (and tool search, and MCP
-// approval requests scripted with coretest.Call.Approval) are modelled;
-// hosted tools are accepted in definitions and never run. A blocking
+// Only prompt agents with function tools (and tool search, namespaces,
+// and MCP approval and OAuth consent requests scripted with
+// coretest.Call.Approval and Consent) are modelled; hosted tools are
+// accepted in definitions and never run, and the items of coretest.Call.Item
+// are sent, never answered. A blocking
 // response cannot be delivered twice. Reasoning items carry no encrypted
 // content. Model deployments are a fixed list.
 package foundrytest

@@ -99,7 +99,9 @@ type itemWire struct {
 	Content    []contentWire    `json:"content,omitempty"`
 	ID         string           `json:"id"`
 	Name       *string          `json:"name,omitempty"`
+	Namespace  string           `json:"namespace,omitempty"`
 	Output     *json.RawMessage `json:"output,omitempty"`
+	Phase      string           `json:"phase,omitempty"`
 	ResponseID string           `json:"response_id,omitempty"`
 	Role       *string          `json:"role,omitempty"`
 	Status     string           `json:"status,omitempty"`
@@ -136,12 +138,26 @@ type contentWire struct {
 	Type        string      `json:"type"`
 }
 
-// MarshalJSON writes the OpenAI item shape of the item's type.
+// MarshalJSON writes the OpenAI item shape of the item's type (and, for
+// an item with Extra, its members).
 func (it *item) MarshalJSON() ([]byte, error) {
+	if it.Extra != nil {
+		m := map[string]any{"type": it.Type, "id": it.ID}
+		for k, v := range it.Extra {
+			m[k] = v
+		}
+		if it.Status != "" {
+			m["status"] = it.Status
+		}
+		if it.ResponseID != "" {
+			m["response_id"] = it.ResponseID
+		}
+		return json.Marshal(m)
+	}
 	w := itemWire{ID: it.ID, ResponseID: it.ResponseID, Status: it.Status, Type: it.Type}
 	switch it.Type {
 	case "message":
-		w.Role = &it.Role
+		w.Role, w.Phase = &it.Role, it.Phase
 		if it.Role == "assistant" {
 			empty := []struct{}{}
 			w.Content = []contentWire{{Annotations: &empty, Logprobs: &empty, Text: it.Text, Type: "output_text"}}
@@ -149,7 +165,7 @@ func (it *item) MarshalJSON() ([]byte, error) {
 			w.Content = []contentWire{{Text: it.Text, Type: "input_text"}}
 		}
 	case "function_call":
-		w.CallID, w.Name, w.Arguments = &it.CallID, &it.Name, &it.Arguments
+		w.CallID, w.Name, w.Arguments, w.Namespace = &it.CallID, &it.Name, &it.Arguments, it.Namespace
 	case "function_call_output":
 		w.CallID, w.Output = &it.CallID, &it.Output
 	case "mcp_approval_request":

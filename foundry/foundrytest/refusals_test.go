@@ -3,17 +3,21 @@ package foundrytest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 )
 
@@ -259,3 +263,72 @@ func TestFaults(t *testing.T) {
 
 // hi is a chain's first request.
 var hi = responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}
+
+// TestOutputForApprovalRequest: an MCP approval request is answered by an
+// mcp_approval_response only. A function_call_output bearing its id is
+// refused as the service refuses an output for a call it does not know
+// (400, param input), in a conversation (added as an item, or as a
+// response's input), in a chain of responses and in a resent history;
+// the request still waits, and its denial is then taken.
+func TestOutputForApprovalRequest(t *testing.T) {
+	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "ask_question", Arguments: json.RawMessage(`{"repo":"toolrelay"}`), Approval: true}}},
+		{Text: "Asked: {{result 0}}"},
+	}}}}
+	for _, mode := range []string{"conversation items", "conversation", "chain", "resend"} {
+		t.Run(mode, func(t *testing.T) {
+			_, client := newServer(t, script, &foundrytest.Options{Plain: true})
+			history := []responses.ResponseInputItemUnionParam{responses.ResponseInputItemParamOfMessage("Ask the wiki.", responses.EasyInputMessageRoleUser)}
+			p := responses.ResponseNewParams{Model: "gpt-4.1-mini", Tools: []responses.ToolUnionParam{mcpTool("deepwiki")}, Input: inputItems(history...)}
+			var conv string
+			switch mode {
+			case "conversation", "conversation items":
+				c, err := client.Conversations.New(t.Context(), conversations.ConversationNewParams{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				conv = c.ID
+				p.Conversation = responses.ResponseNewParamsConversationUnion{OfString: openai.String(conv)}
+			case "resend":
+				p.Store = openai.Bool(false)
+			}
+			first, err := client.Responses.New(t.Context(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(first.Output) != 1 || first.Output[0].Type != "mcp_approval_request" {
+				t.Fatalf("first output %s, want one mcp_approval_request", first.JSON.Output.Raw())
+			}
+			id := first.Output[0].ID
+			wrong := responses.ResponseInputItemParamOfFunctionCallOutput("stopped")
+			wrong.OfFunctionCallOutput.CallID = openai.String(id)
+			deny := responses.ResponseInputItemParamOfMcpApprovalResponse(id, false)
+			send := func(answer responses.ResponseInputItemUnionParam) error {
+				if mode == "conversation items" {
+					_, err := client.Conversations.Items.New(t.Context(), conv, conversations.ItemNewParams{Items: []responses.ResponseInputItemUnionParam{answer}})
+					return err
+				}
+				q := p
+				switch mode {
+				case "chain":
+					q.PreviousResponseID = openai.String(first.ID)
+					q.Input = inputItems(answer)
+				case "conversation":
+					q.Input = inputItems(answer)
+				case "resend":
+					q.Input = inputItems(append(append(slices.Clone(history), resend(t, first)...), answer)...)
+				}
+				_, err := client.Responses.New(t.Context(), q)
+				return err
+			}
+			err = send(wrong)
+			var oe *openai.Error
+			if !errors.As(err, &oe) || oe.StatusCode != 400 || oe.Param != "input" || !strings.Contains(oe.Message, "No tool call found for function call output with call_id "+id+".") {
+				t.Fatalf("a function_call_output for approval request %s = %v, want the service's 400 for an unknown call (param input)", id, err)
+			}
+			if err := send(deny); err != nil {
+				t.Fatalf("the denial after the refused output: %v", err)
+			}
+		})
+	}
+}

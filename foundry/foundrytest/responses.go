@@ -3,7 +3,9 @@ package foundrytest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,6 +126,9 @@ func (s *Server) parseRequest(body []byte) (*request, *apiError) {
 	}
 	if present(m, "tools") {
 		req.tools = m["tools"]
+		if e := checkToolNames(req.tools); e != nil {
+			return nil, e
+		}
 		if e := checkDeferred(req.tools, "tools"); e != nil {
 			return nil, e
 		}
@@ -321,6 +326,7 @@ func (s *Server) playConversation(r *response, conv *conversation, req *request)
 		return nil, e
 	}
 	r.output = s.mcpCalls(waiting, items)
+	conv.goOn(consentAnswers(waiting, items))
 	s.add(conv, items, texts, req)
 	if len(conv.unbegun) > 0 {
 		input := strings.Join(conv.unbegun, "\n")
@@ -374,13 +380,13 @@ func (s *Server) playChain(r, prev *response, req *request) (*coretest.Action, *
 	}
 	s.record(thread, items, req.format.name)
 	if len(waiting) > 0 {
-		outputs := map[string]*item{}
+		outputs := consentAnswers(waiting, items)
 		for _, it := range items {
 			outputs[it.CallID] = it
 		}
 		results := make([]coretest.Delivered, len(waiting))
 		for i, c := range waiting {
-			results[i] = outputs[c.CallID].delivered(c.Name)
+			results[i] = outputs[c.CallID].delivered(c.tool())
 		}
 		if err := model.Deliver(slices.Clone(results)); err != nil {
 			return nil, scriptError(err)
@@ -426,7 +432,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 	offer(model, req.tools)
 	for _, it := range req.input {
 		if it.Type == "function_call" {
-			model.AddTools(coretest.ToolInfo{Name: it.Name})
+			model.AddTools(coretest.ToolInfo{Name: (&item{Name: it.Name, Namespace: it.Namespace}).tool()})
 		}
 	}
 	var (
@@ -467,7 +473,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 			if !ok {
 				return noToolOutput(c.CallID)
 			}
-			results[i] = answerItem(out).delivered(c.Name)
+			results[i] = answerItem(out).delivered((&item{Name: c.Name, Namespace: c.Namespace}).tool())
 		}
 		if err := model.Deliver(slices.Clone(results)); err != nil {
 			return scriptError(err)
@@ -516,7 +522,10 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 			if it.Type == "mcp_approval_response" {
 				it.CallID = it.ApprovalRequestID
 			}
-			if !slices.ContainsFunc(group, func(c inputItem) bool { return c.CallID == it.CallID }) {
+			// Each answer to its own kind of call: a function output to a
+			// function call, a decision to an approval request.
+			want := map[string]string{"function_call_output": "function_call", "mcp_approval_response": "mcp_approval_request"}[it.Type]
+			if !slices.ContainsFunc(group, func(c inputItem) bool { return c.CallID == it.CallID && c.Type == want }) {
 				return nil, noToolCall(it.CallID)
 			}
 			outputs[it.CallID] = it
@@ -530,7 +539,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 		for _, c := range group {
 			var args string
 			json.Unmarshal(c.Args, &args)
-			waiting = append(waiting, &item{Type: c.Type, CallID: c.CallID, Name: c.Name, Arguments: args, ServerLabel: c.ServerLabel})
+			waiting = append(waiting, &item{Type: c.Type, CallID: c.CallID, Name: c.Name, Namespace: c.Namespace, Arguments: args, ServerLabel: c.ServerLabel})
 			if out, ok := outputs[c.CallID]; ok {
 				answers = append(answers, answerItem(out))
 			}
@@ -555,7 +564,7 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 		x := answerItem(it)
 		for _, op := range req.input {
 			if (op.Type == "function_call" && op.CallID == it.CallID) || (op.Type == "mcp_approval_request" && op.ID == it.CallID) {
-				x.Name = op.Name
+				x.Name = (&item{Name: op.Name, Namespace: op.Namespace}).tool()
 			}
 		}
 		recorded = append(recorded, x)
@@ -575,23 +584,36 @@ func (s *Server) replayChain(r *response, req *request) (*coretest.Action, *apiE
 	return a, nil
 }
 
+// offeredTool is a tool of a request (or of its agent) as the fake reads
+// it: a function tool, or a namespace tool and its function tools.
+type offeredTool struct {
+	Type         string        `json:"type"`
+	Name         string        `json:"name"`
+	Description  string        `json:"description"`
+	DeferLoading bool          `json:"defer_loading"`
+	Tools        []offeredTool `json:"tools"`
+}
+
 // offer tells model the function tools of a request (or of its agent), if
 // it lists any: the model calls no other, and a deferred one only after a
-// tool search loaded it.
+// tool search loaded it. The functions of a namespace tool ns are its
+// tools "ns.name", as a script names them.
 func offer(model *coretest.Model, tools json.RawMessage) {
-	var list []struct {
-		Type         string `json:"type"`
-		Name         string `json:"name"`
-		Description  string `json:"description"`
-		DeferLoading bool   `json:"defer_loading"`
-	}
+	var list []offeredTool
 	if json.Unmarshal(tools, &list) != nil || len(list) == 0 {
 		return
 	}
 	var infos []coretest.ToolInfo
 	for _, t := range list {
-		if t.Type == "function" {
+		switch t.Type {
+		case "function":
 			infos = append(infos, coretest.ToolInfo{Name: t.Name, Description: t.Description, Deferred: t.DeferLoading})
+		case "namespace":
+			for _, f := range t.Tools {
+				if f.Type == "function" {
+					infos = append(infos, coretest.ToolInfo{Name: t.Name + "." + f.Name, Description: f.Description, Deferred: f.DeferLoading})
+				}
+			}
 		}
 	}
 	if len(infos) > 0 {
@@ -599,17 +621,43 @@ func offer(model *coretest.Model, tools json.RawMessage) {
 	}
 }
 
+// functionName is the pattern of a function's (and a namespace's) name.
+var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// checkToolNames refuses a function tool, or a namespace tool or one of
+// its functions, whose name the service refuses (a name in a namespace is
+// the function's alone: "lookup" of namespace "crm", never "crm.lookup"),
+// as the service does.
+func checkToolNames(tools json.RawMessage) *apiError {
+	var list []offeredTool
+	json.Unmarshal(tools, &list)
+	refuse := func(param string) *apiError {
+		return badRequest("invalid_value", param, "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", param)
+	}
+	for i, t := range list {
+		if (t.Type == "function" || t.Type == "namespace") && !functionName.MatchString(t.Name) {
+			return refuse(fmt.Sprintf("tools[%d].name", i))
+		}
+		for j, f := range t.Tools {
+			if !functionName.MatchString(f.Name) {
+				return refuse(fmt.Sprintf("tools[%d].tools[%d].name", i, j))
+			}
+		}
+	}
+	return nil
+}
+
 // checkDeferred refuses deferred function tools without a tool_search
 // tool beside them, as the service does.
 func checkDeferred(tools json.RawMessage, param string) *apiError {
-	var list []struct {
-		Type         string `json:"type"`
-		DeferLoading bool   `json:"defer_loading"`
-	}
+	var list []offeredTool
 	json.Unmarshal(tools, &list)
 	deferred, search := false, false
 	for _, t := range list {
 		deferred = deferred || t.DeferLoading
+		for _, f := range t.Tools { // a namespace's
+			deferred = deferred || f.DeferLoading
+		}
 		search = search || t.Type == "tool_search"
 	}
 	if deferred && !search {
@@ -677,6 +725,11 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 			&item{Type: "tool_search_call", ID: id, CallID: id, Status: "completed", Arguments: string(mustJSON(map[string]string{"query": a.Search}))},
 			&item{Type: "tool_search_output", ID: s.newID("tso_"), CallID: id, Status: "completed", Output: mustJSON(loaded)})
 	}
+	answer := "" // the phase of the answer: a model that writes commentary marks both
+	if a.Commentary != "" && a.Fail == nil {
+		r.output = append(r.output, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: "assistant", Phase: "commentary", Text: a.Commentary})
+		answer = "final_answer"
+	}
 	switch {
 	case a.Fail != nil:
 		r.status, r.errCode, r.errMessage = "failed", a.Fail.Code, a.Fail.Message
@@ -687,7 +740,21 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 				id = s.newCallID()
 			}
 			it := &item{Type: "function_call", ID: s.newID("fc_"), Status: "completed", CallID: id, Name: c.Name, Arguments: c.Arguments}
-			if c.Approval {
+			if ns, name, ok := strings.Cut(c.Name, "."); ok {
+				// A function of a namespace: the call names both.
+				it.Namespace, it.Name = ns, name
+			}
+			switch {
+			case c.Consent && !s.opts.Plain:
+				// The service runs the MCP server's tools once a person
+				// signed in: it asks for that.
+				id = s.newID("oauthreq_")
+				it = &item{Type: "oauth_consent_request", ID: id, CallID: id, Name: c.Name, ServerLabel: c.Name,
+					Extra: map[string]any{"consent_link": s.URL + "/oauth/consent/" + id, "server_label": c.Name}}
+			case c.Item != "":
+				it = s.clientItem(c, id)
+			}
+			if c.Approval || c.Consent && s.opts.Plain {
 				// The service runs this tool itself, once a person
 				// approves: it asks for the approval.
 				id = s.newID("mcpr_")
@@ -699,9 +766,54 @@ func (s *Server) answer(r *response, a *coretest.Action) {
 	case r.format.refusal(a.Text) != "":
 		r.status, r.errCode, r.errMessage = "failed", "server_error", r.format.refusal(a.Text)
 	default:
-		r.output = append(r.output, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: "assistant", Text: a.Text})
+		r.output = append(r.output, &item{Type: "message", ID: s.newID("msg_"), Status: "completed", Role: "assistant", Phase: answer, Text: a.Text})
 		r.text = a.Text
 	}
+}
+
+// clientItem returns an output item of type c.Item that the client is to
+// run, as call callID, filled from the call where its shape has room: the
+// shapes of openai-go v3.105 (responses.ResponseOutputItemUnion) and, for
+// Foundry's workflow_action and structured_outputs, of Microsoft's
+// reference (WorkflowActionOutputItem, StructuredOutputsOutputItem).
+func (s *Server) clientItem(c coretest.ActionCall, callID string) *item {
+	it := &item{Type: c.Item, CallID: callID, Name: c.Name, Status: "completed", Extra: map[string]any{"call_id": callID}}
+	var args any
+	json.Unmarshal([]byte(c.Arguments), &args)
+	switch c.Item {
+	case "custom_tool_call":
+		it.ID = s.newID("ctc_")
+		it.Extra["name"], it.Extra["input"] = c.Name, c.Arguments
+	case "computer_call":
+		it.ID = s.newID("cu_")
+		it.Extra["action"], it.Extra["pending_safety_checks"] = map[string]any{"type": "screenshot"}, []any{}
+	case "local_shell_call":
+		it.ID = s.newID("lsh_")
+		it.Extra["action"] = map[string]any{"type": "exec", "command": []string{c.Name}, "env": map[string]string{}}
+	case "shell_call":
+		it.ID = s.newID("sh_")
+		it.Extra["action"], it.Extra["environment"] = map[string]any{"commands": []string{c.Name}}, map[string]any{"type": "local"}
+	case "apply_patch_call":
+		it.ID = s.newID("apc_")
+		it.Extra["operation"] = map[string]any{"type": "update_file", "path": c.Name, "diff": c.Arguments}
+	case "tool_search_call":
+		it.ID = s.newID("ts_")
+		it.Extra["execution"], it.Extra["arguments"] = "client", args
+	case "program":
+		it.ID = s.newID("prg_")
+		it.Extra["code"], it.Extra["fingerprint"] = c.Arguments, "fp_"+callID
+	case "workflow_action":
+		it.ID, it.Status = s.newID("wfa_"), "in_progress"
+		delete(it.Extra, "call_id")
+		it.Extra["kind"], it.Extra["action_id"] = "InvokeAzureAgent", c.Name
+	case "structured_outputs":
+		it.ID = s.newID("so_")
+		delete(it.Extra, "call_id")
+		it.Extra["output"] = args
+	default:
+		it.ID = s.newID("item_")
+	}
+	return it
 }
 
 // getResponse answers GET responses/{id}: the response, or, with

@@ -47,7 +47,11 @@ func (s *Server) events(r *response) *sseAnswer {
 			}
 			add("response.function_call_arguments.done", map[string]any{"item_id": it.ID, "output_index": i, "arguments": it.Arguments, "name": it.Name})
 		case "message":
-			add("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"type": "message", "id": it.ID, "status": "in_progress", "role": "assistant", "content": []any{}}})
+			begin := map[string]any{"type": "message", "id": it.ID, "status": "in_progress", "role": "assistant", "content": []any{}}
+			if it.Phase != "" {
+				begin["phase"] = it.Phase // on the item only: its deltas do not say
+			}
+			add("response.output_item.added", map[string]any{"output_index": i, "item": begin})
 			part := func(text string) map[string]any {
 				return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 			}

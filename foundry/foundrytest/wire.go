@@ -20,12 +20,20 @@ type item struct {
 	Role  string
 	Text  string        // the text of a message (input_text or output_text)
 	Parts []driver.Part // the images and files of a message
+	// Phase is an assistant message's: "commentary" for the model's
+	// preamble, "final_answer" for its answer, "" for a model that
+	// writes no phases (openai-go v3.105 ResponseOutputMessage.Phase).
+	Phase string
 	// Summary is the summary text of a reasoning item.
 	Summary string
 	// function_call and function_call_output
 	CallID    string
 	Name      string
 	Arguments string
+	// Namespace is the namespace of a function call's function, if it is
+	// in one (openai-go v3.105 ResponseFunctionToolCall.Namespace), and
+	// what a function_call_output said of it.
+	Namespace string
 	Output    json.RawMessage // a JSON string or a content array
 	// ResponseID names the response that produced or received the item
 	// (a Foundry extension of the item shape).
@@ -36,11 +44,30 @@ type item struct {
 	ServerLabel string
 	Approve     bool
 	Reason      string
+	// Extra holds the members of an item whose shape the fake writes
+	// from a map (an OAuth consent request, the items the client is to
+	// run other than function calls: see Call.Item of package coretest),
+	// beside type, id, status and response_id.
+	Extra map[string]any
+}
+
+// tool returns the name of the tool a function call calls, in neutral
+// terms: its name, after its namespace and a dot if it has one (as in
+// "crm.lookup").
+func (it *item) tool() string {
+	if it.Namespace == "" {
+		return it.Name
+	}
+	return it.Namespace + "." + it.Name
 }
 
 // isCall reports whether the item waits for the client's answer: a
-// function call, or an MCP approval request.
-func (it *item) isCall() bool { return it.Type == "function_call" || it.Type == "mcp_approval_request" }
+// function call, an MCP approval request, or an OAuth consent request
+// (answered by the client's asking the service to go on: see
+// conversation.goOn).
+func (it *item) isCall() bool {
+	return it.Type == "function_call" || it.Type == "mcp_approval_request" || it.Type == "oauth_consent_request"
+}
 
 // isAnswer reports whether the item answers a call: a function output, or
 // an MCP approval response.
@@ -52,6 +79,11 @@ func (it *item) isAnswer() bool {
 // is the output "approved", a denial a failure with its reason.
 func (it *item) delivered(name string) coretest.Delivered {
 	switch {
+	case it.Type == "consent" && it.Approve:
+		// The fake's record of a consent request the client went on from.
+		return coretest.Delivered{CallID: it.CallID, Name: name, Output: "consented"}
+	case it.Type == "consent":
+		return coretest.Delivered{CallID: it.CallID, Name: name, Failed: true, Error: it.Reason}
 	case it.Type != "mcp_approval_response":
 		return coretest.Delivered{CallID: it.CallID, Name: name, Output: it.outputText()}
 	case it.Approve:
@@ -80,6 +112,9 @@ type inputItem struct {
 	Output  json.RawMessage `json:"output"`
 	Name    string          `json:"name"`
 	Args    json.RawMessage `json:"arguments"` // a function call's: a JSON string
+	// Namespace is a function call's namespace, or the one a function
+	// output names.
+	Namespace string `json:"namespace"`
 
 	ID string `json:"id"`
 	// mcp_approval_request and mcp_call

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,8 +85,9 @@ func CheckDelivery(name string, t Delivery) (bool, error) {
 }
 
 // FunctionTool is a tool as the Responses API and the agents API define
-// one: a function tool, or the tool_search tool (Type only) that loads
-// the deferred ones.
+// one: a function tool; a namespace tool (Name, Description, and its
+// function tools in Tools: openai-go v3.105 responses.NamespaceToolParam);
+// or the tool_search tool (Type only) that loads the deferred ones.
 type FunctionTool struct {
 	Type         string          `json:"type"`
 	Name         string          `json:"name,omitempty"`
@@ -93,25 +95,62 @@ type FunctionTool struct {
 	Parameters   json.RawMessage `json:"parameters,omitempty"`
 	Strict       bool            `json:"strict,omitempty"`
 	DeferLoading bool            `json:"defer_loading,omitempty"`
+	Tools        []FunctionTool  `json:"tools,omitempty"`
 }
 
 // FunctionTools returns the toolbox's tools as function tools, deferred
 // ones with defer_loading, followed by a tool_search tool (executed by the
-// service) when there is any.
+// service) when there is any. The tools of a namespace (named "ns.name":
+// see core.NewTool) are the function tools of one namespace tool ns, in
+// the place of the first of them.
 func FunctionTools(tools *core.Toolbox) []FunctionTool { return FunctionToolsOf(tools.Tools()) }
 
 // FunctionToolsOf is FunctionTools of a list of tools.
 func FunctionToolsOf(tools []*core.Tool) []FunctionTool {
 	var out []FunctionTool
+	namespaces := map[string]int{} // where each namespace tool is in out
 	deferred := false
 	for _, t := range tools {
-		out = append(out, FunctionTool{Type: "function", Name: t.Name(), Description: t.Description(), Parameters: t.Parameters(), Strict: t.Strict(), DeferLoading: t.DeferLoading()})
+		f := FunctionTool{Type: "function", Name: t.Name(), Description: t.Description(), Parameters: t.Parameters(), Strict: t.Strict(), DeferLoading: t.DeferLoading()}
 		deferred = deferred || t.DeferLoading()
+		ns, name := SplitName(t.Name())
+		if ns == "" {
+			out = append(out, f)
+			continue
+		}
+		i, ok := namespaces[ns]
+		if !ok {
+			i, namespaces[ns] = len(out), len(out)
+			// The service wants a description of the namespace; the
+			// functions' own say what they do.
+			out = append(out, FunctionTool{Type: "namespace", Name: ns, Description: "The " + ns + " functions."})
+		}
+		f.Name = name
+		out[i].Tools = append(out[i].Tools, f)
 	}
 	if deferred {
 		out = append(out, FunctionTool{Type: "tool_search"})
 	}
 	return out
+}
+
+// SplitName returns the namespace and the function a tool's name names:
+// "crm" and "lookup" for "crm.lookup", "" and the name for a name without
+// a namespace.
+func SplitName(name string) (namespace, function string) {
+	if ns, f, ok := strings.Cut(name, "."); ok {
+		return ns, f
+	}
+	return "", name
+}
+
+// qualifiedName returns the name of the tool a call of function in
+// namespace names (see SplitName).
+func qualifiedName(namespace, function string) string {
+	if namespace == "" {
+		return function
+	}
+	return namespace + "." + function
 }
 
 // Config configures a [Backend].
@@ -170,7 +209,7 @@ type Backend struct {
 	mu            sync.Mutex
 	conversations []string                    // conversations Close deletes: created here, or taken over (adopt)
 	kept          map[string]bool             // threads Close leaves (KeepThread) until their turn is over
-	canceled      map[string][]string         // chain mode: calls canceled, by response id
+	canceled      map[string][]canceledCall   // chain mode: calls canceled, by response id
 	histories     map[string]*statelessThread // stateless mode: the threads' histories
 	tick          int64                       // stateless mode: uses, for eviction
 	closed        bool
@@ -195,10 +234,11 @@ func (b *Backend) Name() string { return b.name }
 // images and files, outputs may be content arrays, a run may set a
 // response format unless the requests name an agent that cannot carry it
 // (Config.AgentFormats); deferred tools are
-// loaded by the service's tool search; there is no failure flag.
+// loaded by the service's tool search; functions may be grouped in
+// namespaces; there is no failure flag.
 func (b *Backend) Capabilities() driver.Capabilities {
 	return driver.Capabilities{ContentArrays: true, InputImages: true, InputFiles: true, ResponseFormat: b.agentRef == nil || b.agentFormats, Streams: b.stream, ServiceApprovals: true,
-		LocalThreads: b.mode == Stateless, DeferredLoading: true, LostAnswersRerun: b.mode == Stateless || b.mode == Chain}
+		LocalThreads: b.mode == Stateless, DeferredLoading: true, LostAnswersRerun: b.mode == Stateless || b.mode == Chain, Namespaces: true}
 }
 
 // Mode returns how the backend links the responses of a thread.

@@ -105,7 +105,10 @@ func optional(s string) param.Opt[string] {
 // item per result, in call order, in one request. A failed result's
 // output is [FailureOutput] of its error message; a content array is sent
 // as an array of input parts; any other output as [driver.Output.String]
-// renders it.
+// renders it. A decision on an MCP approval request goes as an
+// mcp_approval_response; one on an OAuth consent request as nothing when
+// approved (the person signed in: the service is asked to go on), and as
+// a developer message saying the person did not sign in when denied.
 func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
 	step, err := b.submit(ctx, req)
 	if err == nil && step != nil && step.Thread != req.Step.Thread {
@@ -118,9 +121,19 @@ func (b *Backend) submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	if err := b.checkFormat(req.Format); err != nil {
 		return nil, err
 	}
-	input := make([]responses.ResponseInputItemUnionParam, len(req.Results))
+	input := make([]responses.ResponseInputItemUnionParam, 0, len(req.Results))
 	for i := range req.Results {
-		input[i] = outputItem(&req.Results[i])
+		r := &req.Results[i]
+		if consent, ok := consentOf(&r.Call); ok {
+			// An OAuth consent request has no reply item: approved (the
+			// person signed in), the service goes on; denied, the model
+			// is told.
+			if r.Failed {
+				input = append(input, declined(consent.ServerLabel, r.Error))
+			}
+			continue
+		}
+		input = append(input, outputItem(r))
 	}
 	if b.mode == Stateless {
 		return b.respondStateless(ctx, req.Step.Thread, input, req.Format)
@@ -169,10 +182,12 @@ func (b *Backend) resume(ctx context.Context, thread string) (*driver.Step, erro
 // Cancel implements [driver.Canceler]. A Foundry thread has no running turn
 // to stop, but a call left without an output makes every later request on
 // the thread fail ("No tool output found for function call"). In
-// Conversation mode Cancel therefore adds an output to each pending call
-// of the conversation, saying the run stopped (CanceledOutput). In Chain
-// mode it remembers the pending calls of the response, and the next Start
-// on that thread sends those outputs with the user's message.
+// Conversation mode Cancel therefore answers each pending call of the
+// conversation, saying the run stopped: a function call with the output
+// CanceledOutput, an MCP approval request with a denial whose reason is
+// CanceledReason. In Chain mode it remembers the pending calls of the
+// response, and the next Start on that thread sends those answers with the
+// user's message.
 func (b *Backend) Cancel(ctx context.Context, thread string) error {
 	switch b.mode {
 	case Conversation:
@@ -184,33 +199,50 @@ func (b *Backend) Cancel(ctx context.Context, thread string) error {
 	if err != nil {
 		return err
 	}
-	var ids []string
+	var calls []canceledCall
 	for _, o := range r.Output {
-		if o.Type == "function_call" && !slices.Contains(ids, o.CallID) {
-			ids = append(ids, o.CallID)
+		c := canceledCall{id: o.CallID, name: qualifiedName(o.Namespace, o.Name)}
+		switch o.Type {
+		case "function_call":
+		case "mcp_approval_request":
+			c = canceledCall{id: o.ID, approval: true}
+		default:
+			continue
+		}
+		if !slices.Contains(calls, c) {
+			calls = append(calls, c)
 		}
 	}
-	if len(ids) > 0 {
+	if len(calls) > 0 {
 		b.mu.Lock()
 		if b.canceled == nil {
-			b.canceled = map[string][]string{}
+			b.canceled = map[string][]canceledCall{}
 		}
-		b.canceled[thread] = ids
+		b.canceled[thread] = calls
 		b.mu.Unlock()
 	}
 	return nil
 }
 
-// takeCanceled returns the outputs of the calls Cancel left on a chain's
+// canceledCall is a pending call of a chain's response that Cancel
+// answers with the next Start: a function call, or an MCP approval
+// request.
+type canceledCall struct {
+	id       string
+	name     string // a function call's (see qualifiedName)
+	approval bool
+}
+
+// takeCanceled returns the answers of the calls Cancel left on a chain's
 // response, and forgets them.
 func (b *Backend) takeCanceled(thread string) []responses.ResponseInputItemUnionParam {
 	b.mu.Lock()
-	ids := b.canceled[thread]
+	calls := b.canceled[thread]
 	delete(b.canceled, thread)
 	b.mu.Unlock()
 	var items []responses.ResponseInputItemUnionParam
-	for _, id := range ids {
-		items = append(items, functionOutput(id, CanceledOutput))
+	for _, c := range calls {
+		items = append(items, canceledItem(c.id, c.name, c.approval))
 	}
 	return items
 }
@@ -344,9 +376,15 @@ func isTurnError(err error) bool {
 }
 
 // step turns a finished response into a step of thread. In Chain mode the
-// thread becomes the response's id.
+// thread becomes the response's id. Its calls are the response's function
+// calls, and its MCP approval and OAuth consent requests (calls of kind
+// ServiceApproval); an output item the client is to run that the loop
+// cannot (see clientItems) makes it an error naming the item's kind,
+// never an answer.
 func (b *Backend) step(thread string, r *reply) (*driver.Step, error) {
-	if err := b.turnError(thread, r); err != nil {
+	if err := b.turnError(thread, r); err != nil && !(r.Status == "incomplete" && r.asksConsent()) {
+		// A response that asks for a person's sign-in may say it is
+		// incomplete: the request is what it holds.
 		return nil, err
 	}
 	if b.mode == Chain {
@@ -355,18 +393,34 @@ func (b *Backend) step(thread string, r *reply) (*driver.Step, error) {
 	s := &driver.Step{Thread: thread, Turn: r.ID, Model: cmp.Or(r.Model, b.model), Usage: driver.Usage{
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.TotalTokens,
 	}}
+	answered := answeredCalls(r.Output)
+	var refused [][2]string
 	for i := range r.Output {
 		switch o := &r.Output[i]; o.Type {
 		case "function_call":
-			s.Calls = append(s.Calls, newCall(thread, o.CallID, o.Name, o.arguments()))
+			s.Calls = append(s.Calls, newCall(thread, o.CallID, qualifiedName(o.Namespace, o.Name), o.arguments()))
 		case "mcp_approval_request":
 			s.Calls = append(s.Calls, approvalCall(thread, o.ID, o.ServerLabel, o.Name, o.arguments()))
+		case "oauth_consent_request":
+			s.Calls = append(s.Calls, consentCall(thread, o.ID, o.ServerLabel, o.ConsentLink))
+		default:
+			if _, ok := o.clientItem(answered); ok {
+				refused = append(refused, [2]string{o.Type, cmp.Or(o.CallID, o.ID)})
+			}
 		}
+	}
+	if len(refused) > 0 {
+		return nil, b.clientItemsError(thread, r.ID, refused)
 	}
 	if len(s.Calls) == 0 {
 		s.Text = r.text()
 	}
 	return s, nil
+}
+
+// asksConsent reports whether the reply holds an OAuth consent request.
+func (r *reply) asksConsent() bool {
+	return slices.ContainsFunc(r.Output, func(it replyItem) bool { return it.Type == "oauth_consent_request" })
 }
 
 // newCall returns a call of thread. Its journal key is (backend, thread,

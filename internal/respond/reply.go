@@ -7,6 +7,7 @@ import (
 
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/internal/apierr"
@@ -58,7 +59,40 @@ type replyItem struct {
 	ServerLabel string          `json:"server_label"`
 	Arguments   json.RawMessage `json:"arguments"`
 	Content     []replyContent  `json:"content"`
+	// Role and Phase are a message's: Phase is "commentary" for a
+	// preamble to the model's calls or answer, "final_answer" or absent
+	// for its answer (openai-go v3.105 responses.ResponseOutputMessage).
+	Role  string `json:"role"`
+	Phase string `json:"phase"`
+	// Namespace is a function call's namespace, if its function is in
+	// one (openai-go v3.105 responses.ResponseFunctionToolCall).
+	Namespace string `json:"namespace"`
+	// Execution says who runs a tool search call ("server", "client"),
+	// and Environment where a shell call runs (type "local": the
+	// client's; "container_reference": the service's): openai-go v3.105
+	// ResponseToolSearchCall, ResponseFunctionShellToolCall.
+	Execution string `json:"execution"`
+	// Environment is raw: another item's member of that name may not
+	// be an object (see environment).
+	Environment json.RawMessage `json:"environment"`
+	// ConsentLink is an OAuth consent request's link (Foundry's
+	// oauth_consent_request; ServerLabel names its MCP server).
+	ConsentLink string `json:"consent_link"`
 }
+
+// environment returns the type of a shell call's environment ("" when
+// the item has none, or one that is not an object).
+func (it *replyItem) environment() string {
+	var env struct {
+		Type string `json:"type"`
+	}
+	json.Unmarshal(it.Environment, &env)
+	return env.Type
+}
+
+// commentary reports whether the item is a message of the model's
+// commentary, which is no part of its answer.
+func (it *replyItem) commentary() bool { return it.Type == "message" && it.Phase == "commentary" }
 
 // arguments returns the arguments of a function call: the JSON its
 // arguments string holds, or "" for none (no field, or null). Arguments
@@ -77,11 +111,15 @@ type replyContent struct {
 	Text string `json:"text"`
 }
 
-// text returns the reply's output text as openai-go's
-// Response.OutputText does: the output_text parts of every item, joined.
+// text returns the reply's answer: its output text as openai-go's
+// Response.OutputText gives it (the output_text parts of every item,
+// joined), but for the messages of the model's commentary.
 func (r *reply) text() string {
 	var b strings.Builder
 	for _, it := range r.Output {
+		if it.commentary() {
+			continue
+		}
 		for _, c := range it.Content {
 			if c.Type == "output_text" {
 				b.WriteString(c.Text)
@@ -91,7 +129,8 @@ func (r *reply) text() string {
 	return b.String()
 }
 
-// observe hands the text of each message of the reply to obs, whole.
+// observe hands the text of each message of the reply to obs, whole,
+// commentary marked as such.
 func (r *reply) observe(obs driver.Observer) error {
 	if obs == nil {
 		return nil
@@ -106,7 +145,7 @@ func (r *reply) observe(obs driver.Observer) error {
 				b.WriteString(c.Text)
 			}
 		}
-		if err := obs(driver.Delta{Kind: driver.TextDone, Item: it.ID, Text: b.String()}); err != nil {
+		if err := obs(driver.Delta{Kind: driver.TextDone, Item: it.ID, Text: b.String(), Commentary: it.commentary()}); err != nil {
 			return err
 		}
 	}
@@ -126,6 +165,15 @@ func replyOf(r *responses.Response) *reply {
 	for i, o := range r.Output {
 		it := &rep.Output[i]
 		it.ID, it.Type, it.CallID, it.Name, it.ServerLabel = o.ID, o.Type, o.CallID, o.Name, o.ServerLabel
+		it.Role, it.Phase, it.Namespace = o.Role, string(o.Phase), o.Namespace
+		it.Execution = o.Execution
+		if o.JSON.Environment.Valid() {
+			it.Environment = json.RawMessage(o.JSON.Environment.Raw())
+		}
+		if o.Type == "oauth_consent_request" {
+			// Foundry's item, not openai-go's: its link is in the raw JSON.
+			it.ConsentLink = gjson.Get(o.RawJSON(), "consent_link").Str
+		}
 		if o.JSON.Arguments.Valid() {
 			it.Arguments = json.RawMessage(o.JSON.Arguments.Raw())
 		}

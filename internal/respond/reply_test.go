@@ -20,6 +20,9 @@ func TestReply(t *testing.T) {
 		body  string
 		want  reply
 		calls []core.Call // the step's
+		// text is the step's answer when it is not Response.OutputText
+		// (which joins the text of every message, commentary too).
+		text *string
 	}{
 		{
 			name: "two function calls after reasoning",
@@ -54,9 +57,20 @@ func TestReply(t *testing.T) {
 			name: "an answer in two parts and a refusal",
 			body: `{"id":"resp_2","status":"completed","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed",
 				"content":[{"type":"output_text","text":"Sole ","annotations":[]},{"type":"refusal","refusal":"no"},{"type":"output_text","text":"a Roma","annotations":[]}]}]}`,
-			want: reply{ID: "resp_2", Status: "completed", Output: []replyItem{{ID: "msg_1", Type: "message", Content: []replyContent{
+			want: reply{ID: "resp_2", Status: "completed", Output: []replyItem{{ID: "msg_1", Type: "message", Role: "assistant", Content: []replyContent{
 				{Type: "output_text", Text: "Sole "}, {Type: "refusal"}, {Type: "output_text", Text: "a Roma"},
 			}}}},
+		},
+		{
+			name: "commentary, then the answer",
+			body: `{"id":"resp_6","status":"completed","output":[
+				{"type":"message","id":"msg_1","role":"assistant","phase":"commentary","status":"completed","content":[{"type":"output_text","text":"Let me see. ","annotations":[]}]},
+				{"type":"message","id":"msg_2","role":"assistant","phase":"final_answer","status":"completed","content":[{"type":"output_text","text":"Sole a Roma","annotations":[]}]}]}`,
+			want: reply{ID: "resp_6", Status: "completed", Output: []replyItem{
+				{ID: "msg_1", Type: "message", Role: "assistant", Phase: "commentary", Content: []replyContent{{Type: "output_text", Text: "Let me see. "}}},
+				{ID: "msg_2", Type: "message", Role: "assistant", Phase: "final_answer", Content: []replyContent{{Type: "output_text", Text: "Sole a Roma"}}},
+			}},
+			text: ptr("Sole a Roma"),
 		},
 		{
 			name: "failed",
@@ -84,8 +98,11 @@ func TestReply(t *testing.T) {
 			if diff := cmp.Diff(&got, replyOf(&r), cmpopts.IgnoreUnexported(reply{})); diff != "" {
 				t.Errorf("replyOf(Response) differs from the reply (-reply +replyOf):\n%s", diff)
 			}
-			if got, want := got.text(), r.OutputText(); got != want {
+			if got, want := got.text(), r.OutputText(); tc.text == nil && got != want {
 				t.Errorf("text() = %q, Response.OutputText() = %q", got, want)
+			}
+			if tc.text != nil && got.text() != *tc.text {
+				t.Errorf("text() = %q, want %q (no commentary)", got.text(), *tc.text)
 			}
 			b := &Backend{mode: Chain}
 			gs, gerr := b.step("", &got)
@@ -106,6 +123,8 @@ func TestReply(t *testing.T) {
 }
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
+
+func ptr[T any](v T) *T { return &v }
 
 func errText(err error) string {
 	if err == nil {

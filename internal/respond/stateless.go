@@ -112,8 +112,9 @@ func (b *Backend) resumeStateless(thread string) (*driver.Step, error) {
 	return h.last, nil
 }
 
-// cancelStateless answers the pending calls of thread's last step with
-// CanceledOutput, in its history, so that the next request is well formed.
+// cancelStateless answers the pending calls of thread's last step as
+// stopped (see canceledItem), in its history, so that the next request is
+// well formed.
 func (b *Backend) cancelStateless(thread string) error {
 	h, err := b.statelessThread(thread)
 	if err != nil {
@@ -123,7 +124,7 @@ func (b *Backend) cancelStateless(thread string) error {
 	defer b.mu.Unlock()
 	if h.last != nil {
 		for _, c := range h.last.Calls {
-			h.items = append(h.items, functionOutput(c.ID, CanceledOutput))
+			h.items = append(h.items, canceledItem(c.ID, c.Name, c.Kind == driver.ServiceApproval))
 		}
 		h.last = &driver.Step{Thread: thread, Text: CanceledOutput}
 	}

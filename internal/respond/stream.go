@@ -37,6 +37,10 @@ type responseStream struct {
 	final  *responses.Response
 	done   []responses.ResponseOutputItemUnion
 	open   string // the message whose text is being read, if any
+	// commentary holds the messages of the response that are the
+	// model's commentary (phase "commentary", read from
+	// response.output_item.added: the deltas do not say).
+	commentary map[string]bool
 	// moved, in Chain mode, is told the response's id once
 	// response.created names it (see driver.SubmitRequest.Moved).
 	moved func(string)
@@ -108,7 +112,7 @@ func (rs *responseStream) redo(ctx context.Context, p *responses.ResponseNewPara
 				text.WriteString(c.Text)
 			}
 		}
-		if err := rs.emit(driver.TextDone, id, text.String()); err != nil {
+		if err := rs.emit(driver.TextDone, id, text.String(), it.commentary()); err != nil {
 			return nil, err
 		}
 	}
@@ -168,8 +172,18 @@ func (rs *responseStream) readStream(dec ssestream.Decoder) error {
 			if kind == driver.TextDelta {
 				rs.open = f[0].String()
 			}
-			if err := rs.emit(kind, f[0].String(), f[1].String()); err != nil {
+			if err := rs.emit(kind, f[0].String(), f[1].String(), kind == driver.TextDelta && rs.commentary[f[0].String()]); err != nil {
 				return err
+			}
+			continue
+		case typ == "response.output_item.added":
+			// A message's phase is on its item, not on its deltas.
+			f := gjson.GetManyBytes(e.Data, "item.type", "item.id", "item.phase")
+			if f[0].Str == "message" && f[2].Str == "commentary" {
+				if rs.commentary == nil {
+					rs.commentary = map[string]bool{}
+				}
+				rs.commentary[f[1].Str] = true
 			}
 			continue
 		case head[0].Type == gjson.String && !decoded[typ]:
@@ -207,14 +221,14 @@ func (rs *responseStream) handle(ev *responses.ResponseStreamEventUnion) error {
 			rs.moved = nil
 		}
 	case "response.output_text.delta":
-		return rs.emit(driver.TextDelta, ev.ItemID, ev.Delta)
+		return rs.emit(driver.TextDelta, ev.ItemID, ev.Delta, rs.commentary[ev.ItemID])
 	case "response.reasoning_summary_text.delta":
-		return rs.emit(driver.ReasoningDelta, ev.ItemID, ev.Delta)
+		return rs.emit(driver.ReasoningDelta, ev.ItemID, ev.Delta, false)
 	case "response.output_item.done":
 		rs.done = append(rs.done, ev.Item)
 		if ev.Item.Type == "message" {
 			rs.open = ""
-			return rs.emit(driver.TextDone, ev.Item.ID, outputText(ev.Item.Content))
+			return rs.emit(driver.TextDone, ev.Item.ID, outputText(ev.Item.Content), ev.Item.Phase == "commentary" || rs.commentary[ev.Item.ID])
 		}
 	case "response.completed", "response.failed", "response.incomplete", "response.cancelled":
 		r := ev.Response
@@ -225,11 +239,11 @@ func (rs *responseStream) handle(ev *responses.ResponseStreamEventUnion) error {
 	return nil
 }
 
-func (rs *responseStream) emit(kind driver.DeltaKind, item, text string) error {
+func (rs *responseStream) emit(kind driver.DeltaKind, item, text string, commentary bool) error {
 	if rs.obs == nil {
 		return nil
 	}
-	return rs.obs(driver.Delta{Kind: kind, Item: item, Text: text})
+	return rs.obs(driver.Delta{Kind: kind, Item: item, Text: text, Commentary: commentary})
 }
 
 // outputText returns the output text of a message's content.

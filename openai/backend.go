@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,6 +171,8 @@ var (
 // refuses a redirect to
 // another origin, with the HTTP client of RequestOptions too when it is an
 // *http.Client (another option.HTTPClient follows redirects as it will).
+// A tool named in a namespace ("crm.lookup") is refused with
+// InvalidArgument: sessions have no namespaces.
 func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, error) {
 	b := &Backend{tools: tools, threads: map[string]*thread{}}
 	if opts != nil {
@@ -196,6 +199,9 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	b.log = o.Logger
 	if b.log == nil {
 		b.log = slog.Default()
+	}
+	if err := noNamespaces(tools); err != nil {
+		return nil, err
 	}
 	if err := origin.CheckOpenAIBaseURL("openai: base URL", o.BaseURL, o.APIKey); err != nil {
 		return nil, err
@@ -389,6 +395,21 @@ func (b *Backend) checkClosed() error {
 	defer b.mu.Unlock()
 	if b.closed {
 		return errClosed
+	}
+	return nil
+}
+
+// noNamespaces refuses a toolbox with a tool of a namespace ("ns.name",
+// see driver.Capabilities.Namespaces): sessions have no namespaces, and
+// the service refuses a function named with a dot.
+func noNamespaces(tools *core.Toolbox) error {
+	if tools == nil {
+		return nil
+	}
+	for _, t := range tools.Tools() {
+		if strings.Contains(t.Name(), ".") {
+			return errcode.Errorf(errcode.InvalidArgument, "openai: tool %q is named in a namespace, which Agents API sessions do not have: name it without a dot", t.Name())
+		}
 	}
 	return nil
 }

@@ -163,3 +163,27 @@ func TestResultRefusedPolling(t *testing.T) {
 		t.Errorf("%d requests carried the result, want 1", posts)
 	}
 }
+
+// TestNamespacedToolRefused: a tool named in a namespace ("crm.lookup",
+// which the Responses backends offer as function lookup of namespace
+// crm) is refused by Open, InvalidArgument naming it, before any request:
+// sessions have no namespaces, and the service refuses a dotted name.
+func TestNamespacedToolRefused(t *testing.T) {
+	tool, err := core.NewTool("crm.lookup", "Look up a customer.", func(context.Context, struct{}) (string, error) { return "", nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := core.NewToolbox(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := openaitest.NewServer(&coretest.Script{}, nil)
+	defer srv.Close()
+	_, err = openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Agent: "agent_1", HTTPClient: srv.Client()})
+	if errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), `"crm.lookup"`) {
+		t.Errorf("Open = %v, want InvalidArgument naming the tool", err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("the service received %d requests, want none", n)
+	}
+}

@@ -34,6 +34,9 @@ type Backend struct {
 	loop   *respond.Backend
 	agents *agentsClient
 	logger *slog.Logger
+	// sessions, for a hosted agent, are its threads' sessions (see
+	// session.go); nil for other agents.
+	sessions *sessions
 
 	agentName string
 	def       *AgentDefinition // nil for an existing agent (Options.Agent)
@@ -46,9 +49,6 @@ type Backend struct {
 	recent       map[offerKey]string // toolbox version and format -> version, saving a digest per request
 	versions     []string            // made or found, in order
 	missing      []string            // set by Open, read-only after
-	// sessions, for a hosted agent, are its threads' sessions (see
-	// session.go); nil for other agents.
-	sessions *sessions
 }
 
 var (

@@ -68,8 +68,14 @@
 // each session's sandbox, the turns it served ([Request.AgentSessionID]
 // the session a request named). The fake refuses a disabled agent on both
 // routes (403 agent_disabled), a hosted agent on the project's route and
-// an external agent on either (400); a workflow agent runs the script as
-// a prompt agent does.
+// an external agent on either (400).
+//
+// Here the script plays a hosted agent's container, and a workflow, as it
+// plays a prompt agent's model. The endpoint does not split traffic among
+// the selector's versions, and never derives a session from a
+// conversation or a previous response (the service may). The status and
+// code of a disabled agent's refusal, and the refusal of an
+// agent_reference on an endpoint, are inferred.
 //
 // # What it enforces
 //
@@ -112,14 +118,9 @@
 //
 // # Limits
 //
-// Only agents with function tools (and tool search, and MCP approval
-// requests scripted with coretest.Call.Approval) are modelled: the script
-// plays a hosted agent's container and a workflow as it plays a prompt
-// agent's model; hosted tools are accepted in definitions and never run.
-// The endpoint does not split traffic among the selector's versions, and
-// never derives a session from a conversation or a previous response (the
-// service may). The status and code of a disabled agent's refusal, and
-// the refusal of an agent_reference on an endpoint, are inferred. A blocking
+// Only prompt agents with function tools (and tool search, and MCP
+// approval requests scripted with coretest.Call.Approval) are modelled;
+// hosted tools are accepted in definitions and never run. A blocking
 // response cannot be delivered twice. Reasoning items carry no encrypted
 // content. Model deployments are a fixed list.
 package foundrytest

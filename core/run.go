@@ -61,6 +61,7 @@ func resume(thread string) beginning { return beginning{thread: thread} }
 func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink) (*Result, error) {
 	ctx, cancel := runContext(ctx, ro.Timeout)
 	defer cancel()
+	ctx = r.withBackendNotes(ctx)
 	if sk != nil {
 		ctx = sk.bind(ctx)
 		defer sk.unbind()

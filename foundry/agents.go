@@ -48,11 +48,38 @@ type versionInfo struct {
 	Status      string            `json:"status,omitempty"`
 }
 
+// agentObject is an agent as the service describes it (the 2026 Agent
+// object: Learn, @azure/ai-projects Agent and AgentEndpointConfig).
 type agentObject struct {
 	Name     string `json:"name"`
 	Versions struct {
 		Latest versionInfo `json:"latest"`
 	} `json:"versions"`
+	// State is "enabled" or "disabled": it "controls whether the agent
+	// endpoint accepts or rejects requests"; StateSource says where a
+	// disabled state comes from.
+	State       string `json:"state,omitempty"`
+	StateSource string `json:"state_source,omitempty"`
+	// Endpoint is the agent's endpoint configuration, nil when none is
+	// configured.
+	Endpoint *agentEndpoint `json:"agent_endpoint,omitempty"`
+}
+
+// agentEndpoint is an agent's endpoint configuration (AgentEndpointConfig):
+// its version selector routes the endpoint's traffic among the agent's
+// versions ("creating a new version does not move traffic").
+type agentEndpoint struct {
+	VersionSelector *struct {
+		Rules []versionRule `json:"version_selection_rules"`
+	} `json:"version_selector,omitempty"`
+}
+
+// versionRule is a rule of a version selector (VersionSelectionRule; the
+// one type defined is FixedRatio, with traffic_percentage).
+type versionRule struct {
+	Type              string   `json:"type"`
+	AgentVersion      string   `json:"agent_version"`
+	TrafficPercentage *float64 `json:"traffic_percentage,omitempty"`
 }
 
 type promptDefinition struct {
@@ -140,12 +167,21 @@ func (c *agentsClient) createVersion(ctx context.Context, name string, req *vers
 	return &v, nil
 }
 
+// getAgent returns the agent name.
+func (c *agentsClient) getAgent(ctx context.Context, name string) (*agentObject, error) {
+	var a agentObject
+	if err := c.do(ctx, http.MethodGet, c.url(name), nil, &a); err != nil {
+		return nil, fmt.Errorf("foundry: get agent %q: %w", name, err)
+	}
+	return &a, nil
+}
+
 // getVersion returns a version of agent name; "" means the latest.
 func (c *agentsClient) getVersion(ctx context.Context, name, version string) (*versionInfo, error) {
 	if version == "" {
-		var a agentObject
-		if err := c.do(ctx, http.MethodGet, c.url(name), nil, &a); err != nil {
-			return nil, fmt.Errorf("foundry: get agent %q: %w", name, err)
+		a, err := c.getAgent(ctx, name)
+		if err != nil {
+			return nil, err
 		}
 		return &a.Versions.Latest, nil
 	}
@@ -190,6 +226,8 @@ func (c *agentsClient) findVersion(ctx context.Context, name, digest string) (st
 		return "", fmt.Errorf("foundry: list the agents: %w", err)
 	case agent == nil:
 		return "", nil
+	case agent.State == "disabled":
+		return "", disabledError(agent)
 	case defines(&agent.Versions.Latest, digest):
 		return agent.Versions.Latest.Version, nil
 	}

@@ -35,6 +35,9 @@ type Backend struct {
 	loop   *respond.Backend
 	agents *agentsClient
 	logger *slog.Logger
+	// sessions, for a hosted agent, are its threads' sessions (see
+	// session.go); nil for other agents.
+	sessions *sessions
 
 	agentName string
 	def       *AgentDefinition // nil for an existing agent (Options.Agent)
@@ -62,11 +65,14 @@ var (
 // default azidentity's DefaultAzureCredential), then either finds (by the
 // digest in its metadata) or creates a version of the agent opts.Definition
 // defines, with the toolbox's tools as its function tools, or checks that
-// the agent opts.Agent (and version) exists. It returns an error for which [errcode.Of] is InvalidArgument
+// the agent opts.Agent (and version) exists and decides the route of its
+// requests (the agent's endpoint, or the project's). It returns an error for which [errcode.Of] is InvalidArgument
 // for bad options (no endpoint, an http endpoint, a bad agent name, no
-// agent), or the code of the service's answer (NotFound for an unknown
-// agent). The endpoint and the agent have no defaults: a nil opts gives
-// an InvalidArgument error.
+// agent), FailedPrecondition for a disabled agent, Unimplemented for an
+// agent of a kind toolrelay does not run (workflow, external), or the
+// code of the service's answer (NotFound for an unknown agent), all
+// before any conversation or response is requested. The endpoint and the
+// agent have no defaults: a nil opts gives an InvalidArgument error.
 //
 // The caller must Close the backend.
 func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, error) {
@@ -115,19 +121,8 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
-	// One authentication policy on both clients: the token is fetched
-	// once and cached for both.
-	transport := pipelineTransport{pl: newPipeline(auth, o.HTTPClient, lim, true)}
-	client := openai.NewClient(slices.Concat([]option.RequestOption{
-		option.WithBaseURL(ep + "/openai/v1/"),
-		option.WithAPIKey(""), // never send an OPENAI_API_KEY from the environment
-		// Redirects refused as the agents pipeline refuses them (a
-		// *origin.RedirectError, PermissionDenied), before openai-go's own
-		// origin check would.
-		option.WithHTTPClient(origin.Client(&http.Client{Transport: transport})),
-	}, o.RequestOptions)...)
-
 	b.agentName, b.tools = name, tools
+	route := []option.RequestOption{option.WithBaseURL(ep + "/openai/v1/")}
 	if o.Definition != nil {
 		def := *o.Definition
 		b.def = &def
@@ -136,13 +131,32 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*Backend, er
 			return nil, b.openError(err)
 		}
 	} else {
-		v, err := b.agents.getVersion(ctx, name, version)
+		plan, err := b.planAgent(ctx, name, version)
 		if err != nil {
 			return nil, b.openError(err)
 		}
 		b.agentVersion = version
-		b.checkTools(v, tools)
+		for _, v := range plan.versions {
+			b.checkTools(v, tools)
+		}
+		b.missing = slices.Compact(b.missing) // sorted: a tool missing from several versions once
+		if plan.hosted {
+			b.sessions = newSessions(b.logger)
+		}
+		if plan.endpoint {
+			route = endpointOptions(ep, name, b.sessions)
+		}
 	}
+	// One authentication policy on both clients: the token is fetched
+	// once and cached for both.
+	transport := pipelineTransport{pl: newPipeline(auth, o.HTTPClient, lim, true)}
+	client := openai.NewClient(slices.Concat(route, []option.RequestOption{
+		option.WithAPIKey(""), // never send an OPENAI_API_KEY from the environment
+		// Redirects refused as the agents pipeline refuses them (a
+		// *origin.RedirectError, PermissionDenied), before openai-go's own
+		// origin check would.
+		option.WithHTTPClient(origin.Client(&http.Client{Transport: transport})),
+	}, o.RequestOptions)...)
 	cfg := respond.Config{Name: "foundry", Client: client, Mode: mode, Stream: stream, Keep: o.Keep, Logger: b.logger}
 	if b.def == nil {
 		cfg.AgentRef = agentRef(name, version)
@@ -406,7 +420,8 @@ func (b *Backend) Capabilities() driver.Capabilities {
 func (b *Backend) Mode() Mode { return b.loop.Mode() }
 
 // Agent returns the name and version of the agent the backend runs (the
-// version is empty when it runs the latest).
+// version is empty when the service chooses it: the latest, or, for an
+// agent whose endpoint is configured, what its version selector serves).
 func (b *Backend) Agent() (name, version string) {
 	b.versionsMu.Lock()
 	defer b.versionsMu.Unlock()
@@ -415,8 +430,9 @@ func (b *Backend) Agent() (name, version string) {
 
 // MissingTools returns the function tools of the agent named by
 // Options.Agent that the toolbox does not implement, sorted (nil for an
-// agent version created from the toolbox). A call to one gets a failed
-// result saying the tool is unknown.
+// agent version created from the toolbox): of the version named, or of
+// every version the agent's endpoint routes traffic to, or of the latest.
+// A call to one gets a failed result saying the tool is unknown.
 func (b *Backend) MissingTools() []string { return slices.Clone(b.missing) }
 
 // UnrunnableTools returns the tools of the agent named by Options.Agent
@@ -439,21 +455,50 @@ func (b *Backend) Client() *openai.Client { return b.loop.Client() }
 // are authenticated like the backend's.
 func (b *Backend) Pipeline() runtime.Pipeline { return b.agents.pl }
 
-// Start implements [driver.Backend]: see the package doc.
+// Start implements [driver.Backend]: see the package doc. A hosted
+// agent's turn runs in the thread's session (see [Backend.Submit]).
 func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.Step, error) {
-	return b.loop.Start(ctx, req)
+	if b.sessions == nil {
+		return b.loop.Start(ctx, req)
+	}
+	ctx, box := b.sessions.bind(ctx, req.Thread)
+	r := *req
+	r.Created = b.sessions.moved(ctx, box, req.Created)
+	step, err := b.loop.Start(ctx, &r)
+	b.sessions.settle(ctx, box, step)
+	return step, err
 }
 
 // Submit implements [driver.Backend]: the results go back as
-// function_call_output items of the next response.
+// function_call_output items of the next response. For a hosted agent,
+// each request of a thread names the thread's session (agent_session_id),
+// the one the service named for its first turn (x-agent-session-id); the
+// backend keeps it in memory and as a note of the thread in the runner's
+// journal, so that a resume or a takeover in another process runs in the
+// same sandbox.
 func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*driver.Step, error) {
-	return b.loop.Submit(ctx, req)
+	if b.sessions == nil {
+		return b.loop.Submit(ctx, req)
+	}
+	ctx, box := b.sessions.bind(ctx, req.Step.Thread)
+	r := *req
+	r.Moved = b.sessions.moved(ctx, box, req.Moved)
+	step, err := b.loop.Submit(ctx, &r)
+	b.sessions.settle(ctx, box, step)
+	return step, err
 }
 
 // Resume implements [driver.Backend]: it reads the thread's conversation
-// (or latest response) for the calls still waiting for a result.
+// (or latest response) for the calls still waiting for a result. A hosted
+// agent's thread resumes in its session (see [Backend.Submit]).
 func (b *Backend) Resume(ctx context.Context, thread string) (*driver.Step, error) {
-	return b.loop.Resume(ctx, thread)
+	if b.sessions == nil {
+		return b.loop.Resume(ctx, thread)
+	}
+	ctx, box := b.sessions.bind(ctx, thread)
+	step, err := b.loop.Resume(ctx, thread)
+	b.sessions.settle(ctx, box, step)
+	return step, err
 }
 
 // Cancel implements [driver.Canceler]: the calls left waiting get a

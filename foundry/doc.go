@@ -148,6 +148,48 @@
 // it runs the existing agent. It authenticates with AGENT_TOKEN, else the
 // API key, else azidentity's DefaultAzureCredential.
 //
+// # Agent endpoints, hosted agents and definition kinds
+//
+// An existing agent (Options.Agent) is read as the 2026 Agent object
+// describes it. A disabled agent (state "disabled") is refused by [Open]
+// with FailedPrecondition, naming the agent, its state and where that
+// comes from (state_source), before any conversation or response. An
+// agent named without a version whose endpoint is configured
+// (agent_endpoint) is called on its own route,
+// <endpoint>/agents/<name>/endpoint/protocols/openai/ (responses and
+// conversations, api-version=v1, no agent_reference), and runs the
+// version its version selector serves: creating a version does not move
+// the endpoint's traffic, so its tools are checked ([Backend.MissingTools],
+// the warnings) against every version the selector routes traffic to,
+// not against versions.latest. A version named in Options.AgentVersion
+// runs as named, on the project's route; without an endpoint, the latest
+// runs there.
+//
+// Each version is run or refused by its definition's kind, never read as
+// another's: a prompt agent runs; a hosted agent runs on its endpoint (the
+// only route that reaches it; a version named that the endpoint does not
+// serve alone is refused with FailedPrecondition), its function tools
+// checked as a prompt agent's, unless its container speaks no Responses
+// protocol (container_protocol_versions), which is refused with
+// Unimplemented; a workflow agent is refused with Unimplemented (its
+// definition declares no function tools: the agents it invokes run theirs
+// on the service, and its workflow_action items are no calls to answer);
+// so is an external agent (its registration is metadata only: it runs
+// outside Foundry) and any other kind.
+//
+// A hosted agent's turns run in a session, a sandbox whose $HOME and
+// /files last across turns. The first turn of a thread names none; the
+// service answers with the session it made (header x-agent-session-id),
+// and every later request of the thread names it (agent_session_id). The
+// backend keeps it in memory and as a note of the thread in the runner's
+// journal ([driver.ThreadNotes]), under the thread each step moves to, so
+// that a Resume after a restart, or a TakeOver in another process, runs
+// in the same sandbox: the journal is what such a run shares with the one
+// before, and a thread's id does not say its session. With a journal that
+// keeps no notes the session lasts as long as the backend. An answer in
+// another session than the thread's (the service made a new sandbox) is
+// logged, and kept for the thread's later turns.
+//
 // # Errors
 //
 // Errors from the service are returned as the SDKs make them, so that
@@ -174,7 +216,9 @@
 // # SDK access
 //
 // [Backend.Client] returns the openai-go client (base URL
-// <endpoint>/openai/v1/, authenticated by the backend), for requests the
+// <endpoint>/openai/v1/, or the agent's endpoint
+// <endpoint>/agents/<name>/endpoint/protocols/openai/ with
+// api-version=v1; authenticated by the backend), for requests the
 // backend does not make; [Backend.Pipeline] returns the azcore pipeline of
 // the agents API; [Backend.Agent] names the agent version in use.
 // Options.RequestOptions adds openai-go request options (retries,

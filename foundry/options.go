@@ -66,7 +66,11 @@ type Options struct {
 	APIKey string
 
 	// Agent names an existing agent to run, and AgentVersion one of
-	// its versions (empty means the latest). Open checks that it exists.
+	// its versions: empty means the one the service runs (the version its
+	// endpoint's version selector serves, when its endpoint is
+	// configured; else the latest). Open checks that it exists and that
+	// toolrelay can run it (see the package doc's "Agent endpoints,
+	// hosted agents and definition kinds").
 	Agent        string
 	AgentVersion string
 	// Definition, if set, defines an agent version that Open finds (one of

@@ -14,6 +14,12 @@ type agent struct {
 	seq      int             // creation order
 	versions []*agentVersion // live versions, oldest first
 	next     int             // number of the next version
+	// endpoint is the agent's endpoint configuration, nil when none is
+	// configured (see SetAgentEndpoint).
+	endpoint *agentEndpoint
+	// state is "enabled" ("" too) or "disabled"; stateSource says where a
+	// disabled state comes from (see SetAgentState).
+	state, stateSource string
 }
 
 type agentVersion struct {
@@ -140,9 +146,24 @@ func (s *Server) version(name, version string) *agentVersion {
 	return nil
 }
 
+// agentObject returns the agent object of a: its latest version, its
+// state, and its endpoint configuration when one is configured (the
+// 2026 Agent object: Learn, @azure/ai-projects Agent and
+// AgentEndpointConfig).
 func (s *Server) agentObject(a *agent) map[string]any {
-	return map[string]any{"object": "agent", "id": a.name, "name": a.name, "state": "enabled",
+	state := a.state
+	if state == "" {
+		state = "enabled"
+	}
+	o := map[string]any{"object": "agent", "id": a.name, "name": a.name, "state": state,
 		"versions": map[string]any{"latest": a.versions[len(a.versions)-1]}}
+	if a.stateSource != "" {
+		o["state_source"] = a.stateSource
+	}
+	if a.endpoint != nil {
+		o["agent_endpoint"] = a.endpoint.json()
+	}
+	return o
 }
 
 // decodeVersion decodes and checks a create-version (or create-agent) body.
@@ -160,11 +181,17 @@ func decodeVersion(body []byte) (versionRequest, *apiError) {
 	if len(req.Definition) == 0 || json.Unmarshal(req.Definition, &def) != nil {
 		return req, badRequest("invalid_payload", "definition", "Missing required parameter: 'definition'.")
 	}
-	if def.Kind != "prompt" {
-		return req, badRequest("invalid_payload", "definition.kind", "Unsupported agent kind %q: this fake serves prompt agents.", def.Kind)
-	}
-	if def.Model == "" {
-		return req, badRequest("invalid_payload", "definition.model", "Missing required parameter: 'definition.model'.")
+	switch def.Kind {
+	case "prompt":
+		if def.Model == "" {
+			return req, badRequest("invalid_payload", "definition.model", "Missing required parameter: 'definition.model'.")
+		}
+	case "hosted", "workflow", "external":
+		if e := checkKind(def.Kind, req.Definition); e != nil {
+			return req, e
+		}
+	default:
+		return req, badRequest("invalid_payload", "definition.kind", "Unsupported agent kind %q: want prompt, hosted, workflow or external.", def.Kind)
 	}
 	if def.Text != nil {
 		// The agent's text.format, as a response's: a json_schema one

@@ -13,7 +13,9 @@
 //     /openai/v1/conversations/{id}/items, POST /openai/v1/responses (JSON,
 //     or server-sent events when "stream": true), GET|DELETE
 //     /openai/v1/responses/{id}, GET /openai/v1/responses/{id}/input_items,
-//     GET /openai/v1/models.
+//     GET /openai/v1/models;
+//   - an agent's endpoint (api-version=v1 required): the OpenAI-compatible
+//     routes above but models, under /agents/{name}/endpoint/protocols/openai/.
 //
 // A plain request's text.format is echoed in its response as the service
 // echoes it (json_schema with its name, schema, description and strict).
@@ -70,6 +72,34 @@
 // user messages begin the model's turns, and function_call_output items
 // deliver the results of its calls. A request may continue a chain from
 // any of its responses, not only the latest.
+//
+// # Agent endpoints, kinds and hosted sessions
+//
+// Agents are the 2026 Agent object: [Server.SetAgentState] disables one
+// (state, state_source), [Server.SetAgentEndpoint] configures its endpoint
+// and the version selector's FixedRatio rules, and [Server.AddAgentVersion]
+// makes a version of any definition kind (prompt; hosted, with
+// container_protocol_versions, cpu and memory; workflow; external). The
+// agent's endpoint is served at /agents/{name}/endpoint/protocols/openai/
+// (responses and conversations, api-version=v1 required, the project's
+// conversations): a create-response request there carries no
+// agent_reference and runs the version of the selector's largest share
+// (the latest without rules). A hosted agent's request there runs in the
+// session its agent_session_id names (8 to 128 letters, digits, '-' or
+// '_'; one not known yet is made with that id), or in a new one when it
+// names none; the answer names the session in the x-agent-session-id
+// header and the response's agent_session_id, and [Server.Sessions] shows
+// each session's sandbox, the turns it served ([Request.AgentSessionID]
+// the session a request named). The fake refuses a disabled agent on both
+// routes (403 agent_disabled), a hosted agent on the project's route and
+// an external agent on either (400).
+//
+// Here the script plays a hosted agent's container, and a workflow, as it
+// plays a prompt agent's model. The endpoint does not split traffic among
+// the selector's versions, and never derives a session from a
+// conversation or a previous response (the service may). The status and
+// code of a disabled agent's refusal, and the refusal of an
+// agent_reference on an endpoint, are inferred.
 //
 // # What it enforces
 //

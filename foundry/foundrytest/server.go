@@ -87,6 +87,7 @@ type Server struct {
 	received      []coretest.Received
 	requests      []Request
 	ncall         int
+	hosted        []*hostedSession // hosted agent sessions, in the order they began
 }
 
 // Request is a request the fake received, as it arrived.
@@ -429,6 +430,8 @@ func (s *Server) route(method, path string) routeInfo {
 	}
 	n := len(seg)
 	switch {
+	case n >= 6 && seg[0] == "agents" && seg[2] == "endpoint" && seg[3] == "protocols" && seg[4] == "openai":
+		return s.endpointRoute(method, seg[1], seg[5:])
 	case n >= 1 && seg[0] == "agents":
 		switch {
 		case n == 1 && method == http.MethodPost:
@@ -468,7 +471,7 @@ func (s *Server) route(method, path string) routeInfo {
 	case n >= 3 && seg[0] == "openai" && seg[1] == "v1" && seg[2] == "responses":
 		switch {
 		case n == 3 && method == http.MethodPost:
-			return routeInfo{OpCreateResponse, s.createResponse, nil}
+			return routeInfo{OpCreateResponse, s.createProjectResponse, nil}
 		case n == 4 && method == http.MethodGet:
 			return routeInfo{OpGetResponse, s.getResponse, seg[3:]}
 		case n == 4 && method == http.MethodDelete:

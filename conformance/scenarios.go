@@ -87,6 +87,7 @@ var scenarios = []scenario{
 	{"LeftOnService/Takeover", "a run paused for approval in a process that dies, decided and finished by a second one, leaves nothing on the service once the second is closed; the second makes no agent (version) of its own for the same definition", leftAfterTakeover},
 	{"LeftOnService/SeveralProcesses", "a run that pauses again in each of several processes resuming it in turn keeps one agent (version) at most on the service, and leaves nothing once the last is closed", leftAfterSeveral},
 	{"ServiceApproval", "the service's own approval requests are decided through the same API and answered on its wire", serviceApproval},
+	{"ServiceApprovalCancel", "Cancel abandons a turn paused on the service's own approval request, answering it on its wire (a denial, not a function's output), so that the thread takes new input", serviceApprovalCancel},
 	{"RichInput", "images and files go with the input as the backend's wire carries them; a kind it cannot carry is refused before anything is sent", richInput},
 	{"StructuredOutput", "a run can ask for an answer of a Go type's schema, sent on every request of the run, and decode it; backends that cannot set it refuse before sending", structuredOutput},
 	{"StreamAnswer", "a streamed answer arrives in pieces that make exactly its text, once, then the run ends", streamAnswer},
@@ -1188,4 +1189,31 @@ func serviceApproval(e *env) {
 	if !strings.HasPrefix(res.Text, "approved | ") {
 		e.t.Errorf("answer %q, want the model told of both decisions", res.Text)
 	}
+}
+
+func serviceApprovalCancel(e *env) {
+	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "delete_repo", Arguments: json.RawMessage(`{"repo":"old"}`), Approval: true}}},
+		answer("never"),
+	}}, afterStop}}
+	r := e.runner(s, nil)
+	if !e.caps.ServiceApprovals {
+		e.t.Skip("the backend does not hand over the service's own approval requests")
+	}
+	cr := e.coreRunner(r, "Runner.Cancel")
+	if _, ok := e.b.(driver.Canceler); !ok {
+		e.t.Skip("the backend cannot cancel a turn (driver.Canceler)")
+	}
+	res, err := r.Run(e.t.Context(), "clean up the repositories", nil)
+	if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
+		e.t.Fatalf("Run = %v (%d pending), want a pause on the approval request", err, len(res.Pending))
+	}
+	if err := cr.Cancel(e.t.Context(), res.Thread); err != nil {
+		e.t.Fatalf("Cancel of a turn paused on the service's approval request: %v", err)
+	}
+	res, err = r.Run(e.t.Context(), "start again", &core.RunOptions{Thread: res.Thread})
+	if err != nil {
+		e.t.Fatalf("a run after the cancel: %v", err)
+	}
+	e.wantText(res, "fresh start")
 }

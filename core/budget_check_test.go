@@ -1,7 +1,6 @@
 package core_test
 
 import (
-	"context"
 	"errors"
 	"math"
 	"strings"
@@ -57,14 +56,7 @@ func TestBudgetRefused(t *testing.T) {
 		for _, where := range []string{"run", "runner"} {
 			t.Run(where+"/"+tt.name, func(t *testing.T) {
 				var lookups atomic.Int64
-				lookup := mustTool(t)(core.NewTool("lookup", "Look up an order.", func(context.Context, struct{}) (string, error) {
-					lookups.Add(1)
-					return "order 7", nil
-				}, nil))
-				tools, err := core.NewToolbox(lookup)
-				if err != nil {
-					t.Fatal(err)
-				}
+				tools := lookupCounted(t, &lookups)
 				fake := coretest.NewBackend(manyLookups(), &coretest.BackendOptions{Tools: tools})
 				opts, ro := &core.Options{Logger: quiet, Journal: journaldriver.NewMemory(), Budget: defaults}, &core.RunOptions{Budget: tt.b}
 				field := "RunOptions.Budget: "
@@ -80,7 +72,7 @@ func TestBudgetRefused(t *testing.T) {
 						t.Errorf("%s = %v (%v), want InvalidArgument saying %q", what, err, errcode.Of(err), field+tt.says)
 					}
 				}
-				_, err = r.Run(t.Context(), "look it up twenty times", ro)
+				_, err := r.Run(t.Context(), "look it up twenty times", ro)
 				refused("Run", err)
 				st := r.Stream(t.Context(), "look it up twenty times", ro)
 				var last error

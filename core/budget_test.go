@@ -24,6 +24,21 @@ func priced(b *coretest.Backend) coretest.Metered {
 	return coretest.Metered{Backend: b, Model: "gpt-test", Usage: stepUsage}
 }
 
+// lookupCounted returns a toolbox of one tool, "lookup", which counts its
+// runs in n.
+func lookupCounted(t *testing.T, n *atomic.Int64) *core.Toolbox {
+	t.Helper()
+	lookup := mustTool(t)(core.NewTool("lookup", "Look up an order.", func(context.Context, struct{}) (string, error) {
+		n.Add(1)
+		return "order 7", nil
+	}, nil))
+	tools, err := core.NewToolbox(lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools
+}
+
 // budgetScript: three steps of one lookup each, then the answer.
 func budgetScript() *coretest.Script {
 	lookup := coretest.Step{Calls: []coretest.Call{{Name: "lookup", Arguments: []byte(`{}`)}}}
@@ -104,14 +119,7 @@ func TestBudget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var lookups atomic.Int64
-			lookup := mustTool(t)(core.NewTool("lookup", "Look up an order.", func(context.Context, struct{}) (string, error) {
-				lookups.Add(1)
-				return "order 7", nil
-			}, nil))
-			tools, err := core.NewToolbox(lookup)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tools := lookupCounted(t, &lookups)
 			fake := coretest.NewBackend(budgetScript(), &coretest.BackendOptions{Tools: tools})
 			b := priced(fake)
 			u := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
@@ -173,14 +181,7 @@ func TestBudget(t *testing.T) {
 // the worker that takes it over stops it on that budget, not its own.
 func TestBudgetTakeOver(t *testing.T) {
 	var lookups atomic.Int64
-	lookup := mustTool(t)(core.NewTool("lookup", "Look up an order.", func(context.Context, struct{}) (string, error) {
-		lookups.Add(1)
-		return "order 7", nil
-	}, nil))
-	tools, err := core.NewToolbox(lookup)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tools := lookupCounted(t, &lookups)
 	b := priced(coretest.NewBackend(budgetScript(), &coretest.BackendOptions{Tools: tools}))
 	u := "sqlite://" + filepath.Join(t.TempDir(), "journal.db")
 	first := core.NewRunner(b, tools, &core.Options{Logger: quiet, Journal: openStore(t, u), Owner: "first"})
@@ -218,14 +219,7 @@ func TestBudgetReachedService(t *testing.T) {
 // calls spent, stops on the same budget, and goes on with a raised one.
 func TestBudgetOldTotals(t *testing.T) {
 	var lookups atomic.Int64
-	lookup := mustTool(t)(core.NewTool("lookup", "Look up an order.", func(context.Context, struct{}) (string, error) {
-		lookups.Add(1)
-		return "order 7", nil
-	}, nil))
-	tools, err := core.NewToolbox(lookup)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tools := lookupCounted(t, &lookups)
 	fake := coretest.NewBackend(budgetScript(), &coretest.BackendOptions{Tools: tools})
 	j := journaldriver.NewMemory()
 	r := core.NewRunner(priced(fake), tools, &core.Options{Logger: quiet, Journal: j})

@@ -115,14 +115,8 @@ func TestResultRefusedAfterAccepted(t *testing.T) {
 				if errcode.Of(err) != errcode.FailedPrecondition || !strings.Contains(err.Error(), "result of call call_1") || !strings.Contains(err.Error(), "then refused it") || !strings.Contains(err.Error(), how.says) {
 					t.Fatalf("Run = %v (%v), want FailedPrecondition saying the service refused the result it accepted", err, errcode.Of(err))
 				}
-				posts := 0
-				for _, r := range h.srv.Requests() {
-					if r.Method == "POST" && strings.Contains(string(r.Body), "tool_result") {
-						posts++
-					}
-				}
-				if posts != 1 {
-					t.Errorf("%d requests carried the result, want 1", posts)
+				if n := resultPosts(h); n != 1 {
+					t.Errorf("%d requests carried the result, want 1", n)
 				}
 			})
 		}
@@ -153,14 +147,8 @@ func TestResultRefusedPolling(t *testing.T) {
 	if errcode.Of(err) != errcode.FailedPrecondition || !strings.Contains(err.Error(), "result of call call_1") || !strings.Contains(err.Error(), "then refused it") {
 		t.Fatalf("Run = %v (%v), want FailedPrecondition saying the service refused the result it accepted", err, errcode.Of(err))
 	}
-	posts := 0
-	for _, r := range h.srv.Requests() {
-		if r.Method == "POST" && strings.Contains(string(r.Body), "tool_result") {
-			posts++
-		}
-	}
-	if posts != 1 {
-		t.Errorf("%d requests carried the result, want 1", posts)
+	if n := resultPosts(h); n != 1 {
+		t.Errorf("%d requests carried the result, want 1", n)
 	}
 }
 
@@ -186,4 +174,16 @@ func TestNamespacedToolRefused(t *testing.T) {
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("the service received %d requests, want none", n)
 	}
+}
+
+// resultPosts counts the requests h's fake received that carried a tool
+// result.
+func resultPosts(h *harness) int {
+	n := 0
+	for _, r := range h.srv.Requests() {
+		if r.Method == "POST" && strings.Contains(string(r.Body), "tool_result") {
+			n++
+		}
+	}
+	return n
 }

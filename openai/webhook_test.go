@@ -153,6 +153,28 @@ func (l *hookLog) snapshot() map[string][]hookResult {
 	return out
 }
 
+// oneToolAgent opens a backend on srv with tool, a tool without
+// parameters, and makes, with the SDK, an agent whose one tool it is; it
+// returns the toolbox, the backend (closed with the test) and the agent.
+func oneToolAgent(t *testing.T, srv *openaitest.Server, tool *core.Tool) (*core.Toolbox, *openai.Backend, *oai.Agent) {
+	t.Helper()
+	tools, err := core.NewToolbox(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	a, err := b.Client().Beta.Agents.New(t.Context(), oai.BetaAgentNewParams{Model: "m", Tools: []oai.PersistedAgentToolParamUnion{
+		oai.PersistedAgentToolParamOfParamFunction(tool.Description(), tool.Name(), map[string]any{"type": "object", "properties": map[string]any{}})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools, b, a
+}
+
 // customerAgent makes, with the SDK, an agent whose tools are get_customer
 // and get_plan_price (as the harness's toolbox implements them), and
 // returns its id.
@@ -475,20 +497,7 @@ func TestWebhookResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := core.NewToolbox(block)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	a, err := b.Client().Beta.Agents.New(t.Context(), oai.BetaAgentNewParams{Model: "m", Tools: []oai.PersistedAgentToolParamUnion{
-		oai.PersistedAgentToolParamOfParamFunction("Blocks.", "block", map[string]any{"type": "object", "properties": map[string]any{}})}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tools, b, a := oneToolAgent(t, srv, block)
 	log := newHookLog()
 	var accepted atomic.Int32
 	hh, err := openai.NewWebhookHandler(core.NewRunner(b, tools, &core.Options{Logger: discard()}), log.options(openai.WebhookOptions{
@@ -1096,20 +1105,7 @@ func TestWebhookActionDuringResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := core.NewToolbox(holdTool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	a, err := b.Client().Beta.Agents.New(t.Context(), oai.BetaAgentNewParams{Model: "m", Tools: []oai.PersistedAgentToolParamUnion{
-		oai.PersistedAgentToolParamOfParamFunction("Holds.", "hold", map[string]any{"type": "object", "properties": map[string]any{}})}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tools, b, a := oneToolAgent(t, srv, holdTool)
 	log := newHookLog()
 	runner := core.NewRunner(b, tools, &core.Options{Logger: discard(), Hooks: &core.Hooks{
 		Run: func(ctx context.Context, _ *core.RunInfo) (context.Context, func(*core.Result, error)) {

@@ -8,7 +8,10 @@
 //
 // Each scenario is a subtest on a fresh harness, kept in a table with a
 // one-line explanation of the rule it checks, so a failure names the rule
-// that broke. A scenario that needs something the backend or its fake does
+// that broke. The scenarios run in parallel (as go test's -parallel
+// allows), each on its own harness: a HarnessMaker is called from several
+// goroutines at once, and its harnesses must share nothing (a fake of
+// their own each). A scenario that needs something the backend or its fake does
 // not support is skipped with the reason, never silently passed.
 //
 // The MCP scenarios (named MCP…/memory, /stdio, /http) offer the tools of
@@ -139,10 +142,19 @@ func Run(t *testing.T, newHarness HarnessMaker) {
 	run(t, newHarness, nil)
 }
 
+// alone names the scenarios that look at the whole process (its
+// goroutines, its heap): they run before the others of a suite, which run
+// in parallel with one another (go test's -parallel bounds how many at
+// once).
+var alone = map[string]bool{"StreamBreak": true, "StreamSlowReader": true}
+
 func run(t *testing.T, newHarness HarnessMaker, newLoop LoopMaker) {
 	t.Helper()
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
+			if !alone[sc.name] {
+				t.Parallel()
+			}
 			h, err := newHarness(t.Context(), t)
 			if err != nil {
 				t.Fatalf("making harness: %v", err)

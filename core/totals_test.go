@@ -245,7 +245,7 @@ func TestTotalsBounded(t *testing.T) {
 			if longest > 64 {
 				t.Errorf("a totals note listed %d calls; want at most 64 whatever the turn's length", longest)
 			}
-			for i := range steps / 32 {
+			for i := range steps / core.TotalsPage {
 				if v, found, _ := notes.Note(t.Context(), e.backend.Name(), thread, "totals."+strconv.Itoa(i)); found && v != "" {
 					t.Errorf("page %d of the turn's totals is left after the turn: %.60s…", i, v)
 				}

@@ -164,9 +164,7 @@ var _ driver.Notes = (*Journal)(nil)
 // result).
 func (j *Journal) SetNote(ctx context.Context, backend, thread, name, value string) error {
 	err := j.w.q.Do(ctx, &op{syncFrom: Full, run: func(ctx context.Context) error {
-		_, err := j.conn.ExecContext(ctx, `INSERT INTO `+notesTable+` (`+noteColumns+`) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (backend, thread, name) DO UPDATE SET value = excluded.value, updated = excluded.updated`,
-			backend, thread, name, value, time.Now().UnixNano())
+		_, err := j.setNote.ExecContext(ctx, backend, thread, name, value, time.Now().UnixNano())
 		return err
 	}})
 	if err != nil {

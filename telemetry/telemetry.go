@@ -146,6 +146,7 @@ type telemetry struct {
 	usage     cache[[2]string, []metric.RecordOption]
 	writes    cache[[2]string, []metric.RecordOption]
 	tools     cache[[3]string, *tool]
+	okWrites  [len(journalOps)][]metric.RecordOption
 
 	// callSpans and stepSpans hold the callSpans and stepSpans of calls
 	// and steps that ended, for the next.
@@ -239,6 +240,9 @@ func Hooks(o *Options) (*core.Hooks, error) {
 		metric.WithDescription("Duration of the journal writes on a call's path."),
 		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1)); err != nil {
 		return nil, err
+	}
+	for i, op := range journalOps {
+		t.okWrites[i] = recordOpts(JournalOpKey.String(op))
 	}
 	if t.o.AgentName != "" {
 		t.agent = []attribute.KeyValue{semconv.GenAIAgentNameKey.String(t.o.AgentName)}
@@ -690,10 +694,22 @@ func (t *telemetry) recordSeconds(ctx context.Context, seconds float64, op, back
 	t.duration.Record(ctx, seconds, opt...)
 }
 
+// journalOps are the ops of core.Hooks.JournalWrite; telemetry.okWrites
+// holds, for each, the options of a write that succeeded.
+var journalOps = [...]string{"claim", "finish", "takeover", "release", "submitted"}
+
 func (t *telemetry) journalWrite(ctx context.Context, op string, d time.Duration, err error) {
 	errType := ""
 	if err != nil {
 		errType = errcode.Of(err).String()
+	} else {
+		// Two of these a call: the options were made with the hooks.
+		for i, o := range journalOps {
+			if o == op {
+				t.journal.Record(ctx, d.Seconds(), t.okWrites[i]...)
+				return
+			}
+		}
 	}
 	key := [2]string{op, errType}
 	opt, ok := t.writes.load(key)

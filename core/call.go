@@ -66,9 +66,11 @@ func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult,
 	if h == nil || h.Call == nil {
 		return r.callDetached(ctx, c, req)
 	}
-	ctx, end := h.Call(ctx, r.callInfo(c))
+	hc := r.hooked(c)
+	ctx, end := h.Call(ctx, &hc.info)
 	tr, err := r.callDetached(ctx, c, req)
-	e := &CallEnd{Cause: c.cause, Err: err}
+	e := &hc.end
+	*e = CallEnd{Cause: c.cause, Err: err}
 	if err == nil {
 		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
 	}
@@ -149,11 +151,19 @@ func (r *Runner) outsideApproval(ctx context.Context, c *callRun, rule ApprovalR
 	return msg
 }
 
-// callInfo describes c to the call hook.
-func (r *Runner) callInfo(c *callRun) *CallInfo {
-	info := &CallInfo{Backend: r.b.Name(), Call: c.call, Step: c.step}
+// A hookedCall is what the call hook is given of a call, as it begins
+// (info) and as it ends (end), made in one allocation: the hook's function
+// values keep both.
+type hookedCall struct {
+	info CallInfo
+	end  CallEnd
+}
+
+// hooked describes c to the call hook; its end is filled as c ends.
+func (r *Runner) hooked(c *callRun) *hookedCall {
+	hc := &hookedCall{info: CallInfo{Backend: r.b.Name(), Call: c.call, Step: c.step}}
 	if c.tool != nil {
-		info.Server = c.tool.opts.Server
+		hc.info.Server = c.tool.opts.Server
 	}
-	return info
+	return hc
 }

@@ -222,9 +222,11 @@ func (r *Runner) hookedAnswer(ctx context.Context, c *callRun) (driver.ToolResul
 	if h == nil || h.Call == nil {
 		return r.answer(ctx, c)
 	}
-	ctx, end := h.Call(ctx, r.callInfo(c))
+	hc := r.hooked(c)
+	ctx, end := h.Call(ctx, &hc.info)
 	tr, err := r.answer(ctx, c)
-	e := &CallEnd{Reused: c.reused, Cause: c.cause}
+	e := &hc.end
+	*e = CallEnd{Reused: c.reused, Cause: c.cause}
 	switch {
 	case err == errPaused:
 		e.Paused = true

@@ -139,13 +139,18 @@ type telemetry struct {
 	agent    []attribute.KeyValue // gen_ai.agent.name, when set
 	runName  string
 
-	// Measurement options and span names, made once per distinct set of
-	// attributes (attribute sets cost allocations to make).
+	// Measurement options, made once per distinct set of attributes
+	// (attribute sets cost allocations to make), and the tools' entries.
 	durations cache[[4]string, []metric.RecordOption]
 	toolCalls cache[[3]string, []metric.AddOption]
 	usage     cache[[2]string, []metric.RecordOption]
 	writes    cache[[2]string, []metric.RecordOption]
-	names     cache[string, string]
+	tools     cache[[3]string, *tool]
+	okWrites  [len(journalOps)][]metric.RecordOption
+
+	// callSpans and stepSpans hold the callSpans and stepSpans of calls
+	// and steps that ended, for the next.
+	callSpans, stepSpans sync.Pool
 }
 
 // maxCached bounds each cache: past it, values are made each time.
@@ -203,6 +208,7 @@ func metricTool(name string, o core.Outcome) string {
 // in core.Options.Hooks). o may be nil.
 func Hooks(o *Options) (*core.Hooks, error) {
 	t := &telemetry{runName: "invoke_agent"}
+	t.callSpans.New, t.stepSpans.New = newCallSpan, newStepSpan
 	if o != nil {
 		t.o = *o
 	}
@@ -234,6 +240,9 @@ func Hooks(o *Options) (*core.Hooks, error) {
 		metric.WithDescription("Duration of the journal writes on a call's path."),
 		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1)); err != nil {
 		return nil, err
+	}
+	for i, op := range journalOps {
+		t.okWrites[i] = recordOpts(JournalOpKey.String(op))
 	}
 	if t.o.AgentName != "" {
 		t.agent = []attribute.KeyValue{semconv.GenAIAgentNameKey.String(t.o.AgentName)}
@@ -378,110 +387,276 @@ func setRemaining(span trace.Span, rem core.Remaining) {
 	span.SetAttributes(attrs[:n]...)
 }
 
-// step starts a chat span: one request of the backend for a step.
+// step starts a chat span: one request of the backend for a step. As a
+// call's span, its attributes are written into a stepSpan taken from a
+// pool, whose start options and end function were made with it.
 func (t *telemetry) step(ctx context.Context, info *core.StepInfo) (context.Context, func(*driver.Step, error)) {
 	start := time.Now()
-	ctx, span := t.tracer.Start(ctx, "chat", client, trace.WithAttributes(
-		semconv.GenAIOperationNameChat, provider(info.Backend), BackendKey.String(info.Backend),
-		StepOpKey.String(info.Op), StepKey.Int(info.Step), ResultsKey.Int(info.Results)))
+	ss := t.stepSpans.Get().(*stepSpan)
+	ss.attrs = [len(ss.attrs)]attribute.KeyValue{semconv.GenAIOperationNameChat, provider(info.Backend), BackendKey.String(info.Backend),
+		StepOpKey.String(info.Op), StepKey.Int(info.Step), ResultsKey.Int(info.Results)}
+	// The tracer copies the attributes as it starts the span (see call).
+	ctx, ss.span = t.tracer.Start(ctx, "chat", ss.opts[:]...)
+	clear(ss.attrs[:])
 	if info.Remaining.Set {
-		setRemaining(span, info.Remaining)
+		setRemaining(ss.span, info.Remaining)
 	}
-	backend := info.Backend
-	return ctx, func(next *driver.Step, err error) {
-		errType := ""
-		if err != nil {
-			errType = errcode.Of(err).String()
-			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
-			span.SetStatus(codes.Error, errType)
+	ss.t, ss.ctx, ss.backend, ss.start = t, ctx, info.Backend, start
+	return ctx, ss.endFn
+}
+
+// A stepSpan is a step's span while the backend is asked for the step, and
+// the room its attributes are written in; telemetry.stepSpans keeps them
+// for the next steps.
+type stepSpan struct {
+	t       *telemetry
+	ctx     context.Context // the span's
+	span    trace.Span
+	backend string
+	start   time.Time
+	// attrs holds the attributes the span starts with; opts the start
+	// options (the span's kind, trace.WithAttributes(attrs[:]...)), made
+	// once with the stepSpan.
+	attrs [6]attribute.KeyValue
+	opts  [2]trace.SpanStartOption
+	// end holds the attributes set as the step ends.
+	end [9]attribute.KeyValue
+	// endFn is ss.finish, made once.
+	endFn func(*driver.Step, error)
+}
+
+// newStepSpan makes a stepSpan for t.stepSpans.
+func newStepSpan() any {
+	ss := &stepSpan{}
+	ss.opts = [2]trace.SpanStartOption{client, trace.WithAttributes(ss.attrs[:]...)}
+	ss.endFn = ss.finish
+	return ss
+}
+
+// finish ends the step's span, records its metrics, and gives ss back to
+// stepSpans: the runner calls it once, as the step ends.
+func (ss *stepSpan) finish(next *driver.Step, err error) {
+	t, span, ctx, backend := ss.t, ss.span, ss.ctx, ss.backend
+	errType := ""
+	n := 0
+	if err != nil {
+		errType = errcode.Of(err).String()
+		ss.end[n] = semconv.ErrorTypeKey.String(errType)
+		n++
+		span.SetStatus(codes.Error, errType)
+	}
+	if next != nil {
+		ss.end[n] = semconv.GenAIConversationIDKey.String(stateOf(ctx).learn(next))
+		ss.end[n+1] = ThreadKey.String(next.Thread)
+		ss.end[n+2] = TurnKey.String(next.Turn)
+		ss.end[n+3] = CallsKey.Int(len(next.Calls))
+		ss.end[n+4] = semconv.GenAIUsageInputTokensKey.Int64(next.Usage.InputTokens)
+		ss.end[n+5] = semconv.GenAIUsageOutputTokensKey.Int64(next.Usage.OutputTokens)
+		n += 6
+		if next.Model != "" {
+			ss.end[n] = semconv.GenAIRequestModelKey.String(next.Model)
+			n++
 		}
-		if next != nil {
-			span.SetAttributes(semconv.GenAIConversationIDKey.String(stateOf(ctx).learn(next)), ThreadKey.String(next.Thread),
-				TurnKey.String(next.Turn), CallsKey.Int(len(next.Calls)),
-				semconv.GenAIUsageInputTokensKey.Int64(next.Usage.InputTokens), semconv.GenAIUsageOutputTokensKey.Int64(next.Usage.OutputTokens))
-			if next.Model != "" {
-				span.SetAttributes(semconv.GenAIRequestModelKey.String(next.Model))
-			}
-			if next.Turn != "" {
-				// The service's response (on sessions, its turn).
-				span.SetAttributes(semconv.GenAIResponseIDKey.String(next.Turn))
-			}
-			if u := next.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
-				for _, tt := range [...]struct {
-					typ string
-					n   int64
-				}{{"input", u.InputTokens}, {"output", u.OutputTokens}} {
-					key := [2]string{backend, tt.typ}
-					opt, ok := t.usage.load(key)
-					if !ok {
-						opt = t.usage.store(key, recordOpts(semconv.GenAIOperationNameChat, provider(backend), semconv.GenAITokenTypeKey.String(tt.typ)))
-					}
-					t.tokens.Record(ctx, tt.n, opt...)
+		if next.Turn != "" {
+			// The service's response (on sessions, its turn).
+			ss.end[n] = semconv.GenAIResponseIDKey.String(next.Turn)
+			n++
+		}
+	}
+	span.SetAttributes(ss.end[:n]...) // which copies them
+	clear(ss.end[:n])
+	if next != nil {
+		if u := next.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
+			for _, tt := range [...]struct {
+				typ string
+				n   int64
+			}{{"input", u.InputTokens}, {"output", u.OutputTokens}} {
+				key := [2]string{backend, tt.typ}
+				opt, ok := t.usage.load(key)
+				if !ok {
+					opt = t.usage.store(key, recordOpts(semconv.GenAIOperationNameChat, provider(backend), semconv.GenAITokenTypeKey.String(tt.typ)))
 				}
+				t.tokens.Record(ctx, tt.n, opt...)
 			}
 		}
-		span.End()
-		t.record(ctx, start, "chat", backend, errType, "")
 	}
+	span.End()
+	t.record(ctx, ss.start, "chat", backend, errType, "")
+	ss.t, ss.ctx, ss.span, ss.backend = nil, nil, nil, ""
+	t.stepSpans.Put(ss)
 }
 
 // call starts an execute_tool span, the handler's parent.
+//
+// A call is the hottest of the hooks (every call of every step), so its
+// work is made of what was prepared before: the span's name, its fixed
+// attributes and the measurement options of a call that succeeds come from
+// the tool's entry (toolOf), and the attributes of this call are written
+// into a callSpan taken from a pool, whose span start options and end
+// function were made with it; a call allocates nothing of its own beyond
+// what the tracer does.
 func (t *telemetry) call(ctx context.Context, info *core.CallInfo) (context.Context, func(*core.CallEnd)) {
 	c := info.Call
 	start := time.Now()
 	conv, _ := stateOf(ctx).get(c.Thread)
-	attrs := []attribute.KeyValue{
-		semconv.GenAIOperationNameExecuteTool, provider(info.Backend), BackendKey.String(info.Backend),
-		semconv.GenAIToolNameKey.String(c.Name), semconv.GenAIToolCallIDKey.String(c.ID), semconv.GenAIToolTypeKey.String("function"),
-		semconv.GenAIConversationIDKey.String(conv), ThreadKey.String(c.Thread), TurnKey.String(c.Turn), StepKey.Int(info.Step),
-	}
-	if info.Server != "" {
-		attrs = append(attrs, ServerKey.String(info.Server))
-	}
+	tl := t.toolOf(info.Backend, c.Name, info.Server)
+	cs := t.callSpans.Get().(*callSpan)
+	n := copy(cs.attrs[:], tl.attrs[:tl.n])
+	cs.attrs[n] = semconv.GenAIToolCallIDKey.String(c.ID)
+	cs.attrs[n+1] = semconv.GenAIConversationIDKey.String(conv)
+	cs.attrs[n+2] = ThreadKey.String(c.Thread)
+	cs.attrs[n+3] = TurnKey.String(c.Turn)
+	cs.attrs[n+4] = StepKey.Int(info.Step)
+	n += 5
 	if t.o.RecordContent {
-		attrs = append(attrs, ToolArgsKey.String(string(c.Arguments)))
+		cs.attrs[n] = ToolArgsKey.String(string(c.Arguments))
+		n++
 	}
-	name, ok := t.names.load(c.Name)
-	if !ok {
-		name = t.names.store(c.Name, "execute_tool "+c.Name)
+	// The tracer copies the attributes as it starts the span (the options
+	// are applied by trace.NewSpanStartConfig, which appends them to a
+	// slice of its own), so cs.attrs is free again once Start returns.
+	cs.opts[1] = cs.withAttrs[n-minCallAttrs]
+	ctx, cs.span = t.tracer.Start(ctx, tl.name, cs.opts[:]...)
+	cs.opts[1] = nil
+	clear(cs.attrs[:n])
+	cs.t, cs.tool, cs.ctx, cs.call, cs.backend, cs.start = t, tl, ctx, c, info.Backend, start
+	return ctx, cs.endFn
+}
+
+// The number of attributes an execute_tool span starts with: 10 (the
+// operation, the provider, the backend, the tool's name and type, the call's
+// id, the conversation, the thread, the turn and the step), then the
+// server and the arguments when there are.
+const (
+	minCallAttrs = 10
+	maxCallAttrs = minCallAttrs + 2
+)
+
+// A callSpan is a call's span while the call runs, and the room its
+// attributes are written in; telemetry.callSpans keeps them for the next
+// calls.
+type callSpan struct {
+	t       *telemetry
+	tool    *tool
+	ctx     context.Context // the span's
+	span    trace.Span
+	call    *core.Call
+	backend string
+	start   time.Time
+
+	// attrs holds the attributes the span starts with; withAttrs[i] is
+	// trace.WithAttributes(attrs[:minCallAttrs+i]...), and opts the start
+	// options (the span's kind, then one of withAttrs), all made once
+	// with the callSpan, so that starting a span allocates none of them.
+	attrs     [maxCallAttrs]attribute.KeyValue
+	withAttrs [maxCallAttrs - minCallAttrs + 1]trace.SpanStartOption
+	opts      [2]trace.SpanStartOption
+	// end holds the attributes set as the call ends.
+	end [4]attribute.KeyValue
+	// endFn is cs.finish, made once.
+	endFn func(*core.CallEnd)
+}
+
+// newCallSpan makes a callSpan for t.callSpans.
+func newCallSpan() any {
+	cs := &callSpan{}
+	for i := range cs.withAttrs {
+		cs.withAttrs[i] = trace.WithAttributes(cs.attrs[:minCallAttrs+i]...)
 	}
-	ctx, span := t.tracer.Start(ctx, name, internal, trace.WithAttributes(attrs...))
-	backend := info.Backend
-	return ctx, func(e *core.CallEnd) {
-		var outcome, errType string
-		switch {
-		case e.Paused:
-			outcome = "awaiting_approval"
-		case e.Err != nil:
-			outcome, errType = "error", errcode.Of(e.Err).String()
-		default:
-			outcome = e.Result.Outcome.String()
-			if e.Result.Failed {
-				errType = outcome
-			}
+	cs.opts[0] = internal
+	cs.endFn = cs.finish
+	return cs
+}
+
+// finish ends the call's span, records its metrics, and gives cs back to
+// callSpans: the runner calls it once, as the call ends.
+func (cs *callSpan) finish(e *core.CallEnd) {
+	t, tl, span, ctx, c := cs.t, cs.tool, cs.span, cs.ctx, cs.call
+	var outcome, errType string
+	switch {
+	case e.Paused:
+		outcome = "awaiting_approval"
+	case e.Err != nil:
+		outcome, errType = "error", errcode.Of(e.Err).String()
+	default:
+		outcome = e.Result.Outcome.String()
+		if e.Result.Failed {
+			errType = outcome
 		}
-		end := [4]attribute.KeyValue{OutcomeKey.String(outcome), ReusedKey.Bool(e.Reused)}
-		n := 2
-		if errType != "" {
-			end[n] = semconv.ErrorTypeKey.String(errType)
-			n++
-			span.SetStatus(codes.Error, errType)
+	}
+	cs.end[0], cs.end[1] = OutcomeKey.String(outcome), ReusedKey.Bool(e.Reused)
+	n := 2
+	if errType != "" {
+		cs.end[n] = semconv.ErrorTypeKey.String(errType)
+		n++
+		span.SetStatus(codes.Error, errType)
+	}
+	if t.o.RecordContent && e.Err == nil && !e.Paused {
+		cs.end[n] = ToolResultKey.String(resultText(e.Result))
+		n++
+	}
+	span.SetAttributes(cs.end[:n]...) // which copies them
+	span.End()
+	seconds := time.Since(cs.start).Seconds()
+	if errType == "" && outcome == okOutcome {
+		// The common case: the options were made with the tool's entry.
+		reused := 0
+		if e.Reused {
+			reused = 1
 		}
-		if t.o.RecordContent && e.Err == nil && !e.Paused {
-			end[n] = ToolResultKey.String(resultText(e.Result))
-			n++
-		}
-		span.SetAttributes(end[:n]...)
-		span.End()
-		tool := metricTool(c.Name, e.Result.Outcome)
-		t.record(ctx, start, "execute_tool", backend, errType, tool)
-		key := [3]string{tool, outcome, strconv.FormatBool(e.Reused)}
+		t.duration.Record(ctx, seconds, tl.okDuration...)
+		t.calls.Add(ctx, 1, tl.okCalls[reused]...)
+	} else {
+		name := metricTool(c.Name, e.Result.Outcome)
+		t.recordSeconds(ctx, seconds, "execute_tool", cs.backend, errType, name)
+		key := [3]string{name, outcome, strconv.FormatBool(e.Reused)}
 		opt, ok := t.toolCalls.load(key)
 		if !ok {
-			opt = t.toolCalls.store(key, addOpts(semconv.GenAIToolNameKey.String(tool), OutcomeKey.String(outcome), ReusedKey.Bool(e.Reused)))
+			opt = t.toolCalls.store(key, addOpts(semconv.GenAIToolNameKey.String(name), OutcomeKey.String(outcome), ReusedKey.Bool(e.Reused)))
 		}
 		t.calls.Add(ctx, 1, opt...)
 	}
+	clear(cs.end[:n])
+	cs.t, cs.tool, cs.ctx, cs.span, cs.call, cs.backend = nil, nil, nil, nil, nil, ""
+	t.callSpans.Put(cs)
+}
+
+// okOutcome is the outcome of a call whose handler returned a result.
+var okOutcome = core.OK.String()
+
+// A tool is what the spans and metrics of a tool's calls share, made once
+// per backend, tool name and server (see toolOf).
+type tool struct {
+	name  string // the span's: "execute_tool <tool>"
+	attrs [6]attribute.KeyValue
+	n     int // attrs[:n] start every span of the tool's calls
+	// The options of a call that succeeds: its duration, and its count by
+	// toolrelay.call.reused (false, true).
+	okDuration []metric.RecordOption
+	okCalls    [2][]metric.AddOption
+}
+
+// toolOf returns the entry of a tool's calls on backend, made once (past
+// maxCached entries, made each time).
+func (t *telemetry) toolOf(backend, name, server string) *tool {
+	key := [3]string{backend, name, server}
+	if tl, ok := t.tools.load(key); ok {
+		return tl
+	}
+	p := provider(backend)
+	tl := &tool{name: "execute_tool " + name}
+	tl.attrs = [6]attribute.KeyValue{semconv.GenAIOperationNameExecuteTool, p, BackendKey.String(backend),
+		semconv.GenAIToolNameKey.String(name), semconv.GenAIToolTypeKey.String("function")}
+	tl.n = 5
+	if server != "" {
+		tl.attrs[5] = ServerKey.String(server)
+		tl.n = 6
+	}
+	tl.okDuration = recordOpts(semconv.GenAIOperationNameExecuteTool, p, semconv.GenAIToolNameKey.String(name))
+	for i, reused := range []bool{false, true} {
+		tl.okCalls[i] = addOpts(semconv.GenAIToolNameKey.String(name), OutcomeKey.String(okOutcome), ReusedKey.Bool(reused))
+	}
+	return t.tools.store(key, tl)
 }
 
 // resultText is what a result says to the model.
@@ -498,6 +673,12 @@ func resultText(r core.CallResult) string {
 
 // record adds an operation's duration to gen_ai.client.operation.duration.
 func (t *telemetry) record(ctx context.Context, start time.Time, op, backend, errType, tool string) {
+	t.recordSeconds(ctx, time.Since(start).Seconds(), op, backend, errType, tool)
+}
+
+// recordSeconds adds an operation's duration, in seconds, to
+// gen_ai.client.operation.duration.
+func (t *telemetry) recordSeconds(ctx context.Context, seconds float64, op, backend, errType, tool string) {
 	key := [4]string{op, backend, errType, tool}
 	opt, ok := t.durations.load(key)
 	if !ok {
@@ -510,13 +691,25 @@ func (t *telemetry) record(ctx context.Context, start time.Time, op, backend, er
 		}
 		opt = t.durations.store(key, recordOpts(attrs...))
 	}
-	t.duration.Record(ctx, time.Since(start).Seconds(), opt...)
+	t.duration.Record(ctx, seconds, opt...)
 }
+
+// journalOps are the ops of core.Hooks.JournalWrite; telemetry.okWrites
+// holds, for each, the options of a write that succeeded.
+var journalOps = [...]string{"claim", "finish", "takeover", "release", "submitted"}
 
 func (t *telemetry) journalWrite(ctx context.Context, op string, d time.Duration, err error) {
 	errType := ""
 	if err != nil {
 		errType = errcode.Of(err).String()
+	} else {
+		// Two of these a call: the options were made with the hooks.
+		for i, o := range journalOps {
+			if o == op {
+				t.journal.Record(ctx, d.Seconds(), t.okWrites[i]...)
+				return
+			}
+		}
 	}
 	key := [2]string{op, errType}
 	opt, ok := t.writes.load(key)

@@ -1,0 +1,6 @@
+//go:build !race
+
+package telemetry_test
+
+// raceEnabled reports whether the race detector instruments the binary.
+const raceEnabled = false

@@ -22,70 +22,79 @@ import (
 // environment variable and file key. Each backend reads settings of its own
 // from a section of the file and from the environment (see
 // [OpenRequest.BackendSettings]).
+//
+// Its fields are the table of the shared settings, a setting a field: the
+// tags of each say where it is read (env, its environment variable; json,
+// its file key), its range (min, see the package doc), its row of the
+// package doc's table (doc, what it is; doc_default, its default: the
+// package's tests make the table from them) and, for a setting of core's,
+// the field of core.Options it sets (runner: [Open] copies a setting that
+// is set, above zero, true or a table, over Options.Runner's value). A new
+// setting is one field.
 type Settings struct {
 	// Backend names the backend to open (see [Backends]).
-	Backend string `json:"backend,omitempty" env:"TOOLRELAY_BACKEND"`
+	Backend string `json:"backend,omitempty" env:"TOOLRELAY_BACKEND" doc:"backend to open"`
 	// Instructions are the model's instructions, for backends that make
 	// an agent (or send instructions) themselves.
-	Instructions string `json:"instructions,omitempty" env:"TOOLRELAY_INSTRUCTIONS"`
+	Instructions string `json:"instructions,omitempty" env:"TOOLRELAY_INSTRUCTIONS" doc:"model instructions"`
 	// MaxSteps bounds the steps of one run (core.Options.MaxSteps).
-	MaxSteps int `json:"max_steps,omitempty" env:"TOOLRELAY_MAX_STEPS"`
+	MaxSteps int `json:"max_steps,omitempty" env:"TOOLRELAY_MAX_STEPS" doc:"step limit per run" doc_default:"10" runner:"MaxSteps"`
 	// Concurrency bounds the calls of one step run at once
 	// (core.Options.Concurrency).
-	Concurrency int `json:"concurrency,omitempty" env:"TOOLRELAY_CONCURRENCY"`
+	Concurrency int `json:"concurrency,omitempty" env:"TOOLRELAY_CONCURRENCY" doc:"calls run at once" doc_default:"16" runner:"Concurrency"`
 	// ToolTimeout bounds each handler without a timeout of its own
 	// (core.Options.ToolTimeout), as a Go duration ("30s").
-	ToolTimeout Duration `json:"tool_timeout,omitempty" env:"TOOLRELAY_TOOL_TIMEOUT"`
+	ToolTimeout Duration `json:"tool_timeout,omitempty" env:"TOOLRELAY_TOOL_TIMEOUT" doc:"default tool timeout" doc_default:"5m" runner:"ToolTimeout"`
 	// RunTimeout bounds each run, from its start to its answer
 	// (core.Options.RunTimeout), as a Go duration ("30m").
-	RunTimeout Duration `json:"run_timeout,omitempty" env:"TOOLRELAY_RUN_TIMEOUT"`
+	RunTimeout Duration `json:"run_timeout,omitempty" env:"TOOLRELAY_RUN_TIMEOUT" doc:"run time limit" doc_default:"30m" runner:"RunTimeout"`
 	// MaxArgumentBytes bounds the arguments of one call, in bytes
 	// (core.Options.MaxArgumentBytes).
-	MaxArgumentBytes int `json:"max_argument_bytes,omitempty" env:"TOOLRELAY_MAX_ARGUMENT_BYTES"`
+	MaxArgumentBytes int `json:"max_argument_bytes,omitempty" env:"TOOLRELAY_MAX_ARGUMENT_BYTES" doc:"arguments per call" doc_default:"1048576 (1 MiB)" runner:"MaxArgumentBytes"`
 	// MaxOutputBytes bounds the output of one call, in bytes
 	// (core.Options.MaxOutputBytes).
-	MaxOutputBytes int `json:"max_output_bytes,omitempty" env:"TOOLRELAY_MAX_OUTPUT_BYTES"`
+	MaxOutputBytes int `json:"max_output_bytes,omitempty" env:"TOOLRELAY_MAX_OUTPUT_BYTES" doc:"output per call" doc_default:"4194304 (4 MiB)" runner:"MaxOutputBytes"`
 	// TruncateOutput cuts a text output past MaxOutputBytes instead of
 	// failing the call (core.Options.TruncateOutput).
-	TruncateOutput bool `json:"truncate_output,omitempty" env:"TOOLRELAY_TRUNCATE_OUTPUT"`
+	TruncateOutput bool `json:"truncate_output,omitempty" env:"TOOLRELAY_TRUNCATE_OUTPUT" doc:"cut text past the limit" doc_default:"false" runner:"TruncateOutput"`
 	// MaxResponseBytes bounds a response body of the service, and
 	// MaxEventBytes one event of its streams, in bytes; negative means no
 	// limit (the backends' MaxResponseBytes and MaxEventBytes).
-	MaxResponseBytes int `json:"max_response_bytes,omitempty" env:"TOOLRELAY_MAX_RESPONSE_BYTES" min:"none"`
-	MaxEventBytes    int `json:"max_event_bytes,omitempty" env:"TOOLRELAY_MAX_EVENT_BYTES" min:"none"`
+	MaxResponseBytes int `json:"max_response_bytes,omitempty" env:"TOOLRELAY_MAX_RESPONSE_BYTES" min:"none" doc:"service's response size" doc_default:"67108864 (64 MiB)"`
+	MaxEventBytes    int `json:"max_event_bytes,omitempty" env:"TOOLRELAY_MAX_EVENT_BYTES" min:"none" doc:"service's event size" doc_default:"16777216 (16 MiB)"`
 	// IdleTimeout bounds the wait for an answer of the service (its
 	// headers, then the whole of a body that is not a stream, or the next
 	// bytes of a stream), and MaxSilence each wait for the next complete
 	// event of a stream (keep-alives, fields without data and an event's
 	// partial bytes do not count), as Go durations; negative means no
 	// limit (the backends' IdleTimeout and MaxSilence).
-	IdleTimeout Duration `json:"idle_timeout,omitempty" env:"TOOLRELAY_IDLE_TIMEOUT" min:"none"`
-	MaxSilence  Duration `json:"max_silence,omitempty" env:"TOOLRELAY_MAX_SILENCE" min:"none"`
+	IdleTimeout Duration `json:"idle_timeout,omitempty" env:"TOOLRELAY_IDLE_TIMEOUT" min:"none" doc:"wait for an answer" doc_default:"10m"`
+	MaxSilence  Duration `json:"max_silence,omitempty" env:"TOOLRELAY_MAX_SILENCE" min:"none" doc:"wait for the next event" doc_default:"10m"`
 	// Journal names the results journal (core.Options.Journal) by URL:
 	// "memory", "sqlite:///path/file.db" or "postgres://…"; package
 	// journal lists the forms. Empty means a memory journal.
-	Journal string `json:"journal,omitempty" env:"TOOLRELAY_JOURNAL"`
+	Journal string `json:"journal,omitempty" env:"TOOLRELAY_JOURNAL" doc:"results journal (URL)" doc_default:"memory"`
 	// JournalLease is how long a claim on a call lasts before another
 	// worker may take the call over (core.Options.Lease), as a Go
 	// duration; at least 1s.
-	JournalLease Duration `json:"journal_lease,omitempty" env:"TOOLRELAY_JOURNAL_LEASE" min:"1s"`
+	JournalLease Duration `json:"journal_lease,omitempty" env:"TOOLRELAY_JOURNAL_LEASE" min:"1s" doc:"journal lease" doc_default:"1m (at least 1s)" runner:"Lease"`
 	// JournalRetention, if set, is how long the journal keeps finished
 	// entries before pruning them (journal.StartPruning), as a Go
 	// duration ("720h"); at least the run time limit, so that no result
 	// is pruned before its run has sent it.
-	JournalRetention Duration `json:"journal_retention,omitempty" env:"TOOLRELAY_JOURNAL_RETENTION"`
+	JournalRetention Duration `json:"journal_retention,omitempty" env:"TOOLRELAY_JOURNAL_RETENTION" doc:"journal retention" doc_default:"keep all"`
 	// MaxInputTokens, MaxOutputTokens and MaxTotalTokens bound the tokens
 	// of a run, MaxToolCalls its calls, and MaxCost the cost of its tokens
 	// at Prices (core.Options.Budget; see core.Budget). Zero sets no limit.
-	MaxInputTokens  int     `json:"max_input_tokens,omitempty" env:"TOOLRELAY_MAX_INPUT_TOKENS"`
-	MaxOutputTokens int     `json:"max_output_tokens,omitempty" env:"TOOLRELAY_MAX_OUTPUT_TOKENS"`
-	MaxTotalTokens  int     `json:"max_total_tokens,omitempty" env:"TOOLRELAY_MAX_TOTAL_TOKENS"`
-	MaxToolCalls    int     `json:"max_tool_calls,omitempty" env:"TOOLRELAY_MAX_TOOL_CALLS"`
-	MaxCost         float64 `json:"max_cost,omitempty" env:"TOOLRELAY_MAX_COST"`
+	MaxInputTokens  int     `json:"max_input_tokens,omitempty" env:"TOOLRELAY_MAX_INPUT_TOKENS" doc:"input tokens per run" doc_default:"no limit" runner:"Budget.MaxInputTokens"`
+	MaxOutputTokens int     `json:"max_output_tokens,omitempty" env:"TOOLRELAY_MAX_OUTPUT_TOKENS" doc:"output tokens per run" doc_default:"no limit" runner:"Budget.MaxOutputTokens"`
+	MaxTotalTokens  int     `json:"max_total_tokens,omitempty" env:"TOOLRELAY_MAX_TOTAL_TOKENS" doc:"tokens per run" doc_default:"no limit" runner:"Budget.MaxTotalTokens"`
+	MaxToolCalls    int     `json:"max_tool_calls,omitempty" env:"TOOLRELAY_MAX_TOOL_CALLS" doc:"tool calls per run" doc_default:"no limit" runner:"Budget.MaxToolCalls"`
+	MaxCost         float64 `json:"max_cost,omitempty" env:"TOOLRELAY_MAX_COST" doc:"cost per run" doc_default:"no limit" runner:"Budget.MaxCost"`
 	// Prices are the prices of a million tokens by model (core.Budget's
 	// Prices): in the file an object {"model": {"input": 1.75, "output":
 	// 14}, "*": …}, in the environment the same object as JSON.
-	Prices Prices `json:"prices,omitempty" env:"TOOLRELAY_PRICES"`
+	Prices Prices `json:"prices,omitempty" env:"TOOLRELAY_PRICES" doc:"prices per model (JSON)" doc_default:"none" runner:"Budget.Prices"`
 }
 
 // Prices are the prices of tokens by model, as core.Budget.Prices; its

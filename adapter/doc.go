@@ -37,7 +37,7 @@
 // Settings come from three places: the JSON file named by TOOLRELAY_CONFIG,
 // environment variables, and values set in code ([Options]). Code wins
 // over the environment, which wins over the file. The shared settings, in
-// [Settings]:
+// [Settings], whose fields' tags make this table:
 //
 //	Setting                  Environment variable          File key            Default
 //	backend to open          TOOLRELAY_BACKEND             backend

@@ -154,10 +154,12 @@ type Options struct {
 	// environment and the file.
 	BackendSettings []any
 	// Runner is the base of the runner's options; the configuration's
+	// settings of core's (the fields of Settings with a runner tag:
 	// MaxSteps, Concurrency, ToolTimeout, RunTimeout, MaxArgumentBytes,
-	// MaxOutputBytes, TruncateOutput, JournalLease and the budget's
-	// (MaxInputTokens, MaxOutputTokens, MaxTotalTokens, MaxToolCalls,
-	// MaxCost, Prices: Runner.Budget) override it when set. Its Journal, if set, wins over the configured journal.
+	// MaxOutputBytes, TruncateOutput, JournalLease and the budget's,
+	// MaxInputTokens, MaxOutputTokens, MaxTotalTokens, MaxToolCalls,
+	// MaxCost and Prices, in Runner.Budget) override it when set. Its
+	// Journal, if set, wins over the configured journal.
 	Runner core.Options
 	// WrapTransport, if set, wraps the HTTP transport of the backend's
 	// requests (for tracing them: telemetry.Transport); every backend,
@@ -239,53 +241,6 @@ func notRegistered(name string) error {
 		return &errcode.Error{Code: errcode.Unimplemented, Op: "adapter: open", Err: fmt.Errorf("backend %q is not linked into this program: import _ %q (or github.com/toolrelay/toolrelay/all)", name, pkg)}
 	}
 	return &errcode.Error{Code: errcode.InvalidArgument, Op: "adapter: open", Err: fmt.Errorf("unknown backend %q (registered: %s)", name, known)}
-}
-
-// runnerOptions returns base overridden by the runner settings of cfg.
-func runnerOptions(cfg *Settings, ro core.Options) core.Options {
-	if cfg.MaxSteps > 0 {
-		ro.MaxSteps = cfg.MaxSteps
-	}
-	if cfg.Concurrency > 0 {
-		ro.Concurrency = cfg.Concurrency
-	}
-	if cfg.ToolTimeout > 0 {
-		ro.ToolTimeout = time.Duration(cfg.ToolTimeout)
-	}
-	if cfg.RunTimeout > 0 {
-		ro.RunTimeout = time.Duration(cfg.RunTimeout)
-	}
-	if cfg.MaxArgumentBytes > 0 {
-		ro.MaxArgumentBytes = cfg.MaxArgumentBytes
-	}
-	if cfg.MaxOutputBytes > 0 {
-		ro.MaxOutputBytes = cfg.MaxOutputBytes
-	}
-	if cfg.TruncateOutput {
-		ro.TruncateOutput = true
-	}
-	if cfg.JournalLease > 0 {
-		ro.Lease = time.Duration(cfg.JournalLease)
-	}
-	if cfg.MaxInputTokens > 0 {
-		ro.Budget.MaxInputTokens = int64(cfg.MaxInputTokens)
-	}
-	if cfg.MaxOutputTokens > 0 {
-		ro.Budget.MaxOutputTokens = int64(cfg.MaxOutputTokens)
-	}
-	if cfg.MaxTotalTokens > 0 {
-		ro.Budget.MaxTotalTokens = int64(cfg.MaxTotalTokens)
-	}
-	if cfg.MaxToolCalls > 0 {
-		ro.Budget.MaxToolCalls = int64(cfg.MaxToolCalls)
-	}
-	if cfg.MaxCost > 0 {
-		ro.Budget.MaxCost = cfg.MaxCost
-	}
-	if cfg.Prices != nil {
-		ro.Budget.Prices = cfg.Prices
-	}
-	return ro
 }
 
 // closers closes each of its non-nil closers, in order.

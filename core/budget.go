@@ -186,26 +186,11 @@ func (b Budget) Over(def Budget) Budget {
 	return b
 }
 
-// Spent is what a run has spent of its budget: what [Budget.Charge]
-// counts, and [Budget.Exceeded] and [Budget.Remaining] measure. A loop
-// other than core's Runner (the Temporal runner) keeps it to enforce a
-// Budget by core's rule.
-type Spent struct {
-	// Usage adds up the usage of the run's steps.
-	Usage Usage `json:"usage,omitzero"`
-	// ToolCalls counts the calls whose results were sent.
-	ToolCalls int `json:"tool_calls,omitempty"`
-	// Cost is the cost of Usage at the budget's prices.
-	Cost float64 `json:"cost,omitempty"`
-	// Unpriced names the model of a step that had no price under a cost
-	// limit (the first); Exceeded refuses to go on while it is set.
-	Unpriced string `json:"unpriced,omitempty"`
-}
-
-// Charge adds step's usage to s, and its cost at b's prices (Prices[step.Model],
-// else Prices["*"]). A step of a model without a price under a cost
-// limit sets s.Unpriced.
-func (b *Budget) Charge(s *Spent, step *driver.Step) {
+// Charge adds step's usage to s (what a run spent, which a loop other
+// than core's Runner keeps: see [driver.Spent]), and its cost at b's
+// prices (Prices[step.Model], else Prices["*"]). A step of a model
+// without a price under a cost limit sets s.Unpriced.
+func (b *Budget) Charge(s *driver.Spent, step *driver.Step) {
 	s.Usage.Add(step.Usage)
 	if b.Prices == nil {
 		return
@@ -228,7 +213,7 @@ func (b *Budget) Charge(s *Spent, step *driver.Step) {
 // error matching [ErrBudgetExceeded], code ResourceExhausted), calls that
 // would pass MaxToolCalls (the same), or a model without a price under a
 // cost limit (FailedPrecondition).
-func (b *Budget) Exceeded(s Spent, next int) error {
+func (b *Budget) Exceeded(s driver.Spent, next int) error {
 	if !b.limited() {
 		return nil
 	}
@@ -262,7 +247,7 @@ func (b *Budget) Exceeded(s Spent, next int) error {
 
 // Remaining returns what b has left once s is spent: the zero Remaining
 // when b sets no limit.
-func (b *Budget) Remaining(s Spent) Remaining {
+func (b *Budget) Remaining(s driver.Spent) Remaining {
 	if !b.limited() {
 		return Remaining{}
 	}
@@ -298,8 +283,8 @@ func (b *Budget) remainingWith(res *Result, calls int) Remaining {
 
 // spentBy returns what res spent, unpriced naming a model without a
 // price.
-func spentBy(res *Result, unpriced string) Spent {
-	return Spent{Usage: res.Usage, ToolCalls: res.ToolCalls, Cost: res.Cost, Unpriced: unpriced}
+func spentBy(res *Result, unpriced string) driver.Spent {
+	return driver.Spent{Usage: res.Usage, ToolCalls: res.ToolCalls, Cost: res.Cost, Unpriced: unpriced}
 }
 
 // spend is a run's budget and what its turn's earlier runs left to it.

@@ -78,7 +78,7 @@ func BenchmarkBudgetWork(b *testing.B) {
 		Prices: map[string]core.Price{"bench-model": {Input: 1.25, Output: 10}}}
 	step := &driver.Step{Model: "bench-model", Usage: core.Usage{InputTokens: 1000, OutputTokens: 50, TotalTokens: 1050},
 		Calls: []driver.Call{{ID: "c1", Name: "lookup"}}}
-	var s core.Spent
+	var s driver.Spent
 	var rem core.Remaining
 	b.ReportAllocs()
 	for b.Loop() {

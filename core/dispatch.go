@@ -115,7 +115,7 @@ func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time
 	}
 	switch {
 	case ret.panic != nil:
-		return failed(Panicked, genericFailure(t.name)), &PanicError{Value: ret.panic, Stack: ret.stack}
+		return failed(Panicked, genericFailure(t.name)), &panicError{Value: ret.panic, Stack: ret.stack}
 	case ret.err != nil && ctx.Err() != nil:
 		return failed(Interrupted, fmt.Sprintf("tool %q was interrupted", t.name)), ret.err
 	case ret.err != nil:
@@ -165,7 +165,7 @@ func (t *Tool) verify(ctx context.Context, call *Call, timeout time.Duration) (v
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- answer{err: &PanicError{Value: p, Stack: debug.Stack()}}
+				done <- answer{err: &panicError{Value: p, Stack: debug.Stack()}}
 			}
 		}()
 		v, found, err := t.opts.Verify(vctx, *call)
@@ -197,9 +197,9 @@ func genericFailure(name string) string {
 	return fmt.Sprintf("tool %q failed", name)
 }
 
-// PanicError is the internal error of a call whose handler panicked. It is
+// panicError is the internal error of a call whose handler panicked. It is
 // reported in events and logs, never to the model.
-type PanicError struct {
+type panicError struct {
 	// Value is what the handler panicked with.
 	Value any
 	// Stack is the goroutine's stack at the panic.
@@ -207,4 +207,4 @@ type PanicError struct {
 }
 
 // Error returns "panic: <value>".
-func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }

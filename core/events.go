@@ -191,7 +191,7 @@ func (e *Event) log(ctx context.Context, l *slog.Logger, callErrors bool) {
 	case e.Call == nil || callErrors || l.Enabled(ctx, slog.LevelDebug):
 		attrs = append(attrs, errorAttr(e.Err))
 	}
-	if pe, ok := e.Err.(*PanicError); ok {
+	if pe, ok := e.Err.(*panicError); ok {
 		attrs = append(attrs, slog.String("stack", string(pe.Stack)))
 	}
 	l.LogAttrs(ctx, lvl, "toolrelay: "+e.Kind.String(), attrs...)

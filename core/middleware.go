@@ -74,7 +74,7 @@ func (r *Runner) handle(ctx context.Context, c *callRun) (CallResult, error) {
 func runGuarded(ctx context.Context, f CallFunc, call *Call) (res CallResult, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			res, err = failed(Panicked, genericFailure(call.Name)), &PanicError{Value: v, Stack: debug.Stack()}
+			res, err = failed(Panicked, genericFailure(call.Name)), &panicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	res, err = f(ctx, call)

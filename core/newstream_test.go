@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/internal/corestream"
 )
 
 // TestStreamThread: a Stream's Thread is the thread it continues or
@@ -40,7 +41,7 @@ func TestStreamThread(t *testing.T) {
 	}
 }
 
-// TestNewStream: a Stream made by NewStream yields what its run yields,
+// TestNewStream: a Stream made by corestream.New (core's newStream) yields what its run yields,
 // once, stops it when the reader stops, and returns its result.
 func TestNewStream(t *testing.T) {
 	failed := errors.New("it failed")
@@ -53,7 +54,7 @@ func TestNewStream(t *testing.T) {
 		yield(core.Event{Kind: core.EventRunFinished, Err: failed}, failed)
 		return &core.Result{Thread: "w1", Text: "a"}, failed
 	}
-	st := core.NewStream("w1", run)
+	st := corestream.New("w1", run)
 	if got := st.Thread(); got != "w1" {
 		t.Errorf("Thread = %q, want w1", got)
 	}
@@ -72,7 +73,7 @@ func TestNewStream(t *testing.T) {
 			t.Errorf("a second range yielded %v, %v; want run_finished with an error", ev.Kind, err)
 		}
 	}
-	stopped := core.NewStream("", run)
+	stopped := corestream.New("", run)
 	for range stopped.Events() {
 		break
 	}

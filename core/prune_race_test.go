@@ -43,7 +43,7 @@ func chargeAndRefund(t *testing.T) (tools *core.Toolbox, backend *coretest.Backe
 	refund := mustTool(t)(core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) {
 		refunds.Add(1)
 		return "refunded", nil
-	}, &core.ToolOptions{Approval: core.Always("refunds need a person")}))
+	}, &core.ToolOptions{Approval: core.ApprovalAlways("refunds need a person")}))
 	tools, _ = core.NewToolbox(charge, refund)
 	backend = coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
 		{Calls: []coretest.Call{{Name: "charge", Arguments: []byte(`{}`)}, {Name: "refund", Arguments: []byte(`{}`)}}},

@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/toolrelay/toolrelay/core/driver"
+	"github.com/toolrelay/toolrelay/internal/runnerhook"
 )
 
 // ErrStreamStopped is the cause of a streamed run that ended because its
@@ -50,9 +51,9 @@ var errRangedTwice = errors.New("core: a Stream's events can be read once")
 // piece.
 //
 // Other runners speaking core's vocabulary return their streamed runs as
-// Streams too (see [NewStream]): temporal.Runner's are.
+// Streams too: temporal.Runner's are.
 type Stream struct {
-	run    func(yield func(Event, error) bool) (*Result, error) // see NewStream
+	run    func(yield func(Event, error) bool) (*Result, error) // see newStream
 	thread string
 
 	ranged bool
@@ -60,15 +61,22 @@ type Stream struct {
 	err    error
 }
 
-// NewStream returns a Stream whose run is run: core's Runner makes its
-// streams with it, and so may another runner (temporal.Runner does). run
-// is called once, when the events are first read (or by
-// [Stream.Result]): it yields the run's events in order, the last
-// EventRunFinished with the run's error, returns as soon as yield returns
-// false, and returns the run's Result and error. thread is the run's
-// thread, if it is known before the run (see [Stream.Thread]).
-func NewStream(thread string, run func(yield func(Event, error) bool) (*Result, error)) *Stream {
+// newStream returns a Stream whose run is run: core's Runner makes its
+// streams with it, and so may another runner (temporal.Runner does,
+// through package internal/corestream). run is called once, when the
+// events are first read (or by [Stream.Result]): it yields the run's
+// events in order, the last EventRunFinished with the run's error,
+// returns as soon as yield returns false, and returns the run's Result
+// and error. thread is the run's thread, if it is known before the run
+// (see [Stream.Thread]).
+func newStream(thread string, run func(yield func(Event, error) bool) (*Result, error)) *Stream {
 	return &Stream{run: run, thread: thread}
+}
+
+func init() {
+	runnerhook.NewStream = func(thread string, run any) any {
+		return newStream(thread, run.(func(yield func(Event, error) bool) (*Result, error)))
+	}
 }
 
 // Thread returns the thread of the stream's run: the one it continues or
@@ -86,13 +94,13 @@ func (s *Stream) Thread() string {
 // place as the returned Stream's events are read.
 func (r *Runner) Stream(ctx context.Context, input string, opts *RunOptions) *Stream {
 	ro := r.runOptions(opts)
-	return NewStream(ro.Thread, r.streamed(ctx, ro, start(input)))
+	return newStream(ro.Thread, r.streamed(ctx, ro, start(input)))
 }
 
 // ResumeStream resumes the turn waiting on thread as [Runner.Resume] does,
 // but streamed.
 func (r *Runner) ResumeStream(ctx context.Context, thread string, opts *RunOptions) *Stream {
-	return NewStream(thread, r.streamed(ctx, r.runOptions(opts), resume(thread)))
+	return newStream(thread, r.streamed(ctx, r.runOptions(opts), resume(thread)))
 }
 
 // streamed returns the run of a Stream of r from b: exec, its events

@@ -342,7 +342,7 @@ func TestEventResults(t *testing.T) {
 	r, _ := streamRunner(t, script, 0,
 		mustTool(t)(core.NewTool("ok", "", func(context.Context, struct{}) (string, error) { return "fine", nil }, nil)),
 		mustTool(t)(core.NewTool("bad", "", func(context.Context, struct{}) (string, error) { return "", core.ModelErrorf("nope") }, nil)),
-		mustTool(t)(core.NewTool("ask", "", func(context.Context, struct{}) (string, error) { return "asked", nil }, &core.ToolOptions{Approval: core.Always("why not")})))
+		mustTool(t)(core.NewTool("ask", "", func(context.Context, struct{}) (string, error) { return "asked", nil }, &core.ToolOptions{Approval: core.ApprovalAlways("why not")})))
 	results := func(st *core.Stream) []string {
 		var got []string
 		for ev := range st.Events() {

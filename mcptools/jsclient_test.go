@@ -51,7 +51,7 @@ func served() *core.Toolbox {
 		return "", errors.New("db password is hunter2")
 	}, nil)
 	refund, _ := core.NewTool("refund", "Refunds an order.", func(context.Context, struct{}) (string, error) { return "refunded", nil },
-		&core.ToolOptions{Approval: core.Always("money goes out")})
+		&core.ToolOptions{Approval: core.ApprovalAlways("money goes out")})
 	picture, _ := core.NewTool("picture", "Returns a picture.", func(context.Context, struct{}) (core.Content, error) {
 		return core.Content{core.TextPart("here:"), core.ImageData("image/png", []byte("png!"))}, nil
 	}, nil)

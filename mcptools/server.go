@@ -106,7 +106,7 @@ func ApproveNames(patterns ...string) func(name string) core.ApprovalRule {
 		if !matchAny(patterns, name) {
 			return nil
 		}
-		return core.Always(fmt.Sprintf("tool %q of an MCP server is configured to need approval", name))
+		return core.ApprovalAlways(fmt.Sprintf("tool %q of an MCP server is configured to need approval", name))
 	}
 }
 

@@ -24,7 +24,7 @@ func (c *conn) tool(t *mcp.Tool) (*core.Tool, error) {
 		opts.ReadOnly = a.ReadOnlyHint
 		opts.Idempotent = a.IdempotentHint
 		if a.DestructiveHint != nil && *a.DestructiveHint {
-			opts.Approval = core.Always(fmt.Sprintf("MCP server %q declares tool %q destructive", c.srv.Name, t.Name))
+			opts.Approval = core.ApprovalAlways(fmt.Sprintf("MCP server %q declares tool %q destructive", c.srv.Name, t.Name))
 		}
 	}
 	if c.srv.Approval != nil {

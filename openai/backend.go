@@ -370,14 +370,15 @@ func (b *Backend) thread(id string) (*thread, error) {
 	}
 	st := b.threads[id]
 	if st == nil {
-		st = newThread(id)
+		st = newThread(b, id)
 		b.threads[id] = st
 	}
 	return st, nil
 }
 
 // register records a session this backend created, once its id is known.
-func (b *Backend) register(st *thread) {
+func (st *thread) register() {
+	b := st.b
 	b.mu.Lock()
 	b.threads[st.id] = st
 	if st.id != b.opts.SessionID {

@@ -42,7 +42,7 @@ func FuzzEventStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		res := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(string(body)))}
 		es := &eventStream{dec: ssestream.NewDecoder(res), cancel: func() {}}
-		st := newThread("sess_fuzz")
+		st := newThread(b, "sess_fuzz")
 		st.obs = func(d driver.Delta) error {
 			if d.Kind == driver.TextDelta && !st.live[d.Item] {
 				t.Fatalf("a delta of message %q, which this stream did not see added", d.Item)
@@ -57,7 +57,7 @@ func FuzzEventStream(f *testing.F) {
 			if err != nil {
 				return // a clean end, an error frame, or a frame that is not JSON
 			}
-			step, _ := b.handle(context.Background(), st, ev)
+			step, _ := st.handle(context.Background(), ev)
 			release(ev)
 			if step != nil && len(step.Calls) == 0 && step.Thread == "" {
 				t.Fatalf("a step with no thread: %+v", step)

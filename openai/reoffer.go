@@ -14,7 +14,8 @@ import (
 // changed mid-run, say), before the step's results go, so that the model's
 // next step may call the new set. The tools of an agent named by
 // Options.Agent are the agent's, not the toolbox's: they are left alone.
-func (b *Backend) reoffer(ctx context.Context, st *thread) error {
+func (st *thread) reoffer(ctx context.Context) error {
+	b := st.b
 	if b.opts.Agent != "" || b.tools == nil {
 		return nil
 	}

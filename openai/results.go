@@ -44,14 +44,15 @@ var unknownCallDelays = []time.Duration{100 * time.Millisecond, 300 * time.Milli
 // this call, so that the turn may have moved on before the current event
 // stream was opened: the caller must read the session before it waits for
 // events.
-func (b *Backend) deliver(ctx context.Context, st *thread, results []driver.ToolResult) (step *driver.Step, stale bool, err error) {
+func (st *thread) deliver(ctx context.Context, results []driver.ToolResult) (step *driver.Step, stale bool, err error) {
+	b := st.b
 	todo := slices.Clone(results)
 	races, resyncs := 0, 0
 	// A result the journal shows as submitted may be answered from the
 	// service's idempotency store: the turn may have moved on unseen.
 	stale = slices.ContainsFunc(results, func(r driver.ToolResult) bool { return r.Resend })
 	for len(todo) > 0 {
-		err := b.postResults(ctx, st, todo)
+		err := st.postResults(ctx, todo)
 		if err == nil {
 			st.markSent(todo)
 			return nil, stale, nil
@@ -90,7 +91,7 @@ func (b *Backend) deliver(ctx context.Context, st *thread, results []driver.Tool
 		}
 		resyncs++
 		b.log.InfoContext(ctx, "openai: the outcome of a results request is unknown; reading the session", "session", st.id, "error", err)
-		step, sess, rerr := b.reconcile(ctx, st, b.opts.Delivery != Polling, false)
+		step, sess, rerr := st.reconcile(ctx, b.opts.Delivery != Polling, false)
 		if rerr != nil {
 			return nil, false, rerr
 		}
@@ -188,7 +189,8 @@ func namesID(s, id string) bool {
 	}
 }
 
-func (b *Backend) postResults(ctx context.Context, st *thread, results []driver.ToolResult) error {
+func (st *thread) postResults(ctx context.Context, results []driver.ToolResult) error {
+	b := st.b
 	events := make([]oai.AgentSessionInputParamUnion, len(results))
 	for i, r := range results {
 		events[i] = toolResult(r)

@@ -57,8 +57,8 @@ func (b *Backend) Start(ctx context.Context, req *driver.StartRequest) (*driver.
 		return nil, err
 	}
 	st.observe(ctx)
-	step, err := b.follow(ctx, st, false)
-	return b.finish(st, step, err)
+	step, err := st.follow(ctx, false)
+	return st.finish(step, err)
 }
 
 // Resume implements [driver.Backend]: it re-subscribes to the session's
@@ -76,11 +76,11 @@ func (b *Backend) Resume(ctx context.Context, id string) (*driver.Step, error) {
 	st.observe(ctx)
 	var step *driver.Step
 	if b.opts.Delivery == Polling {
-		step, err = b.poll(ctx, st, true)
-	} else if step, _, err = b.reconcile(ctx, st, true, true); err == nil && step == nil {
-		step, err = b.await(ctx, st)
+		step, err = st.poll(ctx, true)
+	} else if step, _, err = st.reconcile(ctx, true, true); err == nil && step == nil {
+		step, err = st.await(ctx)
 	}
-	return b.finish(st, step, err)
+	return st.finish(step, err)
 }
 
 // Submit implements [driver.Backend]: it posts the results of a step in one
@@ -95,7 +95,7 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 	if st.turn == "" && req.Step.Turn != "" {
 		st.beginTurn(req.Step.Turn)
 	}
-	if err := b.reoffer(ctx, st); err != nil {
+	if err := st.reoffer(ctx); err != nil {
 		return nil, err
 	}
 	st.observe(ctx)
@@ -104,14 +104,14 @@ func (b *Backend) Submit(ctx context.Context, req *driver.SubmitRequest) (*drive
 			return nil, err
 		}
 	}
-	step, stale, err := b.deliver(ctx, st, req.Results)
+	step, stale, err := st.deliver(ctx, req.Results)
 	if err == nil && step == nil && stale && b.opts.Delivery != Polling {
 		// The results were delivered before: what followed is not on
 		// the current stream, so read the session.
-		step, _, err = b.reconcile(ctx, st, false, false)
+		step, _, err = st.reconcile(ctx, false, false)
 	}
 	if err == nil && step == nil {
-		step, err = b.follow(ctx, st, false)
+		step, err = st.follow(ctx, false)
 	}
 	if err != nil {
 		// The runner cancels the turn if ctx ended; the next call
@@ -149,7 +149,8 @@ func (b *Backend) postCancel(ctx context.Context, id string) error {
 // (the next call subscribes again), and the step names the session if
 // there is one, so that the run can be resumed. A turn whose run stopped
 // (ctx ended) is left to run or wait on the service: a resume picks it up.
-func (b *Backend) finish(st *thread, step *driver.Step, err error) (*driver.Step, error) {
+func (st *thread) finish(step *driver.Step, err error) (*driver.Step, error) {
+	b := st.b
 	if err != nil {
 		st.closeStream()
 		if step == nil && st.id != "" {
@@ -265,7 +266,7 @@ func (b *Backend) createSession(ctx context.Context, agentID string, content []o
 		params.Agent = oai.BetaAgentSessionNewParamsAgent{Text: text}
 	}
 	key := option.WithHeader("Idempotency-Key", newKey())
-	st := newThread("")
+	st := newThread(b, "")
 	st.lastKnown, st.created = true, created
 	st.agentChecked = true // the toolbox's agent, or the one Open checked
 	if b.opts.Delivery == Polling {
@@ -275,7 +276,7 @@ func (b *Backend) createSession(ctx context.Context, agentID string, content []o
 		}
 		st.id = sess.ID
 		st.active.Store(true)
-		b.register(st)
+		st.register()
 		return st, nil
 	}
 	var err error
@@ -341,17 +342,19 @@ func (b *Backend) subscribe(ctx context.Context, id string) (*eventStream, error
 }
 
 // follow returns the turn's next step: from the event stream, or by polling.
-func (b *Backend) follow(ctx context.Context, st *thread, resume bool) (*driver.Step, error) {
+func (st *thread) follow(ctx context.Context, resume bool) (*driver.Step, error) {
+	b := st.b
 	if b.opts.Delivery == Polling {
-		return b.poll(ctx, st, resume)
+		return st.poll(ctx, resume)
 	}
-	return b.await(ctx, st)
+	return st.await(ctx)
 }
 
 // await reads the event stream until the turn reaches a step: calls to run,
 // or its end. A stream that ends mid-turn is resumed (re-subscribe, then
 // read the session) at most Options.MaxReconnects times.
-func (b *Backend) await(ctx context.Context, st *thread) (*driver.Step, error) {
+func (st *thread) await(ctx context.Context) (*driver.Step, error) {
+	b := st.b
 	drops := 0
 	for {
 		if st.stream == nil {
@@ -378,13 +381,13 @@ func (b *Backend) await(ctx context.Context, st *thread) (*driver.Step, error) {
 			}
 			drops++
 			b.log.InfoContext(ctx, "openai: event stream ended mid-turn; resuming", "session", st.id, "attempt", drops, "error", err)
-			step, _, err := b.reconcile(ctx, st, true, false)
+			step, _, err := st.reconcile(ctx, true, false)
 			if err != nil || step != nil {
 				return step, err
 			}
 			continue
 		}
-		step, err := b.handle(ctx, st, ev)
+		step, err := st.handle(ctx, ev)
 		release(ev)
 		if err != nil || step != nil {
 			return step, err
@@ -403,10 +406,11 @@ var maxUnapplied = 2 * time.Minute
 // A session that lists only calls whose results were sent, for longer than
 // maxUnapplied, ends it with the error of a result refused (see
 // refusedResult).
-func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*driver.Step, error) {
+func (st *thread) poll(ctx context.Context, resume bool) (*driver.Step, error) {
+	b := st.b
 	var unapplied time.Time // since when the session lists only calls whose results went
 	for {
-		step, sess, err := b.reconcile(ctx, st, false, resume)
+		step, sess, err := st.reconcile(ctx, false, resume)
 		if err != nil || step != nil {
 			return step, err
 		}
@@ -437,7 +441,8 @@ func (b *Backend) poll(ctx context.Context, st *thread, resume bool) (*driver.St
 // (see wanted, thread.go): a new case here needs its type there. What
 // subagents do goes to the observer as agent activity, never into the
 // turn's answer.
-func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEventUnion) (*driver.Step, error) {
+func (st *thread) handle(ctx context.Context, ev *oai.AgentSessionEventUnion) (*driver.Step, error) {
+	b := st.b
 	if !st.accept(ev.EventID) {
 		return nil, nil
 	}
@@ -445,7 +450,7 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 	case "agent.session.created":
 		if st.id == "" && ev.Session.ID != "" {
 			st.id = ev.Session.ID
-			b.register(st)
+			st.register()
 		}
 	case "agent.session.turn.created", "agent.session.turn.in_progress":
 		switch {
@@ -453,7 +458,7 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 			if st.turn != "" {
 				st.subturn(ev.TurnID, ev.Turn.SubagentID)
 			}
-		case st.turn == "" && b.newRootTurn(st, ev):
+		case st.turn == "" && st.newRootTurn(ev):
 			st.beginTurn(ev.TurnID)
 		}
 	case "agent.session.subagent.created", "agent.session.subagent.active", "agent.session.subagent.closed":
@@ -506,10 +511,10 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		if err := refusedAgain(st, ev.Session.RequiredActions); err != nil {
 			return nil, err
 		}
-		return b.actions(st, ev.Session.RequiredActions, false)
+		return st.actions(ev.Session.RequiredActions, false)
 	case "agent.session.turn.completed", "agent.session.turn.failed", "agent.session.turn.cancelled":
 		if ev.TurnID != st.turn {
-			if st.turn != "" || !b.newRootTurn(st, ev) {
+			if st.turn != "" || !st.newRootTurn(ev) {
 				return nil, nil
 			}
 			st.beginTurn(ev.TurnID)
@@ -534,7 +539,7 @@ func (b *Backend) handle(ctx context.Context, st *thread, ev *oai.AgentSessionEv
 		}
 		step := &driver.Step{Thread: st.id, Turn: st.turn, Usage: st.usage, Text: st.text()}
 		if st.gap {
-			text, err := b.turnText(ctx, st, st.turn)
+			text, err := st.turnText(ctx, st.turn)
 			if err != nil {
 				return nil, err
 			}
@@ -578,7 +583,7 @@ func answers(typ, role, phase string) bool {
 
 // newRootTurn reports whether the event is about a root turn (not a
 // subagent's) that is not the session's previous turn.
-func (b *Backend) newRootTurn(st *thread, ev *oai.AgentSessionEventUnion) bool {
+func (st *thread) newRootTurn(ev *oai.AgentSessionEventUnion) bool {
 	return ev.TurnID != "" && ev.Turn.SubagentID == "" && (!st.lastKnown || ev.TurnID != st.lastTurn)
 }
 
@@ -615,7 +620,7 @@ func actionID(a *oai.AgentSessionRequiredActionUnion) string {
 // results were not delivered yet (with all, every call listed: a resume
 // answers again those whose delivery is in doubt, which deliver tells
 // apart). Any other kind of action is an error.
-func (b *Backend) actions(st *thread, list []oai.AgentSessionRequiredActionUnion, all bool) (*driver.Step, error) {
+func (st *thread) actions(list []oai.AgentSessionRequiredActionUnion, all bool) (*driver.Step, error) {
 	if err := unsupported(st, list); err != nil {
 		return nil, err
 	}
@@ -682,7 +687,8 @@ func originAccess(st *thread, a *oai.AgentSessionRequiredActionUnion) driver.Cal
 // shows: calls not yet answered, or the end of the turn. It returns a nil
 // step while the turn runs. With resume, an idle session gives its last
 // turn's answer, whichever turn that is.
-func (b *Backend) reconcile(ctx context.Context, st *thread, subscribe, resume bool) (*driver.Step, *oai.AgentSession, error) {
+func (st *thread) reconcile(ctx context.Context, subscribe, resume bool) (*driver.Step, *oai.AgentSession, error) {
+	b := st.b
 	if subscribe {
 		st.closeStream()
 		// The deltas of the messages being written while no stream was
@@ -713,19 +719,19 @@ func (b *Backend) reconcile(ctx context.Context, st *thread, subscribe, resume b
 		if err := unsupported(st, sess.RequiredActions); err != nil {
 			return nil, sess, err
 		}
-		if err := b.findTurn(ctx, st, resume); err != nil {
+		if err := st.findTurn(ctx, resume); err != nil {
 			return nil, sess, err
 		}
 		// A resume answers every call still listed: a result whose
 		// request failed may or may not have been applied, and the
 		// service waits for it if it was not.
-		step, err := b.actions(st, sess.RequiredActions, resume)
+		step, err := st.actions(sess.RequiredActions, resume)
 		return step, sess, err
 	case "idle":
-		step, err := b.finishIdle(ctx, st, resume)
+		step, err := st.finishIdle(ctx, resume)
 		return step, sess, err
 	}
-	return nil, sess, b.findTurn(ctx, st, resume)
+	return nil, sess, st.findTurn(ctx, resume)
 }
 
 // sessionActions returns the actions sess requires, none when it is nil
@@ -739,7 +745,8 @@ func sessionActions(sess *oai.AgentSession) []oai.AgentSessionRequiredActionUnio
 
 // findTurn learns the root turn being run, when the thread does not know
 // it: the session's latest root turn, unless it is the previous one.
-func (b *Backend) findTurn(ctx context.Context, st *thread, resume bool) error {
+func (st *thread) findTurn(ctx context.Context, resume bool) error {
+	b := st.b
 	if st.turn != "" {
 		return nil
 	}
@@ -755,7 +762,8 @@ func (b *Backend) findTurn(ctx context.Context, st *thread, resume bool) error {
 
 // finishIdle returns the end of the turn on an idle session: its answer, or
 // its error. It returns nil when the turn has not begun yet.
-func (b *Backend) finishIdle(ctx context.Context, st *thread, resume bool) (*driver.Step, error) {
+func (st *thread) finishIdle(ctx context.Context, resume bool) (*driver.Step, error) {
+	b := st.b
 	if st.turn == "" {
 		t, err := b.latestRootTurn(ctx, st.id)
 		switch {
@@ -775,7 +783,7 @@ func (b *Backend) finishIdle(ctx context.Context, st *thread, resume bool) (*dri
 	}
 	switch t.Status {
 	case "completed":
-		text, err := b.turnText(ctx, st, t.ID)
+		text, err := st.turnText(ctx, t.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -823,7 +831,8 @@ func (b *Backend) latestRootTurn(ctx context.Context, id string) (*oai.Turn, err
 // turnText reads a turn's final answer from its items: the completed
 // assistant messages that are not commentary, in order. Each goes to the
 // thread's observer whole (the runner drops those it had).
-func (b *Backend) turnText(ctx context.Context, st *thread, turn string) (string, error) {
+func (st *thread) turnText(ctx context.Context, turn string) (string, error) {
+	b := st.b
 	it := b.client.Beta.Agents.Sessions.Turns.Items.ListAutoPaging(ctx, st.id, turn, oai.BetaAgentSessionTurnItemListParams{
 		Order: oai.BetaAgentSessionTurnItemListParamsOrderAsc,
 		Limit: oai.Int(100),

@@ -34,6 +34,8 @@ type callKey struct{ turn, call string }
 // results were (or may have been) delivered. The runner uses a thread from
 // one goroutine at a time; Close reads it under the backend's lock.
 type thread struct {
+	// b is the backend the session is on.
+	b      *Backend
 	id     string
 	stream *eventStream
 
@@ -85,8 +87,8 @@ func (st *thread) String() string {
 	return "session " + st.id
 }
 
-func newThread(id string) *thread {
-	return &thread{id: id, msgs: map[int64]string{}, sent: map[callKey]bool{}, live: map[string]bool{}}
+func newThread(b *Backend, id string) *thread {
+	return &thread{b: b, id: id, msgs: map[int64]string{}, sent: map[callKey]bool{}, live: map[string]bool{}}
 }
 
 // observe sets the observer of a Start, Submit or Resume.
@@ -301,7 +303,7 @@ var deltaTypes = map[string]bool{
 	"agent.session.turn.reasoning_summary_text.delta": true,
 }
 
-// handled lists the event types Backend.handle acts on; the stream skips
+// handled lists the event types thread.handle acts on; the stream skips
 // the others (deltas, added items, progress) without decoding them.
 var handled = map[string]bool{
 	"agent.session.created":          true,

@@ -600,7 +600,7 @@ func TestConversationAcrossRuns(t *testing.T) {
 			tools := func(e *env) []*core.Tool {
 				forecast, err := core.NewTool("forecast", "Forecasts the weather.", func(context.Context, cityArgs) (string, error) {
 					return "rain", nil
-				}, &core.ToolOptions{Approval: core.Always("forecasts cost money")})
+				}, &core.ToolOptions{Approval: core.ApprovalAlways("forecasts cost money")})
 				if err != nil {
 					t.Fatal(err)
 				}

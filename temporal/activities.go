@@ -393,7 +393,7 @@ func (f *forwarder) flush() error {
 		return nil
 	}
 	info := activity.GetInfo(f.ctx)
-	err := activity.GetClient(f.ctx).SignalWorkflow(f.ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, SignalDeltas, DeltaBatch{Deltas: f.batch})
+	err := activity.GetClient(f.ctx).SignalWorkflow(f.ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, SignalDeltas, deltaBatch{Deltas: f.batch})
 	f.batch, f.size, f.last = nil, 0, time.Now()
 	return err
 }

@@ -71,10 +71,10 @@ func TestApprovalsQuery(t *testing.T) {
 		}, at)
 	}
 	var run, decide, wait outcome
-	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "refund A1"})
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "refund A1"})
 	look(2*time.Second, testWorkflowID, &asked)
 	look(2*time.Second, "another-thread", &other)
-	e.update(3*time.Second, UpdateDecide, &decide, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann"}})
+	e.update(3*time.Second, UpdateDecide, &decide, decideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann"}})
 	look(4*time.Second, testWorkflowID, &decided)
 	e.update(5*time.Second, UpdateWait, &wait)
 	look(6*time.Second, testWorkflowID, &ended)

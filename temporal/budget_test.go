@@ -106,11 +106,11 @@ func TestBudget(t *testing.T) {
 			}, Settings{Budget: tt.loop})
 			var run, again, raised outcome
 			var seen [3]seen
-			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather three times", Budget: tt.first})
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: "weather three times", Budget: tt.first})
 			e.look(2*time.Second, &seen[0])
-			e.update(3*time.Second, UpdateResume, &again, ResumeRequest{Budget: tt.first})
+			e.update(3*time.Second, UpdateResume, &again, resumeRequest{Budget: tt.first})
 			e.look(4*time.Second, &seen[1])
-			e.update(5*time.Second, UpdateResume, &raised, ResumeRequest{Budget: tt.raised})
+			e.update(5*time.Second, UpdateResume, &raised, resumeRequest{Budget: tt.raised})
 			e.look(6*time.Second, &seen[2])
 			e.run()
 			for i, c := range []struct {
@@ -139,7 +139,7 @@ func TestBudget(t *testing.T) {
 // seen is what a turn of TestBudget left: its events, the calls run and
 // the results sent so far.
 type seen struct {
-	events  []Event
+	events  []event
 	calls   int32
 	submits int
 }
@@ -153,12 +153,12 @@ func (e *env) look(delay time.Duration, s *seen) {
 				s.submits++
 			}
 		}
-		v, err := e.te.QueryWorkflow(QueryEvents, EventsRequest{})
+		v, err := e.te.QueryWorkflow(QueryEvents, eventsRequest{})
 		if err != nil {
 			e.t.Errorf("events query: %v", err)
 			return
 		}
-		var p EventsPage
+		var p eventsPage
 		if err := v.Get(&p); err != nil {
 			e.t.Errorf("events query: %v", err)
 		}
@@ -196,9 +196,9 @@ func TestBudgetCancelHeld(t *testing.T) {
 	e := newEnv(t, budgetScript(), Settings{})
 	var run, resume outcome
 	one := core.Budget{MaxToolCalls: 1}
-	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "go", Budget: one})
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: one})
 	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
-	e.update(3*time.Second, UpdateResume, &resume, ResumeRequest{Budget: core.Budget{MaxToolCalls: core.Unlimited}})
+	e.update(3*time.Second, UpdateResume, &resume, resumeRequest{Budget: core.Budget{MaxToolCalls: core.Unlimited}})
 	e.run()
 	var kinds []string
 	for _, r := range e.backend.Received() {
@@ -228,7 +228,7 @@ func TestBudgetReachedService(t *testing.T) {
 			}}}}
 			e := newEnv(t, script, Settings{})
 			var run outcome
-			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "go"})
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
 			e.run()
 			if run.err != nil || run.res == nil {
 				t.Fatalf("run: %+v, %v", run.res, run.err)
@@ -255,8 +255,8 @@ func TestBudgetRefusedUpdate(t *testing.T) {
 	} {
 		e := newEnv(t, budgetScript(), Settings{Budget: core.Budget{MaxToolCalls: 1}})
 		var run, resume outcome
-		e.update(time.Second, UpdateRun, &run, RunRequest{Input: "go", Budget: b})
-		e.update(2*time.Second, UpdateResume, &resume, ResumeRequest{Budget: b})
+		e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: b})
+		e.update(2*time.Second, UpdateResume, &resume, resumeRequest{Budget: b})
 		e.run()
 		for what, o := range map[string]outcome{"run": run, "resume": resume} {
 			if errcode.Of(clientError(what, o.err)) != errcode.InvalidArgument || o.res != nil {
@@ -280,11 +280,11 @@ func TestResumeKeepsBudget(t *testing.T) {
 	}, Settings{})
 	var run, raised, none outcome
 	var seen [3]seen
-	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather three times", Budget: core.Budget{MaxToolCalls: 1, MaxTotalTokens: 100}})
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "weather three times", Budget: core.Budget{MaxToolCalls: 1, MaxTotalTokens: 100}})
 	e.look(2*time.Second, &seen[0])
-	e.update(3*time.Second, UpdateResume, &raised, ResumeRequest{Budget: core.Budget{MaxToolCalls: 2}})
+	e.update(3*time.Second, UpdateResume, &raised, resumeRequest{Budget: core.Budget{MaxToolCalls: 2}})
 	e.look(4*time.Second, &seen[1])
-	e.update(5*time.Second, UpdateResume, &none, ResumeRequest{})
+	e.update(5*time.Second, UpdateResume, &none, resumeRequest{})
 	e.look(6*time.Second, &seen[2])
 	e.run()
 	const un = core.Unlimited

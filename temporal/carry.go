@@ -28,13 +28,13 @@ import (
 // worker was upgraded replays without it.
 const versionContinueInTurn = "continue-in-turn"
 
-// A TurnState is a turn carried into the workflow's next run in the
+// A turnState is a turn carried into the workflow's next run in the
 // middle of a step's calls (see State.Running).
-type TurnState struct {
+type turnState struct {
 	// Request is the turn's run request, without its input.
-	Request RunRequest `json:"request"`
+	Request runRequest `json:"request"`
 	// Result is the turn's outcome so far.
-	Result TurnResult `json:"result"`
+	Result turnResult `json:"result"`
 	// Step is the step whose calls run; Done the results of those that
 	// ran; Calls the indexes of those to run, and Later of those to run
 	// once decided (after a pause), in Step.Step.Calls.
@@ -51,7 +51,7 @@ type TurnState struct {
 	Pending []core.Approval `json:"pending,omitempty"`
 	// Events are the last of the turn's events, after the Dropped first
 	// ones; Items and Texts what the reader was given of each message.
-	Events  []Event        `json:"events,omitempty"`
+	Events  []event        `json:"events,omitempty"`
 	Dropped int            `json:"dropped,omitempty"`
 	Items   map[string]int `json:"items,omitempty"`
 	Texts   int            `json:"texts,omitempty"`
@@ -93,7 +93,7 @@ func (tr *turnRun) continueAsNew(ctx workflow.Context, sr *stepResult, left, lat
 	t := tr.t
 	tr.end()
 	t.stop = func() {} // the cancel signal sets t.canceled, carried
-	t.outcome = &TurnResult{Turn: t.st.Turns, Thread: tr.res.Thread, Continued: true}
+	t.outcome = &turnResult{Turn: t.st.Turns, Thread: tr.res.Thread, Continued: true}
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
@@ -113,9 +113,9 @@ func (tr *turnRun) continueAsNew(ctx workflow.Context, sr *stepResult, left, lat
 }
 
 // carry returns the turn as the next run goes on from it.
-func (tr *turnRun) carry(sr *stepResult, left, later []int, results []driver.ToolResult) *TurnState {
+func (tr *turnRun) carry(sr *stepResult, left, later []int, results []driver.ToolResult) *turnState {
 	t := tr.t
-	ts := &TurnState{Request: tr.req, Result: *tr.res, Step: sr, Calls: left, Later: later, Deadline: t.deadline, Canceled: t.canceled,
+	ts := &turnState{Request: tr.req, Result: *tr.res, Step: sr, Calls: left, Later: later, Deadline: t.deadline, Canceled: t.canceled,
 		Items: t.items, Texts: t.texts, RunPart: t.runPart, Dropped: t.dropped, Events: t.events}
 	ts.Request.Input, ts.Request.Parts = "", nil
 	ts.Result.Calls = slices.Clone(tr.res.Calls)
@@ -167,7 +167,7 @@ func fitState(st *State, max int) bool {
 }
 
 // leftCall reports whether the call id is one the turn has still to run.
-func (ts *TurnState) leftCall(id string) bool {
+func (ts *turnState) leftCall(id string) bool {
 	for _, i := range slices.Concat(ts.Calls, ts.Later) {
 		if i >= 0 && i < len(ts.Step.Step.Calls) && ts.Step.Step.Calls[i].ID == id {
 			return true
@@ -177,7 +177,7 @@ func (ts *TurnState) leftCall(id string) bool {
 }
 
 // restore takes the turn the run before carried, as running.
-func (t *thread) restore(ts *TurnState) {
+func (t *thread) restore(ts *turnState) {
 	t.running, t.canceled = true, ts.Canceled
 	for _, a := range ts.Pending {
 		t.pending = append(t.pending, &a)
@@ -189,7 +189,7 @@ func (t *thread) restore(ts *TurnState) {
 // goOn goes on with the turn the run before carried (see restore) to its
 // end. Its error is the ContinueAsNewError of a turn that goes on in the
 // next run again.
-func (t *thread) goOn(ctx workflow.Context, ts *TurnState) error {
+func (t *thread) goOn(ctx workflow.Context, ts *turnState) error {
 	res := ts.Result
 	tr := t.newTurnRun(ts.Request, &res)
 	tr.pctx, tr.end = t.phase(ctx, ts.Deadline.Sub(workflow.Now(ctx)))
@@ -217,7 +217,7 @@ func (t *thread) goOn(ctx workflow.Context, ts *TurnState) error {
 
 // check refuses a carried turn that does not hold together: no step, or
 // an index past its calls.
-func (ts *TurnState) check() error {
+func (ts *turnState) check() error {
 	if ts.Step == nil || ts.Step.Step == nil {
 		return errcode.Errorf(errcode.Internal, "temporal: the turn carried into this run has no step")
 	}

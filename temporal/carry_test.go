@@ -122,9 +122,9 @@ func TestContinueInTurn(t *testing.T) {
 				}
 			})
 			var run, decided outcome
-			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather everywhere", MaxSteps: 10})
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: "weather everywhere", MaxSteps: 10})
 			if c.decide {
-				e.update(2*time.Second, UpdateDecide, &decided, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann"}})
+				e.update(2*time.Second, UpdateDecide, &decided, decideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann"}})
 			}
 			st := e.continued()
 			if c.decide {
@@ -151,8 +151,8 @@ func TestContinueInTurn(t *testing.T) {
 			var paused, busy, decide, wait, second outcome
 			var approvals []core.Approval
 			if c.refund >= 0 && !c.decide {
-				n.update(time.Second, UpdateWait, &paused, WaitRequest{Turn: 1})
-				n.update(time.Second, UpdateRun, &busy, RunRequest{Input: "meanwhile"})
+				n.update(time.Second, UpdateWait, &paused, waitRequest{Turn: 1})
+				n.update(time.Second, UpdateRun, &busy, runRequest{Input: "meanwhile"})
 				n.te.RegisterDelayedCallback(func() {
 					v, err := n.te.QueryWorkflow(QueryApprovals)
 					if err == nil {
@@ -162,12 +162,12 @@ func TestContinueInTurn(t *testing.T) {
 						t.Errorf("approvals: %v", err)
 					}
 				}, 2*time.Second)
-				n.update(3*time.Second, UpdateDecide, &decide, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann"}})
+				n.update(3*time.Second, UpdateDecide, &decide, decideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann"}})
 			}
-			n.update(4*time.Second, UpdateWait, &wait, WaitRequest{Turn: 1})
-			var events EventsPage
+			n.update(4*time.Second, UpdateWait, &wait, waitRequest{Turn: 1})
+			var events eventsPage
 			n.te.RegisterDelayedCallback(func() {
-				v, err := n.te.QueryWorkflow(QueryEvents, EventsRequest{Turn: 1})
+				v, err := n.te.QueryWorkflow(QueryEvents, eventsRequest{Turn: 1})
 				if err == nil {
 					err = v.Get(&events)
 				}
@@ -175,7 +175,7 @@ func TestContinueInTurn(t *testing.T) {
 					t.Errorf("events: %v", err)
 				}
 			}, 5*time.Second)
-			n.update(6*time.Second, UpdateRun, &second, RunRequest{Input: "and then?"})
+			n.update(6*time.Second, UpdateRun, &second, runRequest{Input: "and then?"})
 			n.run()
 
 			if c.refund >= 0 && !c.decide {
@@ -265,12 +265,12 @@ func TestContinueInTurn(t *testing.T) {
 func TestContinueInTurnEnds(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		carry func(*TurnState)
+		carry func(*turnState)
 		code  errcode.Code
 		is    error
 	}{
-		{"canceled", func(ts *TurnState) { ts.Canceled = true }, errcode.Canceled, context.Canceled},
-		{"time passed", func(ts *TurnState) { ts.Deadline = ts.Deadline.Add(-time.Hour) }, errcode.DeadlineExceeded, context.DeadlineExceeded},
+		{"canceled", func(ts *turnState) { ts.Canceled = true }, errcode.Canceled, context.Canceled},
+		{"time passed", func(ts *turnState) { ts.Deadline = ts.Deadline.Add(-time.Hour) }, errcode.DeadlineExceeded, context.DeadlineExceeded},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, longTurn(-1), Settings{Concurrency: 1, RunTimeout: 30 * time.Minute})
@@ -285,14 +285,14 @@ func TestContinueInTurnEnds(t *testing.T) {
 				}
 			})
 			var run outcome
-			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather everywhere"})
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: "weather everywhere"})
 			st := e.continued()
 			c.carry(st.Running)
 			ran := e.calls.Load()
 			n := e.next(hooks, st)
 			var other, wait outcome
-			n.update(time.Second, UpdateWait, &other, WaitRequest{Turn: 7})
-			n.update(2*time.Second, UpdateWait, &wait, WaitRequest{Turn: 1})
+			n.update(time.Second, UpdateWait, &other, waitRequest{Turn: 7})
+			n.update(2*time.Second, UpdateWait, &wait, waitRequest{Turn: 1})
 			n.run()
 			if err := clientError("wait", other.err); errcode.Of(err) != errcode.FailedPrecondition {
 				t.Errorf("wait for turn 7 = %+v, %v; want FailedPrecondition", other.res, err)
@@ -331,13 +331,13 @@ func TestFitState(t *testing.T) {
 		return a
 	}
 	carried := func() State {
-		ts := &TurnState{Step: step, Calls: []int{1}, Done: []callDone{{Index: 0, Result: driver.ToolResult{Call: step.Step.Calls[0], Output: driver.Output{Text: big}}}},
+		ts := &turnState{Step: step, Calls: []int{1}, Done: []callDone{{Index: 0, Result: driver.ToolResult{Call: step.Step.Calls[0], Output: driver.Output{Text: big}}}},
 			Pending: []core.Approval{approval("earlier"), approval("c1")}}
 		for range 4 {
 			ts.Result.Calls = append(ts.Result.Calls, driver.ToolResult{Output: driver.Output{Text: big}})
 		}
 		for range 10 {
-			ts.Events = append(ts.Events, Event{Kind: core.EventCallFinished, Text: big})
+			ts.Events = append(ts.Events, event{Kind: core.EventCallFinished, Text: big})
 		}
 		return State{Turns: 1, Running: ts}
 	}
@@ -379,15 +379,15 @@ func TestEventsGoneBetweenTurns(t *testing.T) {
 	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}}}, Settings{})
 	e.te.SetContinueAsNewSuggested(true)
 	var run outcome
-	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather?"})
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "weather?"})
 	st := e.continued()
 	if run.err != nil || run.res == nil || !run.res.Done || st.Running != nil || st.Last == nil {
 		t.Fatalf("run = %+v, %v; continued with %+v; want the turn done, then continued as new", run.res, run.err, st)
 	}
 	n := e.next(newRunHooks(e.runner), st)
-	var page EventsPage
+	var page eventsPage
 	n.te.RegisterDelayedCallback(func() {
-		v, err := n.te.QueryWorkflow(QueryEvents, EventsRequest{Turn: 1, After: 1})
+		v, err := n.te.QueryWorkflow(QueryEvents, eventsRequest{Turn: 1, After: 1})
 		if err == nil {
 			err = v.Get(&page)
 		}
@@ -396,7 +396,7 @@ func TestEventsGoneBetweenTurns(t *testing.T) {
 		}
 	}, time.Second)
 	n.run()
-	if diff := cmp.Diff(EventsPage{Turn: 1, Gone: true}, page); diff != "" {
+	if diff := cmp.Diff(eventsPage{Turn: 1, Gone: true}, page); diff != "" {
 		t.Errorf("the events of the turn before (-want +got):\n%s", diff)
 	}
 }

@@ -118,7 +118,7 @@ func TestChainSubmitLost(t *testing.T) {
 			Register(te, r)
 			e := &env{t: t, te: te, start: State{Settings: Settings{Idle: time.Hour}}}
 			var o outcome
-			e.update(time.Second, UpdateRun, &o, RunRequest{Input: "weather?"})
+			e.update(time.Second, UpdateRun, &o, runRequest{Input: "weather?"})
 			e.run()
 			if o.err != nil {
 				t.Fatalf("run: %v", o.err)

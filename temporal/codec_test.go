@@ -16,7 +16,7 @@ func TestAESCodec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := converter.GetDefaultDataConverter().ToPayload(RunRequest{Input: "refund order A-1234 to my card"})
+	p, err := converter.GetDefaultDataConverter().ToPayload(runRequest{Input: "refund order A-1234 to my card"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestAESCodec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got RunRequest
+	var got runRequest
 	if err := converter.GetDefaultDataConverter().FromPayload(dec[0], &got); err != nil || got.Input != "refund order A-1234 to my card" {
 		t.Errorf("decoded %+v (%v)", got, err)
 	}
@@ -52,7 +52,7 @@ func TestTurnEncrypted(t *testing.T) {
 	c, _ := NewAESCodec("k1", bytes.Repeat([]byte{7}, 32))
 	e.te.SetDataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c))
 	var o outcome
-	e.update(time.Second, UpdateRun, &o, RunRequest{Input: "weather?"})
+	e.update(time.Second, UpdateRun, &o, runRequest{Input: "weather?"})
 	e.run()
 	if o.err != nil || !o.res.Done || len(o.res.Calls) != 2 {
 		t.Fatalf("run = %+v, %v", o.res, o.err)

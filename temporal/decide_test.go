@@ -47,7 +47,7 @@ func TestDecisionAfterItsTime(t *testing.T) {
 				return nil
 			}, workflow.RegisterOptions{Name: "decideAt"})
 			var late outcome
-			e.update(time.Minute, UpdateDecide, &late, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann"}})
+			e.update(time.Minute, UpdateDecide, &late, decideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann"}})
 			e.te.ExecuteWorkflow("decideAt")
 			if err := e.te.GetWorkflowError(); err != nil {
 				t.Fatalf("workflow: %v", err)

@@ -47,7 +47,7 @@ func outputSize(r *driver.ToolResult) int {
 
 // fitResult keeps a turn's outcome within max bytes: past it, the calls'
 // results are left out (CallsOmitted), then the text.
-func fitResult(res *TurnResult, max int) {
+func fitResult(res *turnResult, max int) {
 	if size(res) <= max {
 		return
 	}
@@ -67,8 +67,8 @@ func size(v any) int {
 }
 
 // errorInfo is err as the history keeps it.
-func errorInfo(err error) *ErrorInfo {
-	e := &ErrorInfo{Code: errcode.Of(err).String(), Message: err.Error()}
+func errorInfo(err error) *historyError {
+	e := &historyError{Code: errcode.Of(err).String(), Message: err.Error()}
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
 			e.Is = append(e.Is, s.name)
@@ -92,7 +92,7 @@ var sentinels = []struct {
 
 // Err returns the error e describes: its code and text, matching what it
 // matched.
-func (e *ErrorInfo) Err() error {
+func (e *historyError) Err() error {
 	if e == nil {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 // it (the workflow id, for Resume, Decide and the next turn) and the
 // service's turn, as core's Runner's Result does with its own thread.
 func TestResultNames(t *testing.T) {
-	res, err := result("wf-1", &TurnResult{Done: true, Thread: "svc_thread", ServiceTurn: "turn_7", Turn: 3, Text: "hi"})
+	res, err := result("wf-1", &turnResult{Done: true, Thread: "svc_thread", ServiceTurn: "turn_7", Turn: 3, Text: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}

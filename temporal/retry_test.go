@@ -77,7 +77,7 @@ func TestCallRetried(t *testing.T) {
 			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
 			attempts := dieOnce(e, activityCall, true, func(*callRequest) bool { return true }, a.Call)
 			var run outcome
-			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "charge 4242"})
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: "charge 4242"})
 			e.run()
 			if run.err != nil || run.res.Err != nil || len(run.res.Calls) != 1 {
 				t.Fatalf("run = %+v, %v; want a turn with one result", run.res, run.err)
@@ -141,7 +141,7 @@ func TestSubmitRetried(t *testing.T) {
 			first := func(req *stepRequest) bool { return req.Step.Calls[0].ID == "call_1" }
 			attempts := dieOnce(e, activitySubmit, c.delivered, first, a.Submit)
 			var run outcome
-			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather"})
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: "weather"})
 			e.run()
 			if run.err != nil || run.res.Err != nil || run.res.Text != "sunny in Rome" {
 				t.Fatalf("run = %+v, %v; want the turn answered", run.res, run.err)
@@ -180,8 +180,8 @@ func TestStartRetried(t *testing.T) {
 			second := func(req *stepRequest) bool { return req.Input == "2" }
 			attempts := dieOnce(e, activityStart, c.delivered, second, a.Start)
 			var one, two outcome
-			e.update(time.Second, UpdateRun, &one, RunRequest{Input: "1"})
-			e.update(2*time.Second, UpdateRun, &two, RunRequest{Input: "2"})
+			e.update(time.Second, UpdateRun, &one, runRequest{Input: "1"})
+			e.update(2*time.Second, UpdateRun, &two, runRequest{Input: "2"})
 			e.run()
 			if one.err != nil || two.err != nil || one.res.Text != "one" || two.res.Err != nil || two.res.Text != "two" {
 				t.Fatalf("turns %+v (%v), %+v (%v); want one then two", one.res, one.err, two.res, two.err)

@@ -80,7 +80,7 @@ func (t *thread) beginRun(ctx workflow.Context, resume bool) {
 
 // endRun calls the end function of the run beginRun began, with the
 // turn's outcome (paused, or done) as Runner.Run returns it.
-func (t *thread) endRun(ctx workflow.Context, tr *TurnResult) {
+func (t *thread) endRun(ctx workflow.Context, tr *turnResult) {
 	key := t.runKey(ctx)
 	t.runPart++ // replaying too: the keys are the workflow's
 	h := t.hooks

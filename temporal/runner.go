@@ -107,18 +107,18 @@ func (r *Runner) Run(ctx context.Context, input string, opts *core.RunOptions) (
 // outcome returns the outcome of the turn whose run, wait or resume
 // update h is, following the turn into the workflow's next runs when it
 // continued as new in the middle (TurnResult.Continued).
-func (r *Runner) outcome(ctx context.Context, thread string, h client.WorkflowUpdateHandle) (*TurnResult, error) {
-	var tr TurnResult
+func (r *Runner) outcome(ctx context.Context, thread string, h client.WorkflowUpdateHandle) (*turnResult, error) {
+	var tr turnResult
 	if err := h.Get(ctx, &tr); err != nil {
 		return nil, err
 	}
 	for tr.Continued {
-		h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateWait, Args: []any{WaitRequest{Turn: tr.Turn}},
+		h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateWait, Args: []any{waitRequest{Turn: tr.Turn}},
 			WaitForStage: client.WorkflowUpdateStageCompleted})
 		if err != nil {
 			return nil, err
 		}
-		tr = TurnResult{}
+		tr = turnResult{}
 		if err := h.Get(ctx, &tr); err != nil {
 			return nil, err
 		}
@@ -126,8 +126,8 @@ func (r *Runner) outcome(ctx context.Context, thread string, h client.WorkflowUp
 	return &tr, nil
 }
 
-func (r *Runner) request(input string, opts *core.RunOptions, stream bool) (string, *RunRequest) {
-	req := &RunRequest{Input: input, Stream: stream}
+func (r *Runner) request(input string, opts *core.RunOptions, stream bool) (string, *runRequest) {
+	req := &runRequest{Input: input, Stream: stream}
 	thread := ""
 	if opts != nil {
 		thread = opts.Thread
@@ -145,7 +145,7 @@ func (r *Runner) request(input string, opts *core.RunOptions, stream bool) (stri
 // startTurn sends the run update to thread's workflow, starting it if
 // none runs, and returns once the update reached stage. Input parts no
 // service can carry are refused before anything is sent.
-func (r *Runner) startTurn(ctx context.Context, thread string, req *RunRequest, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
+func (r *Runner) startTurn(ctx context.Context, thread string, req *runRequest, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
 	if err := driver.CheckParts(req.Parts); err != nil {
 		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: run", Err: err}
 	}
@@ -199,7 +199,7 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *core.RunOption
 // turn's text streamed), with opts' budget, and returns once the update
 // reached stage.
 func (r *Runner) resume(ctx context.Context, thread string, opts *core.RunOptions, stream bool, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
-	req := ResumeRequest{Stream: stream}
+	req := resumeRequest{Stream: stream}
 	if opts != nil {
 		req.Budget = opts.Budget
 	}
@@ -233,7 +233,7 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d core.Decis
 		return &errcode.Error{Code: errcode.InvalidArgument, Op: "temporal: decide", Err: fmt.Errorf("the edited arguments of call %q are not JSON", callID)}
 	}
 	h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: thread, UpdateName: UpdateDecide, Args: []any{DecideRequest{CallID: callID, Decision: d}},
+		WorkflowID: thread, UpdateName: UpdateDecide, Args: []any{decideRequest{CallID: callID, Decision: d}},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
@@ -267,7 +267,7 @@ func (r *Runner) Cancel(ctx context.Context, thread string) error {
 
 // result is a turn's outcome as core's Runner gives it: its Thread the
 // workflow id (thread), its Turn the service's turn.
-func result(thread string, tr *TurnResult) (*core.Result, error) {
+func result(thread string, tr *turnResult) (*core.Result, error) {
 	unwrapResults(tr.Calls)
 	for i := range tr.Pending {
 		tr.Pending[i].Arguments = unwrapArgs(tr.Pending[i].Arguments)
@@ -297,7 +297,7 @@ func clientError(op string, err error) error {
 	)
 	switch {
 	case errors.As(err, &ae):
-		info := ErrorInfo{Code: ae.Type(), Message: ae.Message()}
+		info := historyError{Code: ae.Type(), Message: ae.Message()}
 		if ae.HasDetails() {
 			_ = ae.Details(&info.Is) // a refusal's names of what it matches (see refusal)
 		}

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/internal/corestream"
 )
 
 // Stream is core's streamed run: [Runner.Stream] and [Runner.ResumeStream]
@@ -40,7 +41,7 @@ type Stream = core.Stream
 func (r *Runner) Stream(ctx context.Context, input string, opts *core.RunOptions) *core.Stream {
 	thread, req := r.request(input, opts, true)
 	f := &follower{r: r, ctx: ctx, thread: thread, held: heldOf(opts)}
-	return core.NewStream(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
+	return corestream.New(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
 		h, err := r.startTurn(ctx, thread, req, client.WorkflowUpdateStageAccepted)
 		if err != nil {
 			return f.fail(err, yield)
@@ -60,7 +61,7 @@ func (r *Runner) Stream(ctx context.Context, input string, opts *core.RunOptions
 // workflow accepted the wait; the rest of opts is ignored.
 func (r *Runner) ResumeStream(ctx context.Context, thread string, opts *core.RunOptions) *core.Stream {
 	f := &follower{r: r, ctx: ctx, thread: thread, held: heldOf(opts)}
-	return core.NewStream(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
+	return corestream.New(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
 		h, err := r.resume(ctx, thread, opts, true, client.WorkflowUpdateStageAccepted)
 		if err != nil {
 			return f.fail(clientError("resume", err), yield)
@@ -169,12 +170,12 @@ func (f *follower) decided() bool {
 // page reads the events of turn after the first after. A query no worker
 // answered in time is asked again until the reader's context ends, as the
 // turn's outcome is waited for: see unanswered.
-func (f *follower) page(turn, after int) (*EventsPage, error) {
+func (f *follower) page(turn, after int) (*eventsPage, error) {
 	wait := pollFirst
 	for {
-		v, err := f.r.c.QueryWorkflow(f.ctx, f.thread, "", QueryEvents, EventsRequest{Turn: turn, After: after})
+		v, err := f.r.c.QueryWorkflow(f.ctx, f.thread, "", QueryEvents, eventsRequest{Turn: turn, After: after})
 		if err == nil {
-			var p EventsPage
+			var p eventsPage
 			if err := v.Get(&p); err != nil {
 				return nil, clientError("stream", err)
 			}
@@ -238,7 +239,7 @@ func (f *follower) finishGone(h client.WorkflowUpdateHandle, text map[string]int
 }
 
 // core returns the event as package core has it.
-func (e *Event) core() core.Event {
+func (e *event) core() core.Event {
 	ev := core.Event{Kind: e.Kind, Thread: e.Thread, Turn: e.Turn, Step: e.Step, Call: e.Call, Calls: e.Calls, Outcome: e.Outcome,
 		Result: e.Result, Item: e.Item, Text: e.Text, Usage: e.Usage, Remaining: e.Remaining, Commentary: e.Commentary}
 	if e.Err != nil {

@@ -19,7 +19,7 @@ import (
 type queryClient struct {
 	client.Client
 	errs    []error
-	page    EventsPage
+	page    eventsPage
 	queries int
 }
 
@@ -46,7 +46,7 @@ func (v jsonValue) Get(ptr any) error { return json.Unmarshal(v, ptr) }
 // and another is taking it over), instead of ending the stream; another
 // error ends it at once, as does the reader's context.
 func TestStreamPageUnanswered(t *testing.T) {
-	page := EventsPage{Turn: 1, Events: []Event{{Kind: core.EventTextDelta, Text: "hello"}}}
+	page := eventsPage{Turn: 1, Events: []event{{Kind: core.EventTextDelta, Text: "hello"}}}
 	deadline := serviceerror.NewDeadlineExceeded("context deadline exceeded")
 	notReady := serviceerror.NewWorkflowNotReady("Unable to query workflow due to Workflow Task in failed state.")
 	canceled, cancel := context.WithCancel(context.Background())
@@ -55,7 +55,7 @@ func TestStreamPageUnanswered(t *testing.T) {
 		name    string
 		ctx     context.Context
 		errs    []error
-		want    *EventsPage
+		want    *eventsPage
 		code    errcode.Code // of the error, if any
 		queries int
 	}{

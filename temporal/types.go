@@ -128,28 +128,28 @@ type State struct {
 	// Turns counts the turns run on the thread.
 	Turns int `json:"turns,omitempty"`
 	// Last is the last turn's outcome.
-	Last *TurnResult `json:"last,omitempty"`
+	Last *turnResult `json:"last,omitempty"`
 	// Held is the last turn if it stopped on its budget.
-	Held *Held `json:"held,omitempty"`
+	Held *heldTurn `json:"held,omitempty"`
 	// Running is the turn the run before continued as new in the middle
 	// of (its history near the server's limits): the new run goes on with
 	// it before any other. Last and Held are not kept then.
-	Running *TurnState `json:"running,omitempty"`
+	Running *turnState `json:"running,omitempty"`
 }
 
-// Held is a turn stopped on its budget before running its step's calls,
+// heldTurn is a turn stopped on its budget before running its step's calls,
 // the service's turn waiting for their results: [Runner.Resume] with a
 // raised budget goes on from the step (its usage counted once), and a
 // new turn, or [Runner.Cancel], abandons it.
-type Held struct {
+type heldTurn struct {
 	// Request is the turn's run request, without its input.
-	Request RunRequest `json:"request"`
+	Request runRequest `json:"request"`
 	// Step is the step whose calls did not run.
 	Step *stepResult `json:"step"`
 }
 
-// ResumeRequest is the argument of the resume update.
-type ResumeRequest struct {
+// resumeRequest is the argument of the resume update.
+type resumeRequest struct {
 	// Budget is laid over the held turn's budget, field by field (a zero
 	// field keeps the turn's, core.Unlimited lifts it), as core's Runner
 	// lays a resume's over its turn's: the turn's budget from now on,
@@ -160,8 +160,8 @@ type ResumeRequest struct {
 	Stream bool `json:"stream,omitempty"`
 }
 
-// RunRequest is the argument of the run update: one turn.
-type RunRequest struct {
+// runRequest is the argument of the run update: one turn.
+type runRequest struct {
 	Input    string         `json:"input"`
 	Parts    []driver.Part  `json:"parts,omitempty"`
 	Format   *driver.Format `json:"format,omitempty"`
@@ -175,9 +175,9 @@ type RunRequest struct {
 	Budget core.Budget `json:"budget,omitzero"`
 }
 
-// A TurnResult is how a turn ended (or paused), as the run and wait
+// A turnResult is how a turn ended (or paused), as the run and wait
 // updates return it.
-type TurnResult struct {
+type turnResult struct {
 	// Turn numbers the workflow's turns, from 1.
 	Turn int `json:"turn"`
 	// Done: the turn ended (with an answer or an error); otherwise it
@@ -190,29 +190,29 @@ type TurnResult struct {
 	ServiceTurn string              `json:"service_turn,omitempty"`
 	Steps       int                 `json:"steps,omitempty"`
 	Calls       []driver.ToolResult `json:"calls,omitempty"`
-	core.Spent
+	driver.Spent
 	Remaining core.Remaining  `json:"remaining,omitzero"`
 	Pending   []core.Approval `json:"pending,omitempty"`
 	// CallsOmitted: the calls' results were left out, to keep the answer
 	// below Settings.MaxPayloadBytes.
 	CallsOmitted bool `json:"calls_omitted,omitempty"`
 	// Err is why the turn failed, if it did.
-	Err *ErrorInfo `json:"err,omitempty"`
+	Err *historyError `json:"err,omitempty"`
 	// Continued: the turn goes on in the workflow's next run (it continued
 	// as new in the middle of the turn): the wait update, naming the
 	// turn, returns it from there. Nothing else is set but Turn and Thread.
 	Continued bool `json:"continued,omitempty"`
 }
 
-// WaitRequest is the argument of the wait update.
-type WaitRequest struct {
+// waitRequest is the argument of the wait update.
+type waitRequest struct {
 	// Turn, if set, is the turn waited for: the wait is refused
 	// (FailedPrecondition) once another began.
 	Turn int `json:"turn,omitempty"`
 }
 
-// ErrorInfo is an error carried through the history: its code and text.
-type ErrorInfo struct {
+// historyError is an error carried through the history: its code and text.
+type historyError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Is names the errors the error matches, of those a program tests
@@ -222,24 +222,24 @@ type ErrorInfo struct {
 	Is []string `json:"is,omitempty"`
 }
 
-// DecideRequest is the argument of the decide update.
-type DecideRequest struct {
+// decideRequest is the argument of the decide update.
+type decideRequest struct {
 	CallID   string        `json:"call_id"`
 	Decision core.Decision `json:"decision"`
 }
 
-// EventsRequest is the argument of the events query.
-type EventsRequest struct {
+// eventsRequest is the argument of the events query.
+type eventsRequest struct {
 	// Turn is the turn whose events are read (0: the current or last).
 	Turn int `json:"turn"`
 	// After is how many of its events the reader has.
 	After int `json:"after"`
 }
 
-// EventsPage is the answer of the events query.
-type EventsPage struct {
+// eventsPage is the answer of the events query.
+type eventsPage struct {
 	Turn   int     `json:"turn"`
-	Events []Event `json:"events"`
+	Events []event `json:"events"`
 	// Gone: the turn's events are no longer kept (a later turn began, or
 	// the workflow continued as new after the turn).
 	Gone bool `json:"gone,omitempty"`
@@ -249,9 +249,9 @@ type EventsPage struct {
 	Skipped int `json:"skipped,omitempty"`
 }
 
-// An Event is a [core.Event] as the workflow keeps it for a stream's
+// An event is a [core.Event] as the workflow keeps it for a stream's
 // reader: its error as text and code.
-type Event struct {
+type event struct {
 	Kind    core.EventKind     `json:"kind"`
 	Thread  string             `json:"thread,omitempty"`
 	Turn    string             `json:"turn,omitempty"`
@@ -263,15 +263,15 @@ type Event struct {
 	Item    string             `json:"item,omitempty"`
 	Text    string             `json:"text,omitempty"`
 	Usage   driver.Usage       `json:"usage,omitzero"`
-	Err     *ErrorInfo         `json:"err,omitempty"`
+	Err     *historyError      `json:"err,omitempty"`
 	// Commentary marks the text of commentary (core.Event's).
 	Commentary bool `json:"commentary,omitempty"`
 	// Remaining is what the turn's budget has left (core.Event's).
 	Remaining core.Remaining `json:"remaining,omitzero"`
 }
 
-// DeltaBatch is what the signal carrying a step's streamed text holds.
-type DeltaBatch struct {
+// deltaBatch is what the signal carrying a step's streamed text holds.
+type deltaBatch struct {
 	Deltas []driver.Delta `json:"deltas"`
 }
 

@@ -113,13 +113,13 @@ type thread struct {
 	st  State
 	set LoopOptions
 
-	queued *RunRequest
+	queued *runRequest
 	// resumeHeld: the queued turn goes on from the held one (st.Held).
 	resumeHeld bool
 	running    bool
 	paused     bool
 	// outcome is the current turn's outcome once it ended or paused.
-	outcome *TurnResult
+	outcome *turnResult
 	// stop cancels the current phase of the turn (its time limit, or
 	// the cancel signal), which ends at deadline; canceled says it was
 	// the signal.
@@ -138,13 +138,13 @@ type thread struct {
 	// The current turn's events (after the dropped first ones, which the
 	// run before kept), and what the reader was given of each message's
 	// text (bytes; -1 once done).
-	events  []Event
+	events  []event
 	dropped int
 	items   map[string]int
 	texts   int
 	stream  bool
 	// submitted is the results-submitted event of a submit under way.
-	submitted *Event
+	submitted *event
 
 	deltaCh workflow.ReceiveChannel
 
@@ -166,12 +166,12 @@ func checkBudget(b core.Budget) error {
 
 // register sets the updates and the query.
 func (t *thread) register(ctx workflow.Context) error {
-	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRun, func(ctx workflow.Context, req RunRequest) (*TurnResult, error) {
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRun, func(ctx workflow.Context, req runRequest) (*turnResult, error) {
 		if t.running || t.queued != nil {
 			return nil, busy()
 		}
 		return t.queue(ctx, req, false)
-	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req RunRequest) error {
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req runRequest) error {
 		if t.running || t.queued != nil {
 			return busy()
 		}
@@ -184,23 +184,23 @@ func (t *thread) register(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateResume, func(ctx workflow.Context, req ResumeRequest) (*TurnResult, error) {
+	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateResume, func(ctx workflow.Context, req resumeRequest) (*turnResult, error) {
 		h := t.st.Held
 		if h == nil || t.running || t.queued != nil {
-			return t.wait(ctx, WaitRequest{})
+			return t.wait(ctx, waitRequest{})
 		}
 		run := h.Request
 		// The resume's budget over the turn's, field by field, as core's
 		// Runner lays a resume's over the budget its turn noted.
 		run.Budget, run.Stream = req.Budget.Over(h.Request.Budget), req.Stream
 		return t.queue(ctx, run, true)
-	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req ResumeRequest) error {
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req resumeRequest) error {
 		return checkBudget(req.Budget)
 	}})
 	if err != nil {
 		return err
 	}
-	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, req DecideRequest) error {
+	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, req decideRequest) error {
 		a := t.approval(req.CallID)
 		if a == nil || a.Decision != nil {
 			return t.checkDecision(ctx, req) // decided meanwhile
@@ -212,7 +212,7 @@ func (t *thread) register(ctx workflow.Context) error {
 		}
 		a.Decision = &d
 		return nil
-	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req DecideRequest) error { return t.checkDecision(ctx, req) }})
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req decideRequest) error { return t.checkDecision(ctx, req) }})
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func (t *thread) register(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	return workflow.SetQueryHandler(ctx, QueryEvents, func(req EventsRequest) (*EventsPage, error) {
+	return workflow.SetQueryHandler(ctx, QueryEvents, func(req eventsRequest) (*eventsPage, error) {
 		turn := req.Turn
 		if turn == 0 {
 			turn = t.st.Turns
@@ -234,7 +234,7 @@ func (t *thread) register(ctx workflow.Context) error {
 		if turn != t.st.Turns || !t.running && len(t.events) == 0 && t.dropped == 0 {
 			// A later turn began, or the run before ended with the turn
 			// and continued as new without its events.
-			return &EventsPage{Turn: turn, Gone: true}, nil
+			return &eventsPage{Turn: turn, Gone: true}, nil
 		}
 		after := min(max(req.After, 0), t.dropped+len(t.events))
 		skipped := max(t.dropped-after, 0)
@@ -242,14 +242,14 @@ func (t *thread) register(ctx workflow.Context) error {
 		if len(evs) > maxPage {
 			evs = evs[:maxPage]
 		}
-		return &EventsPage{Turn: turn, Events: evs, Skipped: skipped}, nil
+		return &eventsPage{Turn: turn, Events: evs, Skipped: skipped}, nil
 	})
 }
 
 // wait waits for the current turn to end or pause, and returns it (the
 // last turn's, when none runs): the wait update. A turn asked for by its
 // number (req.Turn) that is neither is refused.
-func (t *thread) wait(ctx workflow.Context, req WaitRequest) (*TurnResult, error) {
+func (t *thread) wait(ctx workflow.Context, req waitRequest) (*turnResult, error) {
 	if req.Turn != 0 && req.Turn != t.st.Turns {
 		return nil, refusal(errcode.FailedPrecondition, fmt.Sprintf("turn %d is not the thread's current or last turn (%d): its outcome is no longer kept", req.Turn, t.st.Turns))
 	}
@@ -277,7 +277,7 @@ func (t *thread) wait(ctx workflow.Context, req WaitRequest) (*TurnResult, error
 
 // queue queues a turn (resume: going on from the held one) and waits for
 // its outcome: the run update, and the resume update of a held turn.
-func (t *thread) queue(ctx workflow.Context, req RunRequest, resume bool) (*TurnResult, error) {
+func (t *thread) queue(ctx workflow.Context, req runRequest, resume bool) (*turnResult, error) {
 	t.st.Turns++
 	n := t.st.Turns
 	t.queued, t.resumeHeld = &req, resume
@@ -295,7 +295,7 @@ const maxPage = 1000
 // checkDecision refuses, before anything is recorded, a decision about a
 // call that awaits none, a second decision, and edited arguments that are
 // not a JSON object.
-func (t *thread) checkDecision(ctx workflow.Context, req DecideRequest) error {
+func (t *thread) checkDecision(ctx workflow.Context, req decideRequest) error {
 	a := t.approval(req.CallID)
 	switch {
 	case a == nil:
@@ -345,12 +345,12 @@ func busy() error {
 }
 
 // emit appends an event of the current turn.
-func (t *thread) emit(e Event) { t.events = append(t.events, e) }
+func (t *thread) emit(e event) { t.events = append(t.events, e) }
 
 // deltas takes a batch of a step's streamed text: each message's text
 // once, completing on TextDone what the pieces left out (core's rule for a
 // stream: no repeat, no gap, also when a retried step streams again).
-func (t *thread) deltas(b DeltaBatch) {
+func (t *thread) deltas(b deltaBatch) {
 	if !t.running || !t.stream {
 		return
 	}
@@ -366,7 +366,7 @@ func (t *thread) deltas(b DeltaBatch) {
 				continue
 			}
 			t.items[d.Item] = n + len(d.Text)
-			t.emit(Event{Kind: core.EventTextDelta, Item: d.Item, Text: d.Text, Commentary: d.Commentary})
+			t.emit(event{Kind: core.EventTextDelta, Item: d.Item, Text: d.Text, Commentary: d.Commentary})
 		case driver.TextDone:
 			if n < 0 {
 				continue
@@ -374,7 +374,7 @@ func (t *thread) deltas(b DeltaBatch) {
 			t.items[d.Item] = -1
 			t.done(d.Item, d.Text, n, d.Commentary)
 		case driver.ReasoningDelta:
-			t.emit(Event{Kind: core.EventReasoningDelta, Item: d.Item, Text: d.Text})
+			t.emit(event{Kind: core.EventReasoningDelta, Item: d.Item, Text: d.Text})
 		}
 	}
 }
@@ -386,18 +386,18 @@ func (t *thread) done(item, text string, n int, commentary bool) {
 		t.texts++
 	}
 	if n < len(text) {
-		t.emit(Event{Kind: core.EventTextDelta, Item: item, Text: text[n:], Commentary: commentary})
+		t.emit(event{Kind: core.EventTextDelta, Item: item, Text: text[n:], Commentary: commentary})
 	}
-	t.emit(Event{Kind: core.EventTextDone, Item: item, Text: text, Commentary: commentary})
+	t.emit(event{Kind: core.EventTextDone, Item: item, Text: text, Commentary: commentary})
 }
 
 // drain takes the delta signals already received, so that a step's text
 // comes before what the step's answer reports.
 func (t *thread) drain() {
-	var b DeltaBatch
+	var b deltaBatch
 	for t.deltaCh.ReceiveAsync(&b) {
 		t.deltas(b)
-		b = DeltaBatch{}
+		b = deltaBatch{}
 	}
 }
 
@@ -421,8 +421,8 @@ func (t *thread) phase(ctx workflow.Context, d time.Duration) (_ workflow.Contex
 // current phase (see phase).
 type turnRun struct {
 	t        *thread
-	req      RunRequest
-	res      *TurnResult
+	req      runRequest
+	res      *turnResult
 	budget   core.Budget
 	maxSteps int
 	timeout  time.Duration
@@ -431,7 +431,7 @@ type turnRun struct {
 }
 
 // newTurnRun returns the turn of req, its outcome so far res.
-func (t *thread) newTurnRun(req RunRequest, res *TurnResult) *turnRun {
+func (t *thread) newTurnRun(req runRequest, res *turnResult) *turnRun {
 	tr := &turnRun{t: t, req: req, res: res, budget: req.Budget.Over(t.set.Budget), maxSteps: t.set.MaxSteps, timeout: t.set.RunTimeout}
 	if req.MaxSteps > 0 {
 		tr.maxSteps = req.MaxSteps
@@ -445,9 +445,9 @@ func (t *thread) newTurnRun(req RunRequest, res *TurnResult) *turnRun {
 // runTurn runs one turn and records its outcome: a new turn, or one that
 // goes on from the held one (resumeHeld). Its error is the
 // ContinueAsNewError of a turn that goes on in the workflow's next run.
-func (t *thread) runTurn(ctx workflow.Context, req RunRequest) error {
-	res := &TurnResult{Turn: t.st.Turns, Thread: t.st.Thread}
-	var from *Held // the held turn this one goes on from
+func (t *thread) runTurn(ctx workflow.Context, req runRequest) error {
+	res := &turnResult{Turn: t.st.Turns, Thread: t.st.Thread}
+	var from *heldTurn // the held turn this one goes on from
 	if t.resumeHeld {
 		from = t.st.Held
 	}
@@ -479,7 +479,7 @@ func (tr *turnRun) finish(ctx workflow.Context, err error) {
 	}
 	t.st.Thread = res.Thread
 	res.Remaining = tr.budget.Remaining(res.Spent)
-	t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Err: res.Err, Usage: res.Usage, Remaining: res.Remaining})
+	t.emit(event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Err: res.Err, Usage: res.Usage, Remaining: res.Remaining})
 	fitResult(res, t.set.MaxPayloadBytes)
 	t.endRun(ctx, res)
 	t.st.Last = res
@@ -559,12 +559,12 @@ func (tr *turnRun) arrive(ctx workflow.Context, sr *stepResult, counted bool) (n
 		// waits for their results, and a resume goes on from here.
 		hr := tr.req
 		hr.Input, hr.Parts = "", nil
-		t.st.Held = &Held{Request: hr, Step: sr}
+		t.st.Held = &heldTurn{Request: hr, Step: sr}
 		tr.finish(ctx, err)
 		return nil, nil, nil, true
 	}
 	res.Steps++
-	t.emit(Event{Kind: core.EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: tr.budget.Remaining(res.Spent)})
+	t.emit(event{Kind: core.EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: tr.budget.Remaining(res.Spent)})
 	results = make([]driver.ToolResult, len(step.Calls))
 	for i, c := range step.Calls {
 		if i < len(sr.Approvals) && sr.Approvals[i].Need {
@@ -573,7 +573,7 @@ func (tr *turnRun) arrive(ctx workflow.Context, sr *stepResult, counted bool) (n
 			a.Key.Backend, a.Key.Thread, a.Key.Turn, a.Key.Call = sr.Backend, c.Thread, c.Turn, c.ID
 			a.Expires = a.Requested.Add(t.set.ApprovalTimeout)
 			t.pending = append(t.pending, a)
-			t.emit(Event{Kind: core.EventApprovalRequested, Thread: c.Thread, Turn: c.Turn, Step: res.Steps, Call: &step.Calls[i], Text: a.Why})
+			t.emit(event{Kind: core.EventApprovalRequested, Thread: c.Thread, Turn: c.Turn, Step: res.Steps, Call: &step.Calls[i], Text: a.Why})
 		} else {
 			now = append(now, i)
 		}
@@ -638,7 +638,7 @@ func (tr *turnRun) submit(step *driver.Step, results []driver.ToolResult) (*step
 	fitResults(results, t.set.MaxPayloadBytes)
 	sent := res.Spent
 	sent.ToolCalls += len(results)
-	t.submitted = &Event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results), Remaining: tr.budget.Remaining(sent)}
+	t.submitted = &event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results), Remaining: tr.budget.Remaining(sent)}
 	sr, err := t.stepActivity(tr.pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: tr.req.Format, Stream: tr.req.Stream})
 	if err == nil {
 		if !res.CallsOmitted { // dropped when the turn went on in a new run
@@ -651,7 +651,7 @@ func (tr *turnRun) submit(step *driver.Step, results []driver.ToolResult) (*step
 
 // first returns the turn's first step: the held one, going on from it
 // (from), or the answer to the input.
-func (t *thread) first(ctx workflow.Context, req *RunRequest, from *Held) (*stepResult, error) {
+func (t *thread) first(ctx workflow.Context, req *runRequest, from *heldTurn) (*stepResult, error) {
 	if from != nil {
 		return from.Step, nil
 	}
@@ -666,10 +666,10 @@ func (t *thread) first(ctx workflow.Context, req *RunRequest, from *Held) (*step
 // of which no message was streamed, its text in one piece.
 func (t *thread) stepArrived(step *driver.Step, steps int) {
 	for i := range step.Calls {
-		t.emit(Event{Kind: core.EventToolCall, Thread: step.Thread, Turn: step.Turn, Step: steps + 1, Call: &step.Calls[i]})
+		t.emit(event{Kind: core.EventToolCall, Thread: step.Thread, Turn: step.Turn, Step: steps + 1, Call: &step.Calls[i]})
 	}
 	if step.Usage != (driver.Usage{}) {
-		t.emit(Event{Kind: core.EventUsage, Thread: step.Thread, Turn: step.Turn, Step: steps, Usage: step.Usage})
+		t.emit(event{Kind: core.EventUsage, Thread: step.Thread, Turn: step.Turn, Step: steps, Usage: step.Usage})
 	}
 	if len(step.Calls) == 0 && t.texts == 0 && step.Text != "" {
 		t.done("", step.Text, 0, false)
@@ -678,7 +678,7 @@ func (t *thread) stepArrived(step *driver.Step, steps int) {
 
 // await pauses the turn until every call awaiting a decision has one; a
 // call still undecided at its expiry is denied.
-func (t *thread) await(ctx workflow.Context, res *TurnResult) error {
+func (t *thread) await(ctx workflow.Context, res *turnResult) error {
 	t.paused = true
 	res.Pending = nil
 	for _, a := range t.pending {
@@ -689,7 +689,7 @@ func (t *thread) await(ctx workflow.Context, res *TurnResult) error {
 	paused := *res
 	t.outcome = &paused
 	t.endRun(ctx, &paused)
-	t.emit(Event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage, Remaining: res.Remaining,
+	t.emit(event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage, Remaining: res.Remaining,
 		Err: errorInfo(&errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the run paused: %d call(s) await a decision: %w", len(res.Pending), core.ErrAwaitingApproval)})})
 	defer func() { t.paused, t.outcome = false, nil }()
 	for {
@@ -770,7 +770,7 @@ func (t *thread) runCalls(ctx workflow.Context, step *driver.Step, n int, idx []
 		if a := t.approval(c.ID); a != nil {
 			req.Decision = a.Decision
 		}
-		t.emit(Event{Kind: core.EventCallStarted, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c})
+		t.emit(event{Kind: core.EventCallStarted, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c})
 		f := workflow.ExecuteActivity(actx, activityCall, req)
 		inflight++
 		sel.AddFuture(f, func(f workflow.Future) {
@@ -786,7 +786,7 @@ func (t *thread) runCalls(ctx workflow.Context, step *driver.Step, n int, idx []
 			if tr.Outcome == core.InDoubt {
 				kind = core.EventCallInDoubt
 			}
-			t.emit(Event{Kind: kind, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c, Outcome: tr.Outcome, Result: &tr})
+			t.emit(event{Kind: kind, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c, Outcome: tr.Outcome, Result: &tr})
 		})
 	}
 	for ; inflight > 0; inflight-- {
@@ -803,7 +803,7 @@ func (t *thread) stepActivity(ctx workflow.Context, name string, req *stepReques
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(f, func(workflow.Future) {})
 	sel.AddReceive(t.deltaCh, func(c workflow.ReceiveChannel, _ bool) {
-		var b DeltaBatch
+		var b deltaBatch
 		c.Receive(ctx, &b)
 		t.deltas(b)
 	})
@@ -871,7 +871,7 @@ func (t *thread) turnError(err error) error {
 	}
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
-		return (&ErrorInfo{Code: ae.Type(), Message: ae.Message(), Is: failed(err).Is}).Err()
+		return (&historyError{Code: ae.Type(), Message: ae.Message(), Is: failed(err).Is}).Err()
 	}
 	return &errcode.Error{Code: errcode.Unavailable, Op: "temporal", Err: err}
 }

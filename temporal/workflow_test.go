@@ -139,7 +139,7 @@ func must[T any](v T, err error) T {
 
 // outcome is what an update returned.
 type outcome struct {
-	res *TurnResult
+	res *turnResult
 	err error
 }
 
@@ -153,7 +153,7 @@ func (e *env) update(delay time.Duration, name string, o *outcome, args ...any) 
 				o.err = err
 				if v != nil {
 					b, _ := json.Marshal(v)
-					o.res = new(TurnResult)
+					o.res = new(turnResult)
 					json.Unmarshal(b, o.res)
 				}
 			},
@@ -186,7 +186,7 @@ func weather() *coretest.Script {
 func TestTurn(t *testing.T) {
 	e := newEnv(t, weather(), Settings{})
 	var o outcome
-	e.update(time.Second, UpdateRun, &o, RunRequest{Input: "weather?"})
+	e.update(time.Second, UpdateRun, &o, runRequest{Input: "weather?"})
 	e.run()
 	if o.err != nil {
 		t.Fatalf("run: %v", o.err)
@@ -231,11 +231,11 @@ func refundScript(amount string) *coretest.Script {
 func TestApproval(t *testing.T) {
 	e := newEnv(t, refundScript("500"), Settings{})
 	var run, wait, unknown, notJSON, decide, second outcome
-	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "refund A1"})
-	e.update(2*time.Second, UpdateDecide, &unknown, DecideRequest{CallID: "nope", Decision: core.Decision{Approved: true}})
-	e.update(3*time.Second, UpdateDecide, &notJSON, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Arguments: json.RawMessage(`[1,2]`)}})
-	e.update(4*time.Second, UpdateDecide, &decide, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann", Arguments: json.RawMessage(`{"order":"A1-edited","amount":500}`)}})
-	e.update(5*time.Second, UpdateDecide, &second, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: false}})
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "refund A1"})
+	e.update(2*time.Second, UpdateDecide, &unknown, decideRequest{CallID: "nope", Decision: core.Decision{Approved: true}})
+	e.update(3*time.Second, UpdateDecide, &notJSON, decideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Arguments: json.RawMessage(`[1,2]`)}})
+	e.update(4*time.Second, UpdateDecide, &decide, decideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true, Actor: "ann", Arguments: json.RawMessage(`{"order":"A1-edited","amount":500}`)}})
+	e.update(5*time.Second, UpdateDecide, &second, decideRequest{CallID: "call_refund", Decision: core.Decision{Approved: false}})
 	e.update(6*time.Second, UpdateWait, &wait)
 	e.run()
 	if run.err != nil || run.res.Done || len(run.res.Pending) != 1 || run.res.Pending[0].Key.Call != "call_refund" || run.res.Pending[0].Why != "over 100" {
@@ -276,7 +276,7 @@ func TestApproval(t *testing.T) {
 func TestApprovalExpires(t *testing.T) {
 	e := newEnv(t, refundScript("500"), Settings{ApprovalTimeout: time.Minute})
 	var run, wait outcome
-	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "refund A1"})
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "refund A1"})
 	e.update(2*time.Minute, UpdateWait, &wait)
 	e.run()
 	if wait.err != nil || !wait.res.Done {
@@ -293,7 +293,7 @@ func TestMaxSteps(t *testing.T) {
 	step := coretest.Step{Calls: []coretest.Call{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)}}}
 	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{step, step, step, {Text: "never"}}}}}, Settings{MaxSteps: 2})
 	var run outcome
-	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "loop"})
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "loop"})
 	e.run()
 	if run.err != nil || run.res.Err == nil {
 		t.Fatalf("run = %+v, %v; want a failed turn", run.res, run.err)
@@ -319,7 +319,7 @@ func TestPayloadLimit(t *testing.T) {
 	}}}}
 	e := newEnv(t, script, Settings{MaxPayloadBytes: 4000})
 	var run outcome
-	e.update(time.Second, UpdateRun, &run, RunRequest{Input: "big"})
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "big"})
 	e.run()
 	if run.err != nil || run.res.Err != nil {
 		t.Fatalf("run = %+v, %v", run.res, run.err)
@@ -341,7 +341,7 @@ func TestInputLimit(t *testing.T) {
 		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
 			e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "ok"}}}}}, Settings{MaxPayloadBytes: 4000})
 			var run outcome
-			e.update(time.Second, UpdateRun, &run, RunRequest{Input: strings.Repeat("x", tc.n)})
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: strings.Repeat("x", tc.n)})
 			e.run()
 			if run.err != nil {
 				t.Fatalf("run: %v", run.err)
@@ -370,8 +370,8 @@ func TestIdempotencyKeysPerTurn(t *testing.T) {
 	}}
 	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{turn, turn}}, Settings{})
 	var one, two outcome
-	e.update(time.Second, UpdateRun, &one, RunRequest{Input: "1"})
-	e.update(2*time.Second, UpdateRun, &two, RunRequest{Input: "2"})
+	e.update(time.Second, UpdateRun, &one, runRequest{Input: "1"})
+	e.update(2*time.Second, UpdateRun, &two, runRequest{Input: "2"})
 	e.run()
 	if one.err != nil || two.err != nil || len(one.res.Calls) != 1 || len(two.res.Calls) != 1 {
 		t.Fatalf("turns %+v (%v), %+v (%v); want one call each", one.res, one.err, two.res, two.err)
@@ -388,8 +388,8 @@ func TestSecondTurn(t *testing.T) {
 	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}, {Steps: []coretest.Step{{Text: "two"}}}}}
 	e := newEnv(t, script, Settings{})
 	var one, two outcome
-	e.update(time.Second, UpdateRun, &one, RunRequest{Input: "1"})
-	e.update(2*time.Second, UpdateRun, &two, RunRequest{Input: "2"})
+	e.update(time.Second, UpdateRun, &one, runRequest{Input: "1"})
+	e.update(2*time.Second, UpdateRun, &two, runRequest{Input: "2"})
 	e.run()
 	if one.err != nil || two.err != nil || one.res.Text != "one" || two.res.Text != "two" || one.res.Thread != two.res.Thread || two.res.Turn != 2 {
 		t.Fatalf("turns %+v (%v), %+v (%v); want one then two on one thread", one.res, one.err, two.res, two.err)
@@ -419,10 +419,10 @@ func TestBusy(t *testing.T) {
 				e.te.OnActivity(activityCall, mock.Anything, mock.Anything).After(time.Minute).Return(a.Call)
 			}
 			var run, second, decide, wait outcome
-			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "refund A1"})
-			e.update(2*time.Second, UpdateRun, &second, RunRequest{Input: "and another"})
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: "refund A1"})
+			e.update(2*time.Second, UpdateRun, &second, runRequest{Input: "and another"})
 			if !c.slow {
-				e.update(3*time.Second, UpdateDecide, &decide, DecideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true}})
+				e.update(3*time.Second, UpdateDecide, &decide, decideRequest{CallID: "call_refund", Decision: core.Decision{Approved: true}})
 			}
 			e.update(2*time.Minute, UpdateWait, &wait)
 			e.run()
@@ -476,7 +476,7 @@ func TestConcurrency(t *testing.T) {
 				}
 			})
 			var run outcome
-			e.update(time.Second, UpdateRun, &run, RunRequest{Input: "weather of five cities"})
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: "weather of five cities"})
 			e.run()
 			if run.err != nil || run.res == nil || run.res.Err != nil || len(run.res.Calls) != 5 {
 				t.Fatalf("run = %+v, %v; want the answer after five calls", run.res, run.err)

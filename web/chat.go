@@ -12,8 +12,11 @@ import (
 	"github.com/toolrelay/toolrelay/errcode"
 )
 
-// A chat is one chat of the handler's, while a request or a run holds it.
+// A chat is one chat of the handler's, while a request or a run holds it:
+// its record, and the turn writing its answer. The work of a request or a
+// run on the chat is its methods'.
 type chat struct {
+	h    *handler
 	id   string
 	refs int // requests and runs holding it; guarded by handler.mu
 
@@ -67,7 +70,7 @@ func (h *handler) acquire(id string) *chat {
 	defer h.mu.Unlock()
 	c := h.chats[id]
 	if c == nil {
-		c = &chat{id: id}
+		c = &chat{h: h, id: id}
 		h.chats[id] = c
 	}
 	c.refs++
@@ -75,7 +78,8 @@ func (h *handler) acquire(id string) *chat {
 }
 
 // release lets go of c; the last one forgets it (the journal keeps it).
-func (h *handler) release(c *chat) {
+func (c *chat) release() {
+	h := c.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c.refs--; c.refs == 0 {
@@ -89,7 +93,8 @@ func (h *handler) release(c *chat) {
 // may have served the chat since this one did, even while this one keeps
 // its last answer for pages that reconnect: its next message, its pause
 // or its interruption is in the journal. c.mu is held.
-func (h *handler) load(ctx context.Context, c *chat) error {
+func (c *chat) load(ctx context.Context) error {
+	h := c.h
 	if t := c.turn; t != nil && !t.ended {
 		return nil
 	}
@@ -112,24 +117,24 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, who string) {
 		return
 	}
 	c := h.acquire(req.chat)
-	defer h.release(c)
+	defer c.release()
 	c.mu.Lock()
-	t, from, err := h.begin(r, c, who, req)
+	t, from, err := c.begin(r, who, req)
 	c.mu.Unlock()
 	if err == nil {
-		err = h.wait(c, t)
+		err = c.wait(t)
 	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.follow(w, r, c, t, from)
+	c.follow(w, r, t, from)
 }
 
 // wait waits for the run of turn t to hold its thread, and returns the
 // request's error if another run, in any process, held it. The page is
 // answered only then: 200, or 409 with nothing of the chat changed.
-func (h *handler) wait(c *chat, t *turn) error {
+func (c *chat) wait(t *turn) error {
 	<-t.took
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -143,9 +148,10 @@ func (h *handler) wait(c *chat, t *turn) error {
 // begin starts the run a POST asks for, and returns its turn, attached to
 // the request, and where in its log the request's answer starts. c.mu is
 // held.
-func (h *handler) begin(r *http.Request, c *chat, who string, req *turnRequest) (*turn, int, error) {
+func (c *chat) begin(r *http.Request, who string, req *turnRequest) (*turn, int, error) {
+	h := c.h
 	ctx := r.Context()
-	if err := h.load(ctx, c); err != nil {
+	if err := c.load(ctx); err != nil {
 		return nil, 0, err
 	}
 	if c.rec.Owner != "" && c.rec.Owner != who {
@@ -196,7 +202,7 @@ func (h *handler) begin(r *http.Request, c *chat, who string, req *turnRequest) 
 			}
 		}
 		m.resume()
-		return h.start(r, c, m, thread, nil, func(ctx context.Context, ro *core.RunOptions) *core.Stream {
+		return c.start(r, m, thread, nil, func(ctx context.Context, ro *core.RunOptions) *core.Stream {
 			return h.r.ResumeStream(ctx, thread, ro)
 		}), from, nil
 	}
@@ -215,7 +221,7 @@ func (h *handler) begin(r *http.Request, c *chat, who string, req *turnRequest) 
 	}
 	m := newMessage(h.newID(), h.opts.MaxShownBytes)
 	input := req.input
-	return h.start(r, c, m, thread, req.parts, func(ctx context.Context, ro *core.RunOptions) *core.Stream {
+	return c.start(r, m, thread, req.parts, func(ctx context.Context, ro *core.RunOptions) *core.Stream {
 		return h.r.Stream(ctx, input, ro)
 	}), 0, nil
 }
@@ -236,12 +242,12 @@ func (h *handler) reconnect(w http.ResponseWriter, r *http.Request, who, id stri
 		return
 	}
 	c := h.acquire(id)
-	defer h.release(c)
+	defer c.release()
 	c.mu.Lock()
-	t, err := h.rejoin(r, c, who)
+	t, err := c.rejoin(r, who)
 	c.mu.Unlock()
 	if err == nil && t != nil {
-		err = h.wait(c, t)
+		err = c.wait(t)
 	}
 	if err != nil {
 		h.fail(w, r, err)
@@ -251,13 +257,14 @@ func (h *handler) reconnect(w http.ResponseWriter, r *http.Request, who, id stri
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	h.follow(w, r, c, t, 0)
+	c.follow(w, r, t, 0)
 }
 
 // rejoin returns the turn of chat c a page reconnects to, attached to it,
 // or nil if none is being written. c.mu is held.
-func (h *handler) rejoin(r *http.Request, c *chat, who string) (*turn, error) {
-	if err := h.load(r.Context(), c); err != nil {
+func (c *chat) rejoin(r *http.Request, who string) (*turn, error) {
+	h := c.h
+	if err := c.load(r.Context()); err != nil {
 		return nil, err
 	}
 	if c.rec.Owner == "" || c.rec.Owner != who {
@@ -272,7 +279,7 @@ func (h *handler) rejoin(r *http.Request, c *chat, who string) (*turn, error) {
 	}
 	m, thread := c.rec.Message, c.rec.Thread
 	m.resume()
-	return h.start(r, c, m, thread, nil, func(ctx context.Context, ro *core.RunOptions) *core.Stream {
+	return c.start(r, m, thread, nil, func(ctx context.Context, ro *core.RunOptions) *core.Stream {
 		return h.r.ResumeStream(ctx, thread, ro)
 	}), nil
 }
@@ -280,7 +287,8 @@ func (h *handler) rejoin(r *http.Request, c *chat, who string) (*turn, error) {
 // start starts a run writing m on chat c (on thread, with parts), and
 // returns its turn, attached to the request: wait for its run to hold the
 // thread before answering. c.mu is held.
-func (h *handler) start(r *http.Request, c *chat, m *message, thread string, parts []core.Part, stream func(context.Context, *core.RunOptions) *core.Stream) *turn {
+func (c *chat) start(r *http.Request, m *message, thread string, parts []core.Part, stream func(context.Context, *core.RunOptions) *core.Stream) *turn {
+	h := c.h
 	t := &turn{msg: m, readers: 1, took: make(chan struct{})}
 	// A run of the chat's thread that another process is running fails
 	// at once, and the page is answered once the run holds the thread.
@@ -295,7 +303,7 @@ func (h *handler) start(r *http.Request, c *chat, m *message, thread string, par
 	c.refs++ // the run's, until its turn is forgotten
 	h.mu.Unlock()
 	h.turns.Add(1)
-	go h.run(detachedContext(r), c, t, ro, again, stream)
+	go c.run(detachedContext(r), t, ro, again, stream)
 	return t
 }
 
@@ -329,7 +337,8 @@ func (t *turn) wait() <-chan struct{} {
 // readers went away is resumed at once, with options again, if one came
 // back meanwhile. A first run that finds another on the thread changes
 // nothing.
-func (h *handler) run(ctx context.Context, c *chat, t *turn, ro, again *core.RunOptions, stream func(context.Context, *core.RunOptions) *core.Stream) {
+func (c *chat) run(ctx context.Context, t *turn, ro, again *core.RunOptions, stream func(context.Context, *core.RunOptions) *core.Stream) {
+	h := c.h
 	defer h.turns.Done()
 	for {
 		rctx, stop := context.WithCancelCause(ctx)
@@ -350,11 +359,11 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, ro, again *core.Run
 				c.mu.Unlock()
 				continue
 			}
-			h.show(ctx, c, t, &ev, known)
+			c.show(ctx, t, &ev, known)
 		}
 		res, err := st.Result()
 		stop(nil)
-		if errors.Is(err, core.ErrThreadBusy) && h.refused(c, t, err) {
+		if errors.Is(err, core.ErrThreadBusy) && c.refused(t, err) {
 			return
 		}
 		t.taken()
@@ -376,17 +385,17 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, ro, again *core.Run
 			// Saved before the turn is let go: a request of this
 			// process then reads the chat's record from the journal.
 			c.rec.State, c.rec.Message = stateInterrupted, t.msg
-			h.saveRecord(ctx, c, encode(&c.rec))
+			c.saveRecord(ctx, encode(&c.rec))
 			c.turn = nil
 			c.mu.Unlock()
-			h.release(c)
+			c.release()
 			return
 		}
 		c.mu.Unlock()
 		if errors.Is(cause, errTooLong) {
 			err = errTooLong
 		}
-		h.finish(ctx, c, t, err)
+		c.finish(ctx, t, err)
 		return
 	}
 }
@@ -396,7 +405,7 @@ func (h *handler) run(ctx context.Context, c *chat, t *turn, ro, again *core.Run
 // the chat is read again from the journal by its next request. It reports
 // false if the run held the thread before (a resume of the turn found it
 // busy): the turn ends with err as any failed run.
-func (h *handler) refused(c *chat, t *turn, err error) bool {
+func (c *chat) refused(t *turn, err error) bool {
 	ok := false
 	t.tookOnce.Do(func() {
 		ok = true
@@ -409,14 +418,15 @@ func (h *handler) refused(c *chat, t *turn, err error) bool {
 		close(t.took)
 	})
 	if ok {
-		h.release(c)
+		c.release()
 	}
 	return ok
 }
 
 // show writes event ev into the turn's message; known is the run's thread
 // if its runner named it before the service did. c.mu is not held.
-func (h *handler) show(ctx context.Context, c *chat, t *turn, ev *core.Event, known string) {
+func (c *chat) show(ctx context.Context, t *turn, ev *core.Event, known string) {
+	h := c.h
 	c.mu.Lock()
 	if !t.full {
 		t.msg.event(ev)
@@ -439,14 +449,15 @@ func (h *handler) show(ctx context.Context, c *chat, t *turn, ev *core.Event, kn
 	}
 	c.mu.Unlock()
 	if rec != "" {
-		h.saveRecord(ctx, c, rec)
+		c.saveRecord(ctx, rec)
 	}
 }
 
 // finish ends turn t of a run that ended with err: its message's last
 // chunks, the chat's state, and the turn kept for pages that reconnect
 // within the window.
-func (h *handler) finish(ctx context.Context, c *chat, t *turn, err error) {
+func (c *chat) finish(ctx context.Context, t *turn, err error) {
+	h := c.h
 	c.mu.Lock()
 	text := ""
 	if err != nil && !errors.Is(err, core.ErrAwaitingApproval) {
@@ -466,7 +477,7 @@ func (h *handler) finish(ctx context.Context, c *chat, t *turn, err error) {
 	c.mu.Unlock()
 	// The chat's state is recorded before any page hears the end: the
 	// next request, in any process, finds it.
-	h.saveRecord(ctx, c, rec)
+	c.saveRecord(ctx, rec)
 	c.mu.Lock()
 	t.closing, t.ended = closing, true
 	t.notify()
@@ -478,12 +489,13 @@ func (h *handler) finish(ctx context.Context, c *chat, t *turn, err error) {
 			c.turn = nil
 		}
 		c.mu.Unlock()
-		h.release(c)
+		c.release()
 	})
 }
 
 // saveRecord records c's encoded record, logging a failure.
-func (h *handler) saveRecord(ctx context.Context, c *chat, rec string) {
+func (c *chat) saveRecord(ctx context.Context, rec string) {
+	h := c.h
 	if err := h.store.put(ctx, c.id, rec); err != nil {
 		h.opts.Logger.WarnContext(ctx, "web: the chat's record could not be saved", "chat", c.id, "error", err)
 	}

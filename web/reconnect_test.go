@@ -88,7 +88,7 @@ func TestReconnect(t *testing.T) {
 	s.h.turns.Wait()
 	waitFor(t, "the finished answer to be let go", func() bool {
 		c := s.h.acquire("c1")
-		defer s.h.release(c)
+		defer c.release()
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return c.turn == nil

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/internal/corestream"
 )
 
 // echoRunner is a Runner other than core's, as temporal.Runner is: it
@@ -29,7 +30,7 @@ func (e *echoRunner) Stream(ctx context.Context, input string, opts *core.RunOpt
 		thread = "w" + itoa(len(e.threads))
 	}
 	e.mu.Unlock()
-	return core.NewStream(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
+	return corestream.New(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
 		if opts.Held != nil {
 			opts.Held()
 		}
@@ -45,7 +46,7 @@ func (e *echoRunner) Stream(ctx context.Context, input string, opts *core.RunOpt
 }
 
 func (e *echoRunner) ResumeStream(ctx context.Context, thread string, opts *core.RunOptions) *core.Stream {
-	return core.NewStream(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
+	return corestream.New(thread, func(yield func(core.Event, error) bool) (*core.Result, error) {
 		yield(core.Event{Kind: core.EventRunFinished}, nil)
 		return &core.Result{Thread: thread}, nil
 	})

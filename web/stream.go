@@ -9,7 +9,8 @@ import (
 // start of its message, its log from byte from on, as it grows, then its
 // closing. A page that goes away (or reads too slowly) is counted out of
 // the turn's readers; t was attached to the request.
-func (h *handler) follow(w http.ResponseWriter, r *http.Request, c *chat, t *turn, from int) {
+func (c *chat) follow(w http.ResponseWriter, r *http.Request, t *turn, from int) {
+	h := c.h
 	c.mu.Lock()
 	id := t.msg.ID
 	c.mu.Unlock()

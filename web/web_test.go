@@ -58,7 +58,7 @@ func testTools(t testing.TB, fx *effects) *core.Toolbox {
 		}
 		fx.refunds[in.Order]++
 		return fmt.Sprintf("refunded %d on order %s", in.Amount, in.Order), nil
-	}, &core.ToolOptions{Approval: core.Always("refunds need a person's yes")})
+	}, &core.ToolOptions{Approval: core.ApprovalAlways("refunds need a person's yes")})
 	if err != nil {
 		t.Fatal(err)
 	}

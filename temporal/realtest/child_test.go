@@ -95,7 +95,7 @@ func weatherTools(effects string, effectDelay time.Duration, approval bool) (*co
 	}
 	opts := &core.ToolOptions{}
 	if approval {
-		opts.Approval = core.Always("the weather costs money")
+		opts.Approval = core.ApprovalAlways("the weather costs money")
 	}
 	weather, err := core.NewTool("getCurrentWeatherAtLocation", "Gets the current weather at a location.", func(ctx context.Context, in locationArgs) (string, error) {
 		time.Sleep(effectDelay)

@@ -39,7 +39,7 @@ func TestWebFleet(t *testing.T) {
 	}) (string, error) {
 		refunds.Add(1)
 		return fmt.Sprintf("refunded %d on order %s", in.Amount, in.Order), nil
-	}, &core.ToolOptions{Approval: core.Always("refunds need a person's yes")})
+	}, &core.ToolOptions{Approval: core.ApprovalAlways("refunds need a person's yes")})
 	if err != nil {
 		t.Fatal(err)
 	}

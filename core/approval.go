@@ -88,14 +88,15 @@ var errPaused = errors.New("core: the call awaits a decision")
 // may (nil), it is denied (c.denial set; it runs no handler), or it awaits
 // a decision (errPaused, after the approval was requested). A call whose
 // result the journal holds goes the usual way.
-func (r *Runner) approve(ctx context.Context, c *callRun, rule ApprovalRule) error {
+func (c *callRun) approve(ctx context.Context, rule ApprovalRule) error {
+	r := c.r
 	ap, err := r.approvals()
 	if err != nil {
 		return err
 	}
 	a, ok, err := ap.GetApproval(ctx, c.key)
 	if err != nil {
-		return r.journalError(ctx, err)
+		return journalError(ctx, err)
 	}
 	now := time.Now()
 	if !ok {
@@ -111,7 +112,7 @@ func (r *Runner) approve(ctx context.Context, c *callRun, rule ApprovalRule) err
 		}
 		a = Approval{Key: c.key, Tool: c.call.Name, Arguments: c.args, Why: why, Requested: now, Expires: now.Add(r.opts.ApprovalTimeout)}
 		if _, _, err := ap.RequestApproval(ctx, a); err != nil {
-			return r.journalError(ctx, err)
+			return journalError(ctx, err)
 		}
 		r.send(ctx, c.out, &Event{Kind: EventApprovalRequested, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Text: why})
 		return errPaused
@@ -119,7 +120,7 @@ func (r *Runner) approve(ctx context.Context, c *callRun, rule ApprovalRule) err
 	if a.Decision == nil && !a.Pending(now) {
 		d := Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
 		if a, err = ap.DecideApproval(ctx, c.key, d); err != nil && !errors.Is(err, journaldriver.ErrDecided) {
-			return r.journalError(ctx, err)
+			return journalError(ctx, err)
 		}
 	}
 	if a.Decision == nil {
@@ -185,7 +186,7 @@ func (r *Runner) awaiting(ctx context.Context, step *driver.Step) ([]Approval, e
 		}
 		a, ok, err := ap.GetApproval(ctx, r.key(c))
 		if err != nil {
-			return nil, r.journalError(ctx, err)
+			return nil, journalError(ctx, err)
 		}
 		if ok && a.Pending(now) {
 			out = append(out, a)
@@ -243,7 +244,7 @@ func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result
 	}
 	due, err := ap.ExpiredApprovals(ctx, r.b.Name(), time.Now(), maxExpired)
 	if err != nil {
-		return nil, r.journalError(ctx, err)
+		return nil, journalError(ctx, err)
 	}
 	var threads []string
 	for _, a := range due {

@@ -60,14 +60,14 @@ func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult,
 	if req.Journaled {
 		return r.callJournaled(ctx, req)
 	}
-	c := &callRun{call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, mode: detachedCall}
+	c := &callRun{r: r, call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, mode: detachedCall}
 	c.key = r.key(c.call)
 	h := r.opts.Hooks
 	if h == nil || h.Call == nil {
-		return r.callDetached(ctx, c, req)
+		return c.detached(ctx, req)
 	}
-	ctx, end := h.Call(ctx, r.callInfo(c))
-	tr, err := r.callDetached(ctx, c, req)
+	ctx, end := h.Call(ctx, c.info())
+	tr, err := c.detached(ctx, req)
 	e := &CallEnd{Cause: c.cause, Err: err}
 	if err == nil {
 		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
@@ -76,9 +76,10 @@ func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult,
 	return tr, err
 }
 
-// callDetached is Call without its hook.
-func (r *Runner) callDetached(ctx context.Context, c *callRun, req *CallRequest) (driver.ToolResult, error) {
-	r.prepare(c)
+// detached is Runner.Call without its hook.
+func (c *callRun) detached(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
+	r := c.r
+	c.prepare()
 	if req.IdempotencyKey != "" {
 		c.idem = req.IdempotencyKey
 	}
@@ -86,9 +87,9 @@ func (r *Runner) callDetached(ctx context.Context, c *callRun, req *CallRequest)
 		c.decided(req.Decision, &r.opts)
 	}
 	if req.Again && c.denial == "" && !c.approved {
-		return r.runInDoubt(ctx, c)
+		return c.runInDoubt(ctx)
 	}
-	return r.runClaimed(ctx, c)
+	return c.runClaimed(ctx)
 }
 
 // ApprovalNeeded reports whether call needs a person's decision before it
@@ -102,9 +103,9 @@ func (r *Runner) ApprovalNeeded(ctx context.Context, call Call) (need bool, why 
 	if rule == nil {
 		return false, ""
 	}
-	c := &callRun{call: &call}
+	c := &callRun{r: r, call: &call}
 	c.key = r.key(c.call)
-	r.prepare(c)
+	c.prepare()
 	if c.argErr != nil && call.Kind != ServiceApproval {
 		return false, ""
 	}
@@ -121,8 +122,8 @@ func (r *Runner) ApprovalNeeded(ctx context.Context, call Call) (need bool, why 
 // callJournaled is Call of a Journaled request.
 func (r *Runner) callJournaled(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
 	call := req.Call
-	c := &callRun{call: &call, tool: r.tools.Lookup(call.Name), key: r.key(&call), step: req.Step, mode: outsideCall}
-	tr, err := r.hookedAnswer(ctx, c)
+	c := &callRun{r: r, call: &call, tool: r.tools.Lookup(call.Name), key: r.key(&call), step: req.Step, mode: outsideCall}
+	tr, err := c.hookedAnswer(ctx)
 	if r.own != nil {
 		// The runner's own journal keeps a call no longer than it runs:
 		// nothing will ask for it again.
@@ -134,7 +135,7 @@ func (r *Runner) callJournaled(ctx context.Context, req *CallRequest) (driver.To
 // outsideApproval answers a journaled call of Runner.Call whose tool has
 // an approval rule: "" when the rule asks for no one, else the denial the
 // model reads.
-func (r *Runner) outsideApproval(ctx context.Context, c *callRun, rule ApprovalRule) (deny string) {
+func (c *callRun) outsideApproval(ctx context.Context, rule ApprovalRule) (deny string) {
 	need, why, err := rule(ctx, *c.call, c.args)
 	if err != nil {
 		need, why = true, "the approval rule failed"
@@ -149,8 +150,9 @@ func (r *Runner) outsideApproval(ctx context.Context, c *callRun, rule ApprovalR
 	return msg
 }
 
-// callInfo describes c to the call hook.
-func (r *Runner) callInfo(c *callRun) *CallInfo {
+// info describes the call to the call hook.
+func (c *callRun) info() *CallInfo {
+	r := c.r
 	info := &CallInfo{Backend: r.b.Name(), Call: c.call, Step: c.step}
 	if c.tool != nil {
 		info.Server = c.tool.opts.Server

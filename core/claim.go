@@ -29,24 +29,25 @@ func (r *Runner) keys(results []driver.ToolResult) []journaldriver.Key {
 	return keys
 }
 
-// answer is runCall without its hook.
-func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+// answer is hookedAnswer without its hook.
+func (c *callRun) answer(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
 	j, call := r.opts.Journal, c.call
-	if err := r.mayStart(ctx, c); err != nil {
+	if err := c.mayStart(ctx); err != nil {
 		return driver.ToolResult{}, err
 	}
-	r.prepare(c)
+	c.prepare()
 	if c.tool != nil && c.tool.mayRerun() {
 		c.unsynced, _ = j.(journaldriver.Unsynced)
 	}
 	if rule := approvalRule(call, c.tool); rule != nil && (c.argErr == nil || call.Kind == ServiceApproval) {
 		if c.mode == outsideCall {
 			// A journaled call of Runner.Call: no one to ask.
-			if deny := r.outsideApproval(ctx, c, rule); deny != "" {
+			if deny := c.outsideApproval(ctx, rule); deny != "" {
 				tr := toResult(call, &journaldriver.Result{Failed: true, Error: deny, Outcome: Denied}, c.idem)
-				return r.decided(ctx, c, EventCallFinished, tr, 0, nil), nil
+				return c.report(ctx, EventCallFinished, tr, 0, nil), nil
 			}
-		} else if err := r.approve(ctx, c, rule); err != nil {
+		} else if err := c.approve(ctx, rule); err != nil {
 			return driver.ToolResult{}, err
 		}
 	}
@@ -55,7 +56,7 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 			entry   journaldriver.Entry
 			claimed bool
 		)
-		err := r.journalWrite(ctx, "claim", func() (err error) {
+		err := r.opts.Hooks.journalWrite(ctx, "claim", func() (err error) {
 			fenced, _ := j.(journaldriver.Fenced)
 			switch {
 			case fenced != nil && c.fence != "":
@@ -76,90 +77,91 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 				Err: fmt.Errorf("the run of thread %s is not this worker's any more (another took it over, or it ended): call %s not run: %w", c.fence, c.call.ID, err)}
 		}
 		if err != nil {
-			return driver.ToolResult{}, r.journalError(ctx, err)
+			return driver.ToolResult{}, journalError(ctx, err)
 		}
 		if claimed {
-			return r.runClaimed(ctx, c)
+			return c.runClaimed(ctx)
 		}
 		if entry.Digest != c.digest {
 			err := fmt.Errorf("call %q is in the journal with other arguments (digest %.12s, now %.12s)", call.ID, entry.Digest, c.digest)
-			r.event(ctx, c, EventCallReused, Conflict, 0, err)
+			c.event(ctx, EventCallReused, Conflict, 0, err)
 			return driver.ToolResult{}, &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: journal", Err: err}
 		}
 		if entry.State.Finished() {
 			if entry.Result == nil {
 				err := fmt.Errorf("call %q is in the journal as %v, without its result: the entry is damaged (its handler is not run again)", call.ID, entry.State)
-				r.event(ctx, c, EventCallReused, Conflict, 0, err)
+				c.event(ctx, EventCallReused, Conflict, 0, err)
 				return driver.ToolResult{}, &errcode.Error{Code: errcode.DataLoss, Op: "core: journal", Err: err}
 			}
 			tr := toResult(call, entry.Result, entry.IdempotencyKey)
 			tr.Resend = entry.State == journaldriver.Submitted
 			c.reused = true
-			return r.decided(ctx, c, EventCallReused, tr, 0, nil), nil
+			return c.report(ctx, EventCallReused, tr, 0, nil), nil
 		}
 		// Started: wait for its owner to finish, unless its lease expired.
 		if !time.Now().Before(entry.LeaseUntil) {
 			var took bool
-			err := r.journalWrite(ctx, "takeover", func() (err error) {
+			err := r.opts.Hooks.journalWrite(ctx, "takeover", func() (err error) {
 				took, err = j.TakeOver(ctx, c.key, r.opts.Owner, r.opts.Lease)
 				return err
 			})
 			if err != nil {
-				return driver.ToolResult{}, r.journalError(ctx, err)
+				return driver.ToolResult{}, journalError(ctx, err)
 			}
 			if took {
 				c.idem = entry.IdempotencyKey
-				return r.runInDoubt(ctx, c)
+				return c.runInDoubt(ctx)
 			}
 		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return driver.ToolResult{}, r.ctxError(ctx)
+			return driver.ToolResult{}, ctxError(ctx)
 		}
 	}
 }
 
 // runClaimed runs the handler of a call this runner claimed and records
 // its result.
-func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+func (c *callRun) runClaimed(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
 	if c.denial != "" || c.approved {
 		jr := failed(Denied, c.denial)
 		if c.approved {
 			jr = journaldriver.Result{Output: Output{Text: "approved"}, Outcome: OK}
 		}
-		if err := r.finish(ctx, c, &jr); err != nil {
+		if err := c.finish(ctx, &jr); err != nil {
 			return driver.ToolResult{}, err
 		}
-		return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), 0, nil), nil
+		return c.report(ctx, EventCallFinished, toResult(c.call, &jr, c.idem), 0, nil), nil
 	}
-	if err := r.mayStart(ctx, c); err != nil {
+	if err := c.mayStart(ctx); err != nil {
 		// The run's context ended, or the step halted, since the claim:
 		// the call is left to run on resume.
 		if c.mode != detachedCall {
-			r.release(ctx, c)
+			c.release(ctx)
 		}
 		return driver.ToolResult{}, err
 	}
 	if c.mode != detachedCall {
-		r.holdLease(ctx, c.key)
+		r.leases.hold(ctx, c.key)
 	}
-	r.event(ctx, c, EventCallStarted, OK, 0, nil)
+	c.event(ctx, EventCallStarted, OK, 0, nil)
 	if ctx.Err() != nil {
 		// The run's context ended as the call was reported (a stream's
 		// reader stopped there): the handler does not start.
 		if c.mode != detachedCall {
-			r.dropLease(ctx, c.key)
-			r.release(ctx, c)
+			r.leases.drop(ctx, c.key)
+			c.release(ctx)
 		}
-		r.event(ctx, c, EventCallFinished, Interrupted, 0, context.Cause(ctx))
-		return driver.ToolResult{}, r.ctxError(ctx)
+		c.event(ctx, EventCallFinished, Interrupted, 0, context.Cause(ctx))
+		return driver.ToolResult{}, ctxError(ctx)
 	}
 	t0 := time.Now()
-	jr, cause := r.handle(ctx, c)
+	jr, cause := c.handle(ctx)
 	d := time.Since(t0)
 	if c.mode != detachedCall {
-		r.dropLease(ctx, c.key)
+		r.leases.drop(ctx, c.key)
 	}
 	c.cause = cause
 	if jr.Outcome == Interrupted {
@@ -167,17 +169,17 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		// A handler left behind may still take effect: its call stays
 		// started, and a resume decides it as in doubt (once its lease,
 		// no longer renewed, has passed).
-		r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
+		c.event(ctx, EventCallFinished, jr.Outcome, d, cause)
 		if c.mode == detachedCall || errors.Is(cause, errLeftBehind) {
-			return driver.ToolResult{}, r.ctxError(ctx)
+			return driver.ToolResult{}, ctxError(ctx)
 		}
-		r.release(ctx, c)
-		return driver.ToolResult{}, r.ctxError(ctx)
+		c.release(ctx)
+		return driver.ToolResult{}, ctxError(ctx)
 	}
-	if err := r.finish(ctx, c, &jr); err != nil {
+	if err := c.finish(ctx, &jr); err != nil {
 		return driver.ToolResult{}, err
 	}
-	return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), d, c.cause), nil
+	return c.report(ctx, EventCallFinished, toResult(c.call, &jr, c.idem), d, c.cause), nil
 }
 
 // runInDoubt decides a call found started but not finished, now owned by
@@ -186,18 +188,19 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 // (an error), the call is treated as having no hook. Without one: an
 // idempotent tool runs again; any other call gets a failed result saying
 // its outcome is unknown.
-func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+func (c *callRun) runInDoubt(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
 	call, tool := c.call, c.tool
 	if tool != nil && tool.opts.Verify != nil {
-		v, found, err := tool.verify(ctx, call, r.toolTimeout(tool))
+		v, found, err := tool.verify(ctx, call, c.toolTimeout())
 		if ctx.Err() != nil {
 			// The run ended while the hook looked: the call stays in
 			// doubt, for the next owner to decide.
-			return driver.ToolResult{}, r.ctxError(ctx)
+			return driver.ToolResult{}, ctxError(ctx)
 		}
 		switch {
 		case err == nil && found:
-			out, err := encodeOutput(v, r.outputLimit(tool))
+			out, err := encodeOutput(v, c.outputLimit())
 			jr := journaldriver.Result{Output: out, Outcome: OK}
 			var tl *tooLargeError
 			if errors.As(err, &tl) {
@@ -205,13 +208,13 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 			} else if err != nil {
 				break
 			}
-			if err := r.finish(ctx, c, &jr); err != nil {
+			if err := c.finish(ctx, &jr); err != nil {
 				return driver.ToolResult{}, err
 			}
-			return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, nil), nil
+			return c.report(ctx, EventCallInDoubt, toResult(call, &jr, c.idem), 0, nil), nil
 		case err == nil:
-			r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
-			return r.runClaimed(ctx, c)
+			c.event(ctx, EventCallInDoubt, OK, 0, nil)
+			return c.runClaimed(ctx)
 		default:
 			attrs := []any{"call_id", call.ID, "tool", call.Name}
 			if r.opts.LogCallErrors || r.opts.Logger.Enabled(ctx, slog.LevelDebug) {
@@ -221,36 +224,37 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 		}
 	}
 	if tool == nil || tool.mayRerun() {
-		r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
-		return r.runClaimed(ctx, c)
+		c.event(ctx, EventCallInDoubt, OK, 0, nil)
+		return c.runClaimed(ctx)
 	}
 	jr := failed(InDoubt, fmt.Sprintf("the outcome of this call of %q is unknown: it may or may not have taken effect, and it was not run again", call.Name))
-	if err := r.finish(ctx, c, &jr); err != nil {
+	if err := c.finish(ctx, &jr); err != nil {
 		return driver.ToolResult{}, err
 	}
 	c.cause = errors.New("call started but not finished; not verified and not idempotent")
-	return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, c.cause), nil
+	return c.report(ctx, EventCallInDoubt, toResult(call, &jr, c.idem), 0, c.cause), nil
 }
 
 // finish bounds the result of call c as the model reads it (see
 // [outputLimit.result]: the one check every result passes, whatever
 // produced it) and records it in the journal (none for a detached call).
-func (r *Runner) finish(ctx context.Context, c *callRun, jr *journaldriver.Result) error {
+func (c *callRun) finish(ctx context.Context, jr *journaldriver.Result) error {
+	r := c.r
 	var err error
-	if *jr, err = r.outputLimit(c.tool).result(*jr); err != nil && c.cause == nil {
+	if *jr, err = c.outputLimit().result(*jr); err != nil && c.cause == nil {
 		c.cause = err
 	}
 	if c.mode == detachedCall {
 		return nil
 	}
-	err = r.journalWrite(ctx, "finish", func() error {
+	err = r.opts.Hooks.journalWrite(ctx, "finish", func() error {
 		if c.unsynced != nil {
 			return c.unsynced.FinishUnsynced(ctx, c.key, r.opts.Owner, *jr)
 		}
 		return r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, *jr)
 	})
 	if err != nil {
-		return r.journalError(ctx, err)
+		return journalError(ctx, err)
 	}
 	return nil
 }
@@ -258,8 +262,9 @@ func (r *Runner) finish(ctx context.Context, c *callRun, jr *journaldriver.Resul
 // release gives up this runner's claim on call c, whose handler did not
 // start or gave up, so that the call runs again; the journal's error, if
 // any, only reaches the JournalWrite hook.
-func (r *Runner) release(ctx context.Context, c *callRun) {
-	r.journalWrite(ctx, "release", func() error {
+func (c *callRun) release(ctx context.Context) {
+	r := c.r
+	r.opts.Hooks.journalWrite(ctx, "release", func() error {
 		return r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
 	})
 }
@@ -273,9 +278,9 @@ func toResult(call *Call, jr *journaldriver.Result, idem string) driver.ToolResu
 // journalError returns the error of a journal operation that failed with
 // err: the context's (see ctxError) once the run's context has ended, else
 // err with its code.
-func (r *Runner) journalError(ctx context.Context, err error) error {
+func journalError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return r.ctxError(ctx)
+		return ctxError(ctx)
 	}
 	return &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err}
 }
@@ -283,8 +288,7 @@ func (r *Runner) journalError(ctx context.Context, err error) error {
 // journalWrite makes the journal write write, named op, and returns its
 // error. When a hook wants to know how long journal writes take
 // (Hooks.JournalWrite), it times the write and reports it.
-func (r *Runner) journalWrite(ctx context.Context, op string, write func() error) error {
-	h := r.opts.Hooks
+func (h *Hooks) journalWrite(ctx context.Context, op string, write func() error) error {
 	if h == nil || h.JournalWrite == nil {
 		return write()
 	}
@@ -314,12 +318,12 @@ type leases struct {
 	held    map[journaldriver.Key][]<-chan struct{}
 	stop    chan struct{} // closed to end the renewing goroutine; nil when none runs
 	stopped bool          // the runner is closed
+	opts    *Options      // the runner's: its journal, owner and lease
 }
 
-// holdLease keeps the claim on key alive until dropLease, while ctx is not
+// hold keeps the claim on key alive until drop, while ctx is not
 // done.
-func (r *Runner) holdLease(ctx context.Context, key journaldriver.Key) {
-	l := &r.leases
+func (l *leases) hold(ctx context.Context, key journaldriver.Key) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held == nil {
@@ -328,13 +332,12 @@ func (r *Runner) holdLease(ctx context.Context, key journaldriver.Key) {
 	l.held[key] = append(l.held[key], ctx.Done())
 	if l.stop == nil && !l.stopped {
 		l.stop = make(chan struct{})
-		go r.renewLeases(l.stop)
+		go l.renewLeases(l.stop)
 	}
 }
 
-// dropLease stops renewing the claim on key held under ctx.
-func (r *Runner) dropLease(ctx context.Context, key journaldriver.Key) {
-	l := &r.leases
+// drop stops renewing the claim on key held under ctx.
+func (l *leases) drop(ctx context.Context, key journaldriver.Key) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	held := l.held[key]
@@ -380,9 +383,8 @@ func (l *leases) close() {
 
 // renewLeases renews the claims held under a context not done every third
 // of the lease, until none is held or stop is closed.
-func (r *Runner) renewLeases(stop chan struct{}) {
-	l := &r.leases
-	every := r.opts.Lease / 3
+func (l *leases) renewLeases(stop chan struct{}) {
+	every := l.opts.Lease / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -411,15 +413,15 @@ func (r *Runner) renewLeases(stop chan struct{}) {
 			var err error
 			if key.Call == "" {
 				// A run's record (see runRecord).
-				err = r.opts.Journal.(journaldriver.Runs).RenewRun(ctx, key.Backend, key.Thread, r.opts.Owner, r.opts.Lease)
+				err = l.opts.Journal.(journaldriver.Runs).RenewRun(ctx, key.Backend, key.Thread, l.opts.Owner, l.opts.Lease)
 			} else {
-				err = r.opts.Journal.Renew(ctx, key, r.opts.Owner, r.opts.Lease)
+				err = l.opts.Journal.Renew(ctx, key, l.opts.Owner, l.opts.Lease)
 			}
 			cancel()
 			// A claim dropped meanwhile was finished or released: its
 			// renewal may fail.
 			if err != nil && l.holds(key) {
-				r.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", key.Call, errorAttr(err))
+				l.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", key.Call, errorAttr(err))
 			}
 		}
 	}
@@ -428,10 +430,10 @@ func (r *Runner) renewLeases(stop chan struct{}) {
 // mayStart returns nil if a call of the step may start its handler (or
 // claim it): not once the run's context is done (its error), nor once the
 // step halted (errNotStarted).
-func (r *Runner) mayStart(ctx context.Context, c *callRun) error {
+func (c *callRun) mayStart(ctx context.Context) error {
 	switch {
 	case ctx.Err() != nil:
-		return r.ctxError(ctx)
+		return ctxError(ctx)
 	case c.halt.halted():
 		return errNotStarted
 	}
@@ -440,7 +442,8 @@ func (r *Runner) mayStart(ctx context.Context, c *callRun) error {
 
 // prepare reads a call's arguments (unless they pass the limit), and
 // works out their digest and the call's idempotency key.
-func (r *Runner) prepare(c *callRun) {
+func (c *callRun) prepare() {
+	r := c.r
 	call := c.call
 	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
 		// Too large to parse: the handler will not run, and the digest is
@@ -454,13 +457,15 @@ func (r *Runner) prepare(c *callRun) {
 }
 
 // event reports an event about the call.
-func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcome, d time.Duration, err error) {
+func (c *callRun) event(ctx context.Context, kind EventKind, o Outcome, d time.Duration, err error) {
+	r := c.r
 	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: o, Duration: d, Err: err})
 }
 
-// decided reports the event that decided the call's result tr, and
+// report reports the event that decided the call's result tr, and
 // returns tr.
-func (r *Runner) decided(ctx context.Context, c *callRun, kind EventKind, tr driver.ToolResult, d time.Duration, err error) driver.ToolResult {
+func (c *callRun) report(ctx context.Context, kind EventKind, tr driver.ToolResult, d time.Duration, err error) driver.ToolResult {
+	r := c.r
 	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: tr.Outcome, Duration: d, Err: err, Result: &tr})
 	return tr
 }

@@ -16,7 +16,8 @@ import (
 // arguments, runs the handler (recovering a panic, bounding its time) and
 // encodes its output. Every failure becomes a failed result; the returned
 // error is the internal cause, for the operator only.
-func (r *Runner) execute(ctx context.Context, c *callRun) (driver.Result, error) {
+func (c *callRun) execute(ctx context.Context) (driver.Result, error) {
+	r := c.r
 	call, tool := c.call, c.tool
 	if tool == nil {
 		msg := fmt.Sprintf("unknown tool %q", call.Name)
@@ -37,20 +38,24 @@ func (r *Runner) execute(ctx context.Context, c *callRun) (driver.Result, error)
 		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
 		return failed(InvalidArguments, msg), errors.New(msg)
 	}
-	return tool.invoke(ctx, call, args, r.toolTimeout(tool), r.outputLimit(tool))
+	return tool.invoke(ctx, call, args, c.toolTimeout(), c.outputLimit())
 }
 
-// toolTimeout returns how long a handler (or Verify hook) of tool may run.
-func (r *Runner) toolTimeout(tool *Tool) time.Duration {
+// toolTimeout returns how long a handler (or Verify hook) of the call's tool may run.
+func (c *callRun) toolTimeout() time.Duration {
+	r := c.r
+	tool := c.tool
 	if tool.opts.Timeout > 0 {
 		return tool.opts.Timeout
 	}
 	return r.opts.ToolTimeout
 }
 
-// outputLimit returns what the runner accepts of an output of tool (which
+// outputLimit returns what the runner accepts of an output of the call's tool (which
 // may be nil).
-func (r *Runner) outputLimit(tool *Tool) outputLimit {
+func (c *callRun) outputLimit() outputLimit {
+	r := c.r
+	tool := c.tool
 	return outputLimit{max: r.opts.MaxOutputBytes, truncate: r.opts.TruncateOutput || (tool != nil && tool.opts.TruncateOutput)}
 }
 

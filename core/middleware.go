@@ -49,18 +49,19 @@ func Chain(mw ...Middleware) Middleware {
 
 // handle runs call c through the runner's middleware and its tool's, then
 // execute.
-func (r *Runner) handle(ctx context.Context, c *callRun) (CallResult, error) {
+func (c *callRun) handle(ctx context.Context) (CallResult, error) {
+	r := c.r
 	var own []Middleware
 	if c.tool != nil {
 		own = c.tool.opts.Middleware
 	}
 	if len(r.opts.Middleware) == 0 && len(own) == 0 {
-		return r.execute(ctx, c)
+		return c.execute(ctx)
 	}
 	// A copy for the closure, so that c itself stays off the heap when no
 	// middleware runs (execute only reads it).
 	cp := *c
-	next := CallFunc(func(ctx context.Context, _ *Call) (CallResult, error) { return r.execute(ctx, &cp) })
+	next := CallFunc(func(ctx context.Context, _ *Call) (CallResult, error) { return cp.execute(ctx) })
 	for i := len(own) - 1; i >= 0; i-- {
 		next = own[i](next)
 	}

@@ -215,7 +215,7 @@ func (ru *run) begin(ctx context.Context, b beginning) (*Result, error) {
 			thread = step.Thread
 		}
 		r.cancelTurn(ctx, thread)
-		err := r.journalError(ctx, moveErr)
+		err := journalError(ctx, moveErr)
 		ru.rec.end(ctx, err)
 		ru.send(ctx, &Event{Kind: EventRunFinished, Thread: thread, Err: err})
 		return &Result{Thread: thread}, err
@@ -378,7 +378,7 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 				ru.led.sent(refOf(&tr.Call))
 			}
 		}
-		err = r.journalWrite(ctx, "submitted", func() error { return r.opts.Journal.MarkSubmitted(ctx, r.keys(results)) })
+		err = r.opts.Hooks.journalWrite(ctx, "submitted", func() error { return r.opts.Journal.MarkSubmitted(ctx, r.keys(results)) })
 		if err != nil {
 			return ru.finish(ctx, &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err})
 		}
@@ -445,7 +445,7 @@ func (r *Runner) forget(calls []driver.ToolResult) {
 
 // ctxError returns the error of a run whose context ended: its cause (the
 // caller's, or the run's time limit), with the cause's code.
-func (r *Runner) ctxError(ctx context.Context) error {
+func ctxError(ctx context.Context) error {
 	err := context.Cause(ctx)
 	return &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: err}
 }

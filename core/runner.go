@@ -165,6 +165,7 @@ func NewRunner(b driver.Backend, tools *Toolbox, opts *Options) *Runner {
 	if opts != nil {
 		r.opts = *opts
 	}
+	r.leases.opts = &r.opts
 	o := &r.opts
 	defaults.Positive(&o.Concurrency, DefaultConcurrency)
 	defaults.Positive(&o.MaxSteps, DefaultMaxSteps)

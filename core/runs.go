@@ -127,7 +127,7 @@ func (rec *runRecord) put(ctx context.Context, thread, options string) error {
 		}
 		return err
 	}
-	r.holdLease(rec.ctx, r.runKey(thread))
+	r.leases.hold(rec.ctx, r.runKey(thread))
 	return nil
 }
 
@@ -203,8 +203,8 @@ func (rec *runRecord) move(ctx context.Context, thread string) error {
 		if err := rec.runs.MoveRun(ctx, r.b.Name(), rec.thread, thread, r.opts.Owner, rec.options); err != nil {
 			return err
 		}
-		r.dropLease(rec.ctx, r.runKey(rec.thread))
-		r.holdLease(rec.ctx, r.runKey(thread))
+		r.leases.drop(rec.ctx, r.runKey(rec.thread))
+		r.leases.hold(rec.ctx, r.runKey(thread))
 		rec.thread = thread
 		return nil
 	}
@@ -212,7 +212,7 @@ func (rec *runRecord) move(ctx context.Context, thread string) error {
 		return nil
 	}
 	if rec.thread != "" {
-		r.dropLease(rec.ctx, r.runKey(rec.thread))
+		r.leases.drop(rec.ctx, r.runKey(rec.thread))
 		rec.endAs(ctx, journaldriver.RunContinued, "")
 	}
 	rec.thread = thread
@@ -236,7 +236,7 @@ func (rec *runRecord) end(ctx context.Context, err error) {
 		return
 	}
 	rec.ended = true
-	rec.r.dropLease(rec.ctx, rec.r.runKey(rec.thread))
+	rec.r.leases.drop(rec.ctx, rec.r.runKey(rec.thread))
 	state, msg := journaldriver.RunFinished, ""
 	switch {
 	case errors.Is(err, ErrAwaitingApproval):
@@ -288,7 +288,7 @@ func (rec *runRecord) goOn(ctx context.Context) error {
 	case !woke:
 		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the decision of its calls, made by another worker, woke the run of thread %s: it goes on with a Resume or a takeover, not here: %w", rec.thread, journaldriver.ErrLeaseLost)}
 	}
-	r.holdLease(rec.ctx, r.runKey(rec.thread))
+	r.leases.hold(rec.ctx, r.runKey(rec.thread))
 	rec.ended = false
 	return nil
 }
@@ -333,7 +333,7 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 	for range maxTakenOver {
 		due, err := runs.ClaimRuns(ctx, r.b.Name(), r.opts.Owner, r.opts.Lease, 1)
 		if err != nil {
-			g.errs = append(g.errs, r.journalError(ctx, err))
+			g.errs = append(g.errs, journalError(ctx, err))
 			break
 		}
 		if len(due) == 0 {
@@ -388,7 +388,7 @@ func (r *Runner) Enqueue(ctx context.Context, input string, opts *RunOptions) (s
 	// No worker holds it: its lease ended as it was written.
 	err := runs.PutRun(ctx, journaldriver.Run{Backend: r.b.Name(), Thread: name, State: journaldriver.RunRunning, LeaseUntil: time.Now(), Options: string(b)})
 	if err != nil {
-		return "", r.journalError(ctx, err)
+		return "", journalError(ctx, err)
 	}
 	return name, nil
 }

@@ -97,12 +97,12 @@ launch:
 		case e := <-ask.events():
 			sk.deliver(&e)
 		case <-ctx.Done():
-			return nil, r.ctxError(ctx)
+			return nil, ctxError(ctx)
 		}
 	}
 	sk.flush(ask)
 	if err := ctx.Err(); err != nil {
-		return nil, r.ctxError(ctx)
+		return nil, ctxError(ctx)
 	}
 	var paused error
 	for _, err := range errs {
@@ -168,13 +168,15 @@ func stepStopped(first error, errs []error) error {
 // fence is the thread of the run's record, if any: the call is claimed
 // only while the record is this runner's (see journaldriver.Fenced).
 func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink, stop *halt, fence string) (driver.ToolResult, error) {
-	return r.hookedAnswer(ctx, &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out, mode: stepCall, halt: stop, fence: fence})
+	c := &callRun{r: r, call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out, mode: stepCall, halt: stop, fence: fence}
+	return c.hookedAnswer(ctx)
 }
 
 // A callRun is one call being run: its journal key, its arguments in
 // canonical form (parsed once, for the digest and for the handler), and
 // the step it belongs to.
 type callRun struct {
+	r        *Runner // the runner the call is run by
 	call     *Call
 	tool     *Tool // the tool of the call's name; nil if none
 	key      journaldriver.Key
@@ -217,13 +219,14 @@ const (
 )
 
 // hookedAnswer is answer inside the call hook.
-func (r *Runner) hookedAnswer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+func (c *callRun) hookedAnswer(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
 	h := r.opts.Hooks
 	if h == nil || h.Call == nil {
-		return r.answer(ctx, c)
+		return c.answer(ctx)
 	}
-	ctx, end := h.Call(ctx, r.callInfo(c))
-	tr, err := r.answer(ctx, c)
+	ctx, end := h.Call(ctx, c.info())
+	tr, err := c.answer(ctx)
 	e := &CallEnd{Reused: c.reused, Cause: c.cause}
 	switch {
 	case err == errPaused:

@@ -345,9 +345,10 @@ func (sp *spend) unnoted() bool {
 }
 
 // add adds step's usage, and its cost at the budget's prices, to res,
-// unless an earlier run of the turn counted it (held).
-func (sp *spend) add(r *Runner, res *Result, step *driver.Step) {
-	if sp.held != nil && len(step.Calls) > 0 && r.allCounted(step.Calls, sp.held) {
+// unless an earlier run of the turn counted it (held: allHeld says sp.held
+// holds each of its calls).
+func (sp *spend) add(res *Result, step *driver.Step, allHeld bool) {
+	if sp.held != nil && len(step.Calls) > 0 && allHeld {
 		sp.held = nil
 		return
 	}
@@ -378,6 +379,6 @@ func (ru *run) overBudget(ctx context.Context, step *driver.Step) error {
 		return nil
 	}
 	ru.noteTotals(ctx, step.Thread, step.Calls)
-	ru.r.keepThread(step.Thread)
+	ru.keepThread(step.Thread)
 	return err
 }

@@ -58,7 +58,9 @@ type CallRequest struct {
 // and running a call only once, is the caller's part.
 func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
 	if req.Journaled {
-		return r.callJournaled(ctx, req)
+		call := req.Call
+		c := &callRun{r: r, call: &call, tool: r.tools.Lookup(call.Name), key: r.key(&call), step: req.Step, mode: outsideCall}
+		return c.journaled(ctx)
 	}
 	c := &callRun{r: r, call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, mode: detachedCall}
 	c.key = r.key(c.call)
@@ -119,10 +121,9 @@ func (r *Runner) ApprovalNeeded(ctx context.Context, call Call) (need bool, why 
 	return true, why
 }
 
-// callJournaled is Call of a Journaled request.
-func (r *Runner) callJournaled(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
-	call := req.Call
-	c := &callRun{r: r, call: &call, tool: r.tools.Lookup(call.Name), key: r.key(&call), step: req.Step, mode: outsideCall}
+// journaled is Runner.Call of a Journaled request.
+func (c *callRun) journaled(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
 	tr, err := c.hookedAnswer(ctx)
 	if r.own != nil {
 		// The runner's own journal keeps a call no longer than it runs:

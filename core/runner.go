@@ -375,7 +375,7 @@ func (r *Runner) Cancel(ctx context.Context, thread string) error {
 		return errcode.Errorf(errcode.Unimplemented, "core: the %s backend cannot cancel a turn", r.b.Name())
 	}
 	if err := c.Cancel(ctx, thread); err != nil {
-		return r.wrap("cancel turn", err)
+		return backendWrap(r.b, "cancel turn", err)
 	}
 	r.clearTotals(ctx, thread)
 	return nil

@@ -68,16 +68,16 @@ const startPrefix = "toolrelay-start:"
 // it renews, in a journal that keeps runs and that the runner did not make
 // itself (a journal of its own is never shared). It returns nil when there
 // is nothing to record.
-func (r *Runner) recordRun(ctx context.Context, thread string, ro RunOptions) *runRecord {
-	rec := r.newRecord(ctx, ro)
+func (ru *run) recordRun(ctx context.Context, thread string) *runRecord {
+	rec := ru.newRecord(ctx)
 	rec.move(ctx, thread)
 	return rec
 }
 
-// newRecord returns the record of a run with context ctx and options ro,
-// not written yet; nil when the journal keeps no runs, or is the runner's
-// own.
-func (r *Runner) newRecord(ctx context.Context, ro RunOptions) *runRecord {
+// newRecord returns the record of the run, with context ctx, not written
+// yet; nil when the journal keeps no runs, or is the runner's own.
+func (ru *run) newRecord(ctx context.Context) *runRecord {
+	r, ro := ru.r, ru.ro
 	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok || r.own != nil {
 		return nil
@@ -96,8 +96,9 @@ func (r *Runner) newRecord(ctx context.Context, ro RunOptions) *runRecord {
 // the thread exists, the run moves to its record. A run with parts or a
 // format is not recorded before its thread exists (the record keeps text
 // only).
-func (r *Runner) recordStart(ctx context.Context, b beginning, ro RunOptions) *runRecord {
-	rec := r.newRecord(ctx, ro)
+func (ru *run) recordStart(ctx context.Context, b beginning) *runRecord {
+	ro := ru.ro
+	rec := ru.newRecord(ctx)
 	if rec == nil || len(ro.Parts) > 0 || ro.Format != nil {
 		return nil
 	}
@@ -127,7 +128,7 @@ func (rec *runRecord) put(ctx context.Context, thread, options string) error {
 		}
 		return err
 	}
-	r.leases.hold(rec.ctx, r.runKey(thread))
+	r.leases.hold(rec.ctx, rec.key(thread))
 	return nil
 }
 
@@ -138,8 +139,8 @@ func (rec *runRecord) put(ctx context.Context, thread, options string) error {
 // thread that another changed meanwhile. It returns an error, with the
 // context's code, if ctx ends first; a record that cannot be written
 // for another reason is logged, and the run goes on without.
-func (r *Runner) acquireRun(ctx context.Context, thread string, ro RunOptions) (*runRecord, error) {
-	rec := r.newRecord(ctx, ro)
+func (ru *run) acquireRun(ctx context.Context, thread string) (*runRecord, error) {
+	rec := ru.newRecord(ctx)
 	if rec == nil {
 		return nil, nil
 	}
@@ -152,7 +153,7 @@ func (r *Runner) acquireRun(ctx context.Context, thread string, ro RunOptions) (
 		case !errors.Is(err, journaldriver.ErrLeaseLost):
 			return nil, nil
 		}
-		if ro.NoWait {
+		if ru.ro.NoWait {
 			return nil, busyError(thread)
 		}
 		select {
@@ -167,8 +168,8 @@ func (r *Runner) acquireRun(ctx context.Context, thread string, ro RunOptions) (
 // claimRun records a run continuing thread as running, unless a live
 // worker records it running: then it fails with an error matching
 // ErrThreadBusy. A journal that keeps no runs records nothing.
-func (r *Runner) claimRun(ctx context.Context, thread string, ro RunOptions) (*runRecord, error) {
-	rec := r.newRecord(ctx, ro)
+func (ru *run) claimRun(ctx context.Context, thread string) (*runRecord, error) {
+	rec := ru.newRecord(ctx)
 	if rec == nil {
 		return nil, nil
 	}
@@ -183,9 +184,10 @@ func (r *Runner) claimRun(ctx context.Context, thread string, ro RunOptions) (*r
 	}
 }
 
-// runKey is the lease key of a run's record: a key with no call.
-func (r *Runner) runKey(thread string) journaldriver.Key {
-	return journaldriver.Key{Backend: r.b.Name(), Thread: thread}
+// key is the lease key of the record of a run on thread: a key with no
+// call.
+func (rec *runRecord) key(thread string) journaldriver.Key {
+	return journaldriver.Key{Backend: rec.r.b.Name(), Thread: thread}
 }
 
 // move records the run as running on thread (a chain's thread moves on
@@ -203,8 +205,8 @@ func (rec *runRecord) move(ctx context.Context, thread string) error {
 		if err := rec.runs.MoveRun(ctx, r.b.Name(), rec.thread, thread, r.opts.Owner, rec.options); err != nil {
 			return err
 		}
-		r.leases.drop(rec.ctx, r.runKey(rec.thread))
-		r.leases.hold(rec.ctx, r.runKey(thread))
+		r.leases.drop(rec.ctx, rec.key(rec.thread))
+		r.leases.hold(rec.ctx, rec.key(thread))
 		rec.thread = thread
 		return nil
 	}
@@ -212,7 +214,7 @@ func (rec *runRecord) move(ctx context.Context, thread string) error {
 		return nil
 	}
 	if rec.thread != "" {
-		r.leases.drop(rec.ctx, r.runKey(rec.thread))
+		r.leases.drop(rec.ctx, rec.key(rec.thread))
 		rec.endAs(ctx, journaldriver.RunContinued, "")
 	}
 	rec.thread = thread
@@ -236,7 +238,7 @@ func (rec *runRecord) end(ctx context.Context, err error) {
 		return
 	}
 	rec.ended = true
-	rec.r.leases.drop(rec.ctx, rec.r.runKey(rec.thread))
+	rec.r.leases.drop(rec.ctx, rec.key(rec.thread))
 	state, msg := journaldriver.RunFinished, ""
 	switch {
 	case errors.Is(err, ErrAwaitingApproval):
@@ -288,7 +290,7 @@ func (rec *runRecord) goOn(ctx context.Context) error {
 	case !woke:
 		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the decision of its calls, made by another worker, woke the run of thread %s: it goes on with a Resume or a takeover, not here: %w", rec.thread, journaldriver.ErrLeaseLost)}
 	}
-	r.leases.hold(rec.ctx, r.runKey(rec.thread))
+	r.leases.hold(rec.ctx, rec.key(rec.thread))
 	rec.ended = false
 	return nil
 }

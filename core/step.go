@@ -24,11 +24,24 @@ func checkResults(calls []Call, results []driver.ToolResult) error {
 	return nil
 }
 
+// A stepRun is one step of a run whose calls are run: it fans them out
+// and, once one fails, halts those not started.
+type stepRun struct {
+	r    *Runner
+	step *driver.Step
+	n    int   // the step's number in its turn
+	sk   *sink // the stream the run's events go to, if any
+	// fence is the thread of the run's record, if any: a call is claimed
+	// only while the record is this runner's (see journaldriver.Fenced).
+	fence string
+}
+
 // runCalls runs the calls of a step, at most Concurrency at once, and returns
 // their results in call order. It returns early, with the context's error,
 // when ctx is canceled. Once a call fails (the journal failed), the calls
 // not started yet are not started (see halt).
-func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sink, fence string) ([]driver.ToolResult, error) {
+func (s *stepRun) runCalls(ctx context.Context) ([]driver.ToolResult, error) {
+	r, step, sk := s.r, s.step, s.sk
 	if sk != nil {
 		// The handlers' own backend calls (a run inside a tool) are not
 		// this run's to observe.
@@ -41,7 +54,7 @@ func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sin
 		// which a canceled context or the call's timeout leaves behind
 		// (see invoke).
 		var err error
-		if results[0], err = r.runCall(ctx, &step.Calls[0], n, sk, nil, fence); err != nil && err != errPaused {
+		if results[0], err = s.runCall(ctx, &step.Calls[0], sk, nil); err != nil && err != errPaused {
 			return nil, err
 		}
 		return results, err
@@ -80,7 +93,7 @@ launch:
 		}
 		launched++
 		go func() {
-			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n, ask, h, fence)
+			results[i], errs[i] = s.runCall(ctx, &step.Calls[i], ask, h)
 			if errs[i] != nil && errs[i] != errPaused {
 				h.stop()
 			}
@@ -165,10 +178,10 @@ func stepStopped(first error, errs []error) error {
 // runCall produces the result of one call: from the journal when it holds
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
-// fence is the thread of the run's record, if any: the call is claimed
-// only while the record is this runner's (see journaldriver.Fenced).
-func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink, stop *halt, fence string) (driver.ToolResult, error) {
-	c := &callRun{r: r, call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out, mode: stepCall, halt: stop, fence: fence}
+// Its events go to out; stop is the step's halt, if it has several calls.
+func (s *stepRun) runCall(ctx context.Context, call *Call, out *sink, stop *halt) (driver.ToolResult, error) {
+	r := s.r
+	c := &callRun{r: r, call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: s.n, out: out, mode: stepCall, halt: stop, fence: s.fence}
 	return c.hookedAnswer(ctx)
 }
 

@@ -86,18 +86,18 @@ func (s *Stream) Thread() string {
 // place as the returned Stream's events are read.
 func (r *Runner) Stream(ctx context.Context, input string, opts *RunOptions) *Stream {
 	ro := r.runOptions(opts)
-	return NewStream(ro.Thread, r.streamed(ctx, ro, start(input)))
+	return NewStream(ro.Thread, streamed(ctx, r, ro, start(input)))
 }
 
 // ResumeStream resumes the turn waiting on thread as [Runner.Resume] does,
 // but streamed.
 func (r *Runner) ResumeStream(ctx context.Context, thread string, opts *RunOptions) *Stream {
-	return NewStream(thread, r.streamed(ctx, r.runOptions(opts), resume(thread)))
+	return NewStream(thread, streamed(ctx, r, r.runOptions(opts), resume(thread)))
 }
 
 // streamed returns the run of a Stream of r from b: exec, its events
 // going to the Stream's reader.
-func (r *Runner) streamed(ctx context.Context, ro RunOptions, b beginning) func(yield func(Event, error) bool) (*Result, error) {
+func streamed(ctx context.Context, r *Runner, ro RunOptions, b beginning) func(yield func(Event, error) bool) (*Result, error) {
 	return func(yield func(Event, error) bool) (*Result, error) {
 		return r.exec(ctx, ro, b, &sink{yield: yield})
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -97,15 +98,15 @@ func (l *ledger) sent(calls ...callRef) { l.calls = append(l.calls, calls...) }
 // with the calls of a step held (counted, not run: see spend.held). A
 // failure costs only the counts of a later run, so it is logged.
 func (ru *run) noteTotals(ctx context.Context, thread string, held []Call) {
-	r, res, l := ru.r, ru.res, &ru.led
-	n, ok := r.opts.Journal.(journaldriver.Notes)
+	res, l := ru.res, &ru.led
+	n, ok := ru.r.notes()
 	if !ok || thread == "" {
 		return
 	}
 	if len(l.calls) >= totalsPage {
 		ref := pageRef{Thread: thread, Name: totalsNote + "." + strconv.Itoa(l.pages)}
 		b, _ := json.Marshal(page{Calls: l.calls, Prev: l.last})
-		if r.setNote(ctx, n, ref.Thread, ref.Name, string(b)) == nil {
+		if n.set(ctx, ref.Thread, ref.Name, string(b)) == nil {
 			l.last, l.paged, l.pages, l.calls = &ref, l.paged+len(l.calls), l.pages+1, nil
 		}
 	}
@@ -114,45 +115,63 @@ func (ru *run) noteTotals(ctx context.Context, thread string, held []Call) {
 		t.Held = append(t.Held, refOf(&held[i]))
 	}
 	b, _ := json.Marshal(t)
-	r.setNote(ctx, n, thread, totalsNote, string(b))
+	n.set(ctx, thread, totalsNote, string(b))
 	ru.sp.noted = t.Budget
 	ru.noted = true
 }
 
+// turnNotes are the notes of a journal that keeps them, for the turns
+// of a runner's backend, where the turns' totals go (see totals).
+type turnNotes struct {
+	n       journaldriver.Notes
+	backend string
+	log     *slog.Logger
+}
+
+// notes returns the notes of the runner's journal for its turns' totals;
+// ok is false when the journal keeps none.
+func (r *Runner) notes() (n turnNotes, ok bool) {
+	jn, ok := r.opts.Journal.(journaldriver.Notes)
+	if !ok {
+		return turnNotes{}, false
+	}
+	return turnNotes{n: jn, backend: r.b.Name(), log: r.opts.Logger}, true
+}
+
 // clearTotals forgets the totals noted on thread, and their pages: its
 // turn is over (it has its answer, or was canceled), and the next run on
-// it starts a new one.
+// it starts a new one. A journal that keeps no notes has none.
 func (r *Runner) clearTotals(ctx context.Context, thread string) {
-	n, ok := r.opts.Journal.(journaldriver.Notes)
+	n, ok := r.notes()
 	if !ok || thread == "" {
 		return
 	}
-	if t, ok := r.readTotals(ctx, n, thread); ok {
-		r.pages(ctx, n, t.Page, func(ref pageRef, _ *page) {
-			r.setNote(ctx, n, ref.Thread, ref.Name, "")
+	if t, ok := n.read(ctx, thread); ok {
+		n.pages(ctx, t.Page, func(ref pageRef, _ *page) {
+			n.set(ctx, ref.Thread, ref.Name, "")
 		})
 	}
-	r.setNote(ctx, n, thread, totalsNote, "")
+	n.set(ctx, thread, totalsNote, "")
 }
 
-// setNote sets a note of the totals, logging a failure.
-func (r *Runner) setNote(ctx context.Context, n journaldriver.Notes, thread, name, value string) error {
-	err := n.SetNote(context.WithoutCancel(ctx), r.b.Name(), thread, name, value)
+// set sets a note of the totals, logging a failure.
+func (n turnNotes) set(ctx context.Context, thread, name, value string) error {
+	err := n.n.SetNote(context.WithoutCancel(ctx), n.backend, thread, name, value)
 	if err != nil {
-		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's totals", "thread", thread, errorAttr(err))
+		n.log.WarnContext(ctx, "toolrelay: could not record the run's totals", "thread", thread, errorAttr(err))
 	}
 	return err
 }
 
-// readTotals reads the totals noted on thread, if any.
-func (r *Runner) readTotals(ctx context.Context, n journaldriver.Notes, thread string) (*totals, bool) {
-	v, found, err := n.Note(ctx, r.b.Name(), thread, totalsNote)
+// read reads the totals noted on thread, if any.
+func (n turnNotes) read(ctx context.Context, thread string) (*totals, bool) {
+	v, found, err := n.n.Note(ctx, n.backend, thread, totalsNote)
 	if err != nil || !found || v == "" {
 		return nil, false
 	}
 	var t totals
 	if err := json.Unmarshal([]byte(v), &t); err != nil {
-		r.opts.Logger.WarnContext(ctx, "toolrelay: the run's totals in the journal are damaged", "thread", thread, errorAttr(err))
+		n.log.WarnContext(ctx, "toolrelay: the run's totals in the journal are damaged", "thread", thread, errorAttr(err))
 		return nil, false
 	}
 	return &t, true
@@ -161,15 +180,15 @@ func (r *Runner) readTotals(ctx context.Context, n journaldriver.Notes, thread s
 // pages calls each with the pages of a turn's totals, from the last (at
 // ref) to the first, reading at most maxPages. A page that cannot be
 // read ends them: the calls before it are not counted.
-func (r *Runner) pages(ctx context.Context, n journaldriver.Notes, ref *pageRef, each func(pageRef, *page)) {
+func (n turnNotes) pages(ctx context.Context, ref *pageRef, each func(pageRef, *page)) {
 	for i := 0; ref != nil && i < maxPages; i++ {
-		v, found, err := n.Note(ctx, r.b.Name(), ref.Thread, ref.Name)
+		v, found, err := n.n.Note(ctx, n.backend, ref.Thread, ref.Name)
 		var p page
 		if err == nil && found {
 			err = json.Unmarshal([]byte(v), &p)
 		}
 		if err != nil || !found {
-			r.opts.Logger.WarnContext(ctx, "toolrelay: a page of the run's totals in the journal is missing or damaged", "thread", ref.Thread, "note", ref.Name, errorAttr(err))
+			n.log.WarnContext(ctx, "toolrelay: a page of the run's totals in the journal is missing or damaged", "thread", ref.Thread, "note", ref.Name, errorAttr(err))
 			return
 		}
 		each(*ref, &p)
@@ -186,11 +205,11 @@ func (r *Runner) pages(ctx context.Context, n journaldriver.Notes, ref *pageRef,
 // was noted, and the budget noted, nil if none.
 func (ru *run) loadTotals(ctx context.Context, thread string) (map[journaldriver.Key]bool, *Budget) {
 	r, res := ru.r, ru.res
-	n, ok := r.opts.Journal.(journaldriver.Notes)
+	n, ok := r.notes()
 	if !ok {
 		return nil, nil
 	}
-	t, ok := r.readTotals(ctx, n, thread)
+	t, ok := n.read(ctx, thread)
 	if !ok {
 		return nil, nil
 	}
@@ -206,7 +225,7 @@ func (ru *run) loadTotals(ctx context.Context, thread string) (map[journaldriver
 		}
 	}
 	var paged [][]callRef // the pages' calls, last page first
-	r.pages(ctx, n, t.Page, func(_ pageRef, p *page) { paged = append(paged, p.Calls) })
+	n.pages(ctx, t.Page, func(_ pageRef, p *page) { paged = append(paged, p.Calls) })
 	ru.led = ledger{calls: t.Calls, last: t.Page, pages: len(paged)}
 	for _, p := range paged {
 		ru.led.paged += len(p)
@@ -240,7 +259,8 @@ func (ru *run) loadTotals(ctx context.Context, thread string) (map[journaldriver
 }
 
 // allCounted reports whether counted holds every call of calls.
-func (r *Runner) allCounted(calls []Call, counted map[journaldriver.Key]bool) bool {
+func (ru *run) allCounted(calls []Call, counted map[journaldriver.Key]bool) bool {
+	r := ru.r
 	for i := range calls {
 		if !counted[r.key(&calls[i])] {
 			return false

@@ -26,8 +26,8 @@ import (
 // are 30 methods on *Runner, 25 uses against the layering and 15
 // returns of a step.
 const (
-	maxRunnerMethods = 58
-	maxAgainst       = 52
+	maxRunnerMethods = 30
+	maxAgainst       = 49
 	maxStepReturns   = 15
 )
 

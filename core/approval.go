@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
@@ -84,80 +83,6 @@ func (r *Runner) approvals() (journaldriver.Approvals, error) {
 // errPaused is a call's "error" when it awaits a decision.
 var errPaused = errors.New("core: the call awaits a decision")
 
-// approve decides whether a call that its tool's rule covers may run: it
-// may (nil), it is denied (c.denial set; it runs no handler), or it awaits
-// a decision (errPaused, after the approval was requested). A call whose
-// result the journal holds goes the usual way.
-func (c *callRun) approve(ctx context.Context, rule ApprovalRule) error {
-	r := c.r
-	ap, err := r.approvals()
-	if err != nil {
-		return err
-	}
-	a, ok, err := ap.GetApproval(ctx, c.key)
-	if err != nil {
-		return journalError(ctx, err)
-	}
-	now := time.Now()
-	if !ok {
-		if _, ran, err := r.opts.Journal.Get(ctx, c.key); err != nil || ran {
-			return err
-		}
-		need, why, err := rule(ctx, *c.call, c.args)
-		if err != nil {
-			need, why = true, "the approval rule failed: "+err.Error()
-		}
-		if !need {
-			return nil
-		}
-		a = Approval{Key: c.key, Tool: c.call.Name, Arguments: c.args, Why: why, Requested: now, Expires: now.Add(r.opts.ApprovalTimeout)}
-		if _, _, err := ap.RequestApproval(ctx, a); err != nil {
-			return journalError(ctx, err)
-		}
-		r.send(ctx, c.out, &Event{Kind: EventApprovalRequested, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Text: why})
-		return errPaused
-	}
-	if a.Decision == nil && !a.Pending(now) {
-		d := Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
-		if a, err = ap.DecideApproval(ctx, c.key, d); err != nil && !errors.Is(err, journaldriver.ErrDecided) {
-			return journalError(ctx, err)
-		}
-	}
-	if a.Decision == nil {
-		return errPaused
-	}
-	c.decided(a.Decision, &r.opts)
-	return nil
-}
-
-// decided applies a person's decision d to the call, under the runner's
-// options o: denied, it runs no handler; a service's approval request
-// approved is answered "approved"; approved with edits, the handler gets
-// the edited arguments (the journal keys the call by those the model
-// sent), validated as the model's are, unless they are past
-// o.MaxArgumentBytes.
-func (c *callRun) decided(d *Decision, o *Options) {
-	switch {
-	case !d.Approved:
-		c.denial = "a person denied this call"
-		if d.Reason != "" {
-			// Cut to the limit before the copy (finish cuts the whole
-			// message, saying so).
-			c.denial += ": " + d.Reason[:min(len(d.Reason), o.MaxOutputBytes)]
-		}
-	case c.call.Kind == ServiceApproval:
-		c.approved = true
-	case len(d.Arguments) > o.MaxArgumentBytes:
-		// Edits past the limit (Decide refuses them; another process's
-		// Decide, with other limits, may not have): the handler does not
-		// run.
-		c.args, c.obj = nil, nil
-		c.argErr = &tooLargeError{what: "arguments", size: len(d.Arguments), limit: o.MaxArgumentBytes}
-	case len(d.Arguments) > 0:
-		c.args, c.obj, c.argErr = parseArgs(d.Arguments)
-	}
-}
-
 // approvalRule returns the rule that says whether call, of tool (nil if
 // none has its name), needs approval: its tool's, or, for the service's
 // own approval request, one that always does; nil when none applies.
@@ -171,51 +96,6 @@ func approvalRule(call *Call, tool *Tool) ApprovalRule {
 	return nil
 }
 
-// awaiting returns the approvals of step's calls still awaiting a decision.
-func (ru *run) awaiting(ctx context.Context, step *driver.Step) ([]Approval, error) {
-	r := ru.r
-	ap, ok := r.opts.Journal.(journaldriver.Approvals)
-	if !ok {
-		return nil, nil
-	}
-	var out []Approval
-	now := time.Now()
-	for i := range step.Calls {
-		c := &step.Calls[i]
-		if approvalRule(c, r.tools.Lookup(c.Name)) == nil {
-			continue
-		}
-		a, ok, err := ap.GetApproval(ctx, r.key(c))
-		if err != nil {
-			return nil, journalError(ctx, err)
-		}
-		if ok && a.Pending(now) {
-			out = append(out, a)
-		}
-	}
-	return out, nil
-}
-
-// pause returns the approvals of step's calls still awaiting a decision.
-// When some do, it records that the run pauses (in its record, if any) and then
-// looks again: a decision recorded while the run was still running did
-// not wake it (see Decide), so if every call is decided by then, the run
-// is recorded running here again and pause returns none; or, if the
-// decision woke the run (leaving it to a Resume or a takeover, which may
-// have taken it already), an error: the run must not go on here too.
-func (ru *run) pause(ctx context.Context, step *driver.Step) ([]Approval, error) {
-	rec := ru.rec
-	pending, err := ru.awaiting(ctx, step)
-	if err != nil || len(pending) == 0 || rec == nil {
-		return pending, err
-	}
-	rec.pause(ctx)
-	if pending, err = ru.awaiting(ctx, step); err == nil && len(pending) == 0 {
-		err = rec.goOn(ctx)
-	}
-	return pending, err
-}
-
 // Approvals returns the approvals of the runner's backend on thread, oldest
 // first: those awaiting a decision and those decided.
 func (r *Runner) Approvals(ctx context.Context, thread string) ([]Approval, error) {
@@ -225,65 +105,6 @@ func (r *Runner) Approvals(ctx context.Context, thread string) ([]Approval, erro
 	}
 	return ap.ListApprovals(ctx, r.b.Name(), thread)
 }
-
-// maxExpired bounds the approvals one ResumeExpired reads.
-const maxExpired = 100
-
-// ResumeExpired resumes the runs of the runner's backend that wait on a
-// call whose time to decide passed (Options.ApprovalTimeout), so that no
-// run stays parked when nobody decides: each expired call is answered to
-// the model as denied ("no decision in time") and the run goes on as
-// [Runner.Resume]'s does, here. A program calls it from time to time (a
-// ticker, a cron job); it reads at most 100 expired approvals per call,
-// oldest first. It returns the results of the runs it resumed, in the
-// order of their expired calls; a run that pauses again, on calls still
-// awaiting a decision, is among them with its Pending list. The errors of
-// the runs that failed are joined.
-func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result, error) {
-	ap, err := r.approvals()
-	if err != nil {
-		return nil, err
-	}
-	due, err := ap.ExpiredApprovals(ctx, r.b.Name(), time.Now(), maxExpired)
-	if err != nil {
-		return nil, journalError(ctx, err)
-	}
-	var threads []string
-	for _, a := range due {
-		if !slices.Contains(threads, a.Key.Thread) {
-			threads = append(threads, a.Key.Thread)
-		}
-	}
-	// One after the other, a run that pauses again on calls awaiting a
-	// decision among the results; stopped when ctx ends.
-	var g gathered
-	for _, thread := range threads {
-		if g.add(r.exec(ctx, r.runOptions(opts), resume(thread), nil)); ctx.Err() != nil {
-			break
-		}
-	}
-	return g.results()
-}
-
-// gathered are the outcomes of runs made one after the other (resumed,
-// taken over): the results of those that ended or paused, the errors of
-// those that failed.
-type gathered struct {
-	out  []*Result
-	errs []error
-}
-
-// add adds a run's outcome.
-func (g *gathered) add(res *Result, err error) {
-	if err == nil || errors.Is(err, ErrAwaitingApproval) {
-		g.out = append(g.out, res)
-	} else {
-		g.errs = append(g.errs, err)
-	}
-}
-
-// results returns the results gathered, and the errors joined.
-func (g *gathered) results() ([]*Result, error) { return g.out, errors.Join(g.errs...) }
 
 // A decision is one [Runner.Decide]: a person's decision about a call of
 // thread, recorded in the journal's approvals ap, and the paused run of

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -365,20 +364,4 @@ func (sp *spend) exceeded(res *Result, n int) error {
 
 func costText(c float64) string {
 	return fmt.Sprintf("%.6g", math.Round(c*1e6)/1e6)
-}
-
-// overBudget returns the error of a run whose budget does not let it run
-// step's calls, nil if it does. Before it returns one, it notes the
-// turn's totals with the step's usage and the step's calls held (not
-// run, none of them sent), and leaves the service's turn waiting: a
-// resume with a raised budget goes on from the step, counting its usage
-// once.
-func (ru *run) overBudget(ctx context.Context, step *driver.Step) error {
-	err := ru.sp.exceeded(ru.res, len(step.Calls))
-	if err == nil {
-		return nil
-	}
-	ru.noteTotals(ctx, step.Thread, step.Calls)
-	ru.keepThread(step.Thread)
-	return err
 }

@@ -2,10 +2,8 @@ package core
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/toolrelay/toolrelay/core/driver"
-	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // A CallRequest asks [Runner.Call] to answer one call for a loop that is
@@ -78,22 +76,6 @@ func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult,
 	return tr, err
 }
 
-// detached is Runner.Call without its hook.
-func (c *callRun) detached(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
-	r := c.r
-	c.prepare()
-	if req.IdempotencyKey != "" {
-		c.idem = req.IdempotencyKey
-	}
-	if req.Decision != nil {
-		c.decided(req.Decision, &r.opts)
-	}
-	if req.Again && c.denial == "" && !c.approved {
-		return c.runInDoubt(ctx)
-	}
-	return c.runClaimed(ctx)
-}
-
 // ApprovalNeeded reports whether call needs a person's decision before it
 // runs, and why, as [Runner.Run] would ask: a call of a tool with an
 // approval rule ([ToolOptions.Approval]) whose arguments are valid and
@@ -119,44 +101,4 @@ func (r *Runner) ApprovalNeeded(ctx context.Context, call Call) (need bool, why 
 		return false, ""
 	}
 	return true, why
-}
-
-// journaled is Runner.Call of a Journaled request.
-func (c *callRun) journaled(ctx context.Context) (driver.ToolResult, error) {
-	r := c.r
-	tr, err := c.hookedAnswer(ctx)
-	if r.own != nil {
-		// The runner's own journal keeps a call no longer than it runs:
-		// nothing will ask for it again.
-		r.own.Forget([]journaldriver.Key{c.key})
-	}
-	return tr, err
-}
-
-// outsideApproval answers a journaled call of Runner.Call whose tool has
-// an approval rule: "" when the rule asks for no one, else the denial the
-// model reads.
-func (c *callRun) outsideApproval(ctx context.Context, rule ApprovalRule) (deny string) {
-	need, why, err := rule(ctx, *c.call, c.args)
-	if err != nil {
-		need, why = true, "the approval rule failed"
-	}
-	if !need {
-		return ""
-	}
-	msg := fmt.Sprintf("tool %q needs a person's approval, which cannot be asked for here", c.call.Name)
-	if why != "" {
-		msg += " (" + why + ")"
-	}
-	return msg
-}
-
-// info describes the call to the call hook.
-func (c *callRun) info() *CallInfo {
-	r := c.r
-	info := &CallInfo{Backend: r.b.Name(), Call: c.call, Step: c.step}
-	if c.tool != nil {
-		info.Server = c.tool.opts.Server
-	}
-	return info
 }

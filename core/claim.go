@@ -5,29 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
-
-// key returns the journal key of call c: the backend's name, and the
-// call's thread, turn and id.
-func (r *Runner) key(c *Call) journaldriver.Key {
-	return journaldriver.Key{Backend: r.b.Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID}
-}
-
-// keys returns the journal keys of the calls results answer.
-func (r *Runner) keys(results []driver.ToolResult) []journaldriver.Key {
-	keys := make([]journaldriver.Key, len(results))
-	for i := range results {
-		keys[i] = r.key(&results[i].Call)
-	}
-	return keys
-}
 
 // answer is hookedAnswer without its hook.
 func (c *callRun) answer(ctx context.Context) (driver.ToolResult, error) {
@@ -275,16 +259,6 @@ func toResult(call *Call, jr *journaldriver.Result, idem string) driver.ToolResu
 	return driver.ToolResult{Call: *call, Output: jr.Output, Failed: jr.Failed, Error: jr.Error, Outcome: jr.Outcome, IdempotencyKey: idem}
 }
 
-// journalError returns the error of a journal operation that failed with
-// err: the context's (see ctxError) once the run's context has ended, else
-// err with its code.
-func journalError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctxError(ctx)
-	}
-	return &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err}
-}
-
 // journalWrite makes the journal write write, named op, and returns its
 // error. When a hook wants to know how long journal writes take
 // (Hooks.JournalWrite), it times the write and reports it.
@@ -296,135 +270,6 @@ func (h *Hooks) journalWrite(ctx context.Context, op string, write func() error)
 	err := write()
 	h.JournalWrite(ctx, op, time.Since(t0), err)
 	return err
-}
-
-// leases are the claims of the calls a runner is running. One goroutine
-// renews them all every third of Options.Lease, so that a call arms no
-// timer of its own: a timer due before every other wakes the runtime's
-// network poller, which costs more than a quick call. The goroutine runs
-// while the runner holds claims; it ends at the first renewal that finds
-// none, or when the runner is closed.
-//
-// A claim is held for a run, and renewed only while the run's context is
-// not done: once it ends (its caller, its time limit, a stream's reader
-// that stopped), the claim is left to expire, whether or not the run's
-// goroutine gets to act on it (a stream's reader that stops reading
-// holds that goroutine), so that no other worker waits for the run more
-// than a lease past its end.
-type leases struct {
-	mu sync.Mutex
-	// held are the claims held: for each, the Done channels of the
-	// contexts of the runs that hold it, one per hold.
-	held    map[journaldriver.Key][]<-chan struct{}
-	stop    chan struct{} // closed to end the renewing goroutine; nil when none runs
-	stopped bool          // the runner is closed
-	opts    *Options      // the runner's: its journal, owner and lease
-}
-
-// hold keeps the claim on key alive until drop, while ctx is not
-// done.
-func (l *leases) hold(ctx context.Context, key journaldriver.Key) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.held == nil {
-		l.held = map[journaldriver.Key][]<-chan struct{}{}
-	}
-	l.held[key] = append(l.held[key], ctx.Done())
-	if l.stop == nil && !l.stopped {
-		l.stop = make(chan struct{})
-		go l.renewLeases(l.stop)
-	}
-}
-
-// drop stops renewing the claim on key held under ctx.
-func (l *leases) drop(ctx context.Context, key journaldriver.Key) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	held := l.held[key]
-	if i := slices.Index(held, ctx.Done()); i >= 0 {
-		held = slices.Delete(held, i, i+1)
-	}
-	if len(held) == 0 {
-		delete(l.held, key)
-	} else {
-		l.held[key] = held
-	}
-}
-
-// live reports whether a hold of held is under a context not done.
-func live(held []<-chan struct{}) bool {
-	for _, done := range held {
-		select {
-		case <-done:
-		default:
-			return true // a nil channel (a context never done) too
-		}
-	}
-	return false
-}
-
-// holds reports whether the claim on key is held.
-func (l *leases) holds(key journaldriver.Key) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.held[key]) > 0
-}
-
-// close ends the renewing goroutine for good.
-func (l *leases) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.stopped = true
-	if l.stop != nil {
-		close(l.stop)
-		l.stop = nil
-	}
-}
-
-// renewLeases renews the claims held under a context not done every third
-// of the lease, until none is held or stop is closed.
-func (l *leases) renewLeases(stop chan struct{}) {
-	every := l.opts.Lease / 3
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		l.mu.Lock()
-		if len(l.held) == 0 {
-			if l.stop == stop {
-				l.stop = nil
-			}
-			l.mu.Unlock()
-			return
-		}
-		var keys []journaldriver.Key
-		for key, held := range l.held {
-			if live(held) {
-				keys = append(keys, key)
-			}
-		}
-		l.mu.Unlock()
-		for _, key := range keys {
-			ctx, cancel := context.WithTimeout(context.Background(), every)
-			var err error
-			if key.Call == "" {
-				// A run's record (see runRecord).
-				err = l.opts.Journal.(journaldriver.Runs).RenewRun(ctx, key.Backend, key.Thread, l.opts.Owner, l.opts.Lease)
-			} else {
-				err = l.opts.Journal.Renew(ctx, key, l.opts.Owner, l.opts.Lease)
-			}
-			cancel()
-			// A claim dropped meanwhile was finished or released: its
-			// renewal may fail.
-			if err != nil && l.holds(key) {
-				l.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", key.Call, errorAttr(err))
-			}
-		}
-	}
 }
 
 // mayStart returns nil if a call of the step may start its handler (or
@@ -468,4 +313,263 @@ func (c *callRun) report(ctx context.Context, kind EventKind, tr driver.ToolResu
 	r := c.r
 	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: tr.Outcome, Duration: d, Err: err, Result: &tr})
 	return tr
+}
+
+// A callMode says whose loop a call is answered for, and so whether the
+// journal keeps its result and a person may be asked to approve it.
+type callMode uint8
+
+const (
+	// stepCall is a call of a step of this runner's own run: journaled,
+	// under a lease, and a person may be asked to approve it.
+	stepCall callMode = iota
+	// outsideCall is a journaled call of [Runner.Call]
+	// (CallRequest.Journaled): journaled as a step's call, but no person
+	// can approve it.
+	outsideCall
+	// detachedCall is a call answered for a loop run elsewhere
+	// ([Runner.Call]), which keeps its result: no journal, no lease.
+	detachedCall
+)
+
+// A callRun is one call being run: its journal key, its arguments in
+// canonical form (parsed once, for the digest and for the handler), and
+// the step it belongs to.
+type callRun struct {
+	r        *Runner // the runner the call is run by
+	call     *Call
+	tool     *Tool // the tool of the call's name; nil if none
+	key      journaldriver.Key
+	args     []byte         // canonical arguments; nil when argErr is set
+	obj      map[string]any // the arguments parsed (numbers as json.Number)
+	argErr   error          // why the arguments are not valid
+	digest   string
+	idem     string
+	step     int
+	out      *sink  // the stream the call's events go to, if any
+	denial   string // set when a person denied the call: the model is told it
+	approved bool   // a service's approval request a person approved
+	reused   bool   // the journal held the result
+	cause    error  // the internal cause of a failed result
+	// unsynced: the call's tool may run again, and the journal can write
+	// its claim and result without waiting for the disk.
+	unsynced journaldriver.Unsynced
+	mode     callMode // whose loop the call is answered for
+	halt     *halt    // the step's, if it has several calls
+	// fence: the thread of the record of the run the call is answered
+	// for, which the claim checks is still this runner's; empty: none.
+	fence string
+}
+
+// hookedAnswer is answer inside the call hook.
+func (c *callRun) hookedAnswer(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
+	h := r.opts.Hooks
+	if h == nil || h.Call == nil {
+		return c.answer(ctx)
+	}
+	ctx, end := h.Call(ctx, c.info())
+	tr, err := c.answer(ctx)
+	e := &CallEnd{Reused: c.reused, Cause: c.cause}
+	switch {
+	case err == errPaused:
+		e.Paused = true
+	case err != nil:
+		e.Err = err
+	default:
+		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
+	}
+	end(e)
+	return tr, err
+}
+
+// approve decides whether a call that its tool's rule covers may run: it
+// may (nil), it is denied (c.denial set; it runs no handler), or it awaits
+// a decision (errPaused, after the approval was requested). A call whose
+// result the journal holds goes the usual way.
+func (c *callRun) approve(ctx context.Context, rule ApprovalRule) error {
+	r := c.r
+	ap, err := r.approvals()
+	if err != nil {
+		return err
+	}
+	a, ok, err := ap.GetApproval(ctx, c.key)
+	if err != nil {
+		return journalError(ctx, err)
+	}
+	now := time.Now()
+	if !ok {
+		if _, ran, err := r.opts.Journal.Get(ctx, c.key); err != nil || ran {
+			return err
+		}
+		need, why, err := rule(ctx, *c.call, c.args)
+		if err != nil {
+			need, why = true, "the approval rule failed: "+err.Error()
+		}
+		if !need {
+			return nil
+		}
+		a = Approval{Key: c.key, Tool: c.call.Name, Arguments: c.args, Why: why, Requested: now, Expires: now.Add(r.opts.ApprovalTimeout)}
+		if _, _, err := ap.RequestApproval(ctx, a); err != nil {
+			return journalError(ctx, err)
+		}
+		r.send(ctx, c.out, &Event{Kind: EventApprovalRequested, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Text: why})
+		return errPaused
+	}
+	if a.Decision == nil && !a.Pending(now) {
+		d := Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
+		if a, err = ap.DecideApproval(ctx, c.key, d); err != nil && !errors.Is(err, journaldriver.ErrDecided) {
+			return journalError(ctx, err)
+		}
+	}
+	if a.Decision == nil {
+		return errPaused
+	}
+	c.decided(a.Decision, &r.opts)
+	return nil
+}
+
+// decided applies a person's decision d to the call, under the runner's
+// options o: denied, it runs no handler; a service's approval request
+// approved is answered "approved"; approved with edits, the handler gets
+// the edited arguments (the journal keys the call by those the model
+// sent), validated as the model's are, unless they are past
+// o.MaxArgumentBytes.
+func (c *callRun) decided(d *Decision, o *Options) {
+	switch {
+	case !d.Approved:
+		c.denial = "a person denied this call"
+		if d.Reason != "" {
+			// Cut to the limit before the copy (finish cuts the whole
+			// message, saying so).
+			c.denial += ": " + d.Reason[:min(len(d.Reason), o.MaxOutputBytes)]
+		}
+	case c.call.Kind == ServiceApproval:
+		c.approved = true
+	case len(d.Arguments) > o.MaxArgumentBytes:
+		// Edits past the limit (Decide refuses them; another process's
+		// Decide, with other limits, may not have): the handler does not
+		// run.
+		c.args, c.obj = nil, nil
+		c.argErr = &tooLargeError{what: "arguments", size: len(d.Arguments), limit: o.MaxArgumentBytes}
+	case len(d.Arguments) > 0:
+		c.args, c.obj, c.argErr = parseArgs(d.Arguments)
+	}
+}
+
+// outsideApproval answers a journaled call of Runner.Call whose tool has
+// an approval rule: "" when the rule asks for no one, else the denial the
+// model reads.
+func (c *callRun) outsideApproval(ctx context.Context, rule ApprovalRule) (deny string) {
+	need, why, err := rule(ctx, *c.call, c.args)
+	if err != nil {
+		need, why = true, "the approval rule failed"
+	}
+	if !need {
+		return ""
+	}
+	msg := fmt.Sprintf("tool %q needs a person's approval, which cannot be asked for here", c.call.Name)
+	if why != "" {
+		msg += " (" + why + ")"
+	}
+	return msg
+}
+
+// detached is Runner.Call without its hook.
+func (c *callRun) detached(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
+	r := c.r
+	c.prepare()
+	if req.IdempotencyKey != "" {
+		c.idem = req.IdempotencyKey
+	}
+	if req.Decision != nil {
+		c.decided(req.Decision, &r.opts)
+	}
+	if req.Again && c.denial == "" && !c.approved {
+		return c.runInDoubt(ctx)
+	}
+	return c.runClaimed(ctx)
+}
+
+// journaled is Runner.Call of a Journaled request.
+func (c *callRun) journaled(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
+	tr, err := c.hookedAnswer(ctx)
+	if r.own != nil {
+		// The runner's own journal keeps a call no longer than it runs:
+		// nothing will ask for it again.
+		r.own.Forget([]journaldriver.Key{c.key})
+	}
+	return tr, err
+}
+
+// handle runs call c through the runner's middleware and its tool's, then
+// execute.
+func (c *callRun) handle(ctx context.Context) (CallResult, error) {
+	r := c.r
+	var own []Middleware
+	if c.tool != nil {
+		own = c.tool.opts.Middleware
+	}
+	if len(r.opts.Middleware) == 0 && len(own) == 0 {
+		return c.execute(ctx)
+	}
+	// A copy for the closure, so that c itself stays off the heap when no
+	// middleware runs (execute only reads it).
+	cp := *c
+	next := CallFunc(func(ctx context.Context, _ *Call) (CallResult, error) { return cp.execute(ctx) })
+	for i := len(own) - 1; i >= 0; i-- {
+		next = own[i](next)
+	}
+	for i := len(r.opts.Middleware) - 1; i >= 0; i-- {
+		next = r.opts.Middleware[i](next)
+	}
+	return runGuarded(ctx, next, c.call)
+}
+
+// execute runs one call: it finds the tool, normalises and validates the
+// arguments, runs the handler (recovering a panic, bounding its time) and
+// encodes its output. Every failure becomes a failed result; the returned
+// error is the internal cause, for the operator only.
+func (c *callRun) execute(ctx context.Context) (journaldriver.Result, error) {
+	r := c.r
+	call, tool := c.call, c.tool
+	if tool == nil {
+		msg := fmt.Sprintf("unknown tool %q", call.Name)
+		if names := r.tools.Names(); len(names) > 0 {
+			msg += "; available tools: " + strings.Join(names, ", ")
+		}
+		return failed(UnknownTool, msg), errors.New(msg)
+	}
+	var tl *tooLargeError
+	if errors.As(c.argErr, &tl) {
+		return failed(TooLarge, tl.Error()), tl
+	}
+	args, err := c.args, c.argErr
+	if err == nil {
+		args, err = tool.prepareArgs(args, c.obj)
+	}
+	if err != nil {
+		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
+		return failed(InvalidArguments, msg), errors.New(msg)
+	}
+	return tool.invoke(ctx, call, args, c.toolTimeout(), c.outputLimit())
+}
+
+// toolTimeout returns how long a handler (or Verify hook) of the call's tool may run.
+func (c *callRun) toolTimeout() time.Duration {
+	r := c.r
+	tool := c.tool
+	if tool.opts.Timeout > 0 {
+		return tool.opts.Timeout
+	}
+	return r.opts.ToolTimeout
+}
+
+// outputLimit returns what the runner accepts of an output of the call's tool (which
+// may be nil).
+func (c *callRun) outputLimit() outputLimit {
+	r := c.r
+	tool := c.tool
+	return outputLimit{max: r.opts.MaxOutputBytes, truncate: r.opts.TruncateOutput || (tool != nil && tool.opts.TruncateOutput)}
 }

@@ -6,58 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/toolrelay/toolrelay/journal/driver"
 )
-
-// execute runs one call: it finds the tool, normalises and validates the
-// arguments, runs the handler (recovering a panic, bounding its time) and
-// encodes its output. Every failure becomes a failed result; the returned
-// error is the internal cause, for the operator only.
-func (c *callRun) execute(ctx context.Context) (driver.Result, error) {
-	r := c.r
-	call, tool := c.call, c.tool
-	if tool == nil {
-		msg := fmt.Sprintf("unknown tool %q", call.Name)
-		if names := r.tools.Names(); len(names) > 0 {
-			msg += "; available tools: " + strings.Join(names, ", ")
-		}
-		return failed(UnknownTool, msg), errors.New(msg)
-	}
-	var tl *tooLargeError
-	if errors.As(c.argErr, &tl) {
-		return failed(TooLarge, tl.Error()), tl
-	}
-	args, err := c.args, c.argErr
-	if err == nil {
-		args, err = tool.prepareArgs(args, c.obj)
-	}
-	if err != nil {
-		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
-		return failed(InvalidArguments, msg), errors.New(msg)
-	}
-	return tool.invoke(ctx, call, args, c.toolTimeout(), c.outputLimit())
-}
-
-// toolTimeout returns how long a handler (or Verify hook) of the call's tool may run.
-func (c *callRun) toolTimeout() time.Duration {
-	r := c.r
-	tool := c.tool
-	if tool.opts.Timeout > 0 {
-		return tool.opts.Timeout
-	}
-	return r.opts.ToolTimeout
-}
-
-// outputLimit returns what the runner accepts of an output of the call's tool (which
-// may be nil).
-func (c *callRun) outputLimit() outputLimit {
-	r := c.r
-	tool := c.tool
-	return outputLimit{max: r.opts.MaxOutputBytes, truncate: r.opts.TruncateOutput || (tool != nil && tool.opts.TruncateOutput)}
-}
 
 // prepareArgs validates arguments, in canonical form and parsed, against
 // the schema, and returns them with its defaults applied. It changes obj.

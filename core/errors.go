@@ -67,3 +67,13 @@ func ctxError(ctx context.Context) error {
 	err := context.Cause(ctx)
 	return &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: err}
 }
+
+// journalError returns the error of a journal operation that failed with
+// err: the context's (see ctxError) once the run's context has ended, else
+// err with its code.
+func journalError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctxError(ctx)
+	}
+	return &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err}
+}

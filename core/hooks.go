@@ -117,3 +117,13 @@ const (
 	originNote       = "origin"
 	conversationNote = "conversation"
 )
+
+// info describes the call to the call hook.
+func (c *callRun) info() *CallInfo {
+	r := c.r
+	info := &CallInfo{Backend: r.b.Name(), Call: c.call, Step: c.step}
+	if c.tool != nil {
+		info.Server = c.tool.opts.Server
+	}
+	return info
+}

@@ -2,9 +2,11 @@ package core
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+	"strconv"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -521,77 +523,6 @@ func (ru *run) backendError(ctx context.Context, op string, err error) error {
 	return &errcode.Error{Code: errcode.Of(cause), Op: r.b.Name() + ": " + op, Err: fmt.Errorf("%w: %w", cause, err)}
 }
 
-// threadLocks serialize a runner's runs on each thread: a run holds the
-// thread it works on (the one it resumes or continues, the one it starts,
-// the ones its chain moves to), and another run of the same runner on
-// that thread waits for it. Runners in other processes are kept apart by
-// the journal's claims; within one, a backend's state of a thread is not
-// for two runs at once.
-type threadLocks struct {
-	mu   sync.Mutex
-	held map[string]chan struct{} // thread → closed when released
-}
-
-// A threadHold is what one run holds of its runner's threadLocks.
-type threadHold struct {
-	l       *threadLocks
-	threads map[string]chan struct{}
-	// noWait makes take fail at once on a thread another run holds.
-	noWait bool
-}
-
-// hold returns an empty hold of one run on l.
-func (l *threadLocks) hold() *threadHold { return &threadHold{l: l} }
-
-// take holds thread for the run, waiting while another run of the runner
-// holds it, until ctx ends (its error, with the context's code). A thread
-// held already, or "", is no wait.
-func (h *threadHold) take(ctx context.Context, thread string) error {
-	if thread == "" || h.threads[thread] != nil {
-		return nil
-	}
-	l := h.l
-	for {
-		l.mu.Lock()
-		busy, ok := l.held[thread]
-		if !ok {
-			ch := make(chan struct{})
-			if l.held == nil {
-				l.held = map[string]chan struct{}{}
-			}
-			l.held[thread] = ch
-			l.mu.Unlock()
-			if h.threads == nil {
-				h.threads = map[string]chan struct{}{}
-			}
-			h.threads[thread] = ch
-			return nil
-		}
-		l.mu.Unlock()
-		if h.noWait {
-			return busyError(thread)
-		}
-		select {
-		case <-busy:
-		case <-ctx.Done():
-			err := context.Cause(ctx)
-			return &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: fmt.Errorf("another run of this runner works on thread %s: %w", thread, err)}
-		}
-	}
-}
-
-// release lets go of every thread the run holds.
-func (h *threadHold) release() {
-	l := h.l
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for thread, ch := range h.threads {
-		delete(l.held, thread)
-		close(ch)
-	}
-	h.threads = nil
-}
-
 // hookRun calls the Run hook, if any, reading the thread's origin note on a
 // resume, and its conversation note on a resume or a continuation. It
 // sets the run's info (whose Origin the hook may have set) and returns
@@ -655,4 +586,267 @@ func (ru *run) hookStep(ctx context.Context, info StepInfo) (context.Context, fu
 	*p = info
 	p.Backend = r.b.Name()
 	return h.Step(ctx, p)
+}
+
+// recordRun records that this runner runs the run on thread, under a lease
+// it renews, in a journal that keeps runs and that the runner did not make
+// itself (a journal of its own is never shared). It returns nil when there
+// is nothing to record.
+func (ru *run) recordRun(ctx context.Context, thread string) *runRecord {
+	rec := ru.newRecord(ctx)
+	rec.move(ctx, thread)
+	return rec
+}
+
+// newRecord returns the record of the run, with context ctx, not written
+// yet; nil when the journal keeps no runs, or is the runner's own.
+func (ru *run) newRecord(ctx context.Context) *runRecord {
+	r, ro := ru.r, ru.ro
+	runs, ok := r.opts.Journal.(journaldriver.Runs)
+	if !ok || r.own != nil {
+		return nil
+	}
+	b, _ := json.Marshal(optionsJSON(&ro, ""))
+	return &runRecord{r: r, runs: runs, options: string(b), ctx: ctx, handOver: ro.HandOver}
+}
+
+// recordStart records a run that starts a new thread before the request
+// that creates it, under the thread startPrefix + an id of its own (or
+// b.startRecord, the record of a start taken over), with its input: a
+// worker that stops before the thread exists, or before the thread's own
+// record is written, leaves this record, and the worker that takes it
+// over starts the run again (on a new thread; the thread the stopped worker
+// may have created is left as it is, none of its calls having run). Once
+// the thread exists, the run moves to its record. A run with parts or a
+// format is not recorded before its thread exists (the record keeps text
+// only).
+func (ru *run) recordStart(ctx context.Context, b beginning) *runRecord {
+	ro := ru.ro
+	rec := ru.newRecord(ctx)
+	if rec == nil || len(ro.Parts) > 0 || ro.Format != nil {
+		return nil
+	}
+	thread := b.startRecord
+	if thread == "" {
+		thread = startPrefix + rand.Text()
+	}
+	opts, _ := json.Marshal(optionsJSON(&ro, b.input))
+	if rec.put(ctx, thread, string(opts)) != nil {
+		return nil
+	}
+	rec.thread = thread
+	return rec
+}
+
+// acquireRun records that this runner runs the run on thread, as
+// recordRun does, but waits while another worker runs the thread (its
+// record running under a lease): the runs of a thread, in any process,
+// are taken one at a time, so that none goes on from a state of the
+// thread that another changed meanwhile. It returns an error, with the
+// context's code, if ctx ends first; a record that cannot be written
+// for another reason is logged, and the run goes on without.
+func (ru *run) acquireRun(ctx context.Context, thread string) (*runRecord, error) {
+	rec := ru.newRecord(ctx)
+	if rec == nil {
+		return nil, nil
+	}
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := rec.put(ctx, thread, rec.options)
+		switch {
+		case err == nil:
+			rec.thread = thread
+			return rec, nil
+		case !errors.Is(err, journaldriver.ErrLeaseLost):
+			return nil, nil
+		}
+		if ru.ro.NoWait {
+			return nil, busyError(thread)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			err := context.Cause(ctx)
+			return nil, &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: fmt.Errorf("another worker runs thread %s: %w", thread, err)}
+		}
+	}
+}
+
+// claimRun records a run continuing thread as running, unless a live
+// worker records it running: then it fails with an error matching
+// ErrThreadBusy. A journal that keeps no runs records nothing.
+func (ru *run) claimRun(ctx context.Context, thread string) (*runRecord, error) {
+	rec := ru.newRecord(ctx)
+	if rec == nil {
+		return nil, nil
+	}
+	switch err := rec.put(ctx, thread, rec.options); {
+	case err == nil:
+		rec.thread = thread
+		return rec, nil
+	case errors.Is(err, journaldriver.ErrLeaseLost):
+		return nil, busyError(thread)
+	default:
+		return nil, nil // unrecorded, as recordRun leaves it
+	}
+}
+
+// noteTotals records the turn's totals on thread, the one its next step
+// comes on, with the run's budget, after a step's results were sent, or
+// with the calls of a step held (counted, not run: see spend.held). A
+// failure costs only the counts of a later run, so it is logged.
+func (ru *run) noteTotals(ctx context.Context, thread string, held []Call) {
+	res, l := ru.res, &ru.led
+	n, ok := ru.r.notes()
+	if !ok || thread == "" {
+		return
+	}
+	if len(l.calls) >= totalsPage {
+		ref := pageRef{Thread: thread, Name: totalsNote + "." + strconv.Itoa(l.pages)}
+		b, _ := json.Marshal(page{Calls: l.calls, Prev: l.last})
+		if n.set(ctx, ref.Thread, ref.Name, string(b)) == nil {
+			l.last, l.paged, l.pages, l.calls = &ref, l.paged+len(l.calls), l.pages+1, nil
+		}
+	}
+	t := totals{Steps: res.Steps, Usage: res.Usage, Calls: l.calls, Paged: l.paged, Page: l.last, Cost: res.Cost, Budget: ru.sp.toNote()}
+	for i := range held {
+		t.Held = append(t.Held, refOf(&held[i]))
+	}
+	b, _ := json.Marshal(t)
+	n.set(ctx, thread, totalsNote, string(b))
+	ru.sp.noted = t.Budget
+	ru.noted = true
+}
+
+// loadTotals sets the run's totals to those noted on thread by the earlier
+// runs of its turn, if any: their steps and usage, and the results they
+// sent, read back from the journal (without their arguments; a result
+// the journal no longer holds is left out), their calls' count and
+// cost, and the turn's budget; the calls of a step they held go to the
+// run's spend. It returns the keys of the calls counted, nil when nothing
+// was noted, and the budget noted, nil if none.
+func (ru *run) loadTotals(ctx context.Context, thread string) (map[journaldriver.Key]bool, *Budget) {
+	r, res := ru.r, ru.res
+	n, ok := r.notes()
+	if !ok {
+		return nil, nil
+	}
+	t, ok := n.read(ctx, thread)
+	if !ok {
+		return nil, nil
+	}
+	if t.Budget != nil && t.Budget.Check() != nil {
+		t.Budget = nil // not one a runner wrote: the runner's own instead
+	}
+	res.Steps, res.Usage, res.Cost = t.Steps, t.Usage, t.Cost
+	if len(t.Held) > 0 {
+		ru.sp.held = make(map[journaldriver.Key]bool, len(t.Held))
+		for _, c := range t.Held {
+			call := c.call()
+			ru.sp.held[r.key(&call)] = true
+		}
+	}
+	var paged [][]callRef // the pages' calls, last page first
+	n.pages(ctx, t.Page, func(_ pageRef, p *page) { paged = append(paged, p.Calls) })
+	ru.led = ledger{calls: t.Calls, last: t.Page, pages: len(paged)}
+	for _, p := range paged {
+		ru.led.paged += len(p)
+	}
+	if len(paged) > 0 && ru.led.paged != t.Paged {
+		// A page is missing: the calls the turn sent before the ones
+		// read are not counted (the counts start later).
+		paged, ru.led = nil, ledger{calls: t.Calls}
+	}
+	counted := make(map[journaldriver.Key]bool, t.Paged+len(t.Calls))
+	add := func(refs []callRef) {
+		for i := range refs {
+			call := refs[i].call()
+			key := r.key(&call)
+			counted[key] = true
+			res.ToolCalls++
+			e, ok, err := r.opts.Journal.Get(ctx, key)
+			if err != nil || !ok || e.Result == nil {
+				continue
+			}
+			tr := toResult(&call, e.Result, e.IdempotencyKey)
+			tr.Resend = e.State == journaldriver.Submitted
+			res.Calls = append(res.Calls, tr)
+		}
+	}
+	for i := len(paged) - 1; i >= 0; i-- {
+		add(paged[i])
+	}
+	add(t.Calls)
+	return counted, t.Budget
+}
+
+// allCounted reports whether counted holds every call of calls.
+func (ru *run) allCounted(calls []Call, counted map[journaldriver.Key]bool) bool {
+	r := ru.r
+	for i := range calls {
+		if !counted[r.key(&calls[i])] {
+			return false
+		}
+	}
+	return len(counted) > 0
+}
+
+// overBudget returns the error of a run whose budget does not let it run
+// step's calls, nil if it does. Before it returns one, it notes the
+// turn's totals with the step's usage and the step's calls held (not
+// run, none of them sent), and leaves the service's turn waiting: a
+// resume with a raised budget goes on from the step, counting its usage
+// once.
+func (ru *run) overBudget(ctx context.Context, step *driver.Step) error {
+	err := ru.sp.exceeded(ru.res, len(step.Calls))
+	if err == nil {
+		return nil
+	}
+	ru.noteTotals(ctx, step.Thread, step.Calls)
+	ru.keepThread(step.Thread)
+	return err
+}
+
+// awaiting returns the approvals of step's calls still awaiting a decision.
+func (ru *run) awaiting(ctx context.Context, step *driver.Step) ([]Approval, error) {
+	r := ru.r
+	ap, ok := r.opts.Journal.(journaldriver.Approvals)
+	if !ok {
+		return nil, nil
+	}
+	var out []Approval
+	now := time.Now()
+	for i := range step.Calls {
+		c := &step.Calls[i]
+		if approvalRule(c, r.tools.Lookup(c.Name)) == nil {
+			continue
+		}
+		a, ok, err := ap.GetApproval(ctx, r.key(c))
+		if err != nil {
+			return nil, journalError(ctx, err)
+		}
+		if ok && a.Pending(now) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// pause returns the approvals of step's calls still awaiting a decision.
+// When some do, it records that the run pauses (in its record, if any) and then
+// looks again: a decision recorded while the run was still running did
+// not wake it (see Decide), so if every call is decided by then, the run
+// is recorded running here again and pause returns none; or, if the
+// decision woke the run (leaving it to a Resume or a takeover, which may
+// have taken it already), an error: the run must not go on here too.
+func (ru *run) pause(ctx context.Context, step *driver.Step) ([]Approval, error) {
+	rec := ru.rec
+	pending, err := ru.awaiting(ctx, step)
+	if err != nil || len(pending) == 0 || rec == nil {
+		return pending, err
+	}
+	rec.pause(ctx)
+	if pending, err = ru.awaiting(ctx, step); err == nil && len(pending) == 0 {
+		err = rec.goOn(ctx)
+	}
+	return pending, err
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // checkResults verifies that each call got exactly one result, in order.
@@ -183,72 +182,4 @@ func (s *stepRun) runCall(ctx context.Context, call *Call, out *sink, stop *halt
 	r := s.r
 	c := &callRun{r: r, call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: s.n, out: out, mode: stepCall, halt: stop, fence: s.fence}
 	return c.hookedAnswer(ctx)
-}
-
-// A callRun is one call being run: its journal key, its arguments in
-// canonical form (parsed once, for the digest and for the handler), and
-// the step it belongs to.
-type callRun struct {
-	r        *Runner // the runner the call is run by
-	call     *Call
-	tool     *Tool // the tool of the call's name; nil if none
-	key      journaldriver.Key
-	args     []byte         // canonical arguments; nil when argErr is set
-	obj      map[string]any // the arguments parsed (numbers as json.Number)
-	argErr   error          // why the arguments are not valid
-	digest   string
-	idem     string
-	step     int
-	out      *sink  // the stream the call's events go to, if any
-	denial   string // set when a person denied the call: the model is told it
-	approved bool   // a service's approval request a person approved
-	reused   bool   // the journal held the result
-	cause    error  // the internal cause of a failed result
-	// unsynced: the call's tool may run again, and the journal can write
-	// its claim and result without waiting for the disk.
-	unsynced journaldriver.Unsynced
-	mode     callMode // whose loop the call is answered for
-	halt     *halt    // the step's, if it has several calls
-	// fence: the thread of the record of the run the call is answered
-	// for, which the claim checks is still this runner's; empty: none.
-	fence string
-}
-
-// A callMode says whose loop a call is answered for, and so whether the
-// journal keeps its result and a person may be asked to approve it.
-type callMode uint8
-
-const (
-	// stepCall is a call of a step of this runner's own run: journaled,
-	// under a lease, and a person may be asked to approve it.
-	stepCall callMode = iota
-	// outsideCall is a journaled call of [Runner.Call]
-	// (CallRequest.Journaled): journaled as a step's call, but no person
-	// can approve it.
-	outsideCall
-	// detachedCall is a call answered for a loop run elsewhere
-	// ([Runner.Call]), which keeps its result: no journal, no lease.
-	detachedCall
-)
-
-// hookedAnswer is answer inside the call hook.
-func (c *callRun) hookedAnswer(ctx context.Context) (driver.ToolResult, error) {
-	r := c.r
-	h := r.opts.Hooks
-	if h == nil || h.Call == nil {
-		return c.answer(ctx)
-	}
-	ctx, end := h.Call(ctx, c.info())
-	tr, err := c.answer(ctx)
-	e := &CallEnd{Reused: c.reused, Cause: c.cause}
-	switch {
-	case err == errPaused:
-		e.Paused = true
-	case err != nil:
-		e.Err = err
-	default:
-		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
-	}
-	end(e)
-	return tr, err
 }

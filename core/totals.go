@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strconv"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
@@ -93,33 +92,6 @@ type ledger struct {
 // sent adds the calls of results sent to the turn's ledger.
 func (l *ledger) sent(calls ...callRef) { l.calls = append(l.calls, calls...) }
 
-// noteTotals records the turn's totals on thread, the one its next step
-// comes on, with the run's budget, after a step's results were sent, or
-// with the calls of a step held (counted, not run: see spend.held). A
-// failure costs only the counts of a later run, so it is logged.
-func (ru *run) noteTotals(ctx context.Context, thread string, held []Call) {
-	res, l := ru.res, &ru.led
-	n, ok := ru.r.notes()
-	if !ok || thread == "" {
-		return
-	}
-	if len(l.calls) >= totalsPage {
-		ref := pageRef{Thread: thread, Name: totalsNote + "." + strconv.Itoa(l.pages)}
-		b, _ := json.Marshal(page{Calls: l.calls, Prev: l.last})
-		if n.set(ctx, ref.Thread, ref.Name, string(b)) == nil {
-			l.last, l.paged, l.pages, l.calls = &ref, l.paged+len(l.calls), l.pages+1, nil
-		}
-	}
-	t := totals{Steps: res.Steps, Usage: res.Usage, Calls: l.calls, Paged: l.paged, Page: l.last, Cost: res.Cost, Budget: ru.sp.toNote()}
-	for i := range held {
-		t.Held = append(t.Held, refOf(&held[i]))
-	}
-	b, _ := json.Marshal(t)
-	n.set(ctx, thread, totalsNote, string(b))
-	ru.sp.noted = t.Budget
-	ru.noted = true
-}
-
 // turnNotes are the notes of a journal that keeps them, for the turns
 // of a runner's backend, where the turns' totals go (see totals).
 type turnNotes struct {
@@ -194,77 +166,4 @@ func (n turnNotes) pages(ctx context.Context, ref *pageRef, each func(pageRef, *
 		each(*ref, &p)
 		ref = p.Prev
 	}
-}
-
-// loadTotals sets the run's totals to those noted on thread by the earlier
-// runs of its turn, if any: their steps and usage, and the results they
-// sent, read back from the journal (without their arguments; a result
-// the journal no longer holds is left out), their calls' count and
-// cost, and the turn's budget; the calls of a step they held go to the
-// run's spend. It returns the keys of the calls counted, nil when nothing
-// was noted, and the budget noted, nil if none.
-func (ru *run) loadTotals(ctx context.Context, thread string) (map[journaldriver.Key]bool, *Budget) {
-	r, res := ru.r, ru.res
-	n, ok := r.notes()
-	if !ok {
-		return nil, nil
-	}
-	t, ok := n.read(ctx, thread)
-	if !ok {
-		return nil, nil
-	}
-	if t.Budget != nil && t.Budget.Check() != nil {
-		t.Budget = nil // not one a runner wrote: the runner's own instead
-	}
-	res.Steps, res.Usage, res.Cost = t.Steps, t.Usage, t.Cost
-	if len(t.Held) > 0 {
-		ru.sp.held = make(map[journaldriver.Key]bool, len(t.Held))
-		for _, c := range t.Held {
-			call := c.call()
-			ru.sp.held[r.key(&call)] = true
-		}
-	}
-	var paged [][]callRef // the pages' calls, last page first
-	n.pages(ctx, t.Page, func(_ pageRef, p *page) { paged = append(paged, p.Calls) })
-	ru.led = ledger{calls: t.Calls, last: t.Page, pages: len(paged)}
-	for _, p := range paged {
-		ru.led.paged += len(p)
-	}
-	if len(paged) > 0 && ru.led.paged != t.Paged {
-		// A page is missing: the calls the turn sent before the ones
-		// read are not counted (the counts start later).
-		paged, ru.led = nil, ledger{calls: t.Calls}
-	}
-	counted := make(map[journaldriver.Key]bool, t.Paged+len(t.Calls))
-	add := func(refs []callRef) {
-		for i := range refs {
-			call := refs[i].call()
-			key := r.key(&call)
-			counted[key] = true
-			res.ToolCalls++
-			e, ok, err := r.opts.Journal.Get(ctx, key)
-			if err != nil || !ok || e.Result == nil {
-				continue
-			}
-			tr := toResult(&call, e.Result, e.IdempotencyKey)
-			tr.Resend = e.State == journaldriver.Submitted
-			res.Calls = append(res.Calls, tr)
-		}
-	}
-	for i := len(paged) - 1; i >= 0; i-- {
-		add(paged[i])
-	}
-	add(t.Calls)
-	return counted, t.Budget
-}
-
-// allCounted reports whether counted holds every call of calls.
-func (ru *run) allCounted(calls []Call, counted map[journaldriver.Key]bool) bool {
-	r := ru.r
-	for i := range calls {
-		if !counted[r.key(&calls[i])] {
-			return false
-		}
-	}
-	return len(counted) > 0
 }

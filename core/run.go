@@ -300,7 +300,7 @@ func (ru *run) step(ctx context.Context, step *driver.Step) (next *driver.Step, 
 		// it is counted once.
 		res.Steps--
 	} else {
-		ru.sp.add(res, step, ru.sp.held != nil && ru.allCounted(step.Calls, ru.sp.held))
+		ru.sp.add(step, ru.sp.held != nil && ru.allCounted(step.Calls, ru.sp.held))
 	}
 	if ru.sk != nil {
 		ru.sk.stepArrived(step, res.Steps)
@@ -335,7 +335,7 @@ func (ru *run) step(ctx context.Context, step *driver.Step) (next *driver.Step, 
 		return nil, false, err
 	}
 	res.Steps++
-	ru.send(ctx, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: ru.sp.b.remaining(res)})
+	ru.send(ctx, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: ru.sp.remaining(0)})
 
 	sr := &stepRun{r: r, step: step, n: res.Steps, sk: ru.sk, fence: ru.rec.fence()}
 	results, err := sr.runCalls(ctx)
@@ -377,7 +377,7 @@ func (ru *run) submit(ctx context.Context, step *driver.Step, results []driver.T
 		// reader learns first that the results went.
 		sk.pending = submitted
 	}
-	sctx, end := ru.hookStep(ctx, StepInfo{Thread: step.Thread, Turn: step.Turn, Op: "submit", Step: res.Steps, Results: len(results), Remaining: ru.sp.b.remainingWith(res, len(results))})
+	sctx, end := ru.hookStep(ctx, StepInfo{Thread: step.Thread, Turn: step.Turn, Op: "submit", Step: res.Steps, Results: len(results), Remaining: ru.sp.remaining(len(results))})
 	moved := func(t string) {
 		// A chain's next response, named before it is complete: the
 		// run's thread, its record and its hold move there at once.
@@ -403,7 +403,7 @@ func (ru *run) submit(ctx context.Context, step *driver.Step, results []driver.T
 	for _, tr := range results {
 		if !ru.counted[r.key(&tr.Call)] {
 			res.Calls = append(res.Calls, tr)
-			res.ToolCalls++
+			ru.sp.spent.ToolCalls++
 			ru.led.sent(refOf(&tr.Call))
 		}
 	}
@@ -416,7 +416,7 @@ func (ru *run) submit(ctx context.Context, step *driver.Step, results []driver.T
 		on = next.Thread
 	}
 	ru.noteTotals(ctx, on, nil)
-	submitted.Remaining = ru.sp.b.remaining(res)
+	submitted.Remaining = ru.sp.remaining(0)
 	r.emit(ctx, submitted)
 	if sk != nil {
 		sk.flushPending()
@@ -449,7 +449,8 @@ func (ru *run) end(ctx context.Context, err error) (*Result, error) {
 			ru.r.clearTotals(ctx, res.Thread)
 		}
 		ru.rec.end(ctx, err)
-		res.Remaining = ru.sp.b.remaining(res)
+		res.Usage, res.Cost, res.ToolCalls = ru.sp.spent.Usage, ru.sp.spent.Cost, ru.sp.spent.ToolCalls
+		res.Remaining = ru.sp.remaining(0)
 		e = &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(ru.t0), Err: err, Usage: res.Usage, Remaining: res.Remaining}
 	}
 	ru.send(ctx, e)
@@ -707,7 +708,7 @@ func (ru *run) noteTotals(ctx context.Context, thread string, held []Call) {
 			l.last, l.paged, l.pages, l.calls = &ref, l.paged+len(l.calls), l.pages+1, nil
 		}
 	}
-	t := totals{Steps: res.Steps, Usage: res.Usage, Calls: l.calls, Paged: l.paged, Page: l.last, Cost: res.Cost, Budget: ru.sp.toNote()}
+	t := totals{Steps: res.Steps, Usage: ru.sp.spent.Usage, Calls: l.calls, Paged: l.paged, Page: l.last, Cost: ru.sp.spent.Cost, Budget: ru.sp.toNote()}
 	for i := range held {
 		t.Held = append(t.Held, refOf(&held[i]))
 	}
@@ -737,7 +738,7 @@ func (ru *run) loadTotals(ctx context.Context, thread string) (map[journaldriver
 	if t.Budget != nil && t.Budget.Check() != nil {
 		t.Budget = nil // not one a runner wrote: the runner's own instead
 	}
-	res.Steps, res.Usage, res.Cost = t.Steps, t.Usage, t.Cost
+	res.Steps, ru.sp.spent.Usage, ru.sp.spent.Cost = t.Steps, t.Usage, t.Cost
 	if len(t.Held) > 0 {
 		ru.sp.held = make(map[journaldriver.Key]bool, len(t.Held))
 		for _, c := range t.Held {
@@ -762,7 +763,7 @@ func (ru *run) loadTotals(ctx context.Context, thread string) (map[journaldriver
 			call := refs[i].call()
 			key := r.key(&call)
 			counted[key] = true
-			res.ToolCalls++
+			ru.sp.spent.ToolCalls++
 			e, ok, err := r.opts.Journal.Get(ctx, key)
 			if err != nil || !ok || e.Result == nil {
 				continue
@@ -797,7 +798,7 @@ func (ru *run) allCounted(calls []Call, counted map[journaldriver.Key]bool) bool
 // resume with a raised budget goes on from the step, counting its usage
 // once.
 func (ru *run) overBudget(ctx context.Context, step *driver.Step) error {
-	err := ru.sp.exceeded(ru.res, len(step.Calls))
+	err := ru.sp.exceeded(len(step.Calls))
 	if err == nil {
 		return nil
 	}

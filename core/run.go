@@ -40,6 +40,8 @@ type run struct {
 	// it is over; led is what they note of its calls.
 	noted bool
 	led   ledger
+	// st is the step whose calls run (see step): one at a time.
+	st stepRun
 }
 
 // A beginning is how a run gets its first step: [start] or [resume].
@@ -337,7 +339,8 @@ func (ru *run) step(ctx context.Context, step *driver.Step) (next *driver.Step, 
 	res.Steps++
 	ru.send(ctx, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: ru.sp.remaining(0)})
 
-	sr := &stepRun{r: r, step: step, n: res.Steps, sk: ru.sk, fence: ru.rec.fence()}
+	sr := &ru.st // the run's, not a new one each step
+	*sr = stepRun{r: r, step: step, n: res.Steps, sk: ru.sk, fence: ru.rec.fence()}
 	results, err := sr.runCalls(ctx)
 	for err == errPaused {
 		// The calls that needed no decision ran, their results
@@ -443,7 +446,7 @@ func checkBudgets(b, def *Budget) error {
 // without a thread) and its record as it failed left them.
 func (ru *run) end(ctx context.Context, err error) (*Result, error) {
 	res := ru.res
-	e := &Event{Kind: EventRunFinished, Thread: ru.thread, Err: err}
+	e := Event{Kind: EventRunFinished, Thread: ru.thread, Err: err}
 	if !ru.t0.IsZero() {
 		if err == nil && ru.noted {
 			ru.r.clearTotals(ctx, res.Thread)
@@ -451,9 +454,9 @@ func (ru *run) end(ctx context.Context, err error) (*Result, error) {
 		ru.rec.end(ctx, err)
 		res.Usage, res.Cost, res.ToolCalls = ru.sp.spent.Usage, ru.sp.spent.Cost, ru.sp.spent.ToolCalls
 		res.Remaining = ru.sp.remaining(0)
-		e = &Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(ru.t0), Err: err, Usage: res.Usage, Remaining: res.Remaining}
+		e = Event{Kind: EventRunFinished, Thread: res.Thread, Turn: res.Turn, Step: res.Steps, Duration: time.Since(ru.t0), Err: err, Usage: res.Usage, Remaining: res.Remaining}
 	}
-	ru.send(ctx, e)
+	ru.send(ctx, &e)
 	return res, err
 }
 

@@ -13,6 +13,74 @@ import (
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
+// A callMode says whose loop a call is answered for, and so whether the
+// journal keeps its result and a person may be asked to approve it.
+type callMode uint8
+
+const (
+	// stepCall is a call of a step of this runner's own run: journaled,
+	// under a lease, and a person may be asked to approve it.
+	stepCall callMode = iota
+	// outsideCall is a journaled call of [Runner.Call]
+	// (CallRequest.Journaled): journaled as a step's call, but no person
+	// can approve it.
+	outsideCall
+	// detachedCall is a call answered for a loop run elsewhere
+	// ([Runner.Call]), which keeps its result: no journal, no lease.
+	detachedCall
+)
+
+// A callRun is one call being run: its journal key, its arguments in
+// canonical form (parsed once, for the digest and for the handler), and
+// the step it belongs to.
+type callRun struct {
+	r        *Runner // the runner the call is run by
+	call     *Call
+	tool     *Tool // the tool of the call's name; nil if none
+	key      journaldriver.Key
+	args     []byte         // canonical arguments; nil when argErr is set
+	obj      map[string]any // the arguments parsed (numbers as json.Number)
+	argErr   error          // why the arguments are not valid
+	digest   string
+	idem     string
+	step     int
+	out      *sink  // the stream the call's events go to, if any
+	denial   string // set when a person denied the call: the model is told it
+	approved bool   // a service's approval request a person approved
+	reused   bool   // the journal held the result
+	cause    error  // the internal cause of a failed result
+	// unsynced: the call's tool may run again, and the journal can write
+	// its claim and result without waiting for the disk.
+	unsynced journaldriver.Unsynced
+	mode     callMode // whose loop the call is answered for
+	halt     *halt    // the step's, if it has several calls
+	// fence: the thread of the record of the run the call is answered
+	// for, which the claim checks is still this runner's; empty: none.
+	fence string
+}
+
+// hookedAnswer is answer inside the call hook.
+func (c *callRun) hookedAnswer(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
+	h := r.opts.Hooks
+	if h == nil || h.Call == nil {
+		return c.answer(ctx)
+	}
+	ctx, end := h.Call(ctx, c.info())
+	tr, err := c.answer(ctx)
+	e := &CallEnd{Reused: c.reused, Cause: c.cause}
+	switch {
+	case err == errPaused:
+		e.Paused = true
+	case err != nil:
+		e.Err = err
+	default:
+		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
+	}
+	end(e)
+	return tr, err
+}
+
 // answer is hookedAnswer without its hook.
 func (c *callRun) answer(ctx context.Context) (driver.ToolResult, error) {
 	r := c.r
@@ -259,19 +327,6 @@ func toResult(call *Call, jr *journaldriver.Result, idem string) driver.ToolResu
 	return driver.ToolResult{Call: *call, Output: jr.Output, Failed: jr.Failed, Error: jr.Error, Outcome: jr.Outcome, IdempotencyKey: idem}
 }
 
-// journalWrite makes the journal write write, named op, and returns its
-// error. When a hook wants to know how long journal writes take
-// (Hooks.JournalWrite), it times the write and reports it.
-func (h *Hooks) journalWrite(ctx context.Context, op string, write func() error) error {
-	if h == nil || h.JournalWrite == nil {
-		return write()
-	}
-	t0 := time.Now()
-	err := write()
-	h.JournalWrite(ctx, op, time.Since(t0), err)
-	return err
-}
-
 // mayStart returns nil if a call of the step may start its handler (or
 // claim it): not once the run's context is done (its error), nor once the
 // step halted (errNotStarted).
@@ -313,74 +368,6 @@ func (c *callRun) report(ctx context.Context, kind EventKind, tr driver.ToolResu
 	r := c.r
 	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: tr.Outcome, Duration: d, Err: err, Result: &tr})
 	return tr
-}
-
-// A callMode says whose loop a call is answered for, and so whether the
-// journal keeps its result and a person may be asked to approve it.
-type callMode uint8
-
-const (
-	// stepCall is a call of a step of this runner's own run: journaled,
-	// under a lease, and a person may be asked to approve it.
-	stepCall callMode = iota
-	// outsideCall is a journaled call of [Runner.Call]
-	// (CallRequest.Journaled): journaled as a step's call, but no person
-	// can approve it.
-	outsideCall
-	// detachedCall is a call answered for a loop run elsewhere
-	// ([Runner.Call]), which keeps its result: no journal, no lease.
-	detachedCall
-)
-
-// A callRun is one call being run: its journal key, its arguments in
-// canonical form (parsed once, for the digest and for the handler), and
-// the step it belongs to.
-type callRun struct {
-	r        *Runner // the runner the call is run by
-	call     *Call
-	tool     *Tool // the tool of the call's name; nil if none
-	key      journaldriver.Key
-	args     []byte         // canonical arguments; nil when argErr is set
-	obj      map[string]any // the arguments parsed (numbers as json.Number)
-	argErr   error          // why the arguments are not valid
-	digest   string
-	idem     string
-	step     int
-	out      *sink  // the stream the call's events go to, if any
-	denial   string // set when a person denied the call: the model is told it
-	approved bool   // a service's approval request a person approved
-	reused   bool   // the journal held the result
-	cause    error  // the internal cause of a failed result
-	// unsynced: the call's tool may run again, and the journal can write
-	// its claim and result without waiting for the disk.
-	unsynced journaldriver.Unsynced
-	mode     callMode // whose loop the call is answered for
-	halt     *halt    // the step's, if it has several calls
-	// fence: the thread of the record of the run the call is answered
-	// for, which the claim checks is still this runner's; empty: none.
-	fence string
-}
-
-// hookedAnswer is answer inside the call hook.
-func (c *callRun) hookedAnswer(ctx context.Context) (driver.ToolResult, error) {
-	r := c.r
-	h := r.opts.Hooks
-	if h == nil || h.Call == nil {
-		return c.answer(ctx)
-	}
-	ctx, end := h.Call(ctx, c.info())
-	tr, err := c.answer(ctx)
-	e := &CallEnd{Reused: c.reused, Cause: c.cause}
-	switch {
-	case err == errPaused:
-		e.Paused = true
-	case err != nil:
-		e.Err = err
-	default:
-		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
-	}
-	end(e)
-	return tr, err
 }
 
 // approve decides whether a call that its tool's rule covers may run: it
@@ -572,4 +559,14 @@ func (c *callRun) outputLimit() outputLimit {
 	r := c.r
 	tool := c.tool
 	return outputLimit{max: r.opts.MaxOutputBytes, truncate: r.opts.TruncateOutput || (tool != nil && tool.opts.TruncateOutput)}
+}
+
+// info describes the call to the call hook.
+func (c *callRun) info() *CallInfo {
+	r := c.r
+	info := &CallInfo{Backend: r.b.Name(), Call: c.call, Step: c.step}
+	if c.tool != nil {
+		info.Server = c.tool.opts.Server
+	}
+	return info
 }

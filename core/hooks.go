@@ -118,12 +118,15 @@ const (
 	conversationNote = "conversation"
 )
 
-// info describes the call to the call hook.
-func (c *callRun) info() *CallInfo {
-	r := c.r
-	info := &CallInfo{Backend: r.b.Name(), Call: c.call, Step: c.step}
-	if c.tool != nil {
-		info.Server = c.tool.opts.Server
+// journalWrite makes the journal write write, named op, and returns its
+// error. When a hook wants to know how long journal writes take
+// (Hooks.JournalWrite), it times the write and reports it.
+func (h *Hooks) journalWrite(ctx context.Context, op string, write func() error) error {
+	if h == nil || h.JournalWrite == nil {
+		return write()
 	}
-	return info
+	t0 := time.Now()
+	err := write()
+	h.JournalWrite(ctx, op, time.Since(t0), err)
+	return err
 }

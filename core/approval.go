@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
@@ -84,79 +83,6 @@ func (r *Runner) approvals() (journaldriver.Approvals, error) {
 // errPaused is a call's "error" when it awaits a decision.
 var errPaused = errors.New("core: the call awaits a decision")
 
-// approve decides whether a call that its tool's rule covers may run: it
-// may (nil), it is denied (c.denial set; it runs no handler), or it awaits
-// a decision (errPaused, after the approval was requested). A call whose
-// result the journal holds goes the usual way.
-func (r *Runner) approve(ctx context.Context, c *callRun, rule ApprovalRule) error {
-	ap, err := r.approvals()
-	if err != nil {
-		return err
-	}
-	a, ok, err := ap.GetApproval(ctx, c.key)
-	if err != nil {
-		return r.journalError(ctx, err)
-	}
-	now := time.Now()
-	if !ok {
-		if _, ran, err := r.opts.Journal.Get(ctx, c.key); err != nil || ran {
-			return err
-		}
-		need, why, err := rule(ctx, *c.call, c.args)
-		if err != nil {
-			need, why = true, "the approval rule failed: "+err.Error()
-		}
-		if !need {
-			return nil
-		}
-		a = Approval{Key: c.key, Tool: c.call.Name, Arguments: c.args, Why: why, Requested: now, Expires: now.Add(r.opts.ApprovalTimeout)}
-		if _, _, err := ap.RequestApproval(ctx, a); err != nil {
-			return r.journalError(ctx, err)
-		}
-		r.send(ctx, c.out, &Event{Kind: EventApprovalRequested, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Text: why})
-		return errPaused
-	}
-	if a.Decision == nil && !a.Pending(now) {
-		d := Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
-		if a, err = ap.DecideApproval(ctx, c.key, d); err != nil && !errors.Is(err, journaldriver.ErrDecided) {
-			return r.journalError(ctx, err)
-		}
-	}
-	if a.Decision == nil {
-		return errPaused
-	}
-	c.decided(a.Decision, &r.opts)
-	return nil
-}
-
-// decided applies a person's decision d to the call, under the runner's
-// options o: denied, it runs no handler; a service's approval request
-// approved is answered "approved"; approved with edits, the handler gets
-// the edited arguments (the journal keys the call by those the model
-// sent), validated as the model's are, unless they are past
-// o.MaxArgumentBytes.
-func (c *callRun) decided(d *Decision, o *Options) {
-	switch {
-	case !d.Approved:
-		c.denial = "a person denied this call"
-		if d.Reason != "" {
-			// Cut to the limit before the copy (finish cuts the whole
-			// message, saying so).
-			c.denial += ": " + d.Reason[:min(len(d.Reason), o.MaxOutputBytes)]
-		}
-	case c.call.Kind == ServiceApproval:
-		c.approved = true
-	case len(d.Arguments) > o.MaxArgumentBytes:
-		// Edits past the limit (Decide refuses them; another process's
-		// Decide, with other limits, may not have): the handler does not
-		// run.
-		c.args, c.obj = nil, nil
-		c.argErr = &tooLargeError{what: "arguments", size: len(d.Arguments), limit: o.MaxArgumentBytes}
-	case len(d.Arguments) > 0:
-		c.args, c.obj, c.argErr = parseArgs(d.Arguments)
-	}
-}
-
 // approvalRule returns the rule that says whether call, of tool (nil if
 // none has its name), needs approval: its tool's, or, for the service's
 // own approval request, one that always does; nil when none applies.
@@ -170,49 +96,6 @@ func approvalRule(call *Call, tool *Tool) ApprovalRule {
 	return nil
 }
 
-// awaiting returns the approvals of step's calls still awaiting a decision.
-func (r *Runner) awaiting(ctx context.Context, step *driver.Step) ([]Approval, error) {
-	ap, ok := r.opts.Journal.(journaldriver.Approvals)
-	if !ok {
-		return nil, nil
-	}
-	var out []Approval
-	now := time.Now()
-	for i := range step.Calls {
-		c := &step.Calls[i]
-		if approvalRule(c, r.tools.Lookup(c.Name)) == nil {
-			continue
-		}
-		a, ok, err := ap.GetApproval(ctx, r.key(c))
-		if err != nil {
-			return nil, r.journalError(ctx, err)
-		}
-		if ok && a.Pending(now) {
-			out = append(out, a)
-		}
-	}
-	return out, nil
-}
-
-// pause returns the approvals of step's calls still awaiting a decision.
-// When some do, it records that the run pauses (in rec, if any) and then
-// looks again: a decision recorded while the run was still running did
-// not wake it (see Decide), so if every call is decided by then, the run
-// is recorded running here again and pause returns none; or, if the
-// decision woke the run (leaving it to a Resume or a takeover, which may
-// have taken it already), an error: the run must not go on here too.
-func (r *Runner) pause(ctx context.Context, rec *runRecord, step *driver.Step) ([]Approval, error) {
-	pending, err := r.awaiting(ctx, step)
-	if err != nil || len(pending) == 0 || rec == nil {
-		return pending, err
-	}
-	rec.pause(ctx)
-	if pending, err = r.awaiting(ctx, step); err == nil && len(pending) == 0 {
-		err = rec.goOn(ctx)
-	}
-	return pending, err
-}
-
 // Approvals returns the approvals of the runner's backend on thread, oldest
 // first: those awaiting a decision and those decided.
 func (r *Runner) Approvals(ctx context.Context, thread string) ([]Approval, error) {
@@ -223,77 +106,22 @@ func (r *Runner) Approvals(ctx context.Context, thread string) ([]Approval, erro
 	return ap.ListApprovals(ctx, r.b.Name(), thread)
 }
 
-// maxExpired bounds the approvals one ResumeExpired reads.
-const maxExpired = 100
-
-// ResumeExpired resumes the runs of the runner's backend that wait on a
-// call whose time to decide passed (Options.ApprovalTimeout), so that no
-// run stays parked when nobody decides: each expired call is answered to
-// the model as denied ("no decision in time") and the run goes on as
-// [Runner.Resume]'s does, here. A program calls it from time to time (a
-// ticker, a cron job); it reads at most 100 expired approvals per call,
-// oldest first. It returns the results of the runs it resumed, in the
-// order of their expired calls; a run that pauses again, on calls still
-// awaiting a decision, is among them with its Pending list. The errors of
-// the runs that failed are joined.
-func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result, error) {
-	ap, err := r.approvals()
-	if err != nil {
-		return nil, err
-	}
-	due, err := ap.ExpiredApprovals(ctx, r.b.Name(), time.Now(), maxExpired)
-	if err != nil {
-		return nil, r.journalError(ctx, err)
-	}
-	var threads []string
-	for _, a := range due {
-		if !slices.Contains(threads, a.Key.Thread) {
-			threads = append(threads, a.Key.Thread)
-		}
-	}
-	return r.resumeAll(ctx, threads, opts)
+// A decision is one [Runner.Decide]: a person's decision about a call of
+// thread, recorded in the journal's approvals ap, and the paused run of
+// the thread it hands on.
+type decision struct {
+	r      *Runner
+	ap     journaldriver.Approvals
+	thread string
 }
 
-// resumeAll resumes threads one after the other, with opts, and returns
-// their results, a run that pauses again on calls awaiting a decision
-// among them; the errors of the runs that failed are joined. It stops
-// when ctx ends.
-func (r *Runner) resumeAll(ctx context.Context, threads []string, opts *RunOptions) ([]*Result, error) {
-	var g gathered
-	for _, thread := range threads {
-		if g.add(r.exec(ctx, r.runOptions(opts), resume(thread), nil)); ctx.Err() != nil {
-			break
-		}
-	}
-	return g.results()
-}
-
-// gathered are the outcomes of runs made one after the other (resumed,
-// taken over): the results of those that ended or paused, the errors of
-// those that failed.
-type gathered struct {
-	out  []*Result
-	errs []error
-}
-
-// add adds a run's outcome.
-func (g *gathered) add(res *Result, err error) {
-	if err == nil || errors.Is(err, ErrAwaitingApproval) {
-		g.out = append(g.out, res)
-	} else {
-		g.errs = append(g.errs, err)
-	}
-}
-
-// results returns the results gathered, and the errors joined.
-func (g *gathered) results() ([]*Result, error) { return g.out, errors.Join(g.errs...) }
-
-// checkDecision returns why d cannot be recorded for a: a reason the
+// check returns why d cannot be recorded for a: a reason the
 // model could not read whole (past Options.MaxOutputBytes), or edited
 // arguments the model could not have sent: not a JSON object, past
 // Options.MaxArgumentBytes, invalid against the schema of a's tool, or
 // for a call of no tool of the runner's (a service's approval request).
-func (r *Runner) checkDecision(a *Approval, d *Decision) error {
+func (dc *decision) check(a *Approval, d *Decision) error {
+	r := dc.r
 	if n := len(d.Reason); n > r.opts.MaxOutputBytes {
 		return &tooLargeError{what: "reason", size: n, limit: r.opts.MaxOutputBytes}
 	}
@@ -320,50 +148,53 @@ func (r *Runner) checkDecision(a *Approval, d *Decision) error {
 	return nil
 }
 
-// decider is the owner under which this runner holds a run while it
+// owner is the owner under which this runner holds a run while it
 // records a decision (see Decide): not the runner's own, so that the hold
 // is told apart from a run of this runner on the same thread (a Resume
 // in this process), whose lease a decision must never end or shorten.
-func (r *Runner) decider() string { return r.opts.Owner + "/decision" }
+func (dc *decision) owner() string { return dc.r.opts.Owner + "/decision" }
 
-// wakeRun records the run paused on thread as running, held by this
-// runner's decider for lease, not renewed: if the decider stops, another
+// wake records the run paused on the thread as running, held by this
+// runner's decider (see owner) for lease, not renewed: if the decider stops, another
 // worker takes the run over once the lease passes (see
 // [journaldriver.Runs]); with a lease of 0, any worker's Resume or
 // TakeOver takes it at once. It reports whether it did; it does nothing
 // in a journal that keeps no runs.
-func (r *Runner) wakeRun(ctx context.Context, thread string, lease time.Duration) bool {
+func (dc *decision) wake(ctx context.Context, lease time.Duration) bool {
+	r, thread := dc.r, dc.thread
 	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok || r.own != nil {
 		return false
 	}
-	woke, err := runs.WakeRun(context.WithoutCancel(ctx), r.b.Name(), thread, r.decider(), lease)
+	woke, err := runs.WakeRun(context.WithoutCancel(ctx), r.b.Name(), thread, dc.owner(), lease)
 	if err != nil {
 		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the decided run", "thread", thread, errorAttr(err))
 	}
 	return woke
 }
 
-// letGo ends the decider's hold on the run of thread (see wakeRun) at
+// letGo ends the decider's hold on the run of the thread (see wake) at
 // once, the run left running with its lease over: any worker's Resume
 // takes it without waiting, and so does a worker's TakeOver. A hold that
 // another worker took over meanwhile is left to it; one the journal
 // fails to end passes with its lease.
-func (r *Runner) letGo(ctx context.Context, runs journaldriver.Runs, thread string) {
-	err := runs.RenewRun(ctx, r.b.Name(), thread, r.decider(), 0)
+func (dc *decision) letGo(ctx context.Context, runs journaldriver.Runs) {
+	r, thread := dc.r, dc.thread
+	err := runs.RenewRun(ctx, r.b.Name(), thread, dc.owner(), 0)
 	if err != nil && !errors.Is(err, journaldriver.ErrLeaseLost) {
 		r.opts.Logger.WarnContext(ctx, "toolrelay: could not hand on the decided run", "thread", thread, errorAttr(err))
 	}
 }
 
-// wakeAfterDecision leaves the run of thread, after a decision, running,
+// after leaves the run of the thread, after the decision, running,
 // for any worker to go on with at once (a Resume, in any process, or a
 // TakeOver), when no call of it awaits a decision any more, and paused
 // otherwise; woke says whether the decider woke it before the decision.
 // A run it puts back to paused is looked at again: a decision recorded
 // meanwhile by another worker may have found it awake, and left it to
 // this one. It never leaves the run held by the decider.
-func (r *Runner) wakeAfterDecision(ctx context.Context, ap journaldriver.Approvals, thread string, woke bool) {
+func (dc *decision) after(ctx context.Context, woke bool) {
+	r, ap, thread := dc.r, dc.ap, dc.thread
 	runs, ok := r.opts.Journal.(journaldriver.Runs)
 	if !ok || r.own != nil {
 		return
@@ -377,7 +208,7 @@ func (r *Runner) wakeAfterDecision(ctx context.Context, ap journaldriver.Approva
 			// decision.
 			r.opts.Logger.WarnContext(ctx, "toolrelay: could not read the run's approvals", "thread", thread, errorAttr(err))
 			if woke {
-				r.letGo(ctx, runs, thread)
+				dc.letGo(ctx, runs)
 			}
 			return
 		}
@@ -385,15 +216,15 @@ func (r *Runner) wakeAfterDecision(ctx context.Context, ap journaldriver.Approva
 		pending := slices.ContainsFunc(list, func(a Approval) bool { return a.Pending(now) })
 		switch {
 		case !pending && woke:
-			r.letGo(ctx, runs, thread)
+			dc.letGo(ctx, runs)
 			return
 		case !pending:
-			r.wakeRun(ctx, thread, 0)
+			dc.wake(ctx, 0)
 			return
 		case !woke:
 			return
 		}
-		if err := runs.EndRun(ctx, r.b.Name(), thread, r.decider(), journaldriver.RunAwaiting, ""); err != nil {
+		if err := runs.EndRun(ctx, r.b.Name(), thread, dc.owner(), journaldriver.RunAwaiting, ""); err != nil {
 			return // another worker took it over
 		}
 		woke = false
@@ -439,16 +270,17 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d Decision) 
 		if d.At.IsZero() {
 			d.At = time.Now()
 		}
-		if err := r.checkDecision(&a, &d); err != nil {
+		dc := &decision{r: r, ap: ap, thread: thread}
+		if err := dc.check(&a, &d); err != nil {
 			return &errcode.Error{Code: errcode.InvalidArgument, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, err)}
 		}
 		// The paused run is held by the decider before the decision is
 		// recorded, and let go after: running, or paused again if calls
-		// still await a decision (see wakeAfterDecision). A worker that
+		// still await a decision (see decision.after). A worker that
 		// stops in between leaves it to a takeover.
-		woke := r.wakeRun(ctx, thread, r.opts.Lease)
+		woke := dc.wake(ctx, r.opts.Lease)
 		_, err := ap.DecideApproval(ctx, a.Key, d)
-		r.wakeAfterDecision(ctx, ap, thread, woke)
+		dc.after(ctx, woke)
 		if errors.Is(err, journaldriver.ErrDecided) {
 			return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: decide", Err: fmt.Errorf("call %s of thread %s: %w", callID, thread, err)}
 		}

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -270,23 +269,6 @@ func (b *Budget) Remaining(s driver.Spent) Remaining {
 	return rem
 }
 
-// remaining returns what b has left after res's spending.
-func (b *Budget) remaining(res *Result) Remaining { return b.remainingWith(res, 0) }
-
-// remainingWith returns what b has left after res's spending and calls
-// more calls (those of the step being sent).
-func (b *Budget) remainingWith(res *Result, calls int) Remaining {
-	s := spentBy(res, "")
-	s.ToolCalls += calls
-	return b.Remaining(s)
-}
-
-// spentBy returns what res spent, unpriced naming a model without a
-// price.
-func spentBy(res *Result, unpriced string) driver.Spent {
-	return driver.Spent{Usage: res.Usage, ToolCalls: res.ToolCalls, Cost: res.Cost, Unpriced: unpriced}
-}
-
 // spend is a run's budget and what its turn's earlier runs left to it.
 type spend struct {
 	// b is the run's budget: its options' over the one noted with the
@@ -298,9 +280,10 @@ type spend struct {
 	// counted before it stopped on its budget, without running them (see
 	// overBudget): given again, the step is not counted twice.
 	held map[journaldriver.Key]bool
-	// noPrice names a model without a price in the table, under a cost
-	// limit.
-	noPrice string
+	// spent is what the turn spent so far, its earlier runs' included:
+	// the one count of its usage, cost and calls, which the run's Result
+	// reports (see run.end).
+	spent driver.Spent
 }
 
 // set sets the run's budget: b (its options') over the one noted for
@@ -329,40 +312,31 @@ func (sp *spend) unnoted() bool {
 	return b != nil && (sp.noted == nil || !sp.noted.same(b))
 }
 
-// add adds step's usage, and its cost at the budget's prices, to res,
-// unless an earlier run of the turn counted it (held).
-func (sp *spend) add(r *Runner, res *Result, step *driver.Step) {
-	if sp.held != nil && len(step.Calls) > 0 && r.allCounted(step.Calls, sp.held) {
+// add adds step's usage, and its cost at the budget's prices, to what
+// the turn spent, unless an earlier run of the turn counted it (held:
+// allHeld says sp.held holds each of its calls).
+func (sp *spend) add(step *driver.Step, allHeld bool) {
+	if sp.held != nil && len(step.Calls) > 0 && allHeld {
 		sp.held = nil
 		return
 	}
-	s := spentBy(res, sp.noPrice)
-	sp.b.Charge(&s, step)
-	res.Usage, res.Cost, sp.noPrice = s.Usage, s.Cost, s.Unpriced
+	sp.b.Charge(&sp.spent, step)
+}
+
+// remaining returns what the budget has left, once calls more calls (those
+// of the step being sent) are counted.
+func (sp *spend) remaining(calls int) Remaining {
+	s := sp.spent
+	s.ToolCalls += calls
+	return sp.b.Remaining(s)
 }
 
 // exceeded returns why the run must stop before running the n calls of
 // its next step, if it must (see [Budget.Exceeded]).
-func (sp *spend) exceeded(res *Result, n int) error {
-	return sp.b.Exceeded(spentBy(res, sp.noPrice), n)
+func (sp *spend) exceeded(n int) error {
+	return sp.b.Exceeded(sp.spent, n)
 }
 
 func costText(c float64) string {
 	return fmt.Sprintf("%.6g", math.Round(c*1e6)/1e6)
-}
-
-// overBudget returns the error of a run whose budget does not let it run
-// step's calls, nil if it does. Before it returns one, it notes the
-// turn's totals with the step's usage and the step's calls held (not
-// run, none of them sent), and leaves the service's turn waiting: a
-// resume with a raised budget goes on from the step, counting its usage
-// once.
-func (ru *run) overBudget(ctx context.Context, step *driver.Step) error {
-	err := ru.sp.exceeded(ru.res, len(step.Calls))
-	if err == nil {
-		return nil
-	}
-	ru.noteTotals(ctx, step.Thread, step.Calls)
-	ru.r.keepThread(step.Thread)
-	return err
 }

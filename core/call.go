@@ -2,10 +2,8 @@ package core
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/toolrelay/toolrelay/core/driver"
-	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // A CallRequest asks [Runner.Call] to answer one call for a loop that is
@@ -58,17 +56,19 @@ type CallRequest struct {
 // and running a call only once, is the caller's part.
 func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
 	if req.Journaled {
-		return r.callJournaled(ctx, req)
+		call := req.Call
+		c := &callRun{r: r, call: &call, tool: r.tools.Lookup(call.Name), key: r.key(&call), step: req.Step, mode: outsideCall}
+		return c.journaled(ctx)
 	}
-	c := &callRun{call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, mode: detachedCall}
+	c := &callRun{r: r, call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, mode: detachedCall}
 	c.key = r.key(c.call)
 	h := r.opts.Hooks
 	if h == nil || h.Call == nil {
-		return r.callDetached(ctx, c, req)
+		return c.detached(ctx, req)
 	}
-	hc := r.hooked(c)
+	hc := c.hooked()
 	ctx, end := h.Call(ctx, &hc.info)
-	tr, err := r.callDetached(ctx, c, req)
+	tr, err := c.detached(ctx, req)
 	e := &hc.end
 	*e = CallEnd{Cause: c.cause, Err: err}
 	if err == nil {
@@ -76,21 +76,6 @@ func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult,
 	}
 	end(e)
 	return tr, err
-}
-
-// callDetached is Call without its hook.
-func (r *Runner) callDetached(ctx context.Context, c *callRun, req *CallRequest) (driver.ToolResult, error) {
-	r.prepare(c)
-	if req.IdempotencyKey != "" {
-		c.idem = req.IdempotencyKey
-	}
-	if req.Decision != nil {
-		c.decided(req.Decision, &r.opts)
-	}
-	if req.Again && c.denial == "" && !c.approved {
-		return r.runInDoubt(ctx, c)
-	}
-	return r.runClaimed(ctx, c)
 }
 
 // ApprovalNeeded reports whether call needs a person's decision before it
@@ -104,9 +89,9 @@ func (r *Runner) ApprovalNeeded(ctx context.Context, call Call) (need bool, why 
 	if rule == nil {
 		return false, ""
 	}
-	c := &callRun{call: &call}
+	c := &callRun{r: r, call: &call}
 	c.key = r.key(c.call)
-	r.prepare(c)
+	c.prepare()
 	if c.argErr != nil && call.Kind != ServiceApproval {
 		return false, ""
 	}
@@ -118,52 +103,4 @@ func (r *Runner) ApprovalNeeded(ctx context.Context, call Call) (need bool, why 
 		return false, ""
 	}
 	return true, why
-}
-
-// callJournaled is Call of a Journaled request.
-func (r *Runner) callJournaled(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
-	call := req.Call
-	c := &callRun{call: &call, tool: r.tools.Lookup(call.Name), key: r.key(&call), step: req.Step, mode: outsideCall}
-	tr, err := r.hookedAnswer(ctx, c)
-	if r.own != nil {
-		// The runner's own journal keeps a call no longer than it runs:
-		// nothing will ask for it again.
-		r.own.Forget([]journaldriver.Key{c.key})
-	}
-	return tr, err
-}
-
-// outsideApproval answers a journaled call of Runner.Call whose tool has
-// an approval rule: "" when the rule asks for no one, else the denial the
-// model reads.
-func (r *Runner) outsideApproval(ctx context.Context, c *callRun, rule ApprovalRule) (deny string) {
-	need, why, err := rule(ctx, *c.call, c.args)
-	if err != nil {
-		need, why = true, "the approval rule failed"
-	}
-	if !need {
-		return ""
-	}
-	msg := fmt.Sprintf("tool %q needs a person's approval, which cannot be asked for here", c.call.Name)
-	if why != "" {
-		msg += " (" + why + ")"
-	}
-	return msg
-}
-
-// A hookedCall is what the call hook is given of a call, as it begins
-// (info) and as it ends (end), made in one allocation: the hook's function
-// values keep both.
-type hookedCall struct {
-	info CallInfo
-	end  CallEnd
-}
-
-// hooked describes c to the call hook; its end is filled as c ends.
-func (r *Runner) hooked(c *callRun) *hookedCall {
-	hc := &hookedCall{info: CallInfo{Backend: r.b.Name(), Call: c.call, Step: c.step}}
-	if c.tool != nil {
-		hc.info.Server = c.tool.opts.Server
-	}
-	return hc
 }

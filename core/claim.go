@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -14,39 +13,95 @@ import (
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
-// key returns the journal key of call c: the backend's name, and the
-// call's thread, turn and id.
-func (r *Runner) key(c *Call) journaldriver.Key {
-	return journaldriver.Key{Backend: r.b.Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID}
+// A callMode says whose loop a call is answered for, and so whether the
+// journal keeps its result and a person may be asked to approve it.
+type callMode uint8
+
+const (
+	// stepCall is a call of a step of this runner's own run: journaled,
+	// under a lease, and a person may be asked to approve it.
+	stepCall callMode = iota
+	// outsideCall is a journaled call of [Runner.Call]
+	// (CallRequest.Journaled): journaled as a step's call, but no person
+	// can approve it.
+	outsideCall
+	// detachedCall is a call answered for a loop run elsewhere
+	// ([Runner.Call]), which keeps its result: no journal, no lease.
+	detachedCall
+)
+
+// A callRun is one call being run: its journal key, its arguments in
+// canonical form (parsed once, for the digest and for the handler), and
+// the step it belongs to.
+type callRun struct {
+	r        *Runner // the runner the call is run by
+	call     *Call
+	tool     *Tool // the tool of the call's name; nil if none
+	key      journaldriver.Key
+	args     []byte         // canonical arguments; nil when argErr is set
+	obj      map[string]any // the arguments parsed (numbers as json.Number)
+	argErr   error          // why the arguments are not valid
+	digest   string
+	idem     string
+	step     int
+	out      *sink  // the stream the call's events go to, if any
+	denial   string // set when a person denied the call: the model is told it
+	approved bool   // a service's approval request a person approved
+	reused   bool   // the journal held the result
+	cause    error  // the internal cause of a failed result
+	// unsynced: the call's tool may run again, and the journal can write
+	// its claim and result without waiting for the disk.
+	unsynced journaldriver.Unsynced
+	mode     callMode // whose loop the call is answered for
+	halt     *halt    // the step's, if it has several calls
+	// fence: the thread of the record of the run the call is answered
+	// for, which the claim checks is still this runner's; empty: none.
+	fence string
 }
 
-// keys returns the journal keys of the calls results answer.
-func (r *Runner) keys(results []driver.ToolResult) []journaldriver.Key {
-	keys := make([]journaldriver.Key, len(results))
-	for i := range results {
-		keys[i] = r.key(&results[i].Call)
+// hookedAnswer is answer inside the call hook.
+func (c *callRun) hookedAnswer(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
+	h := r.opts.Hooks
+	if h == nil || h.Call == nil {
+		return c.answer(ctx)
 	}
-	return keys
+	hc := c.hooked()
+	ctx, end := h.Call(ctx, &hc.info)
+	tr, err := c.answer(ctx)
+	e := &hc.end
+	*e = CallEnd{Reused: c.reused, Cause: c.cause}
+	switch {
+	case err == errPaused:
+		e.Paused = true
+	case err != nil:
+		e.Err = err
+	default:
+		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
+	}
+	end(e)
+	return tr, err
 }
 
-// answer is runCall without its hook.
-func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+// answer is hookedAnswer without its hook.
+func (c *callRun) answer(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
 	j, call := r.opts.Journal, c.call
-	if err := r.mayStart(ctx, c); err != nil {
+	if err := c.mayStart(ctx); err != nil {
 		return driver.ToolResult{}, err
 	}
-	r.prepare(c)
+	c.prepare()
 	if c.tool != nil && c.tool.mayRerun() {
 		c.unsynced, _ = j.(journaldriver.Unsynced)
 	}
 	if rule := approvalRule(call, c.tool); rule != nil && (c.argErr == nil || call.Kind == ServiceApproval) {
 		if c.mode == outsideCall {
 			// A journaled call of Runner.Call: no one to ask.
-			if deny := r.outsideApproval(ctx, c, rule); deny != "" {
+			if deny := c.outsideApproval(ctx, rule); deny != "" {
 				tr := toResult(call, &journaldriver.Result{Failed: true, Error: deny, Outcome: Denied}, c.idem)
-				return r.decided(ctx, c, EventCallFinished, tr, 0, nil), nil
+				return c.report(ctx, EventCallFinished, tr, 0, nil), nil
 			}
-		} else if err := r.approve(ctx, c, rule); err != nil {
+		} else if err := c.approve(ctx, rule); err != nil {
 			return driver.ToolResult{}, err
 		}
 	}
@@ -55,7 +110,7 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 			entry   journaldriver.Entry
 			claimed bool
 		)
-		err := r.journalWrite(ctx, "claim", func() (err error) {
+		err := r.opts.Hooks.journalWrite(ctx, "claim", func() (err error) {
 			fenced, _ := j.(journaldriver.Fenced)
 			switch {
 			case fenced != nil && c.fence != "":
@@ -76,90 +131,91 @@ func (r *Runner) answer(ctx context.Context, c *callRun) (driver.ToolResult, err
 				Err: fmt.Errorf("the run of thread %s is not this worker's any more (another took it over, or it ended): call %s not run: %w", c.fence, c.call.ID, err)}
 		}
 		if err != nil {
-			return driver.ToolResult{}, r.journalError(ctx, err)
+			return driver.ToolResult{}, journalError(ctx, err)
 		}
 		if claimed {
-			return r.runClaimed(ctx, c)
+			return c.runClaimed(ctx)
 		}
 		if entry.Digest != c.digest {
 			err := fmt.Errorf("call %q is in the journal with other arguments (digest %.12s, now %.12s)", call.ID, entry.Digest, c.digest)
-			r.event(ctx, c, EventCallReused, Conflict, 0, err)
+			c.event(ctx, EventCallReused, Conflict, 0, err)
 			return driver.ToolResult{}, &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: journal", Err: err}
 		}
 		if entry.State.Finished() {
 			if entry.Result == nil {
 				err := fmt.Errorf("call %q is in the journal as %v, without its result: the entry is damaged (its handler is not run again)", call.ID, entry.State)
-				r.event(ctx, c, EventCallReused, Conflict, 0, err)
+				c.event(ctx, EventCallReused, Conflict, 0, err)
 				return driver.ToolResult{}, &errcode.Error{Code: errcode.DataLoss, Op: "core: journal", Err: err}
 			}
 			tr := toResult(call, entry.Result, entry.IdempotencyKey)
 			tr.Resend = entry.State == journaldriver.Submitted
 			c.reused = true
-			return r.decided(ctx, c, EventCallReused, tr, 0, nil), nil
+			return c.report(ctx, EventCallReused, tr, 0, nil), nil
 		}
 		// Started: wait for its owner to finish, unless its lease expired.
 		if !time.Now().Before(entry.LeaseUntil) {
 			var took bool
-			err := r.journalWrite(ctx, "takeover", func() (err error) {
+			err := r.opts.Hooks.journalWrite(ctx, "takeover", func() (err error) {
 				took, err = j.TakeOver(ctx, c.key, r.opts.Owner, r.opts.Lease)
 				return err
 			})
 			if err != nil {
-				return driver.ToolResult{}, r.journalError(ctx, err)
+				return driver.ToolResult{}, journalError(ctx, err)
 			}
 			if took {
 				c.idem = entry.IdempotencyKey
-				return r.runInDoubt(ctx, c)
+				return c.runInDoubt(ctx)
 			}
 		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return driver.ToolResult{}, r.ctxError(ctx)
+			return driver.ToolResult{}, ctxError(ctx)
 		}
 	}
 }
 
 // runClaimed runs the handler of a call this runner claimed and records
 // its result.
-func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+func (c *callRun) runClaimed(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
 	if c.denial != "" || c.approved {
 		jr := failed(Denied, c.denial)
 		if c.approved {
 			jr = journaldriver.Result{Output: Output{Text: "approved"}, Outcome: OK}
 		}
-		if err := r.finish(ctx, c, &jr); err != nil {
+		if err := c.finish(ctx, &jr); err != nil {
 			return driver.ToolResult{}, err
 		}
-		return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), 0, nil), nil
+		return c.report(ctx, EventCallFinished, toResult(c.call, &jr, c.idem), 0, nil), nil
 	}
-	if err := r.mayStart(ctx, c); err != nil {
+	if err := c.mayStart(ctx); err != nil {
 		// The run's context ended, or the step halted, since the claim:
 		// the call is left to run on resume.
 		if c.mode != detachedCall {
-			r.release(ctx, c)
+			c.release(ctx)
 		}
 		return driver.ToolResult{}, err
 	}
 	if c.mode != detachedCall {
-		r.holdLease(ctx, c.key)
+		r.leases.hold(ctx, c.key)
 	}
-	r.event(ctx, c, EventCallStarted, OK, 0, nil)
+	c.event(ctx, EventCallStarted, OK, 0, nil)
 	if ctx.Err() != nil {
 		// The run's context ended as the call was reported (a stream's
 		// reader stopped there): the handler does not start.
 		if c.mode != detachedCall {
-			r.dropLease(ctx, c.key)
-			r.release(ctx, c)
+			r.leases.drop(ctx, c.key)
+			c.release(ctx)
 		}
-		r.event(ctx, c, EventCallFinished, Interrupted, 0, context.Cause(ctx))
-		return driver.ToolResult{}, r.ctxError(ctx)
+		c.event(ctx, EventCallFinished, Interrupted, 0, context.Cause(ctx))
+		return driver.ToolResult{}, ctxError(ctx)
 	}
 	t0 := time.Now()
-	jr, cause := r.handle(ctx, c)
+	jr, cause := c.handle(ctx)
 	d := time.Since(t0)
 	if c.mode != detachedCall {
-		r.dropLease(ctx, c.key)
+		r.leases.drop(ctx, c.key)
 	}
 	c.cause = cause
 	if jr.Outcome == Interrupted {
@@ -167,17 +223,17 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 		// A handler left behind may still take effect: its call stays
 		// started, and a resume decides it as in doubt (once its lease,
 		// no longer renewed, has passed).
-		r.event(ctx, c, EventCallFinished, jr.Outcome, d, cause)
+		c.event(ctx, EventCallFinished, jr.Outcome, d, cause)
 		if c.mode == detachedCall || errors.Is(cause, errLeftBehind) {
-			return driver.ToolResult{}, r.ctxError(ctx)
+			return driver.ToolResult{}, ctxError(ctx)
 		}
-		r.release(ctx, c)
-		return driver.ToolResult{}, r.ctxError(ctx)
+		c.release(ctx)
+		return driver.ToolResult{}, ctxError(ctx)
 	}
-	if err := r.finish(ctx, c, &jr); err != nil {
+	if err := c.finish(ctx, &jr); err != nil {
 		return driver.ToolResult{}, err
 	}
-	return r.decided(ctx, c, EventCallFinished, toResult(c.call, &jr, c.idem), d, c.cause), nil
+	return c.report(ctx, EventCallFinished, toResult(c.call, &jr, c.idem), d, c.cause), nil
 }
 
 // runInDoubt decides a call found started but not finished, now owned by
@@ -186,18 +242,19 @@ func (r *Runner) runClaimed(ctx context.Context, c *callRun) (driver.ToolResult,
 // (an error), the call is treated as having no hook. Without one: an
 // idempotent tool runs again; any other call gets a failed result saying
 // its outcome is unknown.
-func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult, error) {
+func (c *callRun) runInDoubt(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
 	call, tool := c.call, c.tool
 	if tool != nil && tool.opts.Verify != nil {
-		v, found, err := tool.verify(ctx, call, r.toolTimeout(tool))
+		v, found, err := tool.verify(ctx, call, c.toolTimeout())
 		if ctx.Err() != nil {
 			// The run ended while the hook looked: the call stays in
 			// doubt, for the next owner to decide.
-			return driver.ToolResult{}, r.ctxError(ctx)
+			return driver.ToolResult{}, ctxError(ctx)
 		}
 		switch {
 		case err == nil && found:
-			out, err := encodeOutput(v, r.outputLimit(tool))
+			out, err := encodeOutput(v, c.outputLimit())
 			jr := journaldriver.Result{Output: out, Outcome: OK}
 			var tl *tooLargeError
 			if errors.As(err, &tl) {
@@ -205,13 +262,13 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 			} else if err != nil {
 				break
 			}
-			if err := r.finish(ctx, c, &jr); err != nil {
+			if err := c.finish(ctx, &jr); err != nil {
 				return driver.ToolResult{}, err
 			}
-			return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, nil), nil
+			return c.report(ctx, EventCallInDoubt, toResult(call, &jr, c.idem), 0, nil), nil
 		case err == nil:
-			r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
-			return r.runClaimed(ctx, c)
+			c.event(ctx, EventCallInDoubt, OK, 0, nil)
+			return c.runClaimed(ctx)
 		default:
 			attrs := []any{"call_id", call.ID, "tool", call.Name}
 			if r.opts.LogCallErrors || r.opts.Logger.Enabled(ctx, slog.LevelDebug) {
@@ -221,36 +278,37 @@ func (r *Runner) runInDoubt(ctx context.Context, c *callRun) (driver.ToolResult,
 		}
 	}
 	if tool == nil || tool.mayRerun() {
-		r.event(ctx, c, EventCallInDoubt, OK, 0, nil)
-		return r.runClaimed(ctx, c)
+		c.event(ctx, EventCallInDoubt, OK, 0, nil)
+		return c.runClaimed(ctx)
 	}
 	jr := failed(InDoubt, fmt.Sprintf("the outcome of this call of %q is unknown: it may or may not have taken effect, and it was not run again", call.Name))
-	if err := r.finish(ctx, c, &jr); err != nil {
+	if err := c.finish(ctx, &jr); err != nil {
 		return driver.ToolResult{}, err
 	}
 	c.cause = errors.New("call started but not finished; not verified and not idempotent")
-	return r.decided(ctx, c, EventCallInDoubt, toResult(call, &jr, c.idem), 0, c.cause), nil
+	return c.report(ctx, EventCallInDoubt, toResult(call, &jr, c.idem), 0, c.cause), nil
 }
 
 // finish bounds the result of call c as the model reads it (see
 // [outputLimit.result]: the one check every result passes, whatever
 // produced it) and records it in the journal (none for a detached call).
-func (r *Runner) finish(ctx context.Context, c *callRun, jr *journaldriver.Result) error {
+func (c *callRun) finish(ctx context.Context, jr *journaldriver.Result) error {
+	r := c.r
 	var err error
-	if *jr, err = r.outputLimit(c.tool).result(*jr); err != nil && c.cause == nil {
+	if *jr, err = c.outputLimit().result(*jr); err != nil && c.cause == nil {
 		c.cause = err
 	}
 	if c.mode == detachedCall {
 		return nil
 	}
-	err = r.journalWrite(ctx, "finish", func() error {
+	err = r.opts.Hooks.journalWrite(ctx, "finish", func() error {
 		if c.unsynced != nil {
 			return c.unsynced.FinishUnsynced(ctx, c.key, r.opts.Owner, *jr)
 		}
 		return r.opts.Journal.Finish(ctx, c.key, r.opts.Owner, *jr)
 	})
 	if err != nil {
-		return r.journalError(ctx, err)
+		return journalError(ctx, err)
 	}
 	return nil
 }
@@ -258,8 +316,9 @@ func (r *Runner) finish(ctx context.Context, c *callRun, jr *journaldriver.Resul
 // release gives up this runner's claim on call c, whose handler did not
 // start or gave up, so that the call runs again; the journal's error, if
 // any, only reaches the JournalWrite hook.
-func (r *Runner) release(ctx context.Context, c *callRun) {
-	r.journalWrite(ctx, "release", func() error {
+func (c *callRun) release(ctx context.Context) {
+	r := c.r
+	r.opts.Hooks.journalWrite(ctx, "release", func() error {
 		return r.opts.Journal.Release(context.WithoutCancel(ctx), c.key, r.opts.Owner)
 	})
 }
@@ -270,168 +329,13 @@ func toResult(call *Call, jr *journaldriver.Result, idem string) driver.ToolResu
 	return driver.ToolResult{Call: *call, Output: jr.Output, Failed: jr.Failed, Error: jr.Error, Outcome: jr.Outcome, IdempotencyKey: idem}
 }
 
-// journalError returns the error of a journal operation that failed with
-// err: the context's (see ctxError) once the run's context has ended, else
-// err with its code.
-func (r *Runner) journalError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return r.ctxError(ctx)
-	}
-	return &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err}
-}
-
-// journalWrite makes the journal write write, named op, and returns its
-// error. When a hook wants to know how long journal writes take
-// (Hooks.JournalWrite), it times the write and reports it.
-func (r *Runner) journalWrite(ctx context.Context, op string, write func() error) error {
-	h := r.opts.Hooks
-	if h == nil || h.JournalWrite == nil {
-		return write()
-	}
-	t0 := time.Now()
-	err := write()
-	h.JournalWrite(ctx, op, time.Since(t0), err)
-	return err
-}
-
-// leases are the claims of the calls a runner is running. One goroutine
-// renews them all every third of Options.Lease, so that a call arms no
-// timer of its own: a timer due before every other wakes the runtime's
-// network poller, which costs more than a quick call. The goroutine runs
-// while the runner holds claims; it ends at the first renewal that finds
-// none, or when the runner is closed.
-//
-// A claim is held for a run, and renewed only while the run's context is
-// not done: once it ends (its caller, its time limit, a stream's reader
-// that stopped), the claim is left to expire, whether or not the run's
-// goroutine gets to act on it (a stream's reader that stops reading
-// holds that goroutine), so that no other worker waits for the run more
-// than a lease past its end.
-type leases struct {
-	mu sync.Mutex
-	// held are the claims held: for each, the Done channels of the
-	// contexts of the runs that hold it, one per hold.
-	held    map[journaldriver.Key][]<-chan struct{}
-	stop    chan struct{} // closed to end the renewing goroutine; nil when none runs
-	stopped bool          // the runner is closed
-}
-
-// holdLease keeps the claim on key alive until dropLease, while ctx is not
-// done.
-func (r *Runner) holdLease(ctx context.Context, key journaldriver.Key) {
-	l := &r.leases
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.held == nil {
-		l.held = map[journaldriver.Key][]<-chan struct{}{}
-	}
-	l.held[key] = append(l.held[key], ctx.Done())
-	if l.stop == nil && !l.stopped {
-		l.stop = make(chan struct{})
-		go r.renewLeases(l.stop)
-	}
-}
-
-// dropLease stops renewing the claim on key held under ctx.
-func (r *Runner) dropLease(ctx context.Context, key journaldriver.Key) {
-	l := &r.leases
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	held := l.held[key]
-	if i := slices.Index(held, ctx.Done()); i >= 0 {
-		held = slices.Delete(held, i, i+1)
-	}
-	if len(held) == 0 {
-		delete(l.held, key)
-	} else {
-		l.held[key] = held
-	}
-}
-
-// live reports whether a hold of held is under a context not done.
-func live(held []<-chan struct{}) bool {
-	for _, done := range held {
-		select {
-		case <-done:
-		default:
-			return true // a nil channel (a context never done) too
-		}
-	}
-	return false
-}
-
-// holds reports whether the claim on key is held.
-func (l *leases) holds(key journaldriver.Key) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.held[key]) > 0
-}
-
-// close ends the renewing goroutine for good.
-func (l *leases) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.stopped = true
-	if l.stop != nil {
-		close(l.stop)
-		l.stop = nil
-	}
-}
-
-// renewLeases renews the claims held under a context not done every third
-// of the lease, until none is held or stop is closed.
-func (r *Runner) renewLeases(stop chan struct{}) {
-	l := &r.leases
-	every := r.opts.Lease / 3
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		l.mu.Lock()
-		if len(l.held) == 0 {
-			if l.stop == stop {
-				l.stop = nil
-			}
-			l.mu.Unlock()
-			return
-		}
-		var keys []journaldriver.Key
-		for key, held := range l.held {
-			if live(held) {
-				keys = append(keys, key)
-			}
-		}
-		l.mu.Unlock()
-		for _, key := range keys {
-			ctx, cancel := context.WithTimeout(context.Background(), every)
-			var err error
-			if key.Call == "" {
-				// A run's record (see runRecord).
-				err = r.opts.Journal.(journaldriver.Runs).RenewRun(ctx, key.Backend, key.Thread, r.opts.Owner, r.opts.Lease)
-			} else {
-				err = r.opts.Journal.Renew(ctx, key, r.opts.Owner, r.opts.Lease)
-			}
-			cancel()
-			// A claim dropped meanwhile was finished or released: its
-			// renewal may fail.
-			if err != nil && l.holds(key) {
-				r.opts.Logger.Warn("toolrelay: lease renewal failed", "call_id", key.Call, errorAttr(err))
-			}
-		}
-	}
-}
-
 // mayStart returns nil if a call of the step may start its handler (or
 // claim it): not once the run's context is done (its error), nor once the
 // step halted (errNotStarted).
-func (r *Runner) mayStart(ctx context.Context, c *callRun) error {
+func (c *callRun) mayStart(ctx context.Context) error {
 	switch {
 	case ctx.Err() != nil:
-		return r.ctxError(ctx)
+		return ctxError(ctx)
 	case c.halt.halted():
 		return errNotStarted
 	}
@@ -440,7 +344,8 @@ func (r *Runner) mayStart(ctx context.Context, c *callRun) error {
 
 // prepare reads a call's arguments (unless they pass the limit), and
 // works out their digest and the call's idempotency key.
-func (r *Runner) prepare(c *callRun) {
+func (c *callRun) prepare() {
+	r := c.r
 	call := c.call
 	if n := len(call.Arguments); n > r.opts.MaxArgumentBytes {
 		// Too large to parse: the handler will not run, and the digest is
@@ -454,13 +359,224 @@ func (r *Runner) prepare(c *callRun) {
 }
 
 // event reports an event about the call.
-func (r *Runner) event(ctx context.Context, c *callRun, kind EventKind, o Outcome, d time.Duration, err error) {
+func (c *callRun) event(ctx context.Context, kind EventKind, o Outcome, d time.Duration, err error) {
+	r := c.r
 	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: o, Duration: d, Err: err})
 }
 
-// decided reports the event that decided the call's result tr, and
+// report reports the event that decided the call's result tr, and
 // returns tr.
-func (r *Runner) decided(ctx context.Context, c *callRun, kind EventKind, tr driver.ToolResult, d time.Duration, err error) driver.ToolResult {
+func (c *callRun) report(ctx context.Context, kind EventKind, tr driver.ToolResult, d time.Duration, err error) driver.ToolResult {
+	r := c.r
 	r.send(ctx, c.out, &Event{Kind: kind, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Outcome: tr.Outcome, Duration: d, Err: err, Result: &tr})
 	return tr
+}
+
+// approve decides whether a call that its tool's rule covers may run: it
+// may (nil), it is denied (c.denial set; it runs no handler), or it awaits
+// a decision (errPaused, after the approval was requested). A call whose
+// result the journal holds goes the usual way.
+func (c *callRun) approve(ctx context.Context, rule ApprovalRule) error {
+	r := c.r
+	ap, err := r.approvals()
+	if err != nil {
+		return err
+	}
+	a, ok, err := ap.GetApproval(ctx, c.key)
+	if err != nil {
+		return journalError(ctx, err)
+	}
+	now := time.Now()
+	if !ok {
+		if _, ran, err := r.opts.Journal.Get(ctx, c.key); err != nil || ran {
+			return err
+		}
+		need, why, err := rule(ctx, *c.call, c.args)
+		if err != nil {
+			need, why = true, "the approval rule failed: "+err.Error()
+		}
+		if !need {
+			return nil
+		}
+		a = Approval{Key: c.key, Tool: c.call.Name, Arguments: c.args, Why: why, Requested: now, Expires: now.Add(r.opts.ApprovalTimeout)}
+		if _, _, err := ap.RequestApproval(ctx, a); err != nil {
+			return journalError(ctx, err)
+		}
+		r.send(ctx, c.out, &Event{Kind: EventApprovalRequested, Thread: c.call.Thread, Turn: c.call.Turn, Step: c.step, Call: c.call, Text: why})
+		return errPaused
+	}
+	if a.Decision == nil && !a.Pending(now) {
+		d := Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
+		if a, err = ap.DecideApproval(ctx, c.key, d); err != nil && !errors.Is(err, journaldriver.ErrDecided) {
+			return journalError(ctx, err)
+		}
+	}
+	if a.Decision == nil {
+		return errPaused
+	}
+	c.decided(a.Decision, &r.opts)
+	return nil
+}
+
+// decided applies a person's decision d to the call, under the runner's
+// options o: denied, it runs no handler; a service's approval request
+// approved is answered "approved"; approved with edits, the handler gets
+// the edited arguments (the journal keys the call by those the model
+// sent), validated as the model's are, unless they are past
+// o.MaxArgumentBytes.
+func (c *callRun) decided(d *Decision, o *Options) {
+	switch {
+	case !d.Approved:
+		c.denial = "a person denied this call"
+		if d.Reason != "" {
+			// Cut to the limit before the copy (finish cuts the whole
+			// message, saying so).
+			c.denial += ": " + d.Reason[:min(len(d.Reason), o.MaxOutputBytes)]
+		}
+	case c.call.Kind == ServiceApproval:
+		c.approved = true
+	case len(d.Arguments) > o.MaxArgumentBytes:
+		// Edits past the limit (Decide refuses them; another process's
+		// Decide, with other limits, may not have): the handler does not
+		// run.
+		c.args, c.obj = nil, nil
+		c.argErr = &tooLargeError{what: "arguments", size: len(d.Arguments), limit: o.MaxArgumentBytes}
+	case len(d.Arguments) > 0:
+		c.args, c.obj, c.argErr = parseArgs(d.Arguments)
+	}
+}
+
+// outsideApproval answers a journaled call of Runner.Call whose tool has
+// an approval rule: "" when the rule asks for no one, else the denial the
+// model reads.
+func (c *callRun) outsideApproval(ctx context.Context, rule ApprovalRule) (deny string) {
+	need, why, err := rule(ctx, *c.call, c.args)
+	if err != nil {
+		need, why = true, "the approval rule failed"
+	}
+	if !need {
+		return ""
+	}
+	msg := fmt.Sprintf("tool %q needs a person's approval, which cannot be asked for here", c.call.Name)
+	if why != "" {
+		msg += " (" + why + ")"
+	}
+	return msg
+}
+
+// detached is Runner.Call without its hook.
+func (c *callRun) detached(ctx context.Context, req *CallRequest) (driver.ToolResult, error) {
+	r := c.r
+	c.prepare()
+	if req.IdempotencyKey != "" {
+		c.idem = req.IdempotencyKey
+	}
+	if req.Decision != nil {
+		c.decided(req.Decision, &r.opts)
+	}
+	if req.Again && c.denial == "" && !c.approved {
+		return c.runInDoubt(ctx)
+	}
+	return c.runClaimed(ctx)
+}
+
+// journaled is Runner.Call of a Journaled request.
+func (c *callRun) journaled(ctx context.Context) (driver.ToolResult, error) {
+	r := c.r
+	tr, err := c.hookedAnswer(ctx)
+	if r.own != nil {
+		// The runner's own journal keeps a call no longer than it runs:
+		// nothing will ask for it again.
+		r.own.Forget([]journaldriver.Key{c.key})
+	}
+	return tr, err
+}
+
+// handle runs call c through the runner's middleware and its tool's, then
+// execute.
+func (c *callRun) handle(ctx context.Context) (CallResult, error) {
+	r := c.r
+	var own []Middleware
+	if c.tool != nil {
+		own = c.tool.opts.Middleware
+	}
+	if len(r.opts.Middleware) == 0 && len(own) == 0 {
+		return c.execute(ctx)
+	}
+	// A copy for the closure, so that c itself stays off the heap when no
+	// middleware runs (execute only reads it).
+	cp := *c
+	next := CallFunc(func(ctx context.Context, _ *Call) (CallResult, error) { return cp.execute(ctx) })
+	for i := len(own) - 1; i >= 0; i-- {
+		next = own[i](next)
+	}
+	for i := len(r.opts.Middleware) - 1; i >= 0; i-- {
+		next = r.opts.Middleware[i](next)
+	}
+	return runGuarded(ctx, next, c.call)
+}
+
+// execute runs one call: it finds the tool, normalises and validates the
+// arguments, runs the handler (recovering a panic, bounding its time) and
+// encodes its output. Every failure becomes a failed result; the returned
+// error is the internal cause, for the operator only.
+func (c *callRun) execute(ctx context.Context) (journaldriver.Result, error) {
+	r := c.r
+	call, tool := c.call, c.tool
+	if tool == nil {
+		msg := fmt.Sprintf("unknown tool %q", call.Name)
+		if names := r.tools.Names(); len(names) > 0 {
+			msg += "; available tools: " + strings.Join(names, ", ")
+		}
+		return failed(UnknownTool, msg), errors.New(msg)
+	}
+	var tl *tooLargeError
+	if errors.As(c.argErr, &tl) {
+		return failed(TooLarge, tl.Error()), tl
+	}
+	args, err := c.args, c.argErr
+	if err == nil {
+		args, err = tool.prepareArgs(args, c.obj)
+	}
+	if err != nil {
+		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
+		return failed(InvalidArguments, msg), errors.New(msg)
+	}
+	return tool.invoke(ctx, call, args, c.toolTimeout(), c.outputLimit())
+}
+
+// toolTimeout returns how long a handler (or Verify hook) of the call's tool may run.
+func (c *callRun) toolTimeout() time.Duration {
+	r := c.r
+	tool := c.tool
+	if tool.opts.Timeout > 0 {
+		return tool.opts.Timeout
+	}
+	return r.opts.ToolTimeout
+}
+
+// outputLimit returns what the runner accepts of an output of the call's tool (which
+// may be nil).
+func (c *callRun) outputLimit() outputLimit {
+	r := c.r
+	tool := c.tool
+	return outputLimit{max: r.opts.MaxOutputBytes, truncate: r.opts.TruncateOutput || (tool != nil && tool.opts.TruncateOutput)}
+}
+
+// A hookedCall is what the call hook is given of a call, as it begins
+// (info) and as it ends (end), made in one allocation: the hook's function
+// values keep both.
+type hookedCall struct {
+	info CallInfo
+	end  CallEnd
+}
+
+// hooked describes the call to the call hook; its end is filled as the
+// call ends.
+func (c *callRun) hooked() *hookedCall {
+	hc := &hookedCall{info: CallInfo{Backend: c.r.b.Name(), Call: c.call, Step: c.step}}
+	if c.tool != nil {
+		hc.info.Server = c.tool.opts.Server
+	}
+	return hc
 }

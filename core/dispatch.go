@@ -6,53 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/toolrelay/toolrelay/journal/driver"
 )
-
-// execute runs one call: it finds the tool, normalises and validates the
-// arguments, runs the handler (recovering a panic, bounding its time) and
-// encodes its output. Every failure becomes a failed result; the returned
-// error is the internal cause, for the operator only.
-func (r *Runner) execute(ctx context.Context, c *callRun) (driver.Result, error) {
-	call, tool := c.call, c.tool
-	if tool == nil {
-		msg := fmt.Sprintf("unknown tool %q", call.Name)
-		if names := r.tools.Names(); len(names) > 0 {
-			msg += "; available tools: " + strings.Join(names, ", ")
-		}
-		return failed(UnknownTool, msg), errors.New(msg)
-	}
-	var tl *tooLargeError
-	if errors.As(c.argErr, &tl) {
-		return failed(TooLarge, tl.Error()), tl
-	}
-	args, err := c.args, c.argErr
-	if err == nil {
-		args, err = tool.prepareArgs(args, c.obj)
-	}
-	if err != nil {
-		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
-		return failed(InvalidArguments, msg), errors.New(msg)
-	}
-	return tool.invoke(ctx, call, args, r.toolTimeout(tool), r.outputLimit(tool))
-}
-
-// toolTimeout returns how long a handler (or Verify hook) of tool may run.
-func (r *Runner) toolTimeout(tool *Tool) time.Duration {
-	if tool.opts.Timeout > 0 {
-		return tool.opts.Timeout
-	}
-	return r.opts.ToolTimeout
-}
-
-// outputLimit returns what the runner accepts of an output of tool (which
-// may be nil).
-func (r *Runner) outputLimit(tool *Tool) outputLimit {
-	return outputLimit{max: r.opts.MaxOutputBytes, truncate: r.opts.TruncateOutput || (tool != nil && tool.opts.TruncateOutput)}
-}
 
 // prepareArgs validates arguments, in canonical form and parsed, against
 // the schema, and returns them with its defaults applied. It changes obj.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -59,3 +60,20 @@ func (e *ModelError) Error() string { return e.Message }
 
 // Unwrap returns the underlying error.
 func (e *ModelError) Unwrap() error { return e.Err }
+
+// ctxError returns the error of a run whose context ended: its cause (the
+// caller's, or the run's time limit), with the cause's code.
+func ctxError(ctx context.Context) error {
+	err := context.Cause(ctx)
+	return &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: err}
+}
+
+// journalError returns the error of a journal operation that failed with
+// err: the context's (see ctxError) once the run's context has ended, else
+// err with its code.
+func journalError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctxError(ctx)
+	}
+	return &errcode.Error{Code: errcode.Of(err), Op: "core: journal", Err: err}
+}

@@ -210,21 +210,3 @@ func errorAttr(err error) slog.Attr {
 	}
 	return slog.String("error", redact.Text(s))
 }
-
-// send emits e, and hands it to sk, if any.
-func (r *Runner) send(ctx context.Context, sk *sink, e *Event) {
-	r.emit(ctx, e)
-	if sk != nil {
-		sk.put(e)
-	}
-}
-
-func (r *Runner) emit(ctx context.Context, e *Event) {
-	e.log(ctx, r.opts.Logger, r.opts.LogCallErrors)
-	if r.opts.OnEvent == nil {
-		return
-	}
-	r.emitMu.Lock()
-	defer r.emitMu.Unlock()
-	r.opts.OnEvent(*e)
-}

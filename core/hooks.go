@@ -117,3 +117,16 @@ const (
 	originNote       = "origin"
 	conversationNote = "conversation"
 )
+
+// journalWrite makes the journal write write, named op, and returns its
+// error. When a hook wants to know how long journal writes take
+// (Hooks.JournalWrite), it times the write and reports it.
+func (h *Hooks) journalWrite(ctx context.Context, op string, write func() error) error {
+	if h == nil || h.JournalWrite == nil {
+		return write()
+	}
+	t0 := time.Now()
+	err := write()
+	h.JournalWrite(ctx, op, time.Since(t0), err)
+	return err
+}

@@ -47,29 +47,6 @@ func Chain(mw ...Middleware) Middleware {
 	}
 }
 
-// handle runs call c through the runner's middleware and its tool's, then
-// execute.
-func (r *Runner) handle(ctx context.Context, c *callRun) (CallResult, error) {
-	var own []Middleware
-	if c.tool != nil {
-		own = c.tool.opts.Middleware
-	}
-	if len(r.opts.Middleware) == 0 && len(own) == 0 {
-		return r.execute(ctx, c)
-	}
-	// A copy for the closure, so that c itself stays off the heap when no
-	// middleware runs (execute only reads it).
-	cp := *c
-	next := CallFunc(func(ctx context.Context, _ *Call) (CallResult, error) { return r.execute(ctx, &cp) })
-	for i := len(own) - 1; i >= 0; i-- {
-		next = own[i](next)
-	}
-	for i := len(r.opts.Middleware) - 1; i >= 0; i-- {
-		next = r.opts.Middleware[i](next)
-	}
-	return runGuarded(ctx, next, c.call)
-}
-
 // runGuarded calls f, turning a panic into a failed result.
 func runGuarded(ctx context.Context, f CallFunc, call *Call) (res CallResult, err error) {
 	defer func() {

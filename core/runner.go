@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/core/driver"
-	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/defaults"
 	"github.com/toolrelay/toolrelay/internal/runnerhook"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
@@ -165,6 +163,7 @@ func NewRunner(b driver.Backend, tools *Toolbox, opts *Options) *Runner {
 	if opts != nil {
 		r.opts = *opts
 	}
+	r.leases.opts = &r.opts
 	o := &r.opts
 	defaults.Positive(&o.Concurrency, DefaultConcurrency)
 	defaults.Positive(&o.MaxSteps, DefaultMaxSteps)
@@ -326,56 +325,17 @@ type Result struct {
 	Remaining Remaining
 }
 
-// Run sends input on a new thread (or on opts.Thread) and runs the loop
-// until the model gives its final answer.
-//
-// Failed calls (unknown tool, invalid arguments, handler errors, panics,
-// timeouts) do not end the run: the model is told and the run goes on.
-// The run ends with an error when the backend fails, when the step limit is
-// reached (ErrMaxSteps), when the context is canceled (the error wraps
-// context.Canceled) or the run passes its time limit (Options.RunTimeout;
-// the error wraps context.DeadlineExceeded), or when the journal fails.
-// No handler starts once the run's context is done, nor, in a step whose
-// call could not be recorded (the journal failed), once that happened:
-// the calls not started are left to run on resume, and the error says
-// what became of the step's calls, with the journal's code. Errors are *[errcode.Error]s whose Code says what kind of failure it was. On
-// error, the returned Result is non-nil once a thread exists: it holds the
-// Thread, from which [Runner.Resume] can pick the turn up again.
-func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Result, error) {
-	return r.exec(ctx, r.runOptions(opts), start(input), nil)
+// key returns the journal key of call c: the backend's name, and the
+// call's thread, turn and id.
+func (r *Runner) key(c *Call) journaldriver.Key {
+	return journaldriver.Key{Backend: r.b.Name(), Thread: c.Thread, Turn: c.Turn, Call: c.ID}
 }
 
-// Resume picks up the turn waiting on thread, after a disconnect or in a new
-// process: it asks the backend for the calls the service still lists as
-// pending, sends the results the journal kept for them (running a handler
-// only for calls that have none) and runs the loop to the final answer. If
-// no turn waits, it returns the thread's last answer.
-func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*Result, error) {
-	return r.exec(ctx, r.runOptions(opts), resume(thread), nil)
-}
-
-// Cancel abandons the turn waiting on thread (the turn of a run that
-// stopped when its context ended, or that paused for approval): the
-// backend cancels the service's turn where it can, or answers its pending
-// calls with a failed output saying the run stopped (see
-// [driver.Canceler]), so that the thread takes new input. The results the
-// journal kept for the turn's calls are not sent, and approvals still
-// pending stay until they expire. A run of this runner on the thread is
-// waited for first. A backend that cannot cancel gives an error whose
-// code is Unimplemented.
-func (r *Runner) Cancel(ctx context.Context, thread string) error {
-	hold := r.threads.hold()
-	defer hold.release()
-	if err := hold.take(ctx, thread); err != nil {
-		return err
+// keys returns the journal keys of the calls results answer.
+func (r *Runner) keys(results []driver.ToolResult) []journaldriver.Key {
+	keys := make([]journaldriver.Key, len(results))
+	for i := range results {
+		keys[i] = r.key(&results[i].Call)
 	}
-	c, ok := r.b.(driver.Canceler)
-	if !ok {
-		return errcode.Errorf(errcode.Unimplemented, "core: the %s backend cannot cancel a turn", r.b.Name())
-	}
-	if err := c.Cancel(ctx, thread); err != nil {
-		return r.wrap("cancel turn", err)
-	}
-	r.clearTotals(ctx, thread)
-	return nil
+	return keys
 }

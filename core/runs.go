@@ -6,305 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
-
-// maxTakenOver bounds the runs one TakeOver takes over.
-const maxTakenOver = 100
-
-// runRecord is the record of a run this runner runs, in a journal that
-// keeps runs ([journaldriver.Runs]); nil when there is none.
-type runRecord struct {
-	r       *Runner
-	runs    journaldriver.Runs
-	thread  string
-	options string
-	ended   bool // end recorded how the run ended (see pause)
-	// handOver is the run's RunOptions.HandOver.
-	handOver func(error) bool
-	// ctx is the run's: its lease is renewed while ctx is not done (see
-	// leases).
-	ctx context.Context
-}
-
-// runOptionsJSON is what a run record keeps of a run's options, for the
-// worker that takes it over; the record of a start (see recordStart) also
-// keeps its input.
-type runOptionsJSON struct {
-	MaxSteps int           `json:"max_steps,omitempty"`
-	Timeout  time.Duration `json:"timeout,omitempty"`
-	Input    string        `json:"input,omitempty"`
-	// Budget is the run's (RunOptions over Options); nil without one.
-	Budget *Budget `json:"budget,omitempty"`
-}
-
-// optionsJSON returns what a run record keeps of ro, and input.
-func optionsJSON(ro *RunOptions, input string) runOptionsJSON {
-	o := runOptionsJSON{MaxSteps: ro.MaxSteps, Timeout: ro.Timeout, Input: input}
-	if !ro.Budget.zero() {
-		o.Budget = &ro.Budget
-	}
-	return o
-}
-
-// options returns the run options o keeps.
-func (o *runOptionsJSON) options() *RunOptions {
-	ro := &RunOptions{MaxSteps: o.MaxSteps, Timeout: o.Timeout}
-	if o.Budget != nil {
-		ro.Budget = *o.Budget
-	}
-	return ro
-}
-
-// startPrefix begins the thread of the record of a run whose thread does
-// not exist yet (see recordStart).
-const startPrefix = "toolrelay-start:"
-
-// recordRun records that this runner runs the run on thread, under a lease
-// it renews, in a journal that keeps runs and that the runner did not make
-// itself (a journal of its own is never shared). It returns nil when there
-// is nothing to record.
-func (r *Runner) recordRun(ctx context.Context, thread string, ro RunOptions) *runRecord {
-	rec := r.newRecord(ctx, ro)
-	rec.move(ctx, thread)
-	return rec
-}
-
-// newRecord returns the record of a run with context ctx and options ro,
-// not written yet; nil when the journal keeps no runs, or is the runner's
-// own.
-func (r *Runner) newRecord(ctx context.Context, ro RunOptions) *runRecord {
-	runs, ok := r.opts.Journal.(journaldriver.Runs)
-	if !ok || r.own != nil {
-		return nil
-	}
-	b, _ := json.Marshal(optionsJSON(&ro, ""))
-	return &runRecord{r: r, runs: runs, options: string(b), ctx: ctx, handOver: ro.HandOver}
-}
-
-// recordStart records a run that starts a new thread before the request
-// that creates it, under the thread startPrefix + an id of its own (or
-// b.startRecord, the record of a start taken over), with its input: a
-// worker that stops before the thread exists, or before the thread's own
-// record is written, leaves this record, and the worker that takes it
-// over starts the run again (on a new thread; the thread the stopped worker
-// may have created is left as it is, none of its calls having run). Once
-// the thread exists, the run moves to its record. A run with parts or a
-// format is not recorded before its thread exists (the record keeps text
-// only).
-func (r *Runner) recordStart(ctx context.Context, b beginning, ro RunOptions) *runRecord {
-	rec := r.newRecord(ctx, ro)
-	if rec == nil || len(ro.Parts) > 0 || ro.Format != nil {
-		return nil
-	}
-	thread := b.startRecord
-	if thread == "" {
-		thread = startPrefix + rand.Text()
-	}
-	opts, _ := json.Marshal(optionsJSON(&ro, b.input))
-	if rec.put(ctx, thread, string(opts)) != nil {
-		return nil
-	}
-	rec.thread = thread
-	return rec
-}
-
-// put writes the record of the run on thread, running under this runner's
-// lease, with options, and holds its lease. It returns the journal's
-// error, logged unless it matches journaldriver.ErrLeaseLost (another worker
-// runs the thread).
-func (rec *runRecord) put(ctx context.Context, thread, options string) error {
-	r := rec.r
-	err := rec.runs.PutRun(ctx, journaldriver.Run{Backend: r.b.Name(), Thread: thread, State: journaldriver.RunRunning, Owner: r.opts.Owner,
-		LeaseUntil: time.Now().Add(r.opts.Lease), Options: options})
-	if err != nil {
-		if !errors.Is(err, journaldriver.ErrLeaseLost) {
-			r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", thread, errorAttr(err))
-		}
-		return err
-	}
-	r.holdLease(rec.ctx, r.runKey(thread))
-	return nil
-}
-
-// acquireRun records that this runner runs the run on thread, as
-// recordRun does, but waits while another worker runs the thread (its
-// record running under a lease): the runs of a thread, in any process,
-// are taken one at a time, so that none goes on from a state of the
-// thread that another changed meanwhile. It returns an error, with the
-// context's code, if ctx ends first; a record that cannot be written
-// for another reason is logged, and the run goes on without.
-func (r *Runner) acquireRun(ctx context.Context, thread string, ro RunOptions) (*runRecord, error) {
-	rec := r.newRecord(ctx, ro)
-	if rec == nil {
-		return nil, nil
-	}
-	for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		err := rec.put(ctx, thread, rec.options)
-		switch {
-		case err == nil:
-			rec.thread = thread
-			return rec, nil
-		case !errors.Is(err, journaldriver.ErrLeaseLost):
-			return nil, nil
-		}
-		if ro.NoWait {
-			return nil, busyError(thread)
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			err := context.Cause(ctx)
-			return nil, &errcode.Error{Code: errcode.Of(err), Op: "core: run", Err: fmt.Errorf("another worker runs thread %s: %w", thread, err)}
-		}
-	}
-}
-
-// claimRun records a run continuing thread as running, unless a live
-// worker records it running: then it fails with an error matching
-// ErrThreadBusy. A journal that keeps no runs records nothing.
-func (r *Runner) claimRun(ctx context.Context, thread string, ro RunOptions) (*runRecord, error) {
-	rec := r.newRecord(ctx, ro)
-	if rec == nil {
-		return nil, nil
-	}
-	switch err := rec.put(ctx, thread, rec.options); {
-	case err == nil:
-		rec.thread = thread
-		return rec, nil
-	case errors.Is(err, journaldriver.ErrLeaseLost):
-		return nil, busyError(thread)
-	default:
-		return nil, nil // unrecorded, as recordRun leaves it
-	}
-}
-
-// runKey is the lease key of a run's record: a key with no call.
-func (r *Runner) runKey(thread string) journaldriver.Key {
-	return journaldriver.Key{Backend: r.b.Name(), Thread: thread}
-}
-
-// move records the run as running on thread (a chain's thread moves on
-// with each response), the record of its former thread continued. The
-// record of a start (see recordStart) moves to the thread at once, and
-// only if it is still this runner's: else move returns an error matching
-// journaldriver.ErrLeaseLost (another worker took the start over, and runs it
-// again), or the journal's.
-func (rec *runRecord) move(ctx context.Context, thread string) error {
-	if rec == nil || thread == rec.thread || thread == "" {
-		return nil
-	}
-	r := rec.r
-	if strings.HasPrefix(rec.thread, startPrefix) {
-		if err := rec.runs.MoveRun(ctx, r.b.Name(), rec.thread, thread, r.opts.Owner, rec.options); err != nil {
-			return err
-		}
-		r.dropLease(rec.ctx, r.runKey(rec.thread))
-		r.holdLease(rec.ctx, r.runKey(thread))
-		rec.thread = thread
-		return nil
-	}
-	if rec.put(ctx, thread, rec.options) != nil {
-		return nil
-	}
-	if rec.thread != "" {
-		r.dropLease(rec.ctx, r.runKey(rec.thread))
-		rec.endAs(ctx, journaldriver.RunContinued, "")
-	}
-	rec.thread = thread
-	return nil
-}
-
-// fence returns the thread of the run's record, which the run's claims
-// check is still this runner's (see journaldriver.Fenced): "" when the
-// run has no record.
-func (rec *runRecord) fence() string {
-	if rec == nil || rec.ended {
-		return ""
-	}
-	return rec.thread
-}
-
-// end records how the run ended, and stops renewing its lease; a run
-// failed with an error its HandOver says true of is handed over instead.
-func (rec *runRecord) end(ctx context.Context, err error) {
-	if rec == nil || rec.thread == "" || rec.ended {
-		return
-	}
-	rec.ended = true
-	rec.r.dropLease(rec.ctx, rec.r.runKey(rec.thread))
-	state, msg := journaldriver.RunFinished, ""
-	switch {
-	case errors.Is(err, ErrAwaitingApproval):
-		state = journaldriver.RunAwaiting
-	case err != nil && rec.handOver != nil && rec.handOver(err):
-		rec.handOff(context.WithoutCancel(ctx))
-		return
-	case err != nil:
-		state, msg = journaldriver.RunFailed, err.Error()
-	}
-	rec.endAs(context.WithoutCancel(ctx), state, msg)
-}
-
-// handOff leaves the run's record running with its lease ended, for
-// TakeOver (see RunOptions.HandOver), unless another worker took it over
-// meanwhile. A renewal under way as its lease was dropped may extend it
-// once more: TakeOver then finds it a lease later.
-func (rec *runRecord) handOff(ctx context.Context) {
-	r := rec.r
-	err := rec.runs.RenewRun(ctx, r.b.Name(), rec.thread, r.opts.Owner, 0)
-	switch {
-	case errors.Is(err, journaldriver.ErrLeaseLost):
-		r.opts.Logger.InfoContext(ctx, "toolrelay: another worker took the run over", "thread", rec.thread)
-	case err != nil:
-		r.opts.Logger.WarnContext(ctx, "toolrelay: could not hand the run over", "thread", rec.thread, errorAttr(err))
-	default:
-		r.opts.Logger.InfoContext(ctx, "toolrelay: run handed over, for a worker's TakeOver", "thread", rec.thread)
-	}
-}
-
-// pause records that the run waits for decisions on its thread; goOn
-// records it running here again (a decision came as it paused), unless
-// another worker took it on meanwhile (its error then).
-func (rec *runRecord) pause(ctx context.Context) { rec.end(ctx, ErrAwaitingApproval) }
-
-func (rec *runRecord) goOn(ctx context.Context) error {
-	if rec == nil || !rec.ended {
-		return nil
-	}
-	r := rec.r
-	// Only a run still paused goes on here: one that a decision woke
-	// meanwhile is left to whoever takes it (a Resume, a takeover), and
-	// may be finished already.
-	woke, err := rec.runs.WakeRun(ctx, r.b.Name(), rec.thread, r.opts.Owner, r.opts.Lease)
-	switch {
-	case err != nil:
-		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", rec.thread, errorAttr(err))
-		return nil
-	case !woke:
-		return &errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the decision of its calls, made by another worker, woke the run of thread %s: it goes on with a Resume or a takeover, not here: %w", rec.thread, journaldriver.ErrLeaseLost)}
-	}
-	r.holdLease(rec.ctx, r.runKey(rec.thread))
-	rec.ended = false
-	return nil
-}
-
-// endAs records the run on its thread ended in state, unless another
-// worker took it over meanwhile.
-func (rec *runRecord) endAs(ctx context.Context, state journaldriver.RunState, msg string) {
-	r := rec.r
-	err := rec.runs.EndRun(ctx, r.b.Name(), rec.thread, r.opts.Owner, state, msg)
-	switch {
-	case errors.Is(err, journaldriver.ErrLeaseLost):
-		r.opts.Logger.InfoContext(ctx, "toolrelay: another worker took the run over", "thread", rec.thread)
-	case err != nil:
-		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run", "thread", rec.thread, "state", state, errorAttr(err))
-	}
-}
 
 // TakeOver takes over the runs of the runner's backend whose worker died
 // (their record's lease expired without being renewed: a process killed,
@@ -333,7 +42,7 @@ func (r *Runner) TakeOver(ctx context.Context) ([]*Result, error) {
 	for range maxTakenOver {
 		due, err := runs.ClaimRuns(ctx, r.b.Name(), r.opts.Owner, r.opts.Lease, 1)
 		if err != nil {
-			g.errs = append(g.errs, r.journalError(ctx, err))
+			g.errs = append(g.errs, journalError(ctx, err))
 			break
 		}
 		if len(due) == 0 {
@@ -388,7 +97,7 @@ func (r *Runner) Enqueue(ctx context.Context, input string, opts *RunOptions) (s
 	// No worker holds it: its lease ended as it was written.
 	err := runs.PutRun(ctx, journaldriver.Run{Backend: r.b.Name(), Thread: name, State: journaldriver.RunRunning, LeaseUntil: time.Now(), Options: string(b)})
 	if err != nil {
-		return "", r.journalError(ctx, err)
+		return "", journalError(ctx, err)
 	}
 	return name, nil
 }
@@ -416,3 +125,140 @@ func (r *Runner) KeepTakingOver(ctx context.Context, every time.Duration, handle
 		}
 	}
 }
+
+// maxTakenOver bounds the runs one TakeOver takes over.
+const maxTakenOver = 100
+
+// Run sends input on a new thread (or on opts.Thread) and runs the loop
+// until the model gives its final answer.
+//
+// Failed calls (unknown tool, invalid arguments, handler errors, panics,
+// timeouts) do not end the run: the model is told and the run goes on.
+// The run ends with an error when the backend fails, when the step limit is
+// reached (ErrMaxSteps), when the context is canceled (the error wraps
+// context.Canceled) or the run passes its time limit (Options.RunTimeout;
+// the error wraps context.DeadlineExceeded), or when the journal fails.
+// No handler starts once the run's context is done, nor, in a step whose
+// call could not be recorded (the journal failed), once that happened:
+// the calls not started are left to run on resume, and the error says
+// what became of the step's calls, with the journal's code. Errors are *[errcode.Error]s whose Code says what kind of failure it was. On
+// error, the returned Result is non-nil once a thread exists: it holds the
+// Thread, from which [Runner.Resume] can pick the turn up again.
+func (r *Runner) Run(ctx context.Context, input string, opts *RunOptions) (*Result, error) {
+	return r.exec(ctx, r.runOptions(opts), start(input), nil)
+}
+
+// Resume picks up the turn waiting on thread, after a disconnect or in a new
+// process: it asks the backend for the calls the service still lists as
+// pending, sends the results the journal kept for them (running a handler
+// only for calls that have none) and runs the loop to the final answer. If
+// no turn waits, it returns the thread's last answer.
+func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*Result, error) {
+	return r.exec(ctx, r.runOptions(opts), resume(thread), nil)
+}
+
+// Cancel abandons the turn waiting on thread (the turn of a run that
+// stopped when its context ended, or that paused for approval): the
+// backend cancels the service's turn where it can, or answers its pending
+// calls with a failed output saying the run stopped (see
+// [driver.Canceler]), so that the thread takes new input. The results the
+// journal kept for the turn's calls are not sent, and approvals still
+// pending stay until they expire. A run of this runner on the thread is
+// waited for first. A backend that cannot cancel gives an error whose
+// code is Unimplemented.
+func (r *Runner) Cancel(ctx context.Context, thread string) error {
+	hold := r.threads.hold()
+	defer hold.release()
+	if err := hold.take(ctx, thread); err != nil {
+		return err
+	}
+	c, ok := r.b.(driver.Canceler)
+	if !ok {
+		return errcode.Errorf(errcode.Unimplemented, "core: the %s backend cannot cancel a turn", r.b.Name())
+	}
+	if err := c.Cancel(ctx, thread); err != nil {
+		return backendWrap(r.b, "cancel turn", err)
+	}
+	r.clearTotals(ctx, thread)
+	return nil
+}
+
+// Stream starts a run as [Runner.Run] does, but streamed: the run takes
+// place as the returned Stream's events are read.
+func (r *Runner) Stream(ctx context.Context, input string, opts *RunOptions) *Stream {
+	ro := r.runOptions(opts)
+	return newStream(ro.Thread, streamed(ctx, r, ro, start(input)))
+}
+
+// ResumeStream resumes the turn waiting on thread as [Runner.Resume] does,
+// but streamed.
+func (r *Runner) ResumeStream(ctx context.Context, thread string, opts *RunOptions) *Stream {
+	return newStream(thread, streamed(ctx, r, r.runOptions(opts), resume(thread)))
+}
+
+// streamed returns the run of a Stream of r from b: exec, its events
+// going to the Stream's reader.
+func streamed(ctx context.Context, r *Runner, ro RunOptions, b beginning) func(yield func(Event, error) bool) (*Result, error) {
+	return func(yield func(Event, error) bool) (*Result, error) {
+		return r.exec(ctx, ro, b, &sink{yield: yield})
+	}
+}
+
+// maxExpired bounds the approvals one ResumeExpired reads.
+const maxExpired = 100
+
+// ResumeExpired resumes the runs of the runner's backend that wait on a
+// call whose time to decide passed (Options.ApprovalTimeout), so that no
+// run stays parked when nobody decides: each expired call is answered to
+// the model as denied ("no decision in time") and the run goes on as
+// [Runner.Resume]'s does, here. A program calls it from time to time (a
+// ticker, a cron job); it reads at most 100 expired approvals per call,
+// oldest first. It returns the results of the runs it resumed, in the
+// order of their expired calls; a run that pauses again, on calls still
+// awaiting a decision, is among them with its Pending list. The errors of
+// the runs that failed are joined.
+func (r *Runner) ResumeExpired(ctx context.Context, opts *RunOptions) ([]*Result, error) {
+	ap, err := r.approvals()
+	if err != nil {
+		return nil, err
+	}
+	due, err := ap.ExpiredApprovals(ctx, r.b.Name(), time.Now(), maxExpired)
+	if err != nil {
+		return nil, journalError(ctx, err)
+	}
+	var threads []string
+	for _, a := range due {
+		if !slices.Contains(threads, a.Key.Thread) {
+			threads = append(threads, a.Key.Thread)
+		}
+	}
+	// One after the other, a run that pauses again on calls awaiting a
+	// decision among the results; stopped when ctx ends.
+	var g gathered
+	for _, thread := range threads {
+		if g.add(r.exec(ctx, r.runOptions(opts), resume(thread), nil)); ctx.Err() != nil {
+			break
+		}
+	}
+	return g.results()
+}
+
+// gathered are the outcomes of runs made one after the other (resumed,
+// taken over): the results of those that ended or paused, the errors of
+// those that failed.
+type gathered struct {
+	out  []*Result
+	errs []error
+}
+
+// add adds a run's outcome.
+func (g *gathered) add(res *Result, err error) {
+	if err == nil || errors.Is(err, ErrAwaitingApproval) {
+		g.out = append(g.out, res)
+	} else {
+		g.errs = append(g.errs, err)
+	}
+}
+
+// results returns the results gathered, and the errors joined.
+func (g *gathered) results() ([]*Result, error) { return g.out, errors.Join(g.errs...) }

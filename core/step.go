@@ -8,7 +8,6 @@ import (
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
-	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
 // checkResults verifies that each call got exactly one result, in order.
@@ -24,11 +23,24 @@ func checkResults(calls []Call, results []driver.ToolResult) error {
 	return nil
 }
 
+// A stepRun is one step of a run whose calls are run: it fans them out
+// and, once one fails, halts those not started.
+type stepRun struct {
+	r    *Runner
+	step *driver.Step
+	n    int   // the step's number in its turn
+	sk   *sink // the stream the run's events go to, if any
+	// fence is the thread of the run's record, if any: a call is claimed
+	// only while the record is this runner's (see journaldriver.Fenced).
+	fence string
+}
+
 // runCalls runs the calls of a step, at most Concurrency at once, and returns
 // their results in call order. It returns early, with the context's error,
 // when ctx is canceled. Once a call fails (the journal failed), the calls
 // not started yet are not started (see halt).
-func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sink, fence string) ([]driver.ToolResult, error) {
+func (s *stepRun) runCalls(ctx context.Context) ([]driver.ToolResult, error) {
+	r, step, sk := s.r, s.step, s.sk
 	if sk != nil {
 		// The handlers' own backend calls (a run inside a tool) are not
 		// this run's to observe.
@@ -41,7 +53,7 @@ func (r *Runner) runCalls(ctx context.Context, step *driver.Step, n int, sk *sin
 		// which a canceled context or the call's timeout leaves behind
 		// (see invoke).
 		var err error
-		if results[0], err = r.runCall(ctx, &step.Calls[0], n, sk, nil, fence); err != nil && err != errPaused {
+		if results[0], err = s.runCall(ctx, &step.Calls[0], sk, nil); err != nil && err != errPaused {
 			return nil, err
 		}
 		return results, err
@@ -80,7 +92,7 @@ launch:
 		}
 		launched++
 		go func() {
-			results[i], errs[i] = r.runCall(ctx, &step.Calls[i], n, ask, h, fence)
+			results[i], errs[i] = s.runCall(ctx, &step.Calls[i], ask, h)
 			if errs[i] != nil && errs[i] != errPaused {
 				h.stop()
 			}
@@ -97,12 +109,12 @@ launch:
 		case e := <-ask.events():
 			sk.deliver(&e)
 		case <-ctx.Done():
-			return nil, r.ctxError(ctx)
+			return nil, ctxError(ctx)
 		}
 	}
 	sk.flush(ask)
 	if err := ctx.Err(); err != nil {
-		return nil, r.ctxError(ctx)
+		return nil, ctxError(ctx)
 	}
 	var paused error
 	for _, err := range errs {
@@ -165,76 +177,9 @@ func stepStopped(first error, errs []error) error {
 // runCall produces the result of one call: from the journal when it holds
 // one, else by running the handler under a claim. Only journal failures and
 // cancellation are errors; everything else is a (possibly failed) result.
-// fence is the thread of the run's record, if any: the call is claimed
-// only while the record is this runner's (see journaldriver.Fenced).
-func (r *Runner) runCall(ctx context.Context, call *Call, step int, out *sink, stop *halt, fence string) (driver.ToolResult, error) {
-	return r.hookedAnswer(ctx, &callRun{call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: step, out: out, mode: stepCall, halt: stop, fence: fence})
-}
-
-// A callRun is one call being run: its journal key, its arguments in
-// canonical form (parsed once, for the digest and for the handler), and
-// the step it belongs to.
-type callRun struct {
-	call     *Call
-	tool     *Tool // the tool of the call's name; nil if none
-	key      journaldriver.Key
-	args     []byte         // canonical arguments; nil when argErr is set
-	obj      map[string]any // the arguments parsed (numbers as json.Number)
-	argErr   error          // why the arguments are not valid
-	digest   string
-	idem     string
-	step     int
-	out      *sink  // the stream the call's events go to, if any
-	denial   string // set when a person denied the call: the model is told it
-	approved bool   // a service's approval request a person approved
-	reused   bool   // the journal held the result
-	cause    error  // the internal cause of a failed result
-	// unsynced: the call's tool may run again, and the journal can write
-	// its claim and result without waiting for the disk.
-	unsynced journaldriver.Unsynced
-	mode     callMode // whose loop the call is answered for
-	halt     *halt    // the step's, if it has several calls
-	// fence: the thread of the record of the run the call is answered
-	// for, which the claim checks is still this runner's; empty: none.
-	fence string
-}
-
-// A callMode says whose loop a call is answered for, and so whether the
-// journal keeps its result and a person may be asked to approve it.
-type callMode uint8
-
-const (
-	// stepCall is a call of a step of this runner's own run: journaled,
-	// under a lease, and a person may be asked to approve it.
-	stepCall callMode = iota
-	// outsideCall is a journaled call of [Runner.Call]
-	// (CallRequest.Journaled): journaled as a step's call, but no person
-	// can approve it.
-	outsideCall
-	// detachedCall is a call answered for a loop run elsewhere
-	// ([Runner.Call]), which keeps its result: no journal, no lease.
-	detachedCall
-)
-
-// hookedAnswer is answer inside the call hook.
-func (r *Runner) hookedAnswer(ctx context.Context, c *callRun) (driver.ToolResult, error) {
-	h := r.opts.Hooks
-	if h == nil || h.Call == nil {
-		return r.answer(ctx, c)
-	}
-	hc := r.hooked(c)
-	ctx, end := h.Call(ctx, &hc.info)
-	tr, err := r.answer(ctx, c)
-	e := &hc.end
-	*e = CallEnd{Reused: c.reused, Cause: c.cause}
-	switch {
-	case err == errPaused:
-		e.Paused = true
-	case err != nil:
-		e.Err = err
-	default:
-		e.Result = CallResult{Output: tr.Output, Failed: tr.Failed, Error: tr.Error, Outcome: tr.Outcome}
-	}
-	end(e)
-	return tr, err
+// Its events go to out; stop is the step's halt, if it has several calls.
+func (s *stepRun) runCall(ctx context.Context, call *Call, out *sink, stop *halt) (driver.ToolResult, error) {
+	r := s.r
+	c := &callRun{r: r, call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: s.n, out: out, mode: stepCall, halt: stop, fence: s.fence}
+	return c.hookedAnswer(ctx)
 }

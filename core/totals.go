@@ -3,7 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
-	"strconv"
+	"log/slog"
 
 	"github.com/toolrelay/toolrelay/core/driver"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
@@ -127,67 +127,58 @@ func (l *ledger) sent(calls ...callRef) {
 	}
 }
 
-// noteTotals records the turn's totals on thread, the one its next step
-// comes on, with the run's budget, after a step's results were sent, or
-// with the calls of a step held (counted, not run: see spend.held). A
-// failure costs only the counts of a later run, so it is logged.
-func (ru *run) noteTotals(ctx context.Context, thread string, held []Call) {
-	r, res, l := ru.r, ru.res, &ru.led
-	n, ok := r.opts.Journal.(journaldriver.Notes)
-	if !ok || thread == "" {
-		return
+// turnNotes are the notes of a journal that keeps them, for the turns
+// of a runner's backend, where the turns' totals go (see totals).
+type turnNotes struct {
+	n       journaldriver.Notes
+	backend string
+	log     *slog.Logger
+}
+
+// notes returns the notes of the runner's journal for its turns' totals;
+// ok is false when the journal keeps none.
+func (r *Runner) notes() (n turnNotes, ok bool) {
+	jn, ok := r.opts.Journal.(journaldriver.Notes)
+	if !ok {
+		return turnNotes{}, false
 	}
-	if len(l.calls) >= totalsPage {
-		ref := pageRef{Thread: thread, Name: totalsNote + "." + strconv.Itoa(l.pages)}
-		b, _ := json.Marshal(page{Calls: l.calls, Prev: l.last})
-		if r.setNote(ctx, n, ref.Thread, ref.Name, string(b)) == nil {
-			l.last, l.paged, l.pages, l.calls = &ref, l.paged+len(l.calls), l.pages+1, nil
-		}
-	}
-	t := totals{Steps: res.Steps, Usage: res.Usage, Calls: l.calls, Paged: l.paged, Page: l.last, Cost: res.Cost, Budget: ru.sp.toNote()}
-	for i := range held {
-		t.Held = append(t.Held, refOf(&held[i]))
-	}
-	b, _ := json.Marshal(t)
-	r.setNote(ctx, n, thread, totalsNote, string(b))
-	ru.sp.noted = t.Budget
-	ru.noted = true
+	return turnNotes{n: jn, backend: r.b.Name(), log: r.opts.Logger}, true
 }
 
 // clearTotals forgets the totals noted on thread, and their pages: its
 // turn is over (it has its answer, or was canceled), and the next run on
-// it starts a new one.
+// it starts a new one. A journal that keeps no notes has none.
 func (r *Runner) clearTotals(ctx context.Context, thread string) {
-	n, ok := r.opts.Journal.(journaldriver.Notes)
+	n, ok := r.notes()
 	if !ok || thread == "" {
 		return
 	}
-	if t, ok := r.readTotals(ctx, n, thread); ok {
-		r.pages(ctx, n, t.Page, func(ref pageRef, _ *page) {
-			r.setNote(ctx, n, ref.Thread, ref.Name, "")
+	if t, ok := n.read(ctx, thread); ok {
+		n.pages(ctx, t.Page, func(ref pageRef, _ *page) {
+			n.set(ctx, ref.Thread, ref.Name, "")
 		})
 	}
-	r.setNote(ctx, n, thread, totalsNote, "")
+	n.set(ctx, thread, totalsNote, "")
 }
 
-// setNote sets a note of the totals, logging a failure.
-func (r *Runner) setNote(ctx context.Context, n journaldriver.Notes, thread, name, value string) error {
-	err := n.SetNote(context.WithoutCancel(ctx), r.b.Name(), thread, name, value)
+// set sets a note of the totals, logging a failure.
+func (n turnNotes) set(ctx context.Context, thread, name, value string) error {
+	err := n.n.SetNote(context.WithoutCancel(ctx), n.backend, thread, name, value)
 	if err != nil {
-		r.opts.Logger.WarnContext(ctx, "toolrelay: could not record the run's totals", "thread", thread, errorAttr(err))
+		n.log.WarnContext(ctx, "toolrelay: could not record the run's totals", "thread", thread, errorAttr(err))
 	}
 	return err
 }
 
-// readTotals reads the totals noted on thread, if any.
-func (r *Runner) readTotals(ctx context.Context, n journaldriver.Notes, thread string) (*totals, bool) {
-	v, found, err := n.Note(ctx, r.b.Name(), thread, totalsNote)
+// read reads the totals noted on thread, if any.
+func (n turnNotes) read(ctx context.Context, thread string) (*totals, bool) {
+	v, found, err := n.n.Note(ctx, n.backend, thread, totalsNote)
 	if err != nil || !found || v == "" {
 		return nil, false
 	}
 	var t totals
 	if err := json.Unmarshal([]byte(v), &t); err != nil {
-		r.opts.Logger.WarnContext(ctx, "toolrelay: the run's totals in the journal are damaged", "thread", thread, errorAttr(err))
+		n.log.WarnContext(ctx, "toolrelay: the run's totals in the journal are damaged", "thread", thread, errorAttr(err))
 		return nil, false
 	}
 	return &t, true
@@ -196,92 +187,18 @@ func (r *Runner) readTotals(ctx context.Context, n journaldriver.Notes, thread s
 // pages calls each with the pages of a turn's totals, from the last (at
 // ref) to the first, reading at most maxPages. A page that cannot be
 // read ends them: the calls before it are not counted.
-func (r *Runner) pages(ctx context.Context, n journaldriver.Notes, ref *pageRef, each func(pageRef, *page)) {
+func (n turnNotes) pages(ctx context.Context, ref *pageRef, each func(pageRef, *page)) {
 	for i := 0; ref != nil && i < maxPages; i++ {
-		v, found, err := n.Note(ctx, r.b.Name(), ref.Thread, ref.Name)
+		v, found, err := n.n.Note(ctx, n.backend, ref.Thread, ref.Name)
 		var p page
 		if err == nil && found {
 			err = json.Unmarshal([]byte(v), &p)
 		}
 		if err != nil || !found {
-			r.opts.Logger.WarnContext(ctx, "toolrelay: a page of the run's totals in the journal is missing or damaged", "thread", ref.Thread, "note", ref.Name, errorAttr(err))
+			n.log.WarnContext(ctx, "toolrelay: a page of the run's totals in the journal is missing or damaged", "thread", ref.Thread, "note", ref.Name, errorAttr(err))
 			return
 		}
 		each(*ref, &p)
 		ref = p.Prev
 	}
-}
-
-// loadTotals sets the run's totals to those noted on thread by the earlier
-// runs of its turn, if any: their steps and usage, and the results they
-// sent, read back from the journal (without their arguments; a result
-// the journal no longer holds is left out), their calls' count and
-// cost, and the turn's budget; the calls of a step they held go to the
-// run's spend. It returns the keys of the calls counted, nil when nothing
-// was noted, and the budget noted, nil if none.
-func (ru *run) loadTotals(ctx context.Context, thread string) (map[journaldriver.Key]bool, *Budget) {
-	r, res := ru.r, ru.res
-	n, ok := r.opts.Journal.(journaldriver.Notes)
-	if !ok {
-		return nil, nil
-	}
-	t, ok := r.readTotals(ctx, n, thread)
-	if !ok {
-		return nil, nil
-	}
-	if t.Budget != nil && t.Budget.Check() != nil {
-		t.Budget = nil // not one a runner wrote: the runner's own instead
-	}
-	res.Steps, res.Usage, res.Cost = t.Steps, t.Usage, t.Cost
-	if len(t.Held) > 0 {
-		ru.sp.held = make(map[journaldriver.Key]bool, len(t.Held))
-		for _, c := range t.Held {
-			call := c.call()
-			ru.sp.held[r.key(&call)] = true
-		}
-	}
-	var paged [][]callRef // the pages' calls, last page first
-	r.pages(ctx, n, t.Page, func(_ pageRef, p *page) { paged = append(paged, expand(p.Calls)) })
-	expand(t.Calls)
-	ru.led = ledger{last: t.Page, pages: len(paged)}
-	for _, p := range paged {
-		ru.led.paged += len(p)
-	}
-	if len(paged) > 0 && ru.led.paged != t.Paged {
-		// A page is missing: the calls the turn sent before the ones
-		// read are not counted (the counts start later).
-		paged, ru.led = nil, ledger{}
-	}
-	ru.led.sent(t.Calls...)
-	counted := make(map[journaldriver.Key]bool, t.Paged+len(t.Calls))
-	add := func(refs []callRef) {
-		for i := range refs {
-			call := refs[i].call()
-			key := r.key(&call)
-			counted[key] = true
-			res.ToolCalls++
-			e, ok, err := r.opts.Journal.Get(ctx, key)
-			if err != nil || !ok || e.Result == nil {
-				continue
-			}
-			tr := toResult(&call, e.Result, e.IdempotencyKey)
-			tr.Resend = e.State == journaldriver.Submitted
-			res.Calls = append(res.Calls, tr)
-		}
-	}
-	for i := len(paged) - 1; i >= 0; i-- {
-		add(paged[i])
-	}
-	add(t.Calls)
-	return counted, t.Budget
-}
-
-// allCounted reports whether counted holds every call of calls.
-func (r *Runner) allCounted(calls []Call, counted map[journaldriver.Key]bool) bool {
-	for i := range calls {
-		if !counted[r.key(&calls[i])] {
-			return false
-		}
-	}
-	return len(counted) > 0
 }

@@ -115,6 +115,25 @@ func previous(ctx context.Context) string {
 	return prev.Thread
 }
 
+// again reports whether the activity may have run before and taken
+// effect: a second attempt, or a local activity whose claim the history
+// holds (the workflow's Again; see LoopOptions.LocalActivities).
+func again(ctx context.Context, claimed bool) bool {
+	return claimed || activity.GetInfo(ctx).Attempt > 1
+}
+
+// claim signals the local activity's key to its workflow (SignalClaim)
+// before the activity takes effect, so that a run of it after its worker
+// died is decided as a second attempt (see again). Nothing is signaled
+// for a key that is empty, or by an activity that runs again.
+func claim(ctx context.Context, key string, again bool) error {
+	if key == "" || again {
+		return nil
+	}
+	info := activity.GetInfo(ctx)
+	return activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, SignalClaim, key)
+}
+
 // Start sends the user's input. A retried attempt that knows the thread
 // (from the heartbeat of the attempt before, or as the thread of a turn
 // after another) resumes the turn instead, unless the service shows the
@@ -123,7 +142,8 @@ func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, 
 	b := a.r.Backend()
 	n := &named{ctx: ctx, p: progress{Thread: req.Thread}}
 	prev := previous(ctx)
-	if prev == "" && activity.GetInfo(ctx).Attempt > 1 && req.PrevTurn != "" {
+	again := again(ctx, req.Again)
+	if prev == "" && again && req.PrevTurn != "" {
 		// The attempt before may have sent the input and died before
 		// its first heartbeat: the thread's turn before this one is
 		// known, so the service can tell whether the input went.
@@ -142,6 +162,9 @@ func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, 
 			return step, nil
 		}
 		// The input never arrived: send it.
+	}
+	if err := claim(ctx, req.Claim, again); err != nil {
+		return nil, err
 	}
 	stop := heartbeat(ctx, n.get)
 	defer stop()
@@ -171,7 +194,8 @@ func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult,
 		// response the results made.
 		return a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, prev) })
 	}
-	if activity.GetInfo(ctx).Attempt > 1 && !localThreads(b) {
+	again := again(ctx, req.Again)
+	if again && !localThreads(b) {
 		cur, err := a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, req.Step.Thread) })
 		if err != nil {
 			return nil, err
@@ -184,6 +208,9 @@ func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult,
 			r.Resend = true
 			results[i] = r
 		}
+	}
+	if err := claim(ctx, req.Claim, again); err != nil {
+		return nil, err
 	}
 	n := &named{ctx: ctx}
 	stop := heartbeat(ctx, n.get)
@@ -215,9 +242,10 @@ func (a *activities) Cancel(ctx context.Context, thread string) error {
 	return nil
 }
 
-// Call answers one call with the runner's executor. A second attempt is a
-// call started before whose result was lost: core decides it (Verify, a
-// rerun of an idempotent tool, or "outcome unknown").
+// Call answers one call with the runner's executor. A second attempt (or
+// a local activity whose claim the history holds) is a call started
+// before whose result was lost: core decides it (Verify, a rerun of an
+// idempotent tool, or "outcome unknown").
 func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolResult, error) {
 	stop := heartbeat(ctx, nil)
 	defer stop()
@@ -225,9 +253,13 @@ func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolRe
 		d.Arguments = edited(d.Arguments) // none arrives as a JSON null
 	}
 	req.Call.Arguments = unwrapArgs(req.Call.Arguments)
+	again := again(ctx, req.Again)
+	if err := claim(ctx, req.Claim, again); err != nil {
+		return nil, err
+	}
 	tr, err := a.r.Call(ctx, &core.CallRequest{
 		Call: req.Call, Step: req.Step, IdempotencyKey: req.IdempotencyKey, Decision: req.Decision,
-		Again: activity.GetInfo(ctx).Attempt > 1,
+		Again: again,
 	})
 	if err != nil {
 		// Interrupted (the worker stops, or the turn was canceled): the
@@ -280,7 +312,12 @@ func (a *activities) answer(ctx context.Context, op string, step *driver.Step, e
 	}
 	for _, c := range step.Calls {
 		need, why := a.r.ApprovalNeeded(ctx, c)
-		res.Approvals = append(res.Approvals, approvalNeed{Need: need, Why: why})
+		an := approvalNeed{Need: need, Why: why}
+		if tool := a.r.Toolbox().Lookup(c.Name); tool != nil {
+			an.Timeout = a.r.ToolTimeout(tool)
+			an.Rerun = (tool.Idempotent() || tool.ReadOnly()) && !tool.Verifies()
+		}
+		res.Approvals = append(res.Approvals, an)
 	}
 	wrapCalls(step)
 	return res, nil

@@ -76,9 +76,13 @@ type named struct {
 	ctx context.Context
 	mu  sync.Mutex
 	p   progress
+	// key, on a local activity (which cannot heartbeat), is its claim
+	// key: the thread is signaled with it (SignalClaim).
+	key string
 }
 
-// set records thread as the attempt's progress and heartbeats it.
+// set records thread as the attempt's progress and heartbeats it (on a
+// local activity, signals it with the claim key).
 func (n *named) set(thread string) {
 	if thread == "" {
 		return
@@ -86,6 +90,12 @@ func (n *named) set(thread string) {
 	n.mu.Lock()
 	n.p.Thread = thread
 	n.mu.Unlock()
+	if n.key != "" && activity.GetInfo(n.ctx).IsLocalActivity {
+		// Lost, a run again sends the request again, as after a worker
+		// that died before its first heartbeat.
+		_ = signalClaim(n.ctx, claimSignal{Key: n.key, Thread: thread})
+		return
+	}
 	activity.RecordHeartbeat(n.ctx, progress{Thread: thread})
 }
 
@@ -102,9 +112,13 @@ func (n *named) thread() string {
 	return n.p.Thread
 }
 
-// previous returns the thread the attempt before named in its heartbeat,
-// or "" on a first attempt or when it named none.
-func previous(ctx context.Context) string {
+// previous returns the thread the attempt before named in its heartbeat
+// (a local activity's run before, in its claim: prev), or "" on a first
+// attempt or when it named none.
+func previous(ctx context.Context, claimed string) string {
+	if claimed != "" {
+		return claimed
+	}
 	if activity.GetInfo(ctx).Attempt <= 1 || !activity.HasHeartbeatDetails(ctx) {
 		return ""
 	}
@@ -130,8 +144,12 @@ func claim(ctx context.Context, key string, again bool) error {
 	if key == "" || again {
 		return nil
 	}
+	return signalClaim(ctx, claimSignal{Key: key})
+}
+
+func signalClaim(ctx context.Context, c claimSignal) error {
 	info := activity.GetInfo(ctx)
-	return activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, SignalClaim, key)
+	return activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, SignalClaim, c)
 }
 
 // Start sends the user's input. A retried attempt that knows the thread
@@ -140,8 +158,8 @@ func claim(ctx context.Context, key string, again bool) error {
 // input never arrived.
 func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, error) {
 	b := a.r.Backend()
-	n := &named{ctx: ctx, p: progress{Thread: req.Thread}}
-	prev := previous(ctx)
+	n := &named{ctx: ctx, p: progress{Thread: req.Thread}, key: req.Claim}
+	prev := previous(ctx, req.Prev)
 	again := again(ctx, req.Again)
 	if prev == "" && again && req.PrevTurn != "" {
 		// The attempt before may have sent the input and died before
@@ -163,8 +181,12 @@ func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, 
 		}
 		// The input never arrived: send it.
 	}
-	if err := claim(ctx, req.Claim, again); err != nil {
-		return nil, err
+	if req.Thread != "" {
+		// On a new thread, the claim is the thread the service names
+		// (n.set): before, nothing took effect that a run again can find.
+		if err := claim(ctx, req.Claim, again); err != nil {
+			return nil, err
+		}
 	}
 	stop := heartbeat(ctx, n.get)
 	defer stop()
@@ -189,7 +211,7 @@ func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult,
 	unwrapCalls(req.Step)
 	unwrapResults(req.Results)
 	results := req.Results
-	if prev := previous(ctx); prev != "" && prev != req.Step.Thread {
+	if prev := previous(ctx, req.Prev); prev != "" && prev != req.Step.Thread {
 		// The attempt before reached the service, which named the
 		// response the results made.
 		return a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, prev) })
@@ -212,7 +234,7 @@ func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult,
 	if err := claim(ctx, req.Claim, again); err != nil {
 		return nil, err
 	}
-	n := &named{ctx: ctx}
+	n := &named{ctx: ctx, key: req.Claim}
 	stop := heartbeat(ctx, n.get)
 	defer stop()
 	sreq := &driver.SubmitRequest{Step: req.Step, Results: results, Format: req.Format, Moved: n.set}

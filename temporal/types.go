@@ -320,10 +320,20 @@ type stepRequest struct {
 	// Stream: the step's text goes to the workflow as it is written.
 	Stream bool `json:"stream,omitempty"`
 	// Claim, on a local activity, is the key it signals (SignalClaim)
-	// before the request goes; Again says the history holds it: a run
-	// before took effect, or may have.
+	// before the request goes, and with the thread the service names;
+	// Again says the history holds it: a run before took effect, or may
+	// have; Prev is the thread that run named, as an activity's
+	// heartbeat carries it.
 	Claim string `json:"claim,omitempty"`
 	Again bool   `json:"again,omitempty"`
+	Prev  string `json:"prev,omitempty"`
+}
+
+// claimSignal is what SignalClaim carries: a local activity's key, and
+// the thread the service named for its request, if any.
+type claimSignal struct {
+	Key    string `json:"key"`
+	Thread string `json:"thread,omitempty"`
 }
 
 // stepResult is the answer of the step activities: the step, and for each

@@ -151,7 +151,7 @@ type thread struct {
 	// claimCh receives the claims of local activities (SignalClaim);
 	// claims holds those of the current turn (see claimed).
 	claimCh workflow.ReceiveChannel
-	claims  map[string]bool
+	claims  map[string]string
 
 	// hooks calls the worker's Run hook; runPart counts the parts of
 	// the workflow's turns (a pause ends one).
@@ -645,7 +645,7 @@ func (tr *turnRun) submit(step *driver.Step, results []driver.ToolResult) (*step
 	sent.ToolCalls += len(results)
 	t.submitted = &Event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results), Remaining: tr.budget.Remaining(sent)}
 	sr, err := t.stepActivity(tr.pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: tr.req.Format, Stream: tr.req.Stream,
-		Claim: t.key(tr.pctx, fmt.Sprintf("%d/submit", res.Steps))})
+		Claim: t.key(tr.pctx, fmt.Sprintf("submit/%s/%s/%s", step.Thread, step.Turn, step.Calls[0].ID))})
 	if err == nil {
 		if !res.CallsOmitted { // dropped when the turn went on in a new run
 			res.Calls = append(res.Calls, results...)
@@ -665,12 +665,8 @@ func (t *thread) first(ctx workflow.Context, req *RunRequest, from *Held) (*step
 	if t.st.Last != nil {
 		prevTurn = t.st.Last.ServiceTurn
 	}
-	sreq := &stepRequest{Thread: t.st.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, PrevTurn: prevTurn, Stream: req.Stream}
-	if prevTurn != "" {
-		// A start on a new thread has nothing to claim: run again, it
-		// can only send the input again.
-		sreq.Claim = t.key(ctx, "start")
-	}
+	sreq := &stepRequest{Thread: t.st.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, PrevTurn: prevTurn, Stream: req.Stream,
+		Claim: t.key(ctx, "start")}
 	return t.stepActivity(ctx, activityStart, sreq)
 }
 
@@ -788,7 +784,10 @@ func (t *thread) runCalls(ctx workflow.Context, sr *stepResult, n int, idx []int
 		var f workflow.Future
 		if need := sr.need(i); t.localCall(need) {
 			if !need.Rerun {
-				req.Claim = req.IdempotencyKey
+				// The call's own name, not its step's number: a start
+				// run again may resume the service's turn at a later
+				// step.
+				req.Claim = t.key(ctx, fmt.Sprintf("call/%s/%s/%s", c.Thread, c.Turn, c.ID))
 			}
 			f = t.local(ctx, activityCall, req)
 		} else {
@@ -916,17 +915,23 @@ func (t *thread) key(ctx workflow.Context, what string) string {
 
 // claimed reports whether the history holds the claim key (see
 // SignalClaim): a run of the local activity before took effect, or may
-// have.
-func (t *thread) claimed(key string) bool {
-	var k string
-	for t.claimCh.ReceiveAsync(&k) {
+// have; thread is the thread it named, if any.
+func (t *thread) claimed(key string) (ok bool, thread string) {
+	var c claimSignal
+	for t.claimCh.ReceiveAsync(&c) {
 		if t.claims == nil {
-			t.claims = map[string]bool{}
+			t.claims = map[string]string{}
 		}
-		t.claims[k] = true
-		k = ""
+		if c.Thread != "" || t.claims[c.Key] == "" {
+			t.claims[c.Key] = c.Thread
+		}
+		c = claimSignal{}
 	}
-	return key != "" && t.claims[key]
+	if key == "" {
+		return false, ""
+	}
+	thread, ok = t.claims[key]
+	return ok, thread
 }
 
 // local runs the activity name as a local activity, on a copy of req (a
@@ -935,10 +940,10 @@ func (t *thread) claimed(key string) bool {
 func (t *thread) local(ctx workflow.Context, name string, req any) workflow.Future {
 	switch r := req.(type) {
 	case *stepRequest:
-		r.Again = t.claimed(r.Claim)
+		r.Again, r.Prev = t.claimed(r.Claim)
 		req = cloneJSON(r)
 	case *callRequest:
-		r.Again = t.claimed(r.Claim)
+		r.Again, _ = t.claimed(r.Claim)
 		req = cloneJSON(r)
 	}
 	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, t.localOptions()), name, req)

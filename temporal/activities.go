@@ -218,7 +218,19 @@ func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult,
 	}
 	again := again(ctx, req.Again)
 	if again && !localThreads(b) {
-		cur, err := a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, req.Step.Thread) })
+		resume := func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, req.Step.Thread) }
+		cur, err := a.step(ctx, "resume", req, resume)
+		// Results the service accepted before the run before died may
+		// not be applied yet: the calls still wait for a while. Looked
+		// at again a few times before the results go again.
+		for wait := 50 * time.Millisecond; err == nil && sameCalls(cur.Step, req.Step) && wait <= 800*time.Millisecond; wait *= 2 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(wait):
+			}
+			cur, err = a.step(ctx, "resume", req, resume)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -546,14 +546,7 @@ func (c *callRun) execute(ctx context.Context) (journaldriver.Result, error) {
 }
 
 // toolTimeout returns how long a handler (or Verify hook) of the call's tool may run.
-func (c *callRun) toolTimeout() time.Duration {
-	r := c.r
-	tool := c.tool
-	if tool.opts.Timeout > 0 {
-		return tool.opts.Timeout
-	}
-	return r.opts.ToolTimeout
-}
+func (c *callRun) toolTimeout() time.Duration { return c.r.ToolTimeout(c.tool) }
 
 // outputLimit returns what the runner accepts of an output of the call's tool (which
 // may be nil).

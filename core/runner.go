@@ -194,6 +194,15 @@ func (r *Runner) Backend() driver.Backend { return r.b }
 // Toolbox returns the runner's toolbox.
 func (r *Runner) Toolbox() *Toolbox { return r.tools }
 
+// ToolTimeout returns the time limit of one run of tool's handler: its own
+// Timeout, else the runner's Options.ToolTimeout.
+func (r *Runner) ToolTimeout(tool *Tool) time.Duration {
+	if tool != nil && tool.opts.Timeout > 0 {
+		return tool.opts.Timeout
+	}
+	return r.opts.ToolTimeout
+}
+
 // Journal returns the runner's journal.
 func (r *Runner) Journal() journaldriver.Journal { return r.opts.Journal }
 

@@ -246,6 +246,9 @@ func (t *Tool) ReadOnly() bool { return t.opts.ReadOnly }
 // idempotent or read-only.
 func (t *Tool) mayRerun() bool { return t.opts.Idempotent || t.opts.ReadOnly }
 
+// Verifies reports whether the tool has a Verify hook ([ToolOptions.Verify]).
+func (t *Tool) Verifies() bool { return t.opts.Verify != nil }
+
 // Server returns where the tool's calls go ([ToolOptions.Server]).
 func (t *Tool) Server() string { return t.opts.Server }
 

@@ -76,9 +76,13 @@ type named struct {
 	ctx context.Context
 	mu  sync.Mutex
 	p   progress
+	// key, on a local activity (which cannot heartbeat), is its claim
+	// key: the thread is signaled with it (SignalClaim).
+	key string
 }
 
-// set records thread as the attempt's progress and heartbeats it.
+// set records thread as the attempt's progress and heartbeats it (on a
+// local activity, signals it with the claim key).
 func (n *named) set(thread string) {
 	if thread == "" {
 		return
@@ -86,6 +90,12 @@ func (n *named) set(thread string) {
 	n.mu.Lock()
 	n.p.Thread = thread
 	n.mu.Unlock()
+	if n.key != "" && activity.GetInfo(n.ctx).IsLocalActivity {
+		// Lost, a run again sends the request again, as after a worker
+		// that died before its first heartbeat.
+		_ = signalClaim(n.ctx, claimSignal{Key: n.key, Thread: thread})
+		return
+	}
 	activity.RecordHeartbeat(n.ctx, progress{Thread: thread})
 }
 
@@ -102,9 +112,13 @@ func (n *named) thread() string {
 	return n.p.Thread
 }
 
-// previous returns the thread the attempt before named in its heartbeat,
-// or "" on a first attempt or when it named none.
-func previous(ctx context.Context) string {
+// previous returns the thread the attempt before named in its heartbeat
+// (a local activity's run before, in its claim: prev), or "" on a first
+// attempt or when it named none.
+func previous(ctx context.Context, claimed string) string {
+	if claimed != "" {
+		return claimed
+	}
 	if activity.GetInfo(ctx).Attempt <= 1 || !activity.HasHeartbeatDetails(ctx) {
 		return ""
 	}
@@ -115,15 +129,39 @@ func previous(ctx context.Context) string {
 	return prev.Thread
 }
 
+// again reports whether the activity may have run before and taken
+// effect: a second attempt, or a local activity whose claim the history
+// holds (the workflow's Again; see LoopOptions.LocalActivities).
+func again(ctx context.Context, claimed bool) bool {
+	return claimed || activity.GetInfo(ctx).Attempt > 1
+}
+
+// claim signals the local activity's key to its workflow (SignalClaim)
+// before the activity takes effect, so that a run of it after its worker
+// died is decided as a second attempt (see again). Nothing is signaled
+// for a key that is empty, or by an activity that runs again.
+func claim(ctx context.Context, key string, again bool) error {
+	if key == "" || again {
+		return nil
+	}
+	return signalClaim(ctx, claimSignal{Key: key})
+}
+
+func signalClaim(ctx context.Context, c claimSignal) error {
+	info := activity.GetInfo(ctx)
+	return activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, SignalClaim, c)
+}
+
 // Start sends the user's input. A retried attempt that knows the thread
 // (from the heartbeat of the attempt before, or as the thread of a turn
 // after another) resumes the turn instead, unless the service shows the
 // input never arrived.
 func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, error) {
 	b := a.r.Backend()
-	n := &named{ctx: ctx, p: progress{Thread: req.Thread}}
-	prev := previous(ctx)
-	if prev == "" && activity.GetInfo(ctx).Attempt > 1 && req.PrevTurn != "" {
+	n := &named{ctx: ctx, p: progress{Thread: req.Thread}, key: req.Claim}
+	prev := previous(ctx, req.Prev)
+	again := again(ctx, req.Again)
+	if prev == "" && again && req.PrevTurn != "" {
 		// The attempt before may have sent the input and died before
 		// its first heartbeat: the thread's turn before this one is
 		// known, so the service can tell whether the input went.
@@ -142,6 +180,13 @@ func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, 
 			return step, nil
 		}
 		// The input never arrived: send it.
+	}
+	if req.Thread != "" {
+		// On a new thread, the claim is the thread the service names
+		// (n.set): before, nothing took effect that a run again can find.
+		if err := claim(ctx, req.Claim, again); err != nil {
+			return nil, err
+		}
 	}
 	stop := heartbeat(ctx, n.get)
 	defer stop()
@@ -166,13 +211,26 @@ func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult,
 	unwrapCalls(req.Step)
 	unwrapResults(req.Results)
 	results := req.Results
-	if prev := previous(ctx); prev != "" && prev != req.Step.Thread {
+	if prev := previous(ctx, req.Prev); prev != "" && prev != req.Step.Thread {
 		// The attempt before reached the service, which named the
 		// response the results made.
 		return a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, prev) })
 	}
-	if activity.GetInfo(ctx).Attempt > 1 && !localThreads(b) {
-		cur, err := a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, req.Step.Thread) })
+	again := again(ctx, req.Again)
+	if again && !localThreads(b) {
+		resume := func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, req.Step.Thread) }
+		cur, err := a.step(ctx, "resume", req, resume)
+		// Results the service accepted before the run before died may
+		// not be applied yet: the calls still wait for a while. Looked
+		// at again a few times before the results go again.
+		for wait := 50 * time.Millisecond; err == nil && sameCalls(cur.Step, req.Step) && wait <= 800*time.Millisecond; wait *= 2 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(wait):
+			}
+			cur, err = a.step(ctx, "resume", req, resume)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -185,7 +243,10 @@ func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult,
 			results[i] = r
 		}
 	}
-	n := &named{ctx: ctx}
+	if err := claim(ctx, req.Claim, again); err != nil {
+		return nil, err
+	}
+	n := &named{ctx: ctx, key: req.Claim}
 	stop := heartbeat(ctx, n.get)
 	defer stop()
 	sreq := &driver.SubmitRequest{Step: req.Step, Results: results, Format: req.Format, Moved: n.set}
@@ -215,9 +276,10 @@ func (a *activities) Cancel(ctx context.Context, thread string) error {
 	return nil
 }
 
-// Call answers one call with the runner's executor. A second attempt is a
-// call started before whose result was lost: core decides it (Verify, a
-// rerun of an idempotent tool, or "outcome unknown").
+// Call answers one call with the runner's executor. A second attempt (or
+// a local activity whose claim the history holds) is a call started
+// before whose result was lost: core decides it (Verify, a rerun of an
+// idempotent tool, or "outcome unknown").
 func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolResult, error) {
 	stop := heartbeat(ctx, nil)
 	defer stop()
@@ -225,9 +287,13 @@ func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolRe
 		d.Arguments = edited(d.Arguments) // none arrives as a JSON null
 	}
 	req.Call.Arguments = unwrapArgs(req.Call.Arguments)
+	again := again(ctx, req.Again)
+	if err := claim(ctx, req.Claim, again); err != nil {
+		return nil, err
+	}
 	tr, err := a.r.Call(ctx, &core.CallRequest{
 		Call: req.Call, Step: req.Step, IdempotencyKey: req.IdempotencyKey, Decision: req.Decision,
-		Again: activity.GetInfo(ctx).Attempt > 1,
+		Again: again,
 	})
 	if err != nil {
 		// Interrupted (the worker stops, or the turn was canceled): the
@@ -280,7 +346,12 @@ func (a *activities) answer(ctx context.Context, op string, step *driver.Step, e
 	}
 	for _, c := range step.Calls {
 		need, why := a.r.ApprovalNeeded(ctx, c)
-		res.Approvals = append(res.Approvals, approvalNeed{Need: need, Why: why})
+		an := approvalNeed{Need: need, Why: why}
+		if tool := a.r.Toolbox().Lookup(c.Name); tool != nil {
+			an.Timeout = a.r.ToolTimeout(tool)
+			an.Rerun = (tool.Idempotent() || tool.ReadOnly()) && !tool.Verifies()
+		}
+		res.Approvals = append(res.Approvals, an)
 	}
 	wrapCalls(step)
 	return res, nil

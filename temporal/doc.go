@@ -50,6 +50,28 @@
 // worker that dies before it does leaves the retry as blind as a lost
 // answer.
 //
+// # Local activities
+//
+// With LoopOptions.LocalActivities (off by default) the model's steps
+// that do not stream, and the calls of tools whose time limit is at most
+// LoopOptions.MaxLocalCall, run as local activities: in the workflow
+// task, on the worker that runs it, without an activity task's round
+// trips to the server (about 8 times less per step on the test server:
+// BENCHMARKS.md, T1). The tool says how long its calls may run
+// (core.ToolOptions.Timeout, else the worker's runner's ToolTimeout);
+// calls awaiting a decision, longer ones and streamed steps stay
+// activities. A local activity cannot heartbeat, and one whose worker
+// dies runs again from its first attempt on another: so what must not
+// happen twice is claimed first. Before a submit, a start on an existing
+// thread, or a call of a tool that is neither idempotent nor read-only
+// (or has a Verify hook) takes effect, the activity signals its key to
+// the workflow (SignalClaim); the history keeps it, and a local activity
+// run again finds it and is decided as an activity's second attempt is:
+// Verify, a rerun if idempotent, else outcome unknown; the service asked
+// before the results go again. A retried start on a new thread has no
+// heartbeat to find the thread the first attempt made: it sends the
+// input again (MODES.md).
+//
 // # Approvals
 //
 // A call whose tool's rule asks for approval (and the service's own

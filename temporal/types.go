@@ -37,6 +37,12 @@ const (
 	SignalDeltas = "deltas"
 	// SignalCancel ends the running turn, canceling the service's turn.
 	SignalCancel = "cancel"
+	// SignalClaim carries the key of a local activity about to take
+	// effect (see LoopOptions.LocalActivities), from the activity to the
+	// workflow: a local activity run again after its worker died finds
+	// its key in the history, and decides as an activity's second attempt
+	// does.
+	SignalClaim = "claim"
 )
 
 // The names of the activities.
@@ -86,6 +92,24 @@ type LoopOptions struct {
 	// core.Budget): a run's RunOptions.Budget overrides it field by field.
 	// The zero Budget sets no limit.
 	Budget core.Budget `json:"budget,omitzero"`
+	// LocalActivities runs the model's steps that do not stream, and the
+	// short calls, as local activities: in the workflow task, on the
+	// worker that runs it, without the round trips of an activity task
+	// (see MODES.md). A call is short when its tool's time limit (its
+	// Timeout, else the worker's runner's ToolTimeout) is at most
+	// MaxLocalCall; calls that await a decision, longer ones, and
+	// streamed steps stay activities. What a local activity does
+	// that a second run must not repeat (a call of a tool neither
+	// idempotent nor read-only, or with a Verify hook; a submit; a start
+	// on a thread) is claimed first (SignalClaim): run again after its
+	// worker died, it is decided as an activity's second attempt is
+	// (Verify, a rerun if idempotent, else outcome unknown; the service
+	// asked before the results go again). Off by default: every step and
+	// call is an activity.
+	LocalActivities bool `json:"local_activities,omitempty"`
+	// MaxLocalCall is the longest tool time limit of a call that runs as
+	// a local activity (DefaultMaxLocalCall).
+	MaxLocalCall time.Duration `json:"max_local_call,omitempty"`
 }
 
 // Settings is the former name of LoopOptions.
@@ -104,6 +128,10 @@ const (
 	// DefaultMaxHistoryEvents stays well below the server's history
 	// limits (51,200 events by default).
 	DefaultMaxHistoryEvents = 10000
+	// DefaultMaxLocalCall keeps the calls that run as local activities
+	// short: a local activity holds its workflow task, and the queries
+	// and updates of the thread wait for it.
+	DefaultMaxLocalCall = 30 * time.Second
 )
 
 func (s LoopOptions) withDefaults() LoopOptions {
@@ -114,6 +142,7 @@ func (s LoopOptions) withDefaults() LoopOptions {
 	defaults.Positive(&s.Heartbeat, DefaultHeartbeat)
 	defaults.Positive(&s.MaxPayloadBytes, DefaultMaxPayloadBytes)
 	defaults.Positive(&s.MaxHistoryEvents, DefaultMaxHistoryEvents)
+	defaults.Positive(&s.MaxLocalCall, DefaultMaxLocalCall)
 	return s
 }
 
@@ -290,6 +319,21 @@ type stepRequest struct {
 	Results []driver.ToolResult `json:"results,omitempty"`
 	// Stream: the step's text goes to the workflow as it is written.
 	Stream bool `json:"stream,omitempty"`
+	// Claim, on a local activity, is the key it signals (SignalClaim)
+	// before the request goes, and with the thread the service names;
+	// Again says the history holds it: a run before took effect, or may
+	// have; Prev is the thread that run named, as an activity's
+	// heartbeat carries it.
+	Claim string `json:"claim,omitempty"`
+	Again bool   `json:"again,omitempty"`
+	Prev  string `json:"prev,omitempty"`
+}
+
+// claimSignal is what SignalClaim carries: a local activity's key, and
+// the thread the service named for its request, if any.
+type claimSignal struct {
+	Key    string `json:"key"`
+	Thread string `json:"thread,omitempty"`
 }
 
 // stepResult is the answer of the step activities: the step, and for each
@@ -304,6 +348,13 @@ type stepResult struct {
 type approvalNeed struct {
 	Need bool   `json:"need,omitempty"`
 	Why  string `json:"why,omitempty"`
+	// Timeout is the time limit of the call's tool on the worker (zero
+	// for an unknown tool), and Rerun says a second run is harmless and
+	// unchecked (an idempotent or read-only tool without a Verify hook):
+	// what the workflow chooses a local activity by (see
+	// LoopOptions.LocalActivities).
+	Timeout time.Duration `json:"timeout,omitempty"`
+	Rerun   bool          `json:"rerun,omitempty"`
 }
 
 // callRequest is the input of the call activity.
@@ -312,4 +363,7 @@ type callRequest struct {
 	Step           int            `json:"step"`
 	IdempotencyKey string         `json:"idempotency_key"`
 	Decision       *core.Decision `json:"decision,omitempty"`
+	// Claim and Again, on a local activity: see stepRequest.
+	Claim string `json:"claim,omitempty"`
+	Again bool   `json:"again,omitempty"`
 }

@@ -42,6 +42,7 @@ func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
 		return err
 	}
 	t.deltaCh = workflow.GetSignalChannel(ctx, SignalDeltas)
+	t.claimCh = workflow.GetSignalChannel(ctx, SignalClaim)
 	cancels := workflow.GetSignalChannel(ctx, SignalCancel)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -147,6 +148,10 @@ type thread struct {
 	submitted *event
 
 	deltaCh workflow.ReceiveChannel
+	// claimCh receives the claims of local activities (SignalClaim);
+	// claims holds those of the current turn (see claimed).
+	claimCh workflow.ReceiveChannel
+	claims  map[string]string
 
 	// hooks calls the worker's Run hook; runPart counts the parts of
 	// the workflow's turns (a pause ends one).
@@ -458,7 +463,7 @@ func (t *thread) runTurn(ctx workflow.Context, req runRequest) error {
 		res.Thread, res.ServiceTurn, res.Steps, res.Calls, res.Spent = last.Thread, last.ServiceTurn, last.Steps, slices.Clone(last.Calls), last.Spent
 	}
 	tr := t.newTurnRun(req, res)
-	t.canceled, t.timedOut, t.pending = false, false, nil
+	t.canceled, t.timedOut, t.pending, t.claims = false, false, nil, nil
 	tr.pctx, tr.end = t.phase(ctx, tr.timeout)
 	t.beginRun(ctx, resume)
 	if len(req.Input) > t.set.MaxPayloadBytes {
@@ -620,7 +625,7 @@ func (tr *turnRun) calls(ctx workflow.Context, sr *stepResult, now, later []int,
 // the new run; if the turn's state does not fit, the calls go on here.
 func (tr *turnRun) runCalls(ctx workflow.Context, sr *stepResult, idx, later []int, results []driver.ToolResult) error {
 	for {
-		err := tr.t.runCalls(tr.pctx, sr.Step, tr.res.Steps, idx, results)
+		err := tr.t.runCalls(tr.pctx, sr, tr.res.Steps, idx, results)
 		var at *continueAt
 		if !errors.As(err, &at) {
 			return err
@@ -639,7 +644,8 @@ func (tr *turnRun) submit(step *driver.Step, results []driver.ToolResult) (*step
 	sent := res.Spent
 	sent.ToolCalls += len(results)
 	t.submitted = &event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results), Remaining: tr.budget.Remaining(sent)}
-	sr, err := t.stepActivity(tr.pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: tr.req.Format, Stream: tr.req.Stream})
+	sr, err := t.stepActivity(tr.pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: tr.req.Format, Stream: tr.req.Stream,
+		Claim: t.key(tr.pctx, fmt.Sprintf("submit/%s/%s/%s", step.Thread, step.Turn, step.Calls[0].ID))})
 	if err == nil {
 		if !res.CallsOmitted { // dropped when the turn went on in a new run
 			res.Calls = append(res.Calls, results...)
@@ -659,7 +665,9 @@ func (t *thread) first(ctx workflow.Context, req *runRequest, from *heldTurn) (*
 	if t.st.Last != nil {
 		prevTurn = t.st.Last.ServiceTurn
 	}
-	return t.stepActivity(ctx, activityStart, &stepRequest{Thread: t.st.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, PrevTurn: prevTurn, Stream: req.Stream})
+	sreq := &stepRequest{Thread: t.st.Thread, Input: req.Input, Parts: req.Parts, Format: req.Format, PrevTurn: prevTurn, Stream: req.Stream,
+		Claim: t.key(ctx, "start")}
+	return t.stepActivity(ctx, activityStart, sreq)
 }
 
 // stepArrived reports a step: its calls and usage, or for a final answer
@@ -739,11 +747,13 @@ func (t *thread) decided() bool {
 	return true
 }
 
-// runCalls runs the calls of step at idx, at most Concurrency at once, as
-// activities, and puts their results in results. When the history asks
-// for a new run (see continuing) before a call, it waits for the calls
-// started and returns a *continueAt with the calls left.
-func (t *thread) runCalls(ctx workflow.Context, step *driver.Step, n int, idx []int, results []driver.ToolResult) error {
+// runCalls runs the calls of the step sr at idx, at most Concurrency at
+// once, as activities (the short ones as local activities, see local),
+// and puts their results in results. When the history asks for a new run
+// (see continuing) before a call, it waits for the calls started and
+// returns a *continueAt with the calls left.
+func (t *thread) runCalls(ctx workflow.Context, sr *stepResult, n int, idx []int, results []driver.ToolResult) error {
+	step := sr.Step
 	actx := workflow.WithActivityOptions(ctx, t.activityOptions())
 	sel := workflow.NewSelector(ctx)
 	var (
@@ -771,7 +781,18 @@ func (t *thread) runCalls(ctx workflow.Context, step *driver.Step, n int, idx []
 			req.Decision = a.Decision
 		}
 		t.emit(event{Kind: core.EventCallStarted, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c})
-		f := workflow.ExecuteActivity(actx, activityCall, req)
+		var f workflow.Future
+		if need := sr.need(i); t.localCall(need) {
+			if !need.Rerun {
+				// The call's own name, not its step's number: a start
+				// run again may resume the service's turn at a later
+				// step.
+				req.Claim = t.key(ctx, fmt.Sprintf("call/%s/%s/%s", c.Thread, c.Turn, c.ID))
+			}
+			f = t.local(ctx, activityCall, req)
+		} else {
+			f = workflow.ExecuteActivity(actx, activityCall, req)
+		}
 		inflight++
 		sel.AddFuture(f, func(f workflow.Future) {
 			var tr driver.ToolResult
@@ -799,7 +820,16 @@ func (t *thread) runCalls(ctx workflow.Context, step *driver.Step, n int, idx []
 // comes (the signals of a step all come before its result: what is left
 // is drained once it is there).
 func (t *thread) stepActivity(ctx workflow.Context, name string, req *stepRequest) (*stepResult, error) {
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, t.activityOptions()), name, req)
+	var f workflow.Future
+	if t.set.LocalActivities && !req.Stream {
+		// A streamed step stays an activity: the workflow takes its text
+		// as it comes, which it cannot while a local activity holds its
+		// task.
+		f = t.local(ctx, name, req)
+	} else {
+		req.Claim = ""
+		f = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, t.activityOptions()), name, req)
+	}
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(f, func(workflow.Future) {})
 	sel.AddReceive(t.deltaCh, func(c workflow.ReceiveChannel, _ bool) {
@@ -856,6 +886,92 @@ func (t *thread) activityOptions() workflow.ActivityOptions {
 			BackoffCoefficient: 2,
 			MaximumInterval:    5 * time.Second,
 		},
+	}
+}
+
+// localCall reports whether a call the worker described as need runs as
+// a local activity: in a thread with LocalActivities, a call that awaits
+// no decision, of a known tool whose time limit is at most MaxLocalCall.
+func (t *thread) localCall(need approvalNeed) bool {
+	return t.set.LocalActivities && !need.Need && need.Timeout > 0 && need.Timeout <= t.set.MaxLocalCall
+}
+
+// need returns what the worker said of call i of the step.
+func (sr *stepResult) need(i int) approvalNeed {
+	if i < len(sr.Approvals) {
+		return sr.Approvals[i]
+	}
+	return approvalNeed{}
+}
+
+// key returns the claim key of a local activity of the current turn: the
+// workflow's id, the turn's number and what.
+func (t *thread) key(ctx workflow.Context, what string) string {
+	if !t.set.LocalActivities {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d/%s", workflow.GetInfo(ctx).WorkflowExecution.ID, t.st.Turns, what)
+}
+
+// claimed reports whether the history holds the claim key (see
+// SignalClaim): a run of the local activity before took effect, or may
+// have; thread is the thread it named, if any.
+func (t *thread) claimed(key string) (ok bool, thread string) {
+	var c claimSignal
+	for t.claimCh.ReceiveAsync(&c) {
+		if t.claims == nil {
+			t.claims = map[string]string{}
+		}
+		if c.Thread != "" || t.claims[c.Key] == "" {
+			t.claims[c.Key] = c.Thread
+		}
+		c = claimSignal{}
+	}
+	if key == "" {
+		return false, ""
+	}
+	thread, ok = t.claims[key]
+	return ok, thread
+}
+
+// local runs the activity name as a local activity, on a copy of req (a
+// local activity gets its input as it is, and may change it), marked
+// Again if its claim is in the history.
+func (t *thread) local(ctx workflow.Context, name string, req any) workflow.Future {
+	switch r := req.(type) {
+	case *stepRequest:
+		r.Again, r.Prev = t.claimed(r.Claim)
+		req = cloneJSON(r)
+	case *callRequest:
+		r.Again, _ = t.claimed(r.Claim)
+		req = cloneJSON(r)
+	}
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, t.localOptions()), name, req)
+}
+
+// cloneJSON returns a deep copy of v, as the activity's input would be
+// decoded from the history.
+func cloneJSON[T any](v *T) *T {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // the types of the activities' inputs encode
+	}
+	var c T
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic(err)
+	}
+	return &c
+}
+
+// localOptions are the options of every local activity: as an
+// activity's, its whole run bounded by the turn's time limit (a worker
+// that dies is noticed by its workflow task's timeout).
+func (t *thread) localOptions() workflow.LocalActivityOptions {
+	o := t.activityOptions()
+	return workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: t.set.RunTimeout,
+		StartToCloseTimeout:    t.set.RunTimeout,
+		RetryPolicy:            o.RetryPolicy,
 	}
 }
 

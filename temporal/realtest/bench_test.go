@@ -15,19 +15,36 @@ import (
 // run is one run of a benchmark's loop.
 type runFunc func(ctx context.Context, input string) (*core.Result, error)
 
-// loops returns core's runner and the Temporal runner (a worker in this
-// process, on the test server) over one in-memory backend playing script
-// with tools, each as a runFunc.
-func loops(b *testing.B, script *coretest.Script, tools *core.Toolbox) map[string]runFunc {
+// loopNames are the loops a benchmark compares: core's runner; the
+// Temporal runner with activities, and with local activities; and, as the
+// floor of each, a bare workflow on the SDK that runs a no-op activity
+// (or local activity) for each model step and each call of the same
+// shape.
+var loopNames = []string{"core", "temporal", "temporal-local", "bare", "bare-local"}
+
+// loops returns the loops of loopNames (a worker in this process, on the
+// test server) over one in-memory backend playing script with tools, each
+// as a runFunc; the bare ones run shape (the calls of each step).
+func loops(b *testing.B, script *coretest.Script, tools *core.Toolbox, shape []int) map[string]runFunc {
 	be := coretest.NewBackend(script, nil)
 	cr := core.NewRunner(be, tools, &core.Options{Logger: quiet})
 	c := dial(b)
 	queue := newQueue(b)
-	startWorker(b, c, queue, core.NewRunner(be, tools, &core.Options{Logger: quiet}))
+	w := startWorker(b, c, queue, core.NewRunner(be, tools, &core.Options{Logger: quiet, ToolTimeout: localToolTimeout}))
+	registerBare(w)
 	tr := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: temporal.Settings{Idle: time.Second}})
+	tl := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: localSettings(temporal.Settings{Idle: time.Second}, true)})
+	bare := func(local bool) runFunc {
+		return func(ctx context.Context, in string) (*core.Result, error) {
+			return nil, runBare(ctx, c, queue, shape, local)
+		}
+	}
 	return map[string]runFunc{
-		"core":     func(ctx context.Context, in string) (*core.Result, error) { return cr.Run(ctx, in, nil) },
-		"temporal": func(ctx context.Context, in string) (*core.Result, error) { return tr.Run(ctx, in, nil) },
+		"core":           func(ctx context.Context, in string) (*core.Result, error) { return cr.Run(ctx, in, nil) },
+		"temporal":       func(ctx context.Context, in string) (*core.Result, error) { return tr.Run(ctx, in, nil) },
+		"temporal-local": func(ctx context.Context, in string) (*core.Result, error) { return tl.Run(ctx, in, nil) },
+		"bare":           bare(false),
+		"bare-local":     bare(true),
 	}
 }
 
@@ -40,7 +57,7 @@ func BenchmarkStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchLoops(b, weatherScript, tools, 3, "step")
+	benchLoops(b, weatherScript, tools, []int{1, 1, 1}, "step")
 }
 
 // BenchmarkCall measures a call: a step of eight calls and an answer;
@@ -55,12 +72,21 @@ func BenchmarkCall(b *testing.B) {
 	for i := range 8 {
 		step.Calls = append(step.Calls, coretest.Call{Name: "echo", Arguments: json.RawMessage(fmt.Sprintf(`{"N":%d}`, i))})
 	}
-	benchLoops(b, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{step, {Text: "done"}}}}}, tools, 8, "call")
+	benchLoops(b, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{step, {Text: "done"}}}}}, tools, []int{8}, "call")
 }
 
-func benchLoops(b *testing.B, script *coretest.Script, tools *core.Toolbox, per int, unit string) {
-	ls := loops(b, script, tools)
-	for _, name := range []string{"core", "temporal"} {
+// benchLoops runs the turn of script on every loop: its steps with calls
+// have shape's calls; per step, or per call (unit).
+func benchLoops(b *testing.B, script *coretest.Script, tools *core.Toolbox, shape []int, unit string) {
+	ls := loops(b, script, tools, shape)
+	per := len(shape)
+	if unit == "call" {
+		per = 0
+		for _, n := range shape {
+			per += n
+		}
+	}
+	for _, name := range loopNames {
 		run := ls[name]
 		b.Run("loop="+name, func(b *testing.B) {
 			b.ReportAllocs()

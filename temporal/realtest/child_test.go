@@ -35,6 +35,7 @@ const (
 	argEnv       = "TOOLRELAY_REALTEST_ARG"
 	runsEnv      = "TOOLRELAY_REALTEST_RUNS"    // the Run hook's log
 	noCacheEnv   = "TOOLRELAY_REALTEST_NOCACHE" // set: no workflow cache, every workflow task replays
+	localEnv     = "TOOLRELAY_REALTEST_LOCAL"   // set: the tools' time limit is localToolTimeout (short: local activities)
 )
 
 // child plays the role named by roleEnv and returns the exit code.
@@ -111,6 +112,9 @@ func weatherTools(effects string, effectDelay time.Duration, approval bool) (*co
 		if err != nil {
 			return "", err
 		}
+		if afterEffect != nil {
+			afterEffect()
+		}
 		return "70f", nil
 	}, opts)
 	if err != nil {
@@ -118,6 +122,10 @@ func weatherTools(effects string, effectDelay time.Duration, approval bool) (*co
 	}
 	return core.NewToolbox(city, nickname, weather)
 }
+
+// afterEffect, if set, runs in getCurrentWeatherAtLocation's handler once
+// its effect is written (see TestDieAfterEffect).
+var afterEffect func()
 
 // workerProcess is a worker of the loop over the sessions backend on the
 // fake named by fakeEnv, until it is killed (or interrupted). Each
@@ -137,6 +145,16 @@ func workerProcess() error {
 	b, err := openai.Open(ctx, tools, &openai.Options{BaseURL: os.Getenv(fakeEnv), APIKey: "test-key", Keep: true, Logger: quiet})
 	if err != nil {
 		return err
+	}
+	if marker, ok := strings.CutPrefix(os.Getenv(argEnv), "exit-after-effect "); ok {
+		afterEffect = func() {
+			// The first worker to get here dies, its effect taken, its
+			// result not yet returned.
+			if f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+				f.Close()
+				os.Exit(dieExit)
+			}
+		}
 	}
 	attempts := os.Getenv(attemptsEnv)
 	note := func(ctx context.Context, what string) {
@@ -167,7 +185,11 @@ func workerProcess() error {
 			return ctx, func(*core.CallEnd) {}
 		},
 	}
-	r := core.NewRunner(b, tools, &core.Options{Logger: quiet, Hooks: hooks})
+	opts := &core.Options{Logger: quiet, Hooks: hooks}
+	if os.Getenv(localEnv) != "" {
+		opts.ToolTimeout = localToolTimeout
+	}
+	r := core.NewRunner(b, tools, opts)
 	if os.Getenv(noCacheEnv) != "" {
 		worker.SetStickyWorkflowCacheSize(0)
 	}

@@ -17,8 +17,9 @@ import (
 // TestConformance runs the shared suite through the Temporal runner, on a
 // real server, on every backend's fake: the sessions backend (streaming
 // and polling), Foundry (conversations and chains) and the Responses
-// backend. The scenarios that need core's own Runner are skipped, saying
-// why (see conformance.RunLoop).
+// backend, in both modes (activities; local activities, with every call
+// short enough to run as one). The scenarios that need core's own Runner
+// are skipped, saying why (see conformance.RunLoop).
 func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real server's suite")
@@ -34,23 +35,60 @@ func TestConformance(t *testing.T) {
 		{"ResponsesStream", fakes.Foundry(foundry.Chain, true, true)},
 		{"ResponsesStateless", fakes.Foundry(trresponses.Stateless, true, false)},
 	}
-	for _, m := range makers {
-		t.Run(m.name, func(t *testing.T) { conformance.RunLoop(t, m.h, temporalLoop) })
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			for _, m := range makers {
+				t.Run(m.name, func(t *testing.T) { conformance.RunLoop(t, m.h, mode.loop) })
+			}
+		})
 	}
 }
 
-// temporalLoop is the conformance suite's loop on Temporal: a worker in
-// this process over core's executor on b, and the Temporal runner.
-func temporalLoop(t *testing.T, b driver.Backend, tools *core.Toolbox, opts *core.Options) (conformance.Loop, error) {
-	c := dial(t)
-	queue := newQueue(t)
-	r := core.NewRunner(b, tools, opts)
-	w := startWorker(t, c, queue, r)
-	set := fastSettings(opts)
-	if opts.RunTimeout == 0 {
-		set.RunTimeout = time.Minute
+// A mode is a way the Temporal runner runs the loop.
+type mode struct {
+	name string
+	// local: LoopOptions.LocalActivities, every call short enough.
+	local bool
+	loop  conformance.LoopMaker
+}
+
+// modes are the two: every step and call an activity (the default), and
+// local activities.
+var modes = []mode{
+	{"activities", false, temporalLoop(false)},
+	{"local", true, temporalLoop(true)},
+}
+
+// localSettings sets the local-activity mode on s when local: every call
+// of a tool whose time limit is at most a minute runs as a local
+// activity.
+func localSettings(s temporal.Settings, local bool) temporal.Settings {
+	if local {
+		s.LocalActivities, s.MaxLocalCall = true, time.Minute
 	}
-	return &loop{Runner: temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: set}), stop: func() error { w.Stop(); return r.Close() }}, nil
+	return s
+}
+
+// localToolTimeout is the tools' time limit on the workers of the local
+// mode's tests that run in other processes: short enough for a local
+// activity (localSettings).
+const localToolTimeout = 10 * time.Second
+
+// temporalLoop returns the conformance suite's loop on Temporal: a worker
+// in this process over core's executor on b, and the Temporal runner, in
+// the local-activity mode if local.
+func temporalLoop(local bool) conformance.LoopMaker {
+	return func(t *testing.T, b driver.Backend, tools *core.Toolbox, opts *core.Options) (conformance.Loop, error) {
+		c := dial(t)
+		queue := newQueue(t)
+		r := core.NewRunner(b, tools, opts)
+		w := startWorker(t, c, queue, r)
+		set := localSettings(fastSettings(opts), local)
+		if opts.RunTimeout == 0 {
+			set.RunTimeout = time.Minute
+		}
+		return &loop{Runner: temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: set}), stop: func() error { w.Stop(); return r.Close() }}, nil
+	}
 }
 
 type loop struct {

@@ -23,7 +23,8 @@ type env struct {
 	h       Harness
 	b       driver.Backend
 	caps    driver.Capabilities
-	newLoop LoopMaker // nil: core's Runner
+	tools   *core.Toolbox // the last runner's
+	newLoop LoopMaker     // nil: core's Runner
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -40,6 +41,23 @@ func (e *env) runner(script *coretest.Script, opts *core.Options, tools ...*core
 
 func (e *env) tryRunner(script *coretest.Script, opts *core.Options, tools ...*core.Tool) (Loop, error) {
 	e.t.Helper()
+	r, _, err := e.tryRunnerTools(script, opts, tools...)
+	return r, err
+}
+
+// runnerTools is runner, also returning the toolbox of tools the runner
+// got (for a second process of the same program).
+func (e *env) runnerTools(script *coretest.Script, opts *core.Options, tools ...*core.Tool) (Loop, *core.Toolbox) {
+	e.t.Helper()
+	r, tb, err := e.tryRunnerTools(script, opts, tools...)
+	if err != nil {
+		e.t.Fatalf("MakeBackend: %v", err)
+	}
+	return r, tb
+}
+
+func (e *env) tryRunnerTools(script *coretest.Script, opts *core.Options, tools ...*core.Tool) (Loop, *core.Toolbox, error) {
+	e.t.Helper()
 	if err := script.Check(); err != nil {
 		e.t.Fatalf("bad script: %v", err)
 	}
@@ -47,7 +65,8 @@ func (e *env) tryRunner(script *coretest.Script, opts *core.Options, tools ...*c
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.runnerOn(script, opts, tb)
+	r, err := e.runnerOn(script, opts, tb)
+	return r, tb, err
 }
 
 // runnerOn makes the backend for script and tb, and returns a runner over
@@ -58,7 +77,7 @@ func (e *env) runnerOn(script *coretest.Script, opts *core.Options, tb *core.Too
 	if err != nil {
 		return nil, err
 	}
-	e.b = b
+	e.b, e.tools = b, tb
 	if cr, ok := b.(driver.CapabilityReporter); ok {
 		e.caps = cr.Capabilities()
 	}

@@ -68,9 +68,9 @@ func pausingRefund(e *env, n *atomic.Int32) *core.Tool {
 }
 
 // approveAll approves, on r, every call of thread waiting for a decision.
-func (e *env) approveAll(r *core.Runner, thread string) {
+func (e *env) approveAll(r Loop, thread string) {
 	e.t.Helper()
-	list, err := r.Approvals(e.t.Context(), thread)
+	list, err := e.approver(r).Approvals(e.t.Context(), thread)
 	if err != nil {
 		e.t.Fatalf("Approvals: %v", err)
 	}
@@ -93,12 +93,12 @@ func leftAfterPauseResume(e *env) {
 	var refunds atomic.Int32
 	mem := journaldriver.NewMemory()
 	r := e.runner(script(calls("refund", `{"order":"1","amount":150}`), answer(`{{result 0}}`)), &core.Options{Journal: mem}, pausingRefund(e, &refunds))
-	cr := e.coreRunner(r, "the decision and the resume go through core's Runner")
+	e.approver(r)
 	res, err := r.Run(e.t.Context(), "refund", nil)
 	if !errors.Is(err, core.ErrAwaitingApproval) {
 		e.t.Fatalf("Run = %v, want a pause on the refund", err)
 	}
-	e.approveAll(cr, res.Thread)
+	e.approveAll(r, res.Thread)
 	if res, err = r.Resume(e.t.Context(), res.Thread, nil); err != nil || res.Text != "refunded 150" {
 		e.t.Fatalf("Resume = %+v, %v; want the refund's answer", res, err)
 	}
@@ -109,14 +109,23 @@ func leftAfterPauseResume(e *env) {
 }
 
 // reopen opens another backend on the fake, as another process of the
-// same program would, and a runner over it sharing journal.
-func (e *env) reopen(re Reopener, tools *core.Toolbox, journal journaldriver.Journal) *core.Runner {
+// same program would, and the loop of first over it (sharing journal, for
+// core's Runner) in that process.
+func (e *env) reopen(re Reopener, first Loop, tools *core.Toolbox, journal journaldriver.Journal) Loop {
 	e.t.Helper()
+	po := e.processOpener(first)
 	b, err := re.Reopen(e.t.Context(), tools)
 	if err != nil {
 		e.t.Fatalf("Reopen: %v", err)
 	}
-	r := core.NewRunner(b, tools, &core.Options{Journal: journal, Logger: quiet})
+	r, err := po.OpenProcess(e.t, b, tools, &core.Options{Journal: journal, Logger: quiet})
+	if errors.Is(err, ErrLacking) {
+		b.Close()
+		e.skipLacking(err)
+	}
+	if err != nil {
+		e.t.Fatalf("opening the loop in a second process: %v", err)
+	}
 	e.t.Cleanup(func() { r.Close() })
 	return r
 }
@@ -136,8 +145,9 @@ func (e *env) pauseFirst(steps int, refunds *atomic.Int32) (Reopener, string, *c
 	}
 	s.Turns[0].Steps = append(s.Turns[0].Steps, answer(`{{result 0}}`))
 	mem := journaldriver.NewMemory()
-	r := e.runner(s, &core.Options{Journal: mem}, pausingRefund(e, refunds))
-	cr := e.coreRunner(r, "processes share core's journal")
+	r, tools := e.runnerTools(s, &core.Options{Journal: mem}, pausingRefund(e, refunds))
+	e.processOpener(r)
+	e.approver(r)
 	if e.caps.LocalThreads {
 		e.t.Skip("the backend's threads live in the process that started them (Capabilities.LocalThreads)")
 	}
@@ -145,15 +155,15 @@ func (e *env) pauseFirst(steps int, refunds *atomic.Int32) (Reopener, string, *c
 	if !errors.Is(err, core.ErrAwaitingApproval) {
 		e.t.Fatalf("Run = %v, want a pause on the refund", err)
 	}
-	return re, res.Thread, cr.Toolbox(), mem, r
+	return re, res.Thread, tools, mem, r
 }
 
 func leftAfterTakeover(e *env) {
 	inv := e.inventory()
 	var refunds atomic.Int32
-	re, thread, tools, mem, _ := e.pauseFirst(1, &refunds)
+	re, thread, tools, mem, first := e.pauseFirst(1, &refunds)
 	// The first process dies: it is never closed (until the test ends).
-	second := e.reopen(re, tools, mem)
+	second := e.reopen(re, first, tools, mem)
 	e.approveAll(second, thread)
 	res, err := second.Resume(e.t.Context(), thread, nil)
 	if err != nil || res.Text != "refunded 10" || refunds.Load() != 1 {
@@ -176,7 +186,7 @@ func leftAfterSeveral(e *env) {
 	}
 	e.wantOneAgent(inv, "after the first process paused and closed")
 	for i := 1; i < processes; i++ {
-		r := e.reopen(re, tools, mem)
+		r := e.reopen(re, first, tools, mem)
 		e.approveAll(r, thread)
 		res, err := r.Resume(e.t.Context(), thread, nil)
 		last := i == processes-1

@@ -261,8 +261,8 @@ func mcpJournalReuse(e *env, _ string) {
 	s, dir := e.mcpServer("memory")
 	j := journaldriver.NewMemory()
 	r := e.mcpRunner(script(calls("count", `{}`), answer("{{result 0}}")), &core.Options{Journal: j, Logger: quiet}, []mcptools.Server{s}, nil)
-	c := e.coreRunner(r, "it plays a process that died with a result in core's journal (a Temporal history keeps each result instead)")
-	dying := core.NewRunner(submitFails{e.b}, c.Toolbox(), &core.Options{Journal: j, Logger: quiet})
+	e.notDurable(r, "keeps no core journal: its workflow history keeps each call's result, so no process dies with a result that only a journal holds, unsent")
+	dying := core.NewRunner(submitFails{e.b}, e.tools, &core.Options{Journal: j, Logger: quiet})
 	res, err := dying.Run(e.t.Context(), "Count", nil)
 	if !errors.Is(err, errDied) || res == nil || res.Thread == "" {
 		e.t.Fatalf("Run = %v, want the failure, with the thread", err)

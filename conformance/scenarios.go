@@ -463,7 +463,7 @@ func cancelMidStep(e *env) {
 	}, nil)
 	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{calls("block", `{}`), answer("{{result 0}}")}}, afterStop}}
 	r := e.runner(s, nil, block)
-	e.coreRunner(r, "a durable run does not end with its caller's context (Temporal: Runner.Cancel ends it)")
+	e.notDurable(r, "ends no turn with its caller's context: the turn goes on to its answer (Runner.Cancel abandons it, for good), so no resume finishes a call its caller cut short")
 	ctx, cancel := context.WithCancel(e.t.Context())
 	go func() { <-started; cancel() }()
 	res, err := r.Run(ctx, "go", nil)
@@ -490,7 +490,7 @@ func cancelThenNewInput(e *env) {
 	}, nil)
 	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{calls("block", `{}`), answer("never")}}, afterStop}}
 	r := e.runner(s, nil, block)
-	cr := e.coreRunner(r, "Runner.Cancel")
+	cr := e.canceler(r)
 	if _, ok := e.b.(driver.Canceler); !ok {
 		e.t.Skip("the backend cannot cancel a turn (driver.Canceler)")
 	}
@@ -501,6 +501,7 @@ func cancelThenNewInput(e *env) {
 		e.t.Fatalf("Run error = %v, want context.Canceled", err)
 	}
 	if err := cr.Cancel(e.t.Context(), res.Thread); err != nil {
+		e.skipLacking(err)
 		e.t.Fatalf("Runner.Cancel: %v", err)
 	}
 	e.wantThreadUsable(r, res.Thread)
@@ -743,9 +744,9 @@ func journalReuse(e *env) {
 		return fmt.Sprintf("table %d booked (%d)", in.Table, runs.Load()), nil
 	}), nil)
 	j := journaldriver.NewMemory()
-	r := e.runner(script(calls("book_table", `{"table":7}`), answer("{{result 0}}")), &core.Options{Journal: j}, book)
-	c := e.coreRunner(r, "it plays a process that died with a result in core's journal (a Temporal history keeps each result instead)")
-	dying := core.NewRunner(submitFails{e.b}, c.Toolbox(), &core.Options{Journal: j, Logger: quiet})
+	r, tools := e.runnerTools(script(calls("book_table", `{"table":7}`), answer("{{result 0}}")), &core.Options{Journal: j}, book)
+	e.notDurable(r, "keeps no core journal: its workflow history keeps each call's result, so no process dies with a result that only a journal holds, unsent")
+	dying := core.NewRunner(submitFails{e.b}, tools, &core.Options{Journal: j, Logger: quiet})
 	res, err := dying.Run(e.t.Context(), "Book table 7", nil)
 	if !errors.Is(err, errDied) || res == nil || res.Thread == "" {
 		e.t.Fatalf("Run = %v, want the failure, with the thread", err)
@@ -1034,7 +1035,9 @@ func approvalSecondProcess(e *env) {
 	if !ok {
 		e.t.Skip("the harness cannot open a second backend on its fake (conformance.Reopener)")
 	}
-	e.coreRunner(e.runner(script(answer("probe")), nil), "the second process shares core's journal (with Temporal, the workflow holds the approvals)") // for the capabilities
+	probe := e.runner(script(answer("probe")), nil) // for the capabilities
+	e.processOpener(probe)
+	e.approver(probe)
 	if e.caps.LocalThreads {
 		e.t.Skip("the backend's threads live in the process that started them (Capabilities.LocalThreads)")
 	}
@@ -1051,12 +1054,12 @@ func approvalSecondProcess(e *env) {
 		if err != nil {
 			e.t.Fatalf("%s: %v", name, err)
 		}
-		r1 := e.runner(script(calls("refund", `{"order":"1","amount":150}`), answer(`{{result 0}}`)), &core.Options{Journal: first}, refund)
+		r1, tools := e.runnerTools(script(calls("refund", `{"order":"1","amount":150}`), answer(`{{result 0}}`)), &core.Options{Journal: first}, refund)
 		res, err := r1.Run(e.t.Context(), "refund", nil)
 		if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
 			e.t.Fatalf("%s: Run = %v, want a pause on the refund", name, err)
 		}
-		thread, tools := res.Thread, e.coreRunner(r1, "").Toolbox()
+		thread := res.Thread
 		r1.Close()
 		first.Close()
 
@@ -1068,8 +1071,16 @@ func approvalSecondProcess(e *env) {
 		if err != nil {
 			e.t.Fatalf("%s: %v", name, err)
 		}
-		r2 := core.NewRunner(b2, tools, &core.Options{Journal: second, Logger: quiet})
-		list, err := r2.Approvals(e.t.Context(), thread)
+		r2, err := e.processOpener(r1).OpenProcess(e.t, b2, tools, &core.Options{Journal: second, Logger: quiet})
+		if errors.Is(err, ErrLacking) {
+			b2.Close()
+			second.Close()
+			e.skipLacking(err)
+		}
+		if err != nil {
+			e.t.Fatalf("%s: opening the loop in the second process: %v", name, err)
+		}
+		list, err := e.approver(r2).Approvals(e.t.Context(), thread)
 		if err != nil || len(list) != 1 || list[0].Decision != nil || list[0].Tool != "refund" {
 			e.t.Fatalf("%s: Approvals in the second process = %+v, %v; want the pending refund", name, list, err)
 		}
@@ -1083,7 +1094,7 @@ func approvalSecondProcess(e *env) {
 		if err != nil || res.Text != "refunded 150" || refunds.Load() != 1 {
 			e.t.Fatalf("%s: Resume in the second process = %+v, %v (refunds %d); want the refund run once", name, res, err, refunds.Load())
 		}
-		list, _ = r2.Approvals(e.t.Context(), thread)
+		list, _ = e.approver(r2).Approvals(e.t.Context(), thread)
 		if len(list) != 1 || list[0].Decision == nil || list[0].Decision.Actor != "ops" || !list[0].Decision.Approved {
 			e.t.Errorf("%s: audit trail %+v, want the approval by ops", name, list)
 		}
@@ -1200,7 +1211,7 @@ func serviceApprovalCancel(e *env) {
 	if !e.caps.ServiceApprovals {
 		e.t.Skip("the backend does not hand over the service's own approval requests")
 	}
-	cr := e.coreRunner(r, "Runner.Cancel")
+	cr := e.canceler(r)
 	if _, ok := e.b.(driver.Canceler); !ok {
 		e.t.Skip("the backend cannot cancel a turn (driver.Canceler)")
 	}
@@ -1209,6 +1220,7 @@ func serviceApprovalCancel(e *env) {
 		e.t.Fatalf("Run = %v (%d pending), want a pause on the approval request", err, len(res.Pending))
 	}
 	if err := cr.Cancel(e.t.Context(), res.Thread); err != nil {
+		e.skipLacking(err)
 		e.t.Fatalf("Cancel of a turn paused on the service's approval request: %v", err)
 	}
 	res, err = r.Run(e.t.Context(), "start again", &core.RunOptions{Thread: res.Thread})

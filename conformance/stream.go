@@ -205,7 +205,7 @@ func streamBreak(e *env) {
 	}, nil)
 	s := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{calls("block", `{}`, "block", `{}`), answer("{{result 0}} {{result 1}}")}}, afterStop}}
 	r := e.runner(s, nil, block)
-	e.coreRunner(r, "a durable run does not end when its reader stops (Temporal: it goes on, and Resume returns it)")
+	e.notDurable(r, "ends no turn when its reader stops: the turn goes on to its answer, which Resume returns (StreamBreakResume holds that), so its blocked call is never cut short")
 	st := r.Stream(e.t.Context(), "go", nil)
 	for ev := range st.Events() {
 		if ev.Kind == core.EventCallStarted {
@@ -234,8 +234,8 @@ func streamBreak(e *env) {
 // results' submission itself, and the answer's text in one piece at least
 // (whole, from a backend that does not stream: Capabilities.Streams only
 // says whether it comes in more). So a run that reports none of a kind
-// fails the scenario; the only skip, for a loop other than core's Runner,
-// is decided before the run.
+// fails the scenario, on every loop: on a DurableLoop the turn goes on
+// when its reader stops, and the resume waits for its answer.
 var breakKinds = []core.EventKind{core.EventToolCall, core.EventStepStarted, core.EventCallStarted, core.EventCallFinished, core.EventResultsSubmitted, core.EventTextDelta}
 
 // streamBreakAt returns the scenario whose reader stops at the first event
@@ -255,7 +255,6 @@ func streamBreakAt(kind core.EventKind) func(*env) {
 		s := script(calls("charge", `{"n":1}`), calls("charge", `{"n":2}`), answer(`done: {{output "charge"}} in all`))
 		s.DeltaSize = 3
 		r := e.runner(s, nil, charge)
-		e.coreRunner(r, "a durable run does not end when its reader stops (Temporal: it goes on, and Resume returns it)")
 		st := r.Stream(e.t.Context(), "charge twice", nil)
 		seen := false
 		for ev := range st.Events() {
@@ -315,7 +314,7 @@ func streamSlowReader(e *env) {
 	s := script(answer(text))
 	s.DeltaSize = 256
 	r := e.runner(s, nil)
-	e.coreRunner(r, "a durable stream is read by the worker, not by its reader, who may be in another process (Temporal: the workflow keeps the text)")
+	e.notDurable(r, "reads the service's stream in its worker, whatever its reader does (the reader may be in another process): the workflow keeps the text for it")
 	st := r.Stream(e.t.Context(), "Hi", nil)
 	var (
 		n       int

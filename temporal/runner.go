@@ -94,14 +94,32 @@ func NewThread() string {
 func (r *Runner) Run(ctx context.Context, input string, opts *core.RunOptions) (*core.Result, error) {
 	thread, req := r.request(input, opts, false)
 	h, err := r.startTurn(ctx, thread, req, client.WorkflowUpdateStageCompleted)
+	if err != nil && ctx.Err() != nil {
+		// The caller stopped waiting: the turn may have started, and
+		// goes on if it did.
+		return &core.Result{Thread: thread}, err
+	}
 	if err != nil {
 		return nil, err
 	}
 	tr, err := r.outcome(ctx, thread, h)
 	if err != nil {
-		return &core.Result{Thread: thread}, clientError("run", err)
+		return &core.Result{Thread: thread}, waitError(ctx, "run", err)
 	}
 	return result(thread, tr)
+}
+
+// waitError is the error of a wait for a turn's outcome: when the
+// caller's context ended, its cause, with the cause's code (as core's
+// Runner gives it: context.Canceled is Canceled), saying that the turn
+// goes on; otherwise the client's error, coded.
+func waitError(ctx context.Context, op string, err error) error {
+	if ctx.Err() == nil {
+		return clientError(op, err)
+	}
+	cause := context.Cause(ctx)
+	return &errcode.Error{Code: errcode.Of(cause), Op: "temporal: " + op,
+		Err: fmt.Errorf("the caller stopped waiting (the turn goes on: Resume waits for it, Cancel ends it): %w", cause)}
 }
 
 // outcome returns the outcome of the turn whose run, wait or resume
@@ -169,7 +187,7 @@ func (r *Runner) startTurn(ctx context.Context, thread string, req *runRequest, 
 		},
 	})
 	if err != nil {
-		return nil, clientError("run", err)
+		return nil, waitError(ctx, "run", err)
 	}
 	return h, nil
 }
@@ -190,7 +208,7 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *core.RunOption
 	}
 	tr, err := r.outcome(ctx, thread, h)
 	if err != nil {
-		return &core.Result{Thread: thread}, clientError("resume", err)
+		return &core.Result{Thread: thread}, waitError(ctx, "resume", err)
 	}
 	return result(thread, tr)
 }
@@ -261,9 +279,42 @@ func (r *Runner) Approvals(ctx context.Context, thread string) ([]core.Approval,
 // Cancel ends the turn running on thread: its calls are interrupted, the
 // service's turn canceled, and the turn ends with Canceled. A last turn
 // stopped on its budget is abandoned: its service's turn is canceled.
+// Cancel returns once the turn ended, as core's Runner.Cancel does, so
+// that the thread takes new input at once; ctx bounds that wait. A turn
+// paused on calls awaiting a decision is not ended (the workflow's cancel
+// signal ends a turn's running phase only): Cancel then fails with
+// FailedPrecondition.
 func (r *Runner) Cancel(ctx context.Context, thread string) error {
-	return clientError("cancel", r.c.SignalWorkflow(ctx, thread, "", SignalCancel, nil))
+	if err := r.c.SignalWorkflow(ctx, thread, "", SignalCancel, nil); err != nil {
+		return clientError("cancel", err)
+	}
+	// The wait update returns a paused turn's outcome as it is: the one
+	// sent before the workflow took the signal in may still see the
+	// turn paused, so wait again until it ended (a few rounds at most).
+	for range maxCancelWaits {
+		h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: thread, UpdateName: UpdateWait, Args: []any{waitRequest{}},
+			WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err != nil {
+			return waitError(ctx, "cancel", err)
+		}
+		var tr turnResult
+		err = h.Get(ctx, &tr)
+		if errcode.Of(clientError("cancel", err)) == errcode.FailedPrecondition {
+			return nil // no turn has run on the thread
+		}
+		if err != nil {
+			return waitError(ctx, "cancel", err)
+		}
+		if tr.Done {
+			return nil
+		}
+	}
+	return &errcode.Error{Code: errcode.FailedPrecondition, Op: "temporal: cancel",
+		Err: fmt.Errorf("the turn of thread %s still awaits a decision after %d waits for its end: the workflow does not end a turn paused on a decision when canceled", thread, maxCancelWaits)}
 }
+
+// maxCancelWaits bounds the waits of Cancel for the canceled turn's end.
+const maxCancelWaits = 20
 
 // result is a turn's outcome as core's Runner gives it: its Thread the
 // workflow id (thread), its Turn the service's turn.

@@ -2,8 +2,13 @@ package realtest
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/toolrelay/toolrelay/conformance"
 	"github.com/toolrelay/toolrelay/conformance/fakes"
@@ -18,8 +23,12 @@ import (
 // real server, on every backend's fake: the sessions backend (streaming
 // and polling), Foundry (conversations and chains) and the Responses
 // backend, in both modes (activities; local activities, with every call
-// short enough to run as one). The scenarios that need core's own Runner
-// are skipped, saying why (see conformance.RunLoop).
+// short enough to run as one). The loop is a Canceler, an Approver and a
+// ProcessOpener (a second worker on the task queue is a second process);
+// the scenarios a durable runner cannot hold (a turn its caller's context
+// or its reader ends, a process that died with a result in core's journal,
+// a reader that slows the service's stream) are skipped, saying what it
+// does instead (see conformance.RunLoop).
 func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real server's suite")
@@ -79,25 +88,77 @@ const localToolTimeout = 10 * time.Second
 // the local-activity mode if local.
 func temporalLoop(local bool) conformance.LoopMaker {
 	return func(t *testing.T, b driver.Backend, tools *core.Toolbox, opts *core.Options) (conformance.Loop, error) {
-		c := dial(t)
-		queue := newQueue(t)
-		r := core.NewRunner(b, tools, opts)
-		w := startWorker(t, c, queue, r)
 		set := localSettings(fastSettings(opts), local)
 		if opts.RunTimeout == 0 {
 			set.RunTimeout = time.Minute
 		}
-		return &loop{Runner: temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: set}), stop: func() error { w.Stop(); return r.Close() }}, nil
+		return openLoop(t, dial(t), newQueue(t), set, b, tools, opts), nil
 	}
 }
 
+// openLoop starts a worker over core's executor on b, polling queue, and
+// returns it with a Temporal runner on queue as the suite's loop.
+func openLoop(t *testing.T, c client.Client, queue string, set temporal.Settings, b driver.Backend, tools *core.Toolbox, opts *core.Options) *loop {
+	r := core.NewRunner(b, tools, opts)
+	w := startWorker(t, c, queue, r)
+	l := &loop{Runner: temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: set}), queue: queue, set: set}
+	l.stop = func() error { w.Stop(); return r.Close() }
+	return l
+}
+
+// loop is the Temporal runner as the suite's loop: a [conformance.Canceler]
+// (but of a paused turn) and [conformance.Approver] by the runner's own
+// methods, and a [conformance.DurableLoop]. Its OpenProcess says what the runner lacks
+// for a second process (see there).
 type loop struct {
 	*temporal.Runner
-	stop func() error
+	queue string
+	set   temporal.Settings
+	stop  func() error
+	once  sync.Once
+	err   error
 }
 
 func (l *loop) Stream(ctx context.Context, input string, opts *core.RunOptions) conformance.Stream {
 	return l.Runner.Stream(ctx, input, opts)
 }
 
-func (l *loop) Close() error { return l.stop() }
+// OpenProcess would open the loop as a second process of the program: a
+// worker of its own over core's executor on b, polling the same task
+// queue of the same server, and a runner of its own on that queue
+// (openLoop(t, l.Client(), l.queue, l.set, b, tools, opts)). Opened so,
+// the scenarios of a second process fail (ApprovalSecondProcess,
+// LeftOnService/Takeover and /SeveralProcesses, on the backends whose
+// threads outlive their process): the workflow never asks its worker's
+// backend to keep a thread paused for approval (driver.Keeper), so the
+// first worker's Close deletes the thread's session or conversation, and
+// a worker adopts nothing of the service's that another made, so what a
+// worker that died made stays on the service. Until the workers keep and
+// adopt threads, it says so, and the suite skips those scenarios.
+func (l *loop) OpenProcess(*testing.T, driver.Backend, *core.Toolbox, *core.Options) (conformance.Loop, error) {
+	return nil, fmt.Errorf("the Temporal runner's workers do not keep a thread paused for approval past their Close "+
+		"(the workflow never calls driver.Keeper.KeepThread), nor adopt what another worker made on the service, "+
+		"so no second process over a backend of its own can take a paused run over: %w", conformance.ErrLacking)
+}
+
+// Cancel is the runner's Cancel, but for a turn paused on calls awaiting
+// a decision, which the runner does not end (see temporal.Runner.Cancel):
+// it says so, and the suite skips the scenario.
+func (l *loop) Cancel(ctx context.Context, thread string) error {
+	list, err := l.Approvals(ctx, thread)
+	if err == nil && slices.ContainsFunc(list, func(a core.Approval) bool { return a.Decision == nil }) {
+		return fmt.Errorf("the Temporal runner's Cancel does not end a turn paused on calls awaiting a decision "+
+			"(the workflow's cancel signal ends a turn's running phase only, which the pause ended): %w", conformance.ErrLacking)
+	}
+	return l.Runner.Cancel(ctx, thread)
+}
+
+// Durable names the runner for the suite's skips.
+func (*loop) Durable() string { return "the Temporal runner" }
+
+// Close stops the worker and closes core's runner (and so the backend),
+// once: the suite closes a loop again when the test ends.
+func (l *loop) Close() error {
+	l.once.Do(func() { l.err = l.stop() })
+	return l.err
+}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolrelay/toolrelay/replay"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 	"go.yaml.in/yaml/v4"
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 )
 
 // FuzzRedact puts a secret in every form a cassette can hold it (header,
@@ -23,7 +23,9 @@ func FuzzRedact(f *testing.F) {
 	f.Add("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "x=1")
 	f.Add(`quote"and\back`, `{"a":1}`)
 	f.Fuzz(func(t *testing.T, secret, text string) {
-		if len(secret) < 8 || strings.ContainsFunc(secret, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '&' || r == '=' || r == ';' || r == ',' || r == '"' || r == '\'' || r == '\\' }) {
+		if len(secret) < 8 || strings.ContainsFunc(secret, func(r rune) bool {
+			return !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '&' || r == '=' || r == ';' || r == ',' || r == '"' || r == '\'' || r == '\\'
+		}) {
 			t.Skip("not a secret the forms can carry whole")
 		}
 		if strings.Contains(text, secret) || strings.Contains(replay.Mask, secret) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolrelay/toolrelay/errcode"
 	"go.yaml.in/yaml/v4"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 )
 
 // EnvVar names the environment variable of the "replay" setting (see
@@ -57,7 +56,7 @@ func ParseSetting(s string) (Mode, string, error) {
 	case !ok || file == "":
 		return "", "", invalid(errors.New(`not "record:FILE", "replay:FILE" or "auto:FILE"`))
 	case Mode(m) != Record && Mode(m) != Replay && Mode(m) != Auto:
-		return "", "", invalid(fmt.Errorf(`unknown mode %q: "record", "replay" or "auto"`, m))
+		return "", "", invalid(errors.New(`unknown mode: "record", "replay" or "auto"`))
 	case !strings.HasSuffix(file, ".yaml"):
 		return "", "", invalid(errors.New(`the cassette file's name must end in ".yaml" (a go-vcr cassette)`))
 	}
@@ -76,12 +75,13 @@ type Cassette struct {
 	opts Options
 
 	mu   sync.Mutex
-	c    *cassette.Cassette
+	c    *cassetteFile
 	recs []*recording // Record: in the order the requests were sent
 	// Replay: the canonical form of each recorded request, and whether it
 	// was played.
 	canon  []*canon
 	played []bool
+	miss   error // the first request that did not replay
 	closed bool
 }
 
@@ -110,7 +110,6 @@ func OpenFile(mode Mode, file string, opts *Options) (*Cassette, error) {
 	if c.opts.MaxBodyBytes <= 0 {
 		c.opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	name := strings.TrimSuffix(file, ".yaml")
 	if mode == Auto {
 		c.mode = Replay
 		if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
@@ -120,8 +119,7 @@ func OpenFile(mode Mode, file string, opts *Options) (*Cassette, error) {
 	op := "replay: cassette " + file
 	switch c.mode {
 	case Record:
-		c.c = cassette.New(name)
-		c.c.MarshalFunc = yaml.Marshal // as go-vcr's recorder sets it
+		c.c = &cassetteFile{Version: FormatVersion}
 		return c, nil
 	case Replay:
 	default:
@@ -136,19 +134,16 @@ func OpenFile(mode Mode, file string, opts *Options) (*Cassette, error) {
 	case st.Size() > c.opts.MaxCassetteBytes:
 		return nil, &errcode.Error{Code: errcode.ResourceExhausted, Op: op, Err: fmt.Errorf("%d bytes, more than the limit of %d (Options.MaxCassetteBytes)", st.Size(), c.opts.MaxCassetteBytes)}
 	}
-	if b, err := os.ReadFile(file); err == nil {
-		// go-vcr reads a document without a version (an empty file) as
-		// an empty cassette.
-		var head struct {
-			Version *int `yaml:"version"`
-		}
-		if yaml.Unmarshal(b, &head) != nil || head.Version == nil {
-			return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: errors.New("not a go-vcr cassette (no version)")}
-		}
-	}
-	c.c, err = cassette.Load(name)
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: err}
+	}
+	c.c = new(cassetteFile)
+	if err := yaml.Unmarshal(b, c.c); err != nil {
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: fmt.Errorf("not a go-vcr cassette: %w", err)}
+	}
+	if c.c.Version != FormatVersion {
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: fmt.Errorf("not a go-vcr cassette of format version %d", FormatVersion)}
 	}
 	for _, i := range c.c.Interactions {
 		c.canon = append(c.canon, canonOf(&i.Request))
@@ -210,11 +205,16 @@ func (c *Cassette) Close() error {
 		if r.err != nil {
 			return &errcode.Error{Code: errcode.ResourceExhausted, Op: op, Err: r.err}
 		}
-		i := r.i
-		Redact(i)
-		c.c.AddInteraction(i)
+		Redact(r.i)
+		r.i.ID = len(c.c.Interactions)
+		c.c.Interactions = append(c.c.Interactions, r.i)
 	}
-	if err := c.c.Save(); err != nil {
+	b, err := yaml.Marshal(c.c)
+	if err == nil {
+		// As go-vcr writes it: a YAML document start, then the cassette.
+		err = os.WriteFile(c.file, append([]byte("---\n"), b...), 0o644)
+	}
+	if err != nil {
 		return &errcode.Error{Code: errcode.Internal, Op: op, Err: err}
 	}
 	return nil

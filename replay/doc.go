@@ -13,8 +13,8 @@
 //	replay:FILE   answer every request from FILE; nothing is sent
 //	auto:FILE     replay when FILE exists, else record
 //
-// FILE is a go-vcr (gopkg.in/dnaeon/go-vcr.v4) cassette, a YAML file whose
-// name ends in ".yaml".
+// FILE is a go-vcr cassette (gopkg.in/dnaeon/go-vcr.v4's format), a YAML
+// file whose name ends in ".yaml".
 //
 // # Safe to commit
 //
@@ -55,16 +55,19 @@
 // break; a request that failed in transport fails again; a request the
 // program cancelled waits for its context to end again.
 //
-// # Why not go-vcr's recorder
+// # Why go-vcr's format, not its code
 //
-// The cassette format, file handling and response building are go-vcr's
-// (package cassette). Its recorder (package recorder) is not used: it
-// reads the whole response body before it returns the response, so a
-// stream that carries events only after the client's next request (the
-// OpenAI sessions' events stream, subscribed before the input is posted)
-// never ends while recording; and its matcher sees no position, so it
-// cannot keep a thread's order nor say which recorded request a miss was
-// nearest to.
+// Cassettes are go-vcr's (gopkg.in/dnaeon/go-vcr.v4, format version 2):
+// go-vcr's cassette.Load reads what this package writes, and this package
+// replays what go-vcr's recorder writes. Its code is not linked: its
+// package cassette links package testing and net/http/httptest (its
+// server-side replay), which no program may link (internal/depcheck); and
+// its recorder reads the whole response body before it returns the
+// response, so a stream that carries events only after the client's next
+// request (the OpenAI sessions' events stream, subscribed before the
+// input is posted) never ends while recording, and its matcher sees no
+// position, so it cannot keep a thread's order nor say which recorded
+// request a miss was nearest to.
 //
 // # Limits
 //

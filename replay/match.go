@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 )
 
 // Volatile replaces the value of a volatile query parameter or JSON field
@@ -34,7 +33,7 @@ type canon struct {
 func (c *canon) thread() string { return c.Method + " " + c.Path }
 
 // canonOf returns the canonical form of a recorded (redacted) request.
-func canonOf(r *cassette.Request) *canon {
+func canonOf(r *Request) *canon {
 	c := &canon{Method: r.Method}
 	u, err := url.Parse(r.URL)
 	if err != nil {

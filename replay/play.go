@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/toolrelay/toolrelay/errcode"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 )
 
 // player is the transport of a replaying cassette.
@@ -22,19 +21,19 @@ func (t *player) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := &cassette.Interaction{Request: requestOf(req, body)}
+	i := &Interaction{Request: requestOf(req, body)}
 	Redact(i)
 	sent := canonOf(&i.Request)
 	rec, err := t.c.take(sent)
 	if err != nil {
-		return nil, err
+		return nil, t.c.firstMiss(err)
 	}
 	return respond(req, rec)
 }
 
 // take returns the recorded interaction that answers sent, marking it
 // played, or the error of a request that is not recorded or out of order.
-func (c *Cassette) take(sent *canon) (*cassette.Interaction, error) {
+func (c *Cassette) take(sent *canon) (*Interaction, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	op := "replay: cassette " + c.file
@@ -67,8 +66,31 @@ func (c *Cassette) take(sent *canon) (*cassette.Interaction, error) {
 		sent.Method, sent.Path, n, c.canon[n].Method, c.canon[n].Path, diff(c.canon[n], sent))}
 }
 
+// firstMiss returns err, the error of a request that did not replay,
+// saying also what the first one was when it was another: a program that
+// recovers from a failed request (reading the state back, retrying)
+// sends requests the recording never saw, and the error it ends with is
+// not the one that says what changed.
+func (c *Cassette) firstMiss(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.miss == nil {
+		c.miss = err
+		return err
+	}
+	return &errcode.Error{Code: errcode.FailedPrecondition, Op: "replay", Err: fmt.Errorf("%w\nafter the first request that did not replay: %s", err, c.miss.Error())}
+}
+
+// Miss returns the error of the first request that did not replay, nil
+// if none.
+func (c *Cassette) Miss() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.miss
+}
+
 // respond returns the recorded answer to req.
-func respond(req *http.Request, i *cassette.Interaction) (*http.Response, error) {
+func respond(req *http.Request, i *Interaction) (*http.Response, error) {
 	r := i.Response
 	if r.Code == 0 {
 		end := r.Headers.Get(endHeader)

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/toolrelay/toolrelay/errcode"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 )
 
 // endHeader is the response trailer a cassette keeps to say how a body
@@ -33,7 +32,7 @@ type recorder struct {
 
 // recording is one request being recorded, and its answer.
 type recording struct {
-	i   *cassette.Interaction
+	i   *Interaction
 	max int64
 
 	mu   sync.Mutex
@@ -53,7 +52,7 @@ func (t *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		out.ContentLength = int64(len(body))
 	}
-	rec := &recording{max: t.c.opts.MaxBodyBytes, i: &cassette.Interaction{Request: requestOf(req, body)}}
+	rec := &recording{max: t.c.opts.MaxBodyBytes, i: &Interaction{Request: requestOf(req, body)}}
 	t.c.mu.Lock()
 	if !t.c.closed {
 		t.c.recs = append(t.c.recs, rec)
@@ -67,12 +66,12 @@ func (t *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 			end = endCanceled
 		}
 		rec.mu.Lock()
-		rec.i.Response = cassette.Response{Status: "transport error", Headers: http.Header{endHeader: {end}}}
+		rec.i.Response = Response{Status: "transport error", Headers: http.Header{endHeader: {end}}}
 		rec.done = true
 		rec.mu.Unlock()
 		return nil, err
 	}
-	rec.i.Response = cassette.Response{
+	rec.i.Response = Response{
 		Status: resp.Status, Code: resp.StatusCode, Proto: resp.Proto, ProtoMajor: resp.ProtoMajor, ProtoMinor: resp.ProtoMinor,
 		TransferEncoding: resp.TransferEncoding, ContentLength: resp.ContentLength, Uncompressed: resp.Uncompressed,
 		Headers: resp.Header.Clone(),
@@ -96,8 +95,8 @@ func readBody(req *http.Request, max int64) ([]byte, error) {
 }
 
 // requestOf returns the cassette's form of req, whose body is body.
-func requestOf(req *http.Request, body []byte) cassette.Request {
-	return cassette.Request{
+func requestOf(req *http.Request, body []byte) Request {
+	return Request{
 		Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor,
 		ContentLength: int64(len(body)), Host: req.URL.Host, URL: req.URL.String(), Method: req.Method,
 		Headers: req.Header.Clone(), Body: string(body),

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/toolrelay/toolrelay/internal/redact"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 )
 
 // Mask replaces every secret in a cassette.
@@ -51,7 +50,7 @@ func maskShapes(s string) string {
 // JSON fields and form fields, and every secret-shaped value (a bearer
 // token, a JWT, an sk- key, a SAS sig) in the URL, the headers and the
 // bodies. Redact of a redacted interaction changes nothing.
-func Redact(i *cassette.Interaction) {
+func Redact(i *Interaction) {
 	i.Request.URL = redactURL(i.Request.URL)
 	i.Request.RequestURI = redactURL(i.Request.RequestURI)
 	i.Request.Headers = redactHeaders(i.Request.Headers)

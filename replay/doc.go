@@ -21,9 +21,11 @@
 // Nothing secret is written: the values of the headers that carry
 // credentials (Authorization, Api-Key, Cookie, Set-Cookie and every header
 // whose name looks secret), of the query parameters whose name looks
-// secret (a SAS signature's sig, a key, a token), of the JSON fields and
-// form fields whose name looks secret (api_key, access_token,
-// client_secret, refresh_token …), and every secret-shaped value wherever
+// secret (a SAS signature's sig, a key, a token) and of such form fields,
+// of the JSON fields whose name says credential (api_key, access_token,
+// client_secret, refresh_token, password …: a JSON body also carries the
+// model's data, such as a tool's arguments {"key": "a"}, which is kept),
+// and every secret-shaped value wherever
 // it is (a bearer token, a JWT, an "sk-" API key) are replaced by
 // "xxxxx" before the file is written (see [Redact]). Ids and timestamps
 // are kept, so the replayed run sees what the recorded one saw.

@@ -188,7 +188,7 @@ func redactValue(v any) (any, bool) {
 	case map[string]any:
 		changed := false
 		for k, e := range x {
-			if s, ok := e.(string); ok && s != Mask && secretName(k) {
+			if s, ok := e.(string); ok && s != Mask && secretField(k) {
 				x[k], changed = Mask, true
 				continue
 			}
@@ -213,8 +213,8 @@ func redactValue(v any) (any, bool) {
 	return v, false
 }
 
-// secretName reports whether a header, query parameter, form field or
-// JSON field named name holds a secret: its name looks secret
+// secretName reports whether a header, query parameter or form field
+// named name holds a secret: its name looks secret
 // ([redact.Secret]), or is one of OAuth's (code, assertion,
 // client_assertion), and it is neither volatile nor known not to be.
 func secretName(name string) bool {
@@ -222,10 +222,31 @@ func secretName(name string) bool {
 	return (redact.Secret(n) || oauthSecret[n]) && !volatile(n) && !notSecret[n]
 }
 
+// secretField reports whether a JSON field named name holds a credential.
+// It is narrower than the names of headers, queries and forms: a JSON
+// body carries the model's data too (a tool's arguments {"key": "a"}, an
+// error's "code"), which replay must keep as recorded; so only names
+// that say credential are masked (api_key, access_token, refresh_token,
+// id_token, client_secret, client_assertion, password, secret, signature,
+// authorization, credential, private_key, sas_token), and a bearer token
+// or a JWT anywhere is masked by its shape.
+func secretField(name string) bool {
+	n := strings.ReplaceAll(strings.ToLower(name), "-", "_")
+	for _, w := range fieldWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var fieldWords = []string{"api_key", "apikey", "access_token", "refresh_token", "id_token", "secret", "client_assertion",
+	"password", "passwd", "signature", "authorization", "credential", "private_key", "sas_token", "subscription_key"}
+
 // oauthSecret are the OAuth fields that hold secrets although their
 // names do not look secret.
 var oauthSecret = map[string]bool{"code": true, "assertion": true, "client_assertion": true}
 
-// notSecret are JSON fields whose names look secret but whose values are
+// notSecret are names that look secret but whose values are
 // not: kept so that the replayed run sees them.
 var notSecret = map[string]bool{"token_type": true, "author": true}

@@ -17,7 +17,10 @@ import (
 
 // lookupTools is a toolbox of one tool, lookup, that answers "found
 // <id>".
-func lookupTools(t *testing.T) *core.Toolbox {
+func lookupTools(t *testing.T) *core.Toolbox { return lookupToolbox(t) }
+
+// lookupToolbox is lookupTools for a test or a benchmark.
+func lookupToolbox(t testing.TB) *core.Toolbox {
 	t.Helper()
 	type args struct {
 		ID string `json:"id"`

@@ -82,7 +82,10 @@ type Cassette struct {
 	canon  []*canon
 	played []bool
 	miss   error // the first request that did not replay
-	closed bool
+	// renamed maps the ids stateless threads had when recorded to those
+	// they have in replay.
+	renamed map[string]string
+	closed  bool
 }
 
 // Open opens the cassette a "replay" setting names (see [ParseSetting]).

@@ -39,7 +39,9 @@
 // run), nor are the headers (they carry credentials, SDK versions and
 // retry counts). Volatile fields are matched by rule, whatever their
 // values: a query parameter or JSON field named idempotency_key (any case,
-// - or _), timestamp, or ending in _at (created_at, expires_at …).
+// - or _), timestamp, or ending in _at (created_at, expires_at …), and
+// the id a stateless thread makes up for itself (a JSON field
+// toolrelay_thread whose value starts with "stateless_").
 //
 // Requests of one thread replay in recorded order: a request is answered
 // by the earliest unplayed recorded request equal to it, and only when no

@@ -12,6 +12,10 @@ import (
 // in the canonical form of a request: such values match whatever they are.
 const Volatile = "<volatile>"
 
+// A stateless thread's id (metadata.toolrelay_thread "stateless_…" of
+// the responses backend's Stateless mode) is made up by the client: it is
+// volatile too (see maskVolatile).
+
 // volatile reports whether a query parameter or JSON field named name is
 // volatile: idempotency_key (any case, - or _), timestamp, or a name
 // ending in _at.
@@ -67,7 +71,7 @@ func maskVolatile(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if volatile(k) {
+			if s, ok := e.(string); volatile(k) || ok && k == "toolrelay_thread" && strings.HasPrefix(s, "stateless_") {
 				x[k] = Volatile
 			} else {
 				x[k] = maskVolatile(e)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,7 @@ func (t *player) RoundTrip(req *http.Request) (*http.Response, error) {
 	i := &Interaction{Request: requestOf(req, body)}
 	Redact(i)
 	sent := canonOf(&i.Request)
-	rec, err := t.c.take(sent)
+	rec, err := t.c.take(sent, i.Request.Body)
 	if err != nil {
 		return nil, t.c.firstMiss(err)
 	}
@@ -33,7 +34,7 @@ func (t *player) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // take returns the recorded interaction that answers sent, marking it
 // played, or the error of a request that is not recorded or out of order.
-func (c *Cassette) take(sent *canon) (*Interaction, error) {
+func (c *Cassette) take(sent *canon, sentBody string) (*Interaction, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	op := "replay: cassette " + c.file
@@ -54,6 +55,7 @@ func (c *Cassette) take(sent *canon) (*Interaction, error) {
 			}
 		}
 		c.played[j] = true
+		c.rename(c.c.Interactions[j].Request.Body, sentBody)
 		return c.c.Interactions[j], nil
 	}
 	if len(unplayed) == 0 {
@@ -64,6 +66,34 @@ func (c *Cassette) take(sent *canon) (*Interaction, error) {
 	return nil, &errcode.Error{Code: errcode.FailedPrecondition, Op: op, Err: fmt.Errorf(
 		"%s %s is not recorded; the nearest recorded request not replayed yet is #%d %s %s (-recorded +sent):\n%s",
 		sent.Method, sent.Path, n, c.canon[n].Method, c.canon[n].Path, diff(c.canon[n], sent))}
+}
+
+// statelessRE finds the id a stateless thread made up for itself.
+var statelessRE = regexp.MustCompile(`"toolrelay_thread":\s*"(stateless_[^"]*)"`)
+
+// rename remembers the id the replayed run made up for a stateless
+// thread, against the recorded one; c.mu is held.
+func (c *Cassette) rename(recorded, sent string) {
+	r, s := statelessRE.FindStringSubmatch(recorded), statelessRE.FindStringSubmatch(sent)
+	if r == nil || s == nil {
+		return
+	}
+	if c.renamed == nil {
+		c.renamed = map[string]string{}
+	}
+	c.renamed[r[1]] = s[1]
+}
+
+// Renamed returns the id the replayed run gave the thread recorded as
+// id: a stateless thread makes up its id (a volatile field), the only id
+// a replay does not keep; any other id is returned as it is.
+func (c *Cassette) Renamed(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.renamed[id]; ok {
+		return n
+	}
+	return id
 }
 
 // firstMiss returns err, the error of a request that did not replay,

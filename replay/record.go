@@ -76,7 +76,7 @@ func (t *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		TransferEncoding: resp.TransferEncoding, ContentLength: resp.ContentLength, Uncompressed: resp.Uncompressed,
 		Headers: resp.Header.Clone(),
 	}
-	resp.Body = &teeBody{rc: resp.Body, rec: rec}
+	resp.Body = &teeBody{rc: resp.Body, rec: rec, length: resp.ContentLength}
 	return resp, nil
 }
 
@@ -105,12 +105,15 @@ func requestOf(req *http.Request, body []byte) Request {
 
 // teeBody keeps what the client reads of a response body.
 type teeBody struct {
-	rc  io.ReadCloser
-	rec *recording
+	rc     io.ReadCloser
+	rec    *recording
+	length int64 // the response's ContentLength: -1 if unknown
+	read   int64
 }
 
 func (b *teeBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
+	b.read += int64(n)
 	b.rec.write(p[:n])
 	switch {
 	case err == io.EOF:
@@ -124,6 +127,9 @@ func (b *teeBody) Read(p []byte) (int, error) {
 }
 
 func (b *teeBody) Close() error {
+	if b.length >= 0 && b.read >= b.length {
+		b.rec.finish(nil) // all of it was read (a 204's nothing too)
+	}
 	b.rec.finish(errors.New(endOpen))
 	return b.rc.Close()
 }

@@ -96,7 +96,7 @@ func exchange(ctx context.Context, c *http.Client, base string) ([]string, error
 	for !strings.Contains(got.String(), "ready") {
 		n, err := stream.Body.Read(buf)
 		got.Write(buf[:n])
-		if err != nil {
+		if err != nil && (err != io.EOF || !strings.Contains(got.String(), "ready")) {
 			return seen, err
 		}
 	}

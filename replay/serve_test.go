@@ -38,7 +38,9 @@ func TestServeHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body struct{ Error struct{ Type, Message string } }
+	var body struct {
+		Error struct{ Type, Message string }
+	}
 	b, _ := io.ReadAll(resp.Body)
 	json.Unmarshal(b, &body)
 	if resp.StatusCode != http.StatusBadRequest || body.Error.Type != "replay_mismatch" || !strings.Contains(body.Error.Message, "is not recorded") {

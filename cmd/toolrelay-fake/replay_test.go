@@ -63,7 +63,9 @@ func TestReplayCassette(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var e struct{ Error struct{ Type, Message string } }
+	var e struct {
+		Error struct{ Type, Message string }
+	}
 	json.Unmarshal(b, &e)
 	if resp.StatusCode != http.StatusBadRequest || e.Error.Type != "replay_mismatch" || !strings.Contains(e.Error.Message, "POST /v1/agents is not recorded") {
 		t.Errorf("a request not recorded: %d %s", resp.StatusCode, b)

@@ -16,6 +16,10 @@
 // FILE is a go-vcr cassette (gopkg.in/dnaeon/go-vcr.v4's format), a YAML
 // file whose name ends in ".yaml".
 //
+// A replaying Cassette is also an http.Handler ([Cassette.ServeHTTP]):
+// cmd/toolrelay-fake -replay FILE serves a cassette as a standalone fake,
+// for clients in any language.
+//
 // # Safe to commit
 //
 // Nothing secret is written: the values of the headers that carry

@@ -18,7 +18,9 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
+	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/sys v0.50.0
+	gopkg.in/dnaeon/go-vcr.v4 v4.0.8
 	modernc.org/sqlite v1.63.0
 )
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/replay"
 )
 
 // check refuses settings out of range. Every number and duration may be 0,
@@ -21,6 +22,11 @@ import (
 func (c *Settings) check() error {
 	if err := checkRanges(reflect.ValueOf(c).Elem(), ""); err != nil {
 		return err
+	}
+	if c.Replay != "" {
+		if _, _, err := replay.ParseSetting(c.Replay); err != nil {
+			return invalidSetting("replay", replay.EnvVar, errors.Unwrap(err))
+		}
 	}
 	if c.JournalRetention > 0 {
 		run := core.DefaultRunTimeout

@@ -95,6 +95,13 @@ type Settings struct {
 	// Prices): in the file an object {"model": {"input": 1.75, "output":
 	// 14}, "*": …}, in the environment the same object as JSON.
 	Prices Prices `json:"prices,omitempty" env:"TOOLRELAY_PRICES" doc:"prices per model (JSON)" doc_default:"none" runner:"Budget.Prices"`
+	// Replay records the backend's HTTP traffic into a cassette, or
+	// replays it from one, with no change to the program (package
+	// replay): "record:FILE", "replay:FILE" or "auto:FILE" (replay when
+	// FILE exists, else record). Every backend's requests go through it,
+	// Entra ID token requests included; the runner's Close writes a
+	// recording.
+	Replay string `json:"replay,omitempty" env:"TOOLRELAY_REPLAY" doc:"record, replay traffic" doc_default:"off"`
 }
 
 // Prices are the prices of tokens by model, as core.Budget.Prices; its

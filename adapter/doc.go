@@ -62,6 +62,7 @@
 //	tool calls per run       TOOLRELAY_MAX_TOOL_CALLS      max_tool_calls      no limit
 //	cost per run             TOOLRELAY_MAX_COST            max_cost            no limit
 //	prices per model (JSON)  TOOLRELAY_PRICES              prices              none
+//	record, replay traffic   TOOLRELAY_REPLAY              replay              off
 //
 // Each backend's own settings go in an object of the file named after its
 // section ("openai", "foundry", "responses", "fake"), in environment
@@ -85,6 +86,14 @@
 // fails it (DeadlineExceeded); a negative value means no limit. A journal retention must be at least
 // the run time limit, so that no result is pruned before its run has
 // sent it.
+//
+// The replay setting ("record:FILE", "replay:FILE" or "auto:FILE")
+// wraps the transport of whichever backend opens, its Entra ID token
+// requests included, in a cassette of package replay: recording writes
+// FILE, with no secret, when the runner closes; replaying answers every
+// request from FILE and sends nothing, failing closed (code
+// FailedPrecondition, with the nearest recorded request and the
+// difference) on a request that was not recorded.
 //
 // The budget settings make the runner's default budget (core.Budget, in
 // Options.Runner.Budget; a run's RunOptions.Budget overrides it): a run

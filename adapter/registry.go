@@ -18,6 +18,7 @@ import (
 	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/runnerhook"
 	"github.com/toolrelay/toolrelay/journal"
+	"github.com/toolrelay/toolrelay/replay"
 )
 
 // OpenRequest is what an [Opener] gets to open its backend.
@@ -213,6 +214,15 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner
 		}
 		opened = append(opened, store)
 	}
+	if cfg.Replay != "" {
+		tape, err := replay.Open(cfg.Replay, nil)
+		if err != nil {
+			opened.Close()
+			return nil, err
+		}
+		req.wrap = replayWrap(tape, o.WrapTransport)
+		opened = append(opened, tape) // closed last: it writes what the backend sent
+	}
 	added, err := addTools(ctx, req)
 	if err != nil {
 		opened.Close()
@@ -229,6 +239,20 @@ func Open(ctx context.Context, tools *core.Toolbox, opts *Options) (*core.Runner
 		runnerhook.OnClose(r, opened)
 	}
 	return r, nil
+}
+
+// replayWrap returns the transport wrapper of a backend whose traffic
+// goes through tape: the program's own wrapper (Options.WrapTransport, a
+// tracer perhaps), if any, over the cassette, so that a replayed request
+// is traced as a live one.
+func replayWrap(tape *replay.Cassette, wrap func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		rt = tape.Wrap(rt)
+		if wrap != nil {
+			rt = wrap(rt)
+		}
+		return rt
+	}
 }
 
 // notRegistered returns the error of opening the unregistered backend name.

@@ -24,6 +24,20 @@
 // one for each flow of the services' documentation (customer.json,
 // horoscope.json, weather.json).
 //
+// # Replay
+//
+// -replay FILE serves a cassette recorded by any program with
+// TOOLRELAY_REPLAY=record:FILE (package replay) instead of a script, over
+// plain HTTP on loopback, so that a client in any language replays what a
+// run sent and got: BASE_URL=http://HOST:PORT, every path as recorded
+// (append the recorded base path, such as /v1). It fails closed: a
+// request that was not recorded, or comes out of its thread's order, gets
+// 400 with a JSON error {"error": {"type": "replay_mismatch", "message":
+// …}} whose message names the nearest recorded request and shows the
+// difference.
+//
+//	go run ./cmd/toolrelay-fake -replay examples/customer/testdata/customer.yaml
+//
 // # Faults
 //
 // -faults names a JSON file of faults to inject, in the vocabulary of the
@@ -54,13 +68,16 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
+	"github.com/toolrelay/toolrelay/replay"
 )
 
 func main() {
@@ -79,9 +96,12 @@ func main() {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("toolrelay-fake", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: toolrelay-fake -backend openai|foundry|responses -script FILE [-addr 127.0.0.1:0] [-faults FILE] [-cert FILE]\n\n"+
+		fmt.Fprint(fs.Output(), "usage: toolrelay-fake -backend openai|foundry|responses -script FILE [-addr 127.0.0.1:0] [-faults FILE] [-cert FILE]\n"+
+			"       toolrelay-fake -replay FILE [-addr 127.0.0.1:0]\n\n"+
 			"Serves a fake service on loopback whose model plays the script, and prints\n"+
-			"BASE_URL=… (and OPENAI_BASE_URL=…, CERT=… for foundry and responses).\n\n")
+			"BASE_URL=… (and OPENAI_BASE_URL=…, CERT=… for foundry and responses).\n"+
+			"With -replay, serves a recorded cassette (package replay) over plain HTTP\n"+
+			"instead, every path as recorded, and prints BASE_URL=http://HOST:PORT.\n\n")
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(io.Discard)
@@ -89,6 +109,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	faultsPath := fs.String("faults", "", "a JSON file of faults to inject (see the package doc)")
 	scriptPath := fs.String("script", "", "the model script to play (coretest JSON)")
 	addr := fs.String("addr", "127.0.0.1:0", "the loopback address to listen on")
+	replayPath := fs.String("replay", "", "a cassette to serve (recorded with TOOLRELAY_REPLAY=record:FILE) instead of a script")
 	certPath := fs.String("cert", "", "where to write the certificate (foundry, responses); default: a temporary file, removed on exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -97,6 +118,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		return fmt.Errorf("%v (-h for help)", err)
+	}
+	if *replayPath != "" {
+		return serveCassette(ctx, *replayPath, *addr, stdout)
 	}
 	if *scriptPath == "" {
 		return errors.New("-script is required")
@@ -135,6 +159,24 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		ln.Close()
 		return fmt.Errorf("-backend must be openai, foundry or responses, not %q", *backend)
 	}
+	<-ctx.Done()
+	return nil
+}
+
+// serveCassette serves the cassette at path on addr until ctx ends.
+func serveCassette(ctx context.Context, path, addr string, stdout io.Writer) error {
+	c, err := replay.OpenFile(replay.Replay, path, nil)
+	if err != nil {
+		return err
+	}
+	ln, err := listen(addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	fmt.Fprintf(stdout, "BASE_URL=http://%s\n", ln.Addr())
 	<-ctx.Done()
 	return nil
 }

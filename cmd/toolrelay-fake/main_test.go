@@ -53,7 +53,7 @@ func start(t *testing.T, args ...string) map[string]string {
 	for lines.Scan() {
 		k, v, _ := strings.Cut(lines.Text(), "=")
 		settings[k] = v
-		if k == "BASE_URL" && args[1] == "openai" || k == "CERT" {
+		if k == "BASE_URL" && (args[1] == "openai" || args[0] == "-replay") || k == "CERT" {
 			break
 		}
 	}

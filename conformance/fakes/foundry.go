@@ -3,6 +3,7 @@ package fakes
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"sync"
 	"testing"
 
@@ -38,7 +39,16 @@ type foundryHarness struct {
 	srv          *foundrytest.Server
 	faults       []conformance.Fault
 	unauthorized bool
+
+	wrap      func(http.RoundTripper) http.RoundTripper // see Taped
+	replaying bool
 }
+
+func (h *foundryHarness) tape(wrap func(http.RoundTripper) http.RoundTripper, replaying bool) {
+	h.wrap, h.replaying = wrap, replaying
+}
+
+func (h *foundryHarness) stop() { h.srv.Close() }
 
 func (h *foundryHarness) MakeBackend(ctx context.Context, script *coretest.Script, tools *core.Toolbox) (driver.Backend, error) {
 	fo := &foundrytest.Options{Plain: h.plain, Token: "the-right-token"}
@@ -61,13 +71,13 @@ func (h *foundryHarness) Reopen(ctx context.Context, tools *core.Toolbox) (drive
 	if h.plain {
 		return trresponses.Open(ctx, tools, &trresponses.Options{
 			BaseURL: h.srv.OpenAIBaseURL(), APIKey: key, Model: "gpt-4.1-mini", Delivery: transport[h.stream], Mode: h.mode,
-			HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
+			HTTPClient: wrapped(h.srv.Client(), h.wrap), RequestOptions: fast, Logger: discard,
 		})
 	}
 	return foundry.Open(ctx, tools, &foundry.Options{
 		Endpoint: h.srv.ProjectEndpoint(), Token: token, Mode: h.mode, Delivery: transport[h.stream],
 		Definition: &foundry.AgentDefinition{Name: "conformance", Model: "gpt-4.1-mini"},
-		HTTPClient: h.srv.Client(), RequestOptions: fast, Logger: discard,
+		HTTPClient: wrapped(h.srv.Client(), h.wrap), RequestOptions: fast, Logger: discard,
 	})
 }
 
@@ -190,6 +200,9 @@ func (h *foundryHarness) Close() {
 		return
 	}
 	h.srv.Close()
+	if h.replaying {
+		return // the fake met nothing: the cassette holds what it did
+	}
 	for _, f := range h.faults {
 		status := map[conformance.FaultKind]int{conformance.RateLimited: 429, conformance.ServerError: 500}[f.Kind] // else 0: dropped
 		met := false

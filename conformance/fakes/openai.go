@@ -2,6 +2,7 @@ package fakes
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -36,7 +37,16 @@ type openaiHarness struct {
 	faults       []*pending
 	duplicate    bool
 	unauthorized bool
+
+	wrap      func(http.RoundTripper) http.RoundTripper // see Taped
+	replaying bool
 }
+
+func (s *openaiHarness) tape(wrap func(http.RoundTripper) http.RoundTripper, replaying bool) {
+	s.wrap, s.replaying = wrap, replaying
+}
+
+func (s *openaiHarness) stop() { s.srv.Close() }
 
 // pending is a fault the fake has yet to inject.
 type pending struct {
@@ -57,7 +67,7 @@ func (s *openaiHarness) Reopen(ctx context.Context, tools *core.Toolbox) (driver
 	}
 	return openai.Open(ctx, tools, &openai.Options{
 		BaseURL: s.srv.URL, APIKey: key, Delivery: map[bool]openai.Delivery{true: openai.Polling}[s.poll], PollInterval: time.Millisecond, Logger: discard,
-		RequestOptions: []option.RequestOption{option.WithMaxRetryDelay(time.Millisecond)},
+		RequestOptions: []option.RequestOption{option.WithMaxRetryDelay(time.Millisecond)}, HTTPClient: wrapped(nil, s.wrap),
 	})
 }
 
@@ -93,6 +103,9 @@ func (s *openaiHarness) OnService() map[string]int {
 func (s *openaiHarness) Close() {
 	if s.srv != nil {
 		s.srv.Close()
+	}
+	if s.replaying {
+		return // the fake met nothing: the cassette holds what it did
 	}
 	for _, p := range s.faults {
 		if p.left == max(p.f.Times, 1) {

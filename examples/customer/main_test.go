@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,7 @@ import (
 // the embedded fake.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"TOOLRELAY_CONFIG", "TOOLRELAY_BACKEND", "TOOLRELAY_SCRIPT"} {
+	for _, k := range []string{"TOOLRELAY_CONFIG", "TOOLRELAY_BACKEND", "TOOLRELAY_SCRIPT", "TOOLRELAY_REPLAY"} {
 		t.Setenv(k, "")
 	}
 }
@@ -55,6 +56,61 @@ func TestGetCustomer(t *testing.T) {
 		if err != nil || got.Found != tt.want.Found || (got.Customer == nil) != (tt.want.Customer == nil) ||
 			(got.Customer != nil && *got.Customer != *tt.want.Customer) {
 			t.Errorf("getCustomer(%q) = %+v, %v; want %+v", tt.id, got, err, tt.want)
+		}
+	}
+}
+
+// replayEnv sets the environment that replays cassette on the real
+// openai backend, with nothing listening at its base URL: the run needs
+// no fake, no key and no network.
+func replayEnv(t *testing.T, cassette string) {
+	t.Helper()
+	clearEnv(t)
+	t.Setenv("TOOLRELAY_BACKEND", "openai")
+	t.Setenv("OPENAI_API_KEY", "unused")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	t.Setenv("TOOLRELAY_REPLAY", "replay:"+cassette)
+}
+
+// TestReplay replays testdata/customer.yaml, recorded on the embedded fake
+// with
+//
+//	TOOLRELAY_REPLAY=record:examples/customer/testdata/customer.yaml go run ./examples/customer
+//
+// and checks the program prints what it printed then.
+func TestReplay(t *testing.T) {
+	replayEnv(t, filepath.Join("testdata", "customer.yaml"))
+	var out bytes.Buffer
+	if err := run(t.Context(), &out); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	checkOutput(t, out.String())
+}
+
+// TestReplayChanged replays a cassette in which the program had sent
+// another plan: the run fails, and the error shows the difference.
+func TestReplayChanged(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "customer.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := `\"plan\":\"pro\"}}","type":"agent.session.input.tool_result"`
+	changed := strings.Replace(string(b), sent, strings.Replace(sent, "pro", "basic", 1), 1)
+	if changed == string(b) {
+		t.Fatal("the cassette does not hold the result sent")
+	}
+	file := filepath.Join(t.TempDir(), "customer.yaml")
+	if err := os.WriteFile(file, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replayEnv(t, file)
+	err = run(t.Context(), io.Discard)
+	if err == nil {
+		t.Fatal("a run that sends what was not recorded passed")
+	}
+	for _, want := range []string{"is not recorded", "-recorded +sent", `basic`, `pro`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
 		}
 	}
 }

@@ -22,7 +22,12 @@ var secretHeaders = map[string]bool{"Cookie": true, "Set-Cookie": true, "Proxy-A
 // shapeRE matches secret-shaped values wherever they are: a bearer or
 // basic credential, a JWT (three base64url parts, the first two starting
 // with eyJ), an OpenAI-style key (sk-…), a SAS signature (sig=…).
-var shapeRE = regexp.MustCompile(`(?i)(?:\b(?:bearer|basic)[ \t]+[A-Za-z0-9._~+/=-]+)` +
+//
+// A bearer or basic credential runs to the next space, quote, backslash or
+// list separator, whatever its characters: a token of other characters
+// than base64's (FuzzRedact found "xxxx!000") was masked only up to the
+// first of them, its rest left in the cassette.
+var shapeRE = regexp.MustCompile(`(?i)(?:\b(?:bearer|basic)[ \t]+[^\s"'\\,;&]+)` +
 	`|(?:eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)` +
 	`|(?:\bsk-[A-Za-z0-9_-]{8,})` +
 	`|(?:\bsig=[^&\s"']+)`)

@@ -542,7 +542,7 @@ func (c *callRun) execute(ctx context.Context) (journaldriver.Result, error) {
 		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
 		return failed(InvalidArguments, msg), errors.New(msg)
 	}
-	return tool.invoke(ctx, call, args, c.toolTimeout(), c.outputLimit())
+	return tool.invoke(ctx, c.r.workers, call, args, c.toolTimeout(), c.outputLimit())
 }
 
 // toolTimeout returns how long a handler (or Verify hook) of the call's tool may run.

@@ -38,13 +38,13 @@ type handlerReturn struct {
 	stack []byte
 }
 
-// invoke runs the handler with the call in its context, for at most
-// timeout, and maps what it returns to a result.
-func (t *Tool) invoke(ctx context.Context, call *Call, args []byte, timeout time.Duration, lim outputLimit) (driver.Result, error) {
+// invoke runs the handler with the call in its context, on one of w's
+// goroutines, for at most timeout, and maps what it returns to a result.
+func (t *Tool) invoke(ctx context.Context, w *workers, call *Call, args []byte, timeout time.Duration, lim outputLimit) (driver.Result, error) {
 	tctx, cancel := context.WithTimeout(withCall(ctx, call), timeout)
 	defer cancel()
 	done := make(chan handlerReturn, 1)
-	go func() { done <- t.safeRun(tctx, args) }()
+	w.do(tctx, func() { done <- t.safeRun(tctx, args) })
 	var ret handlerReturn
 	select {
 	case ret = <-done:

@@ -149,6 +149,7 @@ type Runner struct {
 	emitMu  sync.Mutex
 	leases  leases
 	threads threadLocks
+	workers *workers // run the calls of a step side by side
 	// own is the journal when the runner made it: it forgets the calls
 	// of each run that ends with an answer.
 	own *journaldriver.Memory
@@ -167,6 +168,7 @@ func NewRunner(b driver.Backend, tools *Toolbox, opts *Options) *Runner {
 	o := &r.opts
 	defaults.Positive(&o.Concurrency, DefaultConcurrency)
 	defaults.Positive(&o.MaxSteps, DefaultMaxSteps)
+	r.workers = newWorkers(o.Concurrency)
 	if o.Journal == nil {
 		r.own = journaldriver.NewMemory()
 		o.Journal = r.own
@@ -215,6 +217,7 @@ func (r *Runner) Hooks() *Hooks { return r.opts.Hooks }
 // (such as the journal package adapter opens from configuration).
 func (r *Runner) Close() error {
 	r.leases.close()
+	r.workers.close()
 	err := r.b.Close()
 	if r.closer != nil {
 		err = errors.Join(err, r.closer.Close())

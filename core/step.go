@@ -91,7 +91,7 @@ launch:
 			break
 		}
 		launched++
-		go func() {
+		r.workers.do(ctx, func() {
 			results[i], errs[i] = s.runCall(ctx, &step.Calls[i], ask, h)
 			if errs[i] != nil && errs[i] != errPaused {
 				h.stop()
@@ -100,7 +100,7 @@ launch:
 				<-sem
 			}
 			done <- struct{}{}
-		}()
+		})
 	}
 	for launched > 0 {
 		select {

@@ -82,4 +82,10 @@
 // A cassette larger than Options.MaxCassetteBytes is refused on load, and
 // a recorded body (sent or received) larger than Options.MaxBodyBytes
 // fails the recording, with code ResourceExhausted.
+//
+// A cassette's file is parsed once: the parsed cassette is kept, keyed by
+// the file's path, modification time and size (a rewritten file is parsed
+// again), for the last 32 files opened, so that a test that opens the
+// same cassette many times (a replayed run per subtest) does not parse it
+// each time. Each Open replays from the start all the same.
 package replay

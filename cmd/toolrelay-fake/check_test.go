@@ -51,6 +51,8 @@ func TestCheck(t *testing.T) {
 			[]string{"every answer is the recorded one"}},
 		{"foundry clean", []string{"-check", "../../replay/testdata/foundry.yaml", "-script", lookup}, 0,
 			[]string{"every answer is the recorded one"}},
+		{"js clean", []string{"-check", jsCassette, "-script", "../../testdata/weather.json"}, 0,
+			[]string{"every answer is the recorded one"}},
 		{"target clean", []string{"-check", "../../examples/customer/testdata/customer.yaml", "-target", strings.TrimSuffix(served["BASE_URL"], "/v1")}, 0,
 			[]string{"every answer is the recorded one"}},
 		{"tampered", []string{"-check", tampered, "-script", "../../testdata/customer.json"}, 1,

@@ -94,7 +94,9 @@ func (d Difference) String() string {
 // stream carries the events of input posted after it was opened); a
 // request waits for the ids it names, and for every stream short of its
 // recorded events to be quiet (CheckOptions.Quiet). A stream the
-// recording's client closed early is compared up to the events it read.
+// recording's client closed early is compared up to the events it read;
+// one that does not end within CheckOptions.Wait, when the recorded one
+// ended, is cut and is a difference at "stream".
 // An interaction that failed in transport when recorded is not sent.
 //
 // The error is not a difference: a cassette that does not load (codes as
@@ -144,7 +146,13 @@ func Check(ctx context.Context, file, target string, opts *CheckOptions) ([]Diff
 		select {
 		case <-a.done:
 		case <-time.After(o.Wait):
-			return nil, &errcode.Error{Code: errcode.DeadlineExceeded, Op: fmt.Sprintf("replay: check #%d", a.n), Err: fmt.Errorf("the streamed body did not end within %v", o.Wait)}
+			// A stream that does not end as the recorded one did: it is
+			// cut, and compared with what it carried.
+			a.mu.Lock()
+			a.endless = true
+			a.mu.Unlock()
+			a.cancel()
+			<-a.done
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -172,12 +180,14 @@ type answer struct {
 	header   http.Header
 	recorded []sseEvent // the recorded events of a streamed body, nil for another
 	done     chan struct{}
+	cancel   func() // ends the request
 
-	mu     sync.Mutex
-	body   []byte     // a body not streamed
-	events []sseEvent // a streamed body's events so far
-	last   time.Time  // when the last event came (or the answer)
-	ended  bool
+	mu      sync.Mutex
+	body    []byte     // a body not streamed
+	events  []sseEvent // a streamed body's events so far
+	last    time.Time  // when the last event came (or the answer)
+	ended   bool
+	endless bool // a stream that did not end within CheckOptions.Wait
 }
 
 // send sends recorded request n, with the ids the target minted for the
@@ -232,7 +242,7 @@ func (k *checker) send(ctx context.Context, n int, in *Interaction) (*answer, er
 		rcancel()
 		return nil, &errcode.Error{Code: errcode.Unavailable, Err: err}
 	}
-	a := &answer{n: n, rec: in, status: resp.StatusCode, header: resp.Header, done: make(chan struct{}), last: time.Now()}
+	a := &answer{n: n, rec: in, status: resp.StatusCode, header: resp.Header, done: make(chan struct{}), last: time.Now(), cancel: rcancel}
 	if isSSE(in.Response.Headers) || isSSE(resp.Header) {
 		a.recorded = splitEvents(in.Response.Body)
 		go func() {
@@ -352,6 +362,9 @@ func (k *checker) compare(a *answer) *Difference {
 	if a.recorded != nil {
 		recorded["body"] = eventsValue(a.recorded, nil)
 		target["body"] = eventsValue(a.events, k.ids)
+		if a.endless {
+			target["stream"] = fmt.Sprintf("did not end within %v", k.opts.Wait)
+		}
 	} else {
 		recorded["body"] = bodyValue(a.rec.Response.Body, nil)
 		target["body"] = bodyValue(string(a.body), k.ids)

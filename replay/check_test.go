@@ -2,11 +2,14 @@ package replay_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolrelay/toolrelay/core/coretest"
@@ -163,5 +166,69 @@ func TestCheckErrors(t *testing.T) {
 		if errcode.Of(err) != tt.code || err == nil || !strings.Contains(err.Error(), tt.msg) || diffs != nil {
 			t.Errorf("Check(%s, %s) = %v, %v; want code %v and %q", tt.file, tt.target, diffs, err, tt.code, tt.msg)
 		}
+	}
+}
+
+// TestCheckStream records a stream of two events from a handler, then
+// checks handlers that answer otherwise: the same events (clean), the
+// same events and a stream that does not end (a difference at "stream"
+// once CheckOptions.Wait passes), one event of two (the second "only
+// recorded"), and an event's data that is not JSON.
+func TestCheckStream(t *testing.T) {
+	const events = "data: {\"type\":\"a\",\"id\":\"x_1\",\"created_at\":1}\n\nevent: done\ndata: {\"type\":\"b\",\"x_id\":\"x_1\"}\n\n"
+	sse := func(body string, hang bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte(body))
+			w.(http.Flusher).Flush()
+			if hang {
+				<-r.Context().Done()
+			}
+		}
+	}
+	file := filepath.Join(t.TempDir(), "stream.yaml")
+	rec, err := replay.OpenFile(replay.Record, file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := httptest.NewServer(sse(events, false))
+	resp, err := (&http.Client{Transport: rec.Wrap(nil)}).Get(src.URL + "/v1/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	src.Close()
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name string
+		h    http.HandlerFunc
+		want []string // the paths of the differences; nil: none
+	}{
+		{"same", sse(strings.ReplaceAll(strings.ReplaceAll(events, "x_1", "x_9"), `"created_at":1`, `"created_at":2`), false), nil},
+		{"endless", sse(events, true), []string{"stream"}},
+		{"one event", sse(events[:strings.Index(events, "event:")], false), []string{"body[1] (only recorded)"}},
+		{"not JSON", sse("data: {\"type\":\"a\",\"id\":\"x_1\",\"created_at\":1}\n\nevent: done\ndata: hello\n\n", false), []string{"body[1].data"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.h)
+			defer srv.Close()
+			diffs, err := replay.Check(t.Context(), file, srv.URL, &replay.CheckOptions{Wait: 500 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range diffs {
+				t.Logf("%s", d)
+				got = append(got, d.Paths...)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("paths of the differences (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -179,6 +179,7 @@ type answer struct {
 	status   int
 	header   http.Header
 	recorded []sseEvent // the recorded events of a streamed body, nil for another
+	live     bool       // the target's body is a stream
 	done     chan struct{}
 	cancel   func() // ends the request
 
@@ -243,8 +244,11 @@ func (k *checker) send(ctx context.Context, n int, in *Interaction) (*answer, er
 		return nil, &errcode.Error{Code: errcode.Unavailable, Err: err}
 	}
 	a := &answer{n: n, rec: in, status: resp.StatusCode, header: resp.Header, done: make(chan struct{}), last: time.Now(), cancel: rcancel}
-	if isSSE(in.Response.Headers) || isSSE(resp.Header) {
+	if isSSE(in.Response.Headers) {
 		a.recorded = splitEvents(in.Response.Body)
+	}
+	if isSSE(resp.Header) {
+		a.live = true
 		go func() {
 			defer rcancel()
 			k.stream(resp.Body, a, in.Response.Trailer.Get(endHeader) != "")
@@ -359,15 +363,16 @@ func (k *checker) settle(ctx context.Context, n int, in *Interaction) error {
 func (k *checker) compare(a *answer) *Difference {
 	recorded := map[string]any{"status": a.rec.Response.Code, "headers": mattering(a.rec.Response.Headers)}
 	target := map[string]any{"status": a.status, "headers": mattering(a.header)}
+	recorded["body"] = bodyValue(a.rec.Response.Body, nil)
 	if a.recorded != nil {
 		recorded["body"] = eventsValue(a.recorded, nil)
+	}
+	target["body"] = bodyValue(string(a.body), k.ids)
+	if a.live {
 		target["body"] = eventsValue(a.events, k.ids)
-		if a.endless {
-			target["stream"] = fmt.Sprintf("did not end within %v", k.opts.Wait)
-		}
-	} else {
-		recorded["body"] = bodyValue(a.rec.Response.Body, nil)
-		target["body"] = bodyValue(string(a.body), k.ids)
+	}
+	if a.endless {
+		target["stream"] = fmt.Sprintf("did not end within %v", k.opts.Wait)
 	}
 	var r pathReporter
 	if cmp.Equal(recorded, target, cmp.Reporter(&r)) {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +231,29 @@ func TestCheckStream(t *testing.T) {
 				t.Errorf("paths of the differences (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCheckStreamAnsweredPlain: a recorded stream the target answers with
+// a JSON error shows the error's body, not only the events missing.
+func TestCheckStreamAnsweredPlain(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"error":{"code":"resource_not_found","message":"No agent found with id 'agent_1'."}}`))
+	}))
+	defer srv.Close()
+	diffs, err := replay.Check(t.Context(), filepath.Join("testdata", "openai.yaml"), srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var two *replay.Difference
+	for i := range diffs {
+		if diffs[i].Interaction == 2 {
+			two = &diffs[i]
+		}
+	}
+	if two == nil || !strings.Contains(two.Diff, "No agent found") || !slices.Contains(two.Paths, "status") {
+		t.Errorf("the stream answered 404: %v", two)
 	}
 }

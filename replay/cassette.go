@@ -119,7 +119,6 @@ func OpenFile(mode Mode, file string, opts *Options) (*Cassette, error) {
 			c.mode = Record
 		}
 	}
-	op := "replay: cassette " + file
 	switch c.mode {
 	case Record:
 		c.c = &cassetteFile{Version: FormatVersion}
@@ -128,29 +127,11 @@ func OpenFile(mode Mode, file string, opts *Options) (*Cassette, error) {
 	default:
 		return nil, invalid(fmt.Errorf("unknown mode %q", mode))
 	}
-	st, err := os.Stat(file)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, &errcode.Error{Code: errcode.NotFound, Op: op, Err: errors.New("no such file: record it first (record:FILE or auto:FILE)")}
-	case err != nil:
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: err}
-	case st.Size() > c.opts.MaxCassetteBytes:
-		return nil, &errcode.Error{Code: errcode.ResourceExhausted, Op: op, Err: fmt.Errorf("%d bytes, more than the limit of %d (Options.MaxCassetteBytes)", st.Size(), c.opts.MaxCassetteBytes)}
-	}
-	b, err := os.ReadFile(file)
+	p, err := load(file, c.opts.MaxCassetteBytes)
 	if err != nil {
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: err}
+		return nil, err
 	}
-	c.c = new(cassetteFile)
-	if err := yaml.Unmarshal(b, c.c); err != nil {
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: fmt.Errorf("not a go-vcr cassette: %w", err)}
-	}
-	if c.c.Version != FormatVersion {
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: op, Err: fmt.Errorf("not a go-vcr cassette of format version %d", FormatVersion)}
-	}
-	for _, i := range c.c.Interactions {
-		c.canon = append(c.canon, canonOf(&i.Request))
-	}
+	c.c, c.canon = p.c, p.canon
 	c.played = make([]bool, len(c.canon))
 	return c, nil
 }

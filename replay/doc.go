@@ -63,6 +63,36 @@
 // break; a request that failed in transport fails again; a request the
 // program cancelled waits for its context to end again.
 //
+// # Checking a fake against a recording
+//
+// [Check] sends a cassette's requests, in order, to a fake and returns
+// where its answers differ from the recorded ones (status, Content-Type,
+// bodies compared as JSON, a stream event by event), the volatile fields
+// ignored by the rules above, each difference named by its interaction
+// and JSON path and shown with go-cmp. The ids the fake mints are mapped
+// to the recorded ones, so that a request naming a recorded session,
+// response or conversation is sent with the fake's. cmd/toolrelay-fake
+// -check FILE is its command: a cassette recorded against the real
+// service checks a fake against the service's traffic.
+//
+// # Webhook deliveries are not recorded
+//
+// A cassette holds what a program sends and is answered; a webhook
+// delivery (openai.WebhookHandler) is sent to the program, by the
+// service, and is not recorded. Replaying one would not test what
+// matters: each delivery is signed with the endpoint's secret over its
+// timestamp (a cassette may hold neither the secret nor a signature that
+// verifies long after), a recorded delivery is older than the handler's
+// tolerance (openai.DefaultWebhookTolerance, 5 minutes), and its event id
+// is one the handler takes once; a replay would have to re-sign it with
+// a secret the test makes up, that is, make a new delivery. What a
+// delivery makes the program do is recorded: the resume it starts
+// (core.Runner.Resume, tried again within WebhookOptions.RetryFor, else
+// handed over) sends its requests through the backend's transport like
+// any other. A test of the webhook path makes its deliveries with the
+// fake (openaitest.Options.Webhooks signs them afresh for each attempt),
+// and replays the requests the resume sends, if it replays at all.
+//
 // # Why go-vcr's format, not its code
 //
 // Cassettes are go-vcr's (gopkg.in/dnaeon/go-vcr.v4, format version 2):
@@ -82,4 +112,10 @@
 // A cassette larger than Options.MaxCassetteBytes is refused on load, and
 // a recorded body (sent or received) larger than Options.MaxBodyBytes
 // fails the recording, with code ResourceExhausted.
+//
+// A cassette's file is parsed once: the parsed cassette is kept, keyed by
+// the file's path, modification time and size (a rewritten file is parsed
+// again), for the last 32 files opened, so that a test that opens the
+// same cassette many times (a replayed run per subtest) does not parse it
+// each time. Each Open replays from the start all the same.
 package replay

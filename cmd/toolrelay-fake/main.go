@@ -38,6 +38,22 @@
 //
 //	go run ./cmd/toolrelay-fake -replay examples/customer/testdata/customer.yaml
 //
+// # Checking a fake
+//
+// -check FILE sends the requests of a cassette (recorded against the real
+// service, say) to a fake and prints where the fake's answers differ from
+// the recorded ones (replay.Check): each difference names the recorded
+// interaction and the JSON paths, and shows the values (-recorded
+// +target). With -script, the fake is the one of the cassette's backend
+// (openai, or foundry when its requests name a Foundry project; -backend
+// to choose) started in this process, playing the script the recording's
+// model played; with -target URL, the fake already serving there. The
+// exit status is 0 when every answer is the recorded one, 1 when some
+// differ, 2 when the check could not be made (a file that cannot be read,
+// a fake that does not answer, a bad flag).
+//
+//	go run ./cmd/toolrelay-fake -check examples/customer/testdata/customer.yaml -script testdata/customer.json
+//
 // # Faults
 //
 // -faults names a JSON file of faults to inject, in the vocabulary of the
@@ -72,6 +88,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -85,7 +102,15 @@ func main() {
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout)
 	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
+	var ee *exitError
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &ee):
+		if ee != errDiffer {
+			fmt.Fprintf(os.Stderr, "toolrelay-fake: %v\n", err)
+		}
+		os.Exit(ee.code)
+	default:
 		log.SetFlags(0)
 		log.Fatalf("toolrelay-fake: %v", err)
 	}
@@ -97,11 +122,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("toolrelay-fake", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: toolrelay-fake -backend openai|foundry|responses -script FILE [-addr 127.0.0.1:0] [-faults FILE] [-cert FILE]\n"+
-			"       toolrelay-fake -replay FILE [-addr 127.0.0.1:0]\n\n"+
+			"       toolrelay-fake -replay FILE [-addr 127.0.0.1:0]\n"+
+			"       toolrelay-fake -check FILE (-script FILE [-backend openai|foundry|responses] | -target URL)\n\n"+
 			"Serves a fake service on loopback whose model plays the script, and prints\n"+
 			"BASE_URL=… (and OPENAI_BASE_URL=…, CERT=… for foundry and responses).\n"+
 			"With -replay, serves a recorded cassette (package replay) over plain HTTP\n"+
-			"instead, every path as recorded, and prints BASE_URL=http://HOST:PORT.\n\n")
+			"instead, every path as recorded, and prints BASE_URL=http://HOST:PORT.\n"+
+			"With -check, sends a cassette's requests to a fake (one started here playing\n"+
+			"-script, or the one at -target) and prints where its answers differ from the\n"+
+			"recorded ones; exit status 0 when none do, 1 when some do, 2 on an error.\n\n")
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(io.Discard)
@@ -110,6 +139,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	scriptPath := fs.String("script", "", "the model script to play (coretest JSON)")
 	addr := fs.String("addr", "127.0.0.1:0", "the loopback address to listen on")
 	replayPath := fs.String("replay", "", "a cassette to serve (recorded with TOOLRELAY_REPLAY=record:FILE) instead of a script")
+	checkPath := fs.String("check", "", "a cassette whose requests to send to a fake, printing where its answers differ from the recorded ones")
+	target := fs.String("target", "", "with -check: the base URL of a fake already serving (scheme, host and port), instead of one started here")
 	certPath := fs.String("cert", "", "where to write the certificate (foundry, responses); default: a temporary file, removed on exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -117,7 +148,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			fs.Usage()
 			return err
 		}
-		return fmt.Errorf("%v (-h for help)", err)
+		err = fmt.Errorf("%v (-h for help)", err)
+		if checking(args) {
+			return checkUsage(err)
+		}
+		return err
+	}
+	if *checkPath != "" {
+		return check(ctx, *checkPath, *target, *backend, *scriptPath, stdout)
 	}
 	if *replayPath != "" {
 		return serveCassette(ctx, *replayPath, *addr, stdout)
@@ -161,6 +199,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// checking reports whether args ask for -check.
+func checking(args []string) bool {
+	for _, a := range args {
+		if a == "-check" || a == "--check" || strings.HasPrefix(a, "-check=") || strings.HasPrefix(a, "--check=") {
+			return true
+		}
+	}
+	return false
 }
 
 // serveCassette serves the cassette at path on addr until ctx ends.

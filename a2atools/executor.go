@@ -84,6 +84,10 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 	} else {
 		st = s.r.Stream(runCtx, text, &ro)
 	}
+	// The working status comes before any artifact: a2a-go (v0.3.3)
+	// appends an artifact to the task event last written, which a stream
+	// may be encoding (a data race); a status update replaces it by a
+	// copy.
 	if err := q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking, nil)); err != nil {
 		stop()
 		s.reg.end(rc.TaskID, run)

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -196,7 +197,13 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		base := scheme + "://" + r.Host + strings.TrimSuffix(r.URL.Path, a2asrv.WellKnownAgentCardPath)
+		// The path as the client asked for it (RequestURI), which
+		// http.StripPrefix leaves whole, the handler's mount included.
+		path := r.URL.Path
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil && strings.HasSuffix(u.Path, a2asrv.WellKnownAgentCardPath) {
+			path = u.Path
+		}
+		base := scheme + "://" + r.Host + strings.TrimSuffix(path, a2asrv.WellKnownAgentCardPath)
 		if !strings.HasSuffix(base, "/") {
 			base += "/"
 		}
@@ -257,9 +264,9 @@ func (s *server) leave(who string) {
 // agentCard returns the agent's card.
 func (s *server) agentCard(ctx context.Context) (*a2a.AgentCard, error) {
 	o := &s.opts
-	url := o.URL
-	if url == "" {
-		url, _ = ctx.Value(endpointKey{}).(string)
+	endpoint := o.URL
+	if endpoint == "" {
+		endpoint, _ = ctx.Value(endpointKey{}).(string)
 	}
 	skills := o.Skills
 	var names []string
@@ -286,7 +293,7 @@ func (s *server) agentCard(ctx context.Context) (*a2a.AgentCard, error) {
 		Description:        desc,
 		Version:            cmpOr(o.Version, "1"),
 		ProtocolVersion:    "0.3.0",
-		URL:                url,
+		URL:                endpoint,
 		PreferredTransport: a2a.TransportProtocolJSONRPC,
 		DefaultInputModes:  []string{"text/plain", "application/json"},
 		DefaultOutputModes: []string{"text/plain"},

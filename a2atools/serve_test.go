@@ -44,45 +44,59 @@ type orderArgs struct {
 // needs approval), lookup, and wait (it runs until its context ends).
 func newAgent(t *testing.T, script *coretest.Script) *agent {
 	t.Helper()
-	a := &agent{started: make(chan struct{}, 4)}
-	refund, err := core.NewTool("refund", "Refunds an order.", func(_ context.Context, in orderArgs) (string, error) {
-		a.refunds.Add(1)
-		return "refunded " + in.Order, nil
-	}, &core.ToolOptions{Approval: core.ApprovalAlways("money goes out")})
+	a, h, err := agentHandler(script, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lookup, err := core.NewTool("lookup", "Looks an order up.", func(_ context.Context, in orderArgs) (string, error) {
-		return "order " + in.Order + " is shipped", nil
-	}, &core.ToolOptions{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wait, err := core.NewTool("wait", "Waits.", func(ctx context.Context, _ struct{}) (string, error) {
-		a.started <- struct{}{}
-		<-ctx.Done()
-		return "", ctx.Err()
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, err := core.NewToolbox(refund, lookup, wait)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.b = coretest.NewBackend(script, &coretest.BackendOptions{Tools: tb, DeltaSize: 4})
-	a.r = core.NewRunner(a.b, tb, &core.Options{Logger: quiet})
-	h := a2atools.NewHandler(a.r, &a2atools.ServeOptions{
-		Name:     "shop",
-		Identity: func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
-		Logger:   quiet,
-	})
 	a.Server = httptest.NewServer(h)
 	t.Cleanup(func() {
 		a.Server.Close()
 		a.r.Close()
 	})
 	return a
+}
+
+// agentHandler returns the agent of newAgent and its handler, serving at
+// url (empty: where its card is asked for).
+func agentHandler(script *coretest.Script, url string) (*agent, http.Handler, error) {
+	a := &agent{started: make(chan struct{}, 4)}
+	refund, err := core.NewTool("refund", "Refunds an order.", func(_ context.Context, in orderArgs) (string, error) {
+		a.refunds.Add(1)
+		return "refunded " + in.Order, nil
+	}, &core.ToolOptions{Approval: core.ApprovalAlways("money goes out")})
+	if err != nil {
+		return nil, nil, err
+	}
+	lookup, err := core.NewTool("lookup", "Looks an order up.", func(_ context.Context, in orderArgs) (string, error) {
+		return "order " + in.Order + " is shipped", nil
+	}, &core.ToolOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	wait, err := core.NewTool("wait", "Waits.", func(ctx context.Context, _ struct{}) (string, error) {
+		select {
+		case a.started <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return "", ctx.Err()
+	}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	tb, err := core.NewToolbox(refund, lookup, wait)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.b = coretest.NewBackend(script, &coretest.BackendOptions{Tools: tb, DeltaSize: 4})
+	a.r = core.NewRunner(a.b, tb, &core.Options{Logger: quiet})
+	h := a2atools.NewHandler(a.r, &a2atools.ServeOptions{
+		Name:     "shop",
+		URL:      url,
+		Identity: func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
+		Logger:   quiet,
+	})
+	return a, h, nil
 }
 
 // userTransport names its identity in every request.

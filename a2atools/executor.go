@@ -37,10 +37,11 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		if text, err = input(rc.Message, s.opts.MaxInputBytes); err != nil {
 			return err
 		}
-		if thread, err = s.reg.start(who, rc.TaskID, rc.ContextID); err != nil {
+		task := a2a.NewSubmittedTask(rc, rc.Message)
+		if thread, err = s.reg.start(who, task); err != nil {
 			return err
 		}
-		if err := q.Write(ctx, a2a.NewSubmittedTask(rc, rc.Message)); err != nil {
+		if err := q.Write(ctx, task); err != nil {
 			return err
 		}
 	} else {

@@ -88,10 +88,16 @@ func (g *registry) admit(who, id string) error {
 	return nil
 }
 
-// start records task id, new, of who on context ctxID, and returns the
-// context's thread ("" for a new one). It fails when the context has
-// another task going on (a race lost to another message).
-func (g *registry) start(who string, id a2a.TaskID, ctxID string) (string, error) {
+// start records task, new, of who, and returns its context's thread (""
+// for a new one). It fails when the context has another task going on (a
+// race lost to another message). The task is kept as it is until a2a-go
+// saves it, so that tasks/get and tasks/cancel find it at once.
+func (g *registry) start(who string, task *a2a.Task) (string, error) {
+	id, ctxID := task.ID, task.ContextID
+	saved, err := json.Marshal(task)
+	if err != nil {
+		return "", err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c, ok := g.contexts[ctxID]
@@ -109,7 +115,7 @@ func (g *registry) start(who string, id a2a.TaskID, ctxID string) (string, error
 	}
 	t, ok := g.tasks[id]
 	if !ok {
-		t = &taskRec{state: a2a.TaskStateSubmitted}
+		t = &taskRec{state: task.Status.State, saved: saved}
 		g.tasks[id] = t
 		g.order = append(g.order, id)
 	}
@@ -117,6 +123,14 @@ func (g *registry) start(who string, id a2a.TaskID, ctxID string) (string, error
 	c.task = id
 	c.tasks++
 	return c.thread, nil
+}
+
+// running reports whether task id has a run going on.
+func (g *registry) running(id a2a.TaskID) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.tasks[id]
+	return t != nil && t.run != nil
 }
 
 // thread returns the thread of task id's context.

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
@@ -371,7 +372,12 @@ func (g *guard) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (a2
 	if err := g.admit(ctx, p); err != nil {
 		return nil, err
 	}
-	return g.RequestHandler.OnSendMessage(ctx, p)
+	for pause := time.Duration(0); ; {
+		res, err := g.RequestHandler.OnSendMessage(ctx, p)
+		if pause = g.again(ctx, p, err, pause); pause == 0 {
+			return res, err
+		}
+	}
 }
 
 // OnSendMessageStream implements a2asrv.RequestHandler.
@@ -379,7 +385,52 @@ func (g *guard) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendParam
 	if err := g.admit(ctx, p); err != nil {
 		return single(err)
 	}
-	return g.RequestHandler.OnSendMessageStream(ctx, p)
+	return func(yield func(a2a.Event, error) bool) {
+		for pause := time.Duration(0); ; {
+			first := true
+			retry := false
+			for ev, err := range g.RequestHandler.OnSendMessageStream(ctx, p) {
+				if first && err != nil {
+					if pause = g.again(ctx, p, err, pause); pause != 0 {
+						retry = true
+						break
+					}
+				}
+				first = false
+				if !yield(ev, err) {
+					return
+				}
+			}
+			if !retry {
+				return
+			}
+		}
+	}
+}
+
+// maxSettle bounds the wait for a2a-go to let a task go after its run.
+const maxSettle = 2 * time.Second
+
+// again reports, for a message on a task refused with err, how long to
+// pause before trying again (0: not again). a2a-go (v0.3.3) lets a task's
+// execution go a moment after its last event was sent: a message that
+// answers an input-required task at once can find it "already in
+// progress" though its run ended. Such a message is tried again, after a
+// growing pause, for at most maxSettle in all; not when the task's run
+// really goes on.
+func (g *guard) again(ctx context.Context, p *a2a.MessageSendParams, err error, waited time.Duration) time.Duration {
+	if err == nil || p.Message.TaskID == "" || waited >= maxSettle || !strings.Contains(err.Error(), "task execution is already in progress") || g.s.reg.running(p.Message.TaskID) {
+		return 0
+	}
+	pause := min(max(2*waited, 5*time.Millisecond), 100*time.Millisecond)
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return 0
+	case <-t.C:
+	}
+	return waited + pause
 }
 
 // OnSetTaskPushConfig implements a2asrv.RequestHandler: the agent sends

@@ -447,3 +447,165 @@ func TestServeBadInput(t *testing.T) {
 		t.Errorf("the service received %d requests, want none", n)
 	}
 }
+
+// TestServeCard: the card names the handler's mount, under
+// http.StripPrefix too, or ServeOptions.URL; Skills replace the tools'.
+func TestServeCard(t *testing.T) {
+	_, h, err := agentHandler(lookupScript, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/agents/shop/", http.StripPrefix("/agents/shop", h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	card, err := agentcard.DefaultResolver.Resolve(t.Context(), srv.URL+"/agents/shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := srv.URL + "/agents/shop/"; card.URL != want {
+		t.Errorf("card URL = %q, want %q", card.URL, want)
+	}
+
+	given := a2atools.NewHandler(&core.Runner{}, &a2atools.ServeOptions{
+		Identity: func(*http.Request) (string, error) { return "x", nil },
+		URL:      "https://agents.example.com/shop",
+		Skills:   []a2a.AgentSkill{{ID: "refunds", Name: "Refunds"}},
+	})
+	srv2 := httptest.NewServer(given)
+	t.Cleanup(srv2.Close)
+	card, err = agentcard.DefaultResolver.Resolve(t.Context(), srv2.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.URL != "https://agents.example.com/shop" || len(card.Skills) != 1 || card.Skills[0].ID != "refunds" {
+		t.Errorf("card = URL %q, skills %+v; want the options'", card.URL, card.Skills)
+	}
+}
+
+// TestServeIdentities: another identity can neither get, cancel nor
+// answer a task, nor continue its context; a browser's page of another
+// origin is refused; an identity's requests in flight are bounded.
+func TestServeIdentities(t *testing.T) {
+	a := newAgent(t, refundScript)
+	task := asTask(t)(a.client(t, "ana").SendMessage(t.Context(), userText("refund order 7")))
+	if task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("task = %s, want input-required", task.Status.State)
+	}
+	bob := a.client(t, "bob")
+	if _, err := bob.CancelTask(t.Context(), &a2a.TaskIDParams{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("bob's cancel: %v, want task not found", err)
+	}
+	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "approve"})
+	m.TaskID = task.ID
+	if _, err := bob.SendMessage(t.Context(), &a2a.MessageSendParams{Message: m}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("bob's approval: %v, want task not found", err)
+	}
+	p := userText("hello")
+	p.Message.ContextID = task.ContextID
+	if _, err := bob.SendMessage(t.Context(), p); err == nil || !strings.Contains(err.Error(), "belongs to another caller") {
+		t.Errorf("bob's message on ana's context: %v, want it refused", err)
+	}
+	if a.refunds.Load() != 0 {
+		t.Error("a refund was made")
+	}
+
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.URL, strings.NewReader(`{}`))
+	req.Header.Set("X-User", "ana")
+	req.Header.Set("Origin", "https://evil.example.com")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-site page's request = %d, want 403", resp.StatusCode)
+	}
+}
+
+// TestServeInFlight: past MaxInFlight requests of one identity at once,
+// the next is refused (429); another identity is served.
+func TestServeInFlight(t *testing.T) {
+	wa := newAgent(t, waitScript)
+	h := a2atools.NewHandler(wa.r, &a2atools.ServeOptions{
+		Identity:    func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
+		MaxInFlight: 1,
+		Logger:      quiet,
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	post := func(ctx context.Context, user, body string) int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("X-User", user)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		defer resp.Body.Close()
+		if user == "ana" && resp.StatusCode == 200 {
+			// The stream goes on until ctx ends.
+			io.Copy(io.Discard, resp.Body)
+		}
+		return resp.StatusCode
+	}
+	go post(ctx, "ana", `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"wait"}]}}}`)
+	select {
+	case <-wa.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait call did not start")
+	}
+	get := `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":"x"}}`
+	if got := post(t.Context(), "ana", get); got != http.StatusTooManyRequests {
+		t.Errorf("ana's second request = %d, want 429", got)
+	}
+	if got := post(t.Context(), "bob", get); got != http.StatusOK {
+		t.Errorf("bob's request = %d, want 200", got)
+	}
+}
+
+// TestServeMaxTasks: past MaxTasks, the oldest task that ended is
+// forgotten; while every task kept goes on, a new one is refused.
+func TestServeMaxTasks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script *coretest.Script
+		want   string // what becomes of the third task
+	}{
+		{"ended", lookupScript, "the first forgotten"},
+		{"going on", refundScript, "refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ag := newAgent(t, tc.script)
+			srv := httptest.NewServer(a2atools.NewHandler(ag.r, &a2atools.ServeOptions{
+				Identity: func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
+				MaxTasks: 2,
+				Logger:   quiet,
+			}))
+			t.Cleanup(srv.Close)
+			ag.Server.URL = srv.URL // the client reads this server's card
+			c := ag.client(t, "ana")
+			var ids []a2a.TaskID
+			for range 2 {
+				ids = append(ids, asTask(t)(c.SendMessage(t.Context(), userText("where is order 7?"))).ID)
+			}
+			res, err := c.SendMessage(t.Context(), userText("where is order 7?"))
+			got := ""
+			switch {
+			case err != nil && strings.Contains(err.Error(), "too many tasks going on"):
+				got = "refused"
+			case err == nil:
+				if _, gerr := c.GetTask(t.Context(), &a2a.TaskQueryParams{ID: ids[0]}); errors.Is(gerr, a2a.ErrTaskNotFound) {
+					if _, gerr := c.GetTask(t.Context(), &a2a.TaskQueryParams{ID: res.(*a2a.Task).ID}); gerr == nil {
+						got = "the first forgotten"
+					}
+				}
+			}
+			if got != tc.want {
+				t.Errorf("the third task: %v, %v; want %s", res, err, tc.want)
+			}
+		})
+	}
+}

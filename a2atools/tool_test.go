@@ -3,6 +3,7 @@ package a2atools_test
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -100,7 +101,7 @@ func newRemoteAgent(t *testing.T, streaming bool, endpoint func(self string) str
 	t.Helper()
 	ra := &remoteAgent{started: make(chan struct{}, 1), release: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.Handle("/rpc", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ra, a2asrv.WithLogger(quiet))))
+	mux.Handle("/rpc", a2asrv.NewJSONRPCHandler(settling{a2asrv.NewHandler(ra, a2asrv.WithLogger(quiet))}))
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewAgentCardHandler(a2asrv.AgentCardProducerFn(func(context.Context) (*a2a.AgentCard, error) {
 		url := ra.URL + "/rpc"
 		if endpoint != nil {
@@ -127,6 +128,44 @@ func newRemoteAgent(t *testing.T, streaming bool, endpoint func(self string) str
 		ra.Server.Close()
 	})
 	return ra
+}
+
+// settling tries a message on a task again while a2a-go (v0.3.3) still
+// holds the task's execution that just ended (an answer sent at once to
+// an input-required task is refused "already in progress" otherwise), as
+// NewHandler's server does.
+type settling struct{ a2asrv.RequestHandler }
+
+func (s settling) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+	for i := 0; ; i++ {
+		res, err := s.RequestHandler.OnSendMessage(ctx, p)
+		if err == nil || i == 100 || !strings.Contains(err.Error(), "already in progress") {
+			return res, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (s settling) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendParams) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		for i := 0; ; i++ {
+			first, again := true, false
+			for ev, err := range s.RequestHandler.OnSendMessageStream(ctx, p) {
+				if first && err != nil && i < 100 && strings.Contains(err.Error(), "already in progress") {
+					again = true
+					break
+				}
+				first = false
+				if !yield(ev, err) {
+					return
+				}
+			}
+			if !again {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 func (ra *remoteAgent) texts() []string {

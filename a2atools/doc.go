@@ -13,9 +13,10 @@
 // execute_tool span, toolrelay.tool.server), bounded by the tool's
 // timeout.
 //
+//	j := driver.NewMemory() // or SQLite, PostgreSQL: journals that keep notes
 //	desk, err := a2atools.NewTool(ctx, "https://refunds.example.com", &a2atools.ToolOptions{
 //		Headers: map[string]string{"Authorization": "Bearer " + token},
-//		Notes:   journal, // the runner's journal: a resume asks about the same task
+//		Notes:   j, // the runner's journal: a resume asks about the same task
 //	})
 //	tools, err := core.NewToolbox(desk)
 //
@@ -57,7 +58,7 @@
 // /.well-known/agent-card.json, and message/send, message/stream,
 // tasks/get, tasks/cancel and tasks/resubscribe.
 //
-//	h := a2atools.NewHandler(runner, &a2atools.ServeOptions{Identity: callerOf, Name: "Refund Desk"})
+//	h := a2atools.NewHandler(runner, &a2atools.ServeOptions{Identity: userOf, Name: "Refund Desk"})
 //	mux.Handle("/refunds/", http.StripPrefix("/refunds", h))
 //
 // Each A2A context is a thread of the runner; each task a turn on it, one

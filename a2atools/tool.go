@@ -228,7 +228,15 @@ func (r *remote) call(ctx context.Context, in callArgs) (string, error) {
 	}
 	call, hasCall := core.CallFromContext(ctx)
 	if id := r.noted(ctx, call, hasCall); id != "" {
+		// The call ran before and its task was noted: wait for it
+		// rather than send the message again.
 		task, err := r.wait(ctx, id)
+		if errors.Is(err, a2a.ErrTaskNotFound) {
+			return "", &core.ModelError{
+				Message: fmt.Sprintf("the agent %q no longer knows the task this call started; whether it took effect is unknown", r.agent),
+				Err:     &errcode.Error{Code: errcode.NotFound, Op: "a2atools: agent " + r.agent, Err: err},
+			}
+		}
 		return r.answer(ctx, nil, task, err)
 	}
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: in.Message})

@@ -292,6 +292,15 @@ func TestToolResume(t *testing.T) {
 				t.Errorf("the agent received (-want +got):\n%s", diff)
 			}
 
+			// A noted task the agent forgot: the outcome is unknown, and
+			// nothing is sent.
+			if err := j.SetNote(t.Context(), "a2atools", "th", "task/tu/c9", "forgotten"); err != nil {
+				t.Fatal(err)
+			}
+			if out, failed := callTool(t, r, "c9", `{"message": "slow"}`, false); !failed || !strings.Contains(out, "no longer knows the task") {
+				t.Errorf("a forgotten task = %q (failed %v), want its outcome unknown", out, failed)
+			}
+
 			// Without notes, the call's outcome is unknown.
 			bare, err := a2atools.NewTool(t.Context(), ra.URL, nil)
 			if err != nil {
@@ -389,12 +398,18 @@ func TestToolLimits(t *testing.T) {
 // TestToolAgainstServe: a runner served by NewHandler is the remote agent
 // of another runner's tool.
 func TestToolAgainstServe(t *testing.T) {
-	a := newAgent(t, lookupScript)
-	tool, err := a2atools.NewTool(t.Context(), a.URL, &a2atools.ToolOptions{Headers: map[string]string{"X-User": "ana"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, failed := callTool(t, runnerOf(t, tool, nil), "c1", `{"message": "where is order 7?"}`, false); failed || out != "Your order 7 is shipped." {
-		t.Errorf("= %q (failed %v), want the served runner's answer", out, failed)
+	for _, noStream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stream", true: "send"}[noStream], func(t *testing.T) {
+			a := newAgent(t, lookupScript)
+			tool, err := a2atools.NewTool(t.Context(), a.URL, &a2atools.ToolOptions{
+				Headers: map[string]string{"X-User": "ana"}, NoStream: noStream, PollInterval: 10 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, failed := callTool(t, runnerOf(t, tool, nil), "c1", `{"message": "where is order 7?"}`, false); failed || out != "Your order 7 is shipped." {
+				t.Errorf("= %q (failed %v), want the served runner's answer", out, failed)
+			}
+		})
 	}
 }

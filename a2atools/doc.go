@@ -38,11 +38,15 @@
 // Exactly once: with [ToolOptions].Notes (the runner's journal, when it
 // keeps notes), each call notes the id of its A2A task as soon as the
 // agent names it, under the call's journal key. A call found started but
-// not finished (a crash, a takeover, a run stopped mid-call) is decided
-// by the tool's Verify hook: it asks the agent about the noted task
-// (tasks/get) and sends the answer if the task completed; otherwise the
-// call runs again and waits for the same task, sending nothing. Without
-// notes, such a call's outcome is unknown and it is not run again.
+// not finished (a crash, a takeover) is decided by the tool's Verify
+// hook: it asks the agent about the noted task (tasks/get) and sends the
+// answer if the task completed; otherwise the call runs again, and a
+// call that runs again (so does one whose run was stopped mid-call, on
+// resume) waits for the noted task, sending nothing. A crash after the
+// agent took the message and before it named the task leaves nothing
+// noted: the message is sent again. Without notes, a crashed call's
+// outcome is unknown and it is not run again; an interrupted one sends
+// its message again on resume.
 //
 // Headers go to the origin of the card's URL only, over https (or to a
 // loopback host): a card whose endpoint is on another origin is refused

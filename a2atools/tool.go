@@ -48,10 +48,12 @@ type ToolOptions struct {
 	HTTPClient *http.Client
 	// Notes, if set, keeps the id of each call's A2A task (the runner's
 	// journal, when it keeps notes: memory, SQLite, PostgreSQL), so that
-	// a call found started but not finished after a crash or a takeover
-	// asks the agent about the same task (tasks/get) instead of sending
-	// its message again. Without it, such a call's outcome is unknown
-	// and it is not run again, as any call with side effects.
+	// a call that runs again — found started but not finished after a
+	// crash or a takeover, or interrupted (its run's context ended) and
+	// resumed — asks the agent about the same task (tasks/get) instead of
+	// sending its message again. Without it, a crashed call's outcome is
+	// unknown and it is not run again, as any call with side effects,
+	// and an interrupted call sends its message again on resume.
 	Notes journaldriver.Notes
 	// NoStream makes the tool use message/send (then tasks/get until the
 	// task ends) even when the card says the agent streams.

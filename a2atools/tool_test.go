@@ -413,3 +413,79 @@ func TestToolAgainstServe(t *testing.T) {
 		})
 	}
 }
+
+// TestToolRunResumed: a run stopped while the remote agent works on its
+// call's task (as a crash would), resumed by another runner on the same
+// journal and service, gets the task's answer: the agent received the
+// message once.
+func TestToolRunResumed(t *testing.T) {
+	ra := newRemoteAgent(t, true, nil)
+	j := journaldriver.NewMemory()
+	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "refund_desk", Arguments: json.RawMessage(`{"message": "slow"}`)}}},
+		{Text: `The desk says: {{output "refund_desk"}}`},
+	}}}}
+	service := coretest.NewBackend(script, nil)
+	noted := make(chan struct{}, 1)
+	newRunner := func() *core.Runner {
+		tool, err := a2atools.NewTool(t.Context(), ra.URL, &a2atools.ToolOptions{Notes: signalNotes{j, noted}, PollInterval: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := core.NewToolbox(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return core.NewRunner(service, tb, &core.Options{Logger: quiet, Journal: j})
+	}
+	first := newRunner()
+	ctx, cancel := context.WithCancel(t.Context())
+	type outcome struct {
+		res *core.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := first.Run(ctx, "refund order 7", nil)
+		done <- outcome{res, err}
+	}()
+	<-ra.started
+	select {
+	case <-noted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call's task was not noted")
+	}
+	cancel()
+	o := <-done
+	if o.err == nil || o.res == nil || o.res.Thread == "" {
+		t.Fatalf("the stopped run = %+v, %v; want an error and its thread", o.res, o.err)
+	}
+	close(ra.release)
+	second := newRunner()
+	t.Cleanup(func() { second.Close() })
+	res, err := second.Resume(t.Context(), o.res.Thread, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "The desk says: slow answer" {
+		t.Errorf("the resumed run's answer = %q", res.Text)
+	}
+	if diff := cmp.Diff([]string{"slow"}, ra.texts()); diff != "" {
+		t.Errorf("the agent received (-want +got):\n%s", diff)
+	}
+}
+
+// signalNotes tells noted when a note is set.
+type signalNotes struct {
+	journaldriver.Notes
+	noted chan struct{}
+}
+
+func (n signalNotes) SetNote(ctx context.Context, backend, thread, name, value string) error {
+	err := n.Notes.SetNote(ctx, backend, thread, name, value)
+	select {
+	case n.noted <- struct{}{}:
+	default:
+	}
+	return err
+}

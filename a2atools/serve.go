@@ -98,7 +98,7 @@ type ServeOptions struct {
 	// ErrorText returns the text a client is told for a run that
 	// failed. It must hold nothing internal: nil means a message by the
 	// error's code, such as "The agent's service is unavailable. Try
-	// again later. (unavailable)".
+	// again later. (Unavailable)".
 	ErrorText func(error) string
 	// Logger receives what the client is not told: the errors behind
 	// failed runs. Nil means slog.Default().

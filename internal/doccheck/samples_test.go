@@ -103,6 +103,7 @@ var imports = map[string]string{
 	"conformance": "github.com/toolrelay/toolrelay/conformance", "journaltest": "github.com/toolrelay/toolrelay/journal/journaltest",
 	"driver": "github.com/toolrelay/toolrelay/journal/driver", "pgjournal": "github.com/toolrelay/toolrelay/journal/pgjournal",
 	"sqlitejournal": "github.com/toolrelay/toolrelay/journal/sqlitejournal", "mcptools": "github.com/toolrelay/toolrelay/mcptools",
+	"a2atools":   "github.com/toolrelay/toolrelay/a2atools",
 	"openaitest": "github.com/toolrelay/toolrelay/openai/openaitest", "web": "github.com/toolrelay/toolrelay/web",
 	"telemetry": "github.com/toolrelay/toolrelay/telemetry", "journal": "github.com/toolrelay/toolrelay/journal",
 	"openai": "github.com/openai/openai-go/v3", "option": "github.com/openai/openai-go/v3/option",

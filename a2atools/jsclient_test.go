@@ -1,0 +1,85 @@
+package a2atools_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolrelay/toolrelay/core/coretest"
+)
+
+// TestMain serves the agents of the official client's test (clients/a2a)
+// when TOOLRELAY_A2A_SERVE is "http", on a loopback port it prints as
+// URL=…, instead of testing.
+func TestMain(m *testing.M) {
+	if os.Getenv("TOOLRELAY_A2A_SERVE") != "http" {
+		os.Exit(m.Run())
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("URL=http://%s\n", l.Addr())
+	log.Fatal(http.Serve(l, servedAgents()))
+}
+
+// servedAgents serves, each at its own path, the agents the official
+// client drives: /lookup answers (a call of lookup, then the answer; a
+// second message on its context is echoed), /wait waits until canceled,
+// /refund asks for approval of a refund.
+func servedAgents() http.Handler {
+	waitTurn := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "wait"}}},
+		{Text: "never said"},
+	}}}}
+	mux := http.NewServeMux()
+	for name, script := range map[string]*coretest.Script{"lookup": lookupScript, "wait": waitTurn, "refund": refundScript} {
+		_, h, err := agentHandler(script, "")
+		if err != nil {
+			log.Fatal(err)
+		}
+		mux.Handle("/"+name+"/", http.StripPrefix("/"+name, h))
+	}
+	return mux
+}
+
+// TestOfficialJSClient runs clients/a2a: the official A2A JavaScript SDK
+// (@a2a-js/sdk, through its v0.3 compatibility layer) sending, streaming,
+// canceling and answering an approval on agents served by NewHandler, the
+// server being this test binary (see TestMain). It needs Node.js and the
+// packages `npm ci` installs in clients/a2a (.ci/run does it); without
+// them it is skipped.
+func TestOfficialJSClient(t *testing.T) {
+	dir, err := filepath.Abs("../clients/a2a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("Node.js is not installed: the official A2A JavaScript client is not tried")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk")); err != nil {
+		t.Skip("clients/a2a has no node_modules: run `npm ci` there (as .ci/run does) to try the official A2A JavaScript client")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TOOLRELAY_A2A_SERVER="+exe)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test in clients/a2a: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}

@@ -79,6 +79,9 @@ type agentTool struct {
 // (memory, SQLite, PostgreSQL; without them every run of the call starts
 // a new child), and approvals to pause (see below); the child's journal
 // must be one both processes share for its calls to run once across them.
+// (Runners that share a journal must not have backends of one name that
+// name their threads alike, as two fakes of one kind do: their calls'
+// journal keys would meet. Services' thread ids are unique.)
 //
 // The parent's run and the child's are one run:
 //

@@ -907,7 +907,6 @@ func (ru *run) pause(ctx context.Context, step *driver.Step) ([]Approval, error)
 	return pending, err
 }
 
-
 // charge adds what the children of the step's agent calls spent (see
 // NewAgentTool) to the run's spend, and notes the turn's totals with the
 // step held (its usage counted, its results not sent): a resume counts

@@ -24,11 +24,13 @@ import (
 type agentEnv struct {
 	t               *testing.T
 	journal         *journaldriver.Memory
+	jr              journaldriver.Journal // the runners' journal, if not journal
 	parentB, childB *coretest.Backend
 	parentD, childD driver.Backend // the backends the runners use (metered, or the same)
 	refunds         atomic.Int32
 	refund          func(ctx context.Context, in refundArgs) (string, error)
 	approval        core.ApprovalRule
+	verify          func(context.Context, core.Call) (any, bool, error)
 	agentOpts       *core.AgentToolOptions
 	parentOpts      core.Options
 	childOpts       core.Options
@@ -70,13 +72,17 @@ func (e *agentEnv) open() {
 	refund := mustTool(t)(core.NewTool("refund", "Refund an order.", func(ctx context.Context, in refundArgs) (string, error) {
 		e.refunds.Add(1)
 		return e.refund(ctx, in)
-	}, &core.ToolOptions{Approval: e.approval}))
+	}, &core.ToolOptions{Approval: e.approval, Verify: e.verify}))
 	childTools, err := core.NewToolbox(refund)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var j journaldriver.Journal = e.journal
+	if e.jr != nil {
+		j = e.jr
+	}
 	co := e.childOpts
-	co.Logger, co.Journal = quiet, e.journal
+	co.Logger, co.Journal = quiet, j
 	e.child = core.NewRunner(e.childD, childTools, &co)
 	agent, err := core.NewAgentTool("ask_refunds", "Ask the refund agent.", e.child, e.agentOpts)
 	if err != nil {
@@ -87,7 +93,7 @@ func (e *agentEnv) open() {
 		t.Fatal(err)
 	}
 	po := e.parentOpts
-	po.Logger, po.Journal = quiet, e.journal
+	po.Logger, po.Journal = quiet, j
 	po.OnEvent = func(ev core.Event) {
 		e.mu.Lock()
 		e.events = append(e.events, ev)
@@ -368,5 +374,45 @@ func TestAgentToolCancel(t *testing.T) {
 	}
 	if res == nil || res.Thread == "" {
 		t.Errorf("Result = %+v, want the thread, to resume", res)
+	}
+}
+
+// TestAgentToolTakeOver: a runner pair whose worker stopped mid-child (its
+// child's refund stuck, its lease renewals lost, as a killed process's
+// would be) is taken over by another pair sharing the journal and the
+// services: the parent's run is found and finished, the same child turn
+// resumed, the refund found (by its Verify hook) rather than run again.
+func TestAgentToolTakeOver(t *testing.T) {
+	e := newAgentEnv(t, parentScript(), childScript("50"))
+	release := make(chan struct{})
+	defer close(release)
+	e.refund = func(context.Context, refundArgs) (string, error) {
+		<-release // the first worker is stuck here, after the refund took effect
+		return "refunded", nil
+	}
+	e.verify = func(context.Context, core.Call) (any, bool, error) { return "refunded", true, nil }
+	const lease = 300 * time.Millisecond
+	e.parentOpts.Lease, e.childOpts.Lease = lease, lease
+	e.parentOpts.Owner, e.childOpts.Owner = "dead", "dead-child"
+	e.jr = deadJournal{e.journal}
+	e.open()
+	dead := e.parent
+	go dead.Run(context.Background(), "go", nil)
+	for e.refunds.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(lease + 50*time.Millisecond)
+	e.jr = nil
+	e.parentOpts.Owner, e.childOpts.Owner = "alive", "alive-child"
+	e.open()
+	got, err := e.parent.TakeOver(t.Context())
+	if err != nil || len(got) != 1 {
+		t.Fatalf("TakeOver = %+v, %v; want the parent's run", got, err)
+	}
+	if got[0].Text != "parent: child: refunded" {
+		t.Errorf("Text = %q, want the child's answer", got[0].Text)
+	}
+	if n := e.refunds.Load(); n != 1 || e.inputs() != 1 {
+		t.Errorf("refunds %d, child turns %d; want 1 and 1", n, e.inputs())
 	}
 }

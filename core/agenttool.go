@@ -118,8 +118,13 @@ type agentTool struct {
 // A call answered for a loop run elsewhere ([Runner.Call], as module
 // toolrelay/temporal does) runs the child the same way, but no one can be
 // asked for a decision there and no run's budget is shared: a child that
-// pauses or stops on its budget gives a failed result. A child that fails
-// otherwise gives a failed result naming its error's code.
+// pauses gives a failed result. A child that stops on its own budget (its
+// runner's Options.Budget, or opts.Run.Budget) gives a failed result
+// saying so, and one that fails otherwise a failed result naming its
+// error's code; the child's turn is then canceled (where its backend can),
+// as no one will resume it. [Runner.Cancel] of the parent does not reach
+// the child: a child's turn left waiting by a parent abandoned so stays
+// waiting.
 func NewAgentTool(name, description string, child *Runner, opts *AgentToolOptions) (*Tool, error) {
 	if child == nil {
 		return nil, fmt.Errorf("core: agent tool %q: nil child runner", name)
@@ -275,13 +280,37 @@ func (a *agentTool) run(ctx context.Context, input string) (any, error) {
 			return nil, err
 		}
 		return nil, &agentStop{paused: true}
-	case errors.Is(err, ErrBudgetExceeded):
-		if c.mode != stepCall {
-			return nil, &ModelError{Message: fmt.Sprintf("agent %q stopped: its budget is spent", a.name), Err: err}
-		}
+	case errors.Is(err, errParentBudget) && c.mode == stepCall:
 		return nil, &agentStop{err: err}
 	}
+	// The call's result is final: the child's turn, if it waits, is
+	// abandoned, not left parked.
+	ac.abandon(ctx, n.Thread)
+	if errors.Is(err, ErrBudgetExceeded) {
+		return nil, &ModelError{Message: fmt.Sprintf("agent %q stopped: its budget is spent", a.name), Err: err}
+	}
 	return nil, &ModelError{Message: fmt.Sprintf("agent %q failed (%s)", a.name, errcode.Of(err)), Err: err}
+}
+
+// errParentBudget is matched by the error of a child run stopped on what
+// its parent's budget had left (see Remaining.exceeded), besides
+// ErrBudgetExceeded: the parent stops too. A child stopped on its own
+// budget gives a failed result instead.
+var errParentBudget = errors.New("the parent run's budget")
+
+// abandon cancels the child's turn waiting on thread, if any, with a
+// short context of its own (the call's may have ended); a failure is
+// logged.
+func (ac *agentCall) abandon(ctx context.Context, thread string) {
+	child := ac.a.child
+	if _, ok := child.b.(driver.Canceler); !ok || thread == "" {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := child.Cancel(cctx, thread); err != nil {
+		ac.c.r.opts.Logger.WarnContext(ctx, "toolrelay: could not cancel an agent call's child", "call_id", ac.c.call.ID, errorAttr(err))
+	}
 }
 
 // charge charges the parent's run with what the child's turn spent
@@ -401,7 +430,18 @@ func (ac *agentCall) hand(ctx context.Context, thread string) {
 		c.r.opts.Logger.WarnContext(ctx, "toolrelay: could not read an agent call's approvals", "call_id", c.call.ID, errorAttr(err))
 		return
 	}
+	now := time.Now()
 	for _, m := range mirrored(list, c.call) {
+		if m.Decision == nil && !m.Pending(now) {
+			// Past its time: the child denies it on its side; the copy
+			// is decided so, so that ResumeExpired does not find it
+			// again and again.
+			d := Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
+			if _, err := ap.DecideApproval(ctx, m.Key, d); err != nil && !errors.Is(err, journaldriver.ErrDecided) {
+				c.r.opts.Logger.WarnContext(ctx, "toolrelay: could not record an expired approval", "call_id", m.Key.Call, errorAttr(err))
+			}
+			continue
+		}
 		if m.Decision == nil {
 			continue
 		}
@@ -453,7 +493,7 @@ func (ac *agentCall) put(ctx context.Context, e *Event) {
 func (rem *Remaining) exceeded(s, base driver.Spent, next int) error {
 	reached := func(name string, left, used int64) error {
 		if left >= 0 && used >= left {
-			return fmt.Errorf("%w: %s %d, of the %d the parent run had left", ErrBudgetExceeded, name, used, left)
+			return fmt.Errorf("%w: %s %d, of the %d %w had left", ErrBudgetExceeded, name, used, left, errParentBudget)
 		}
 		return nil
 	}
@@ -465,10 +505,10 @@ func (rem *Remaining) exceeded(s, base driver.Spent, next int) error {
 		err = reached("total tokens", rem.TotalTokens, s.Usage.TotalTokens-base.Usage.TotalTokens)
 	}
 	if used := int64(s.ToolCalls - base.ToolCalls + next); err == nil && rem.ToolCalls >= 0 && used > rem.ToolCalls {
-		err = fmt.Errorf("%w: tool calls %d, of the %d the parent run had left", ErrBudgetExceeded, used, rem.ToolCalls)
+		err = fmt.Errorf("%w: tool calls %d, of the %d %w had left", ErrBudgetExceeded, used, rem.ToolCalls, errParentBudget)
 	}
 	if used := s.Cost - base.Cost; err == nil && rem.Cost >= 0 && used >= rem.Cost {
-		err = fmt.Errorf("%w: cost %s, of the %s the parent run had left", ErrBudgetExceeded, costText(used), costText(rem.Cost))
+		err = fmt.Errorf("%w: cost %s, of the %s %w had left", ErrBudgetExceeded, costText(used), costText(rem.Cost), errParentBudget)
 	}
 	if err == nil {
 		return nil

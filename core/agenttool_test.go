@@ -416,3 +416,28 @@ func TestAgentToolTakeOver(t *testing.T) {
 		t.Errorf("refunds %d, child turns %d; want 1 and 1", n, e.inputs())
 	}
 }
+
+// TestAgentToolChildBudget: a child stopped on its own budget gives the
+// call a failed result the model reads, its turn canceled, and the parent
+// goes on; a child that fails otherwise, the same, naming the code.
+func TestAgentToolChildBudget(t *testing.T) {
+	twice := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "refund", Arguments: []byte(`{"order":"7","amount":1}`)}}},
+		{Calls: []coretest.Call{{Name: "refund", Arguments: []byte(`{"order":"8","amount":1}`)}}},
+		{Text: "child: done"},
+	}}}}
+	e := newAgentEnv(t, parentScript(), twice)
+	e.childOpts.Budget = core.Budget{MaxToolCalls: 1}
+	e.open()
+	res, err := e.parent.Run(t.Context(), "go", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `parent: agent "ask_refunds" stopped: its budget is spent`; res.Text != want {
+		t.Errorf("Text = %q, want %q", res.Text, want)
+	}
+	got := e.childB.Received()
+	if n := e.refunds.Load(); n != 1 || len(got) == 0 || got[len(got)-1].Kind != "cancel" {
+		t.Errorf("refunds %d, the child's service received %+v; want 1 refund, the child's turn canceled last", n, got)
+	}
+}

@@ -38,7 +38,7 @@ type stepRun struct {
 	// counted: an agent tool's child may spend that (see NewAgentTool).
 	remaining Remaining
 	// charges gathers what the children of its agent calls spent.
-	charges *charges
+	charges charges
 }
 
 // charges is what the children of a step's agent calls spent, added by
@@ -217,7 +217,7 @@ func stepStopped(first error, errs []error) error {
 // Its events go to out; stop is the step's halt, if it has several calls.
 func (s *stepRun) runCall(ctx context.Context, call *Call, out *sink, stop *halt) (driver.ToolResult, error) {
 	r := s.r
-	c := &callRun{r: r, call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: s.n, out: out, mode: stepCall, halt: stop, fence: s.fence, remaining: s.remaining, charges: s.charges}
+	c := &callRun{r: r, call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: s.n, out: out, mode: stepCall, halt: stop, fence: s.fence, remaining: s.remaining, charges: &s.charges}
 	return c.hookedAnswer(ctx)
 }
 

@@ -160,7 +160,7 @@ func run(t *testing.T, newHarness HarnessMaker, newLoop LoopMaker) {
 				t.Fatalf("making harness: %v", err)
 			}
 			t.Cleanup(h.Close)
-			e := &env{t: t, h: h, newLoop: newLoop}
+			e := &env{t: t, h: h, newLoop: newLoop, newHarness: newHarness}
 			sc.run(e)
 			if t.Failed() {
 				t.Logf("rule: %s", sc.explanation)

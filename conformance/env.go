@@ -25,6 +25,9 @@ type env struct {
 	caps    driver.Capabilities
 	tools   *core.Toolbox // the last runner's
 	newLoop LoopMaker     // nil: core's Runner
+	// newHarness makes the scenario's harness: a scenario of two agents
+	// makes a second one, for the child's fake (see agent.go).
+	newHarness HarnessMaker
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

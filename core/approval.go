@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/toolrelay/toolrelay/errcode"
@@ -135,6 +136,9 @@ func (dc *decision) check(a *Approval, d *Decision) error {
 		return errors.New("the edited arguments must be a JSON object")
 	}
 	tool := r.tools.Lookup(a.Tool)
+	if tool == nil && strings.Contains(a.Key.Call, agentSep) {
+		return errors.New("the call is an agent tool's child's (see NewAgentTool): approve or deny it; its arguments cannot be edited")
+	}
 	if tool == nil {
 		return fmt.Errorf("the edited arguments: %q is not a tool of this runner, and a service's approval request takes none", a.Tool)
 	}

@@ -284,6 +284,11 @@ type spend struct {
 	// the one count of its usage, cost and calls, which the run's Result
 	// reports (see run.end).
 	spent driver.Spent
+	// cap, for the run of an agent tool's child, is what it may spend of
+	// its parent's budget from base, what its turn had spent when it
+	// started (see NewAgentTool); nil for other runs.
+	cap  *Remaining
+	base driver.Spent
 }
 
 // set sets the run's budget: b (its options') over the one noted for
@@ -334,7 +339,10 @@ func (sp *spend) remaining(calls int) Remaining {
 // exceeded returns why the run must stop before running the n calls of
 // its next step, if it must (see [Budget.Exceeded]).
 func (sp *spend) exceeded(n int) error {
-	return sp.b.Exceeded(sp.spent, n)
+	if err := sp.b.Exceeded(sp.spent, n); err != nil || sp.cap == nil {
+		return err
+	}
+	return sp.cap.exceeded(sp.spent, sp.base, n)
 }
 
 func costText(c float64) string {

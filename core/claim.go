@@ -57,6 +57,10 @@ type callRun struct {
 	// fence: the thread of the record of the run the call is answered
 	// for, which the claim checks is still this runner's; empty: none.
 	fence string
+	// remaining is what the run's budget has left, and charges what its
+	// step's agent calls' children spent (see stepRun).
+	remaining Remaining
+	charges   *charges
 }
 
 // hookedAnswer is answer inside the call hook.
@@ -229,6 +233,17 @@ func (c *callRun) runClaimed(ctx context.Context) (driver.ToolResult, error) {
 		}
 		c.release(ctx)
 		return driver.ToolResult{}, ctxError(ctx)
+	}
+	var stop *agentStop
+	if c.mode == stepCall && errors.As(cause, &stop) {
+		// An agent tool's child paused for a decision, or stopped on the
+		// run's budget: so does the run, the call left to run again
+		// (see NewAgentTool).
+		c.release(ctx)
+		if stop.paused {
+			return driver.ToolResult{}, errPaused
+		}
+		return driver.ToolResult{}, stop.err
 	}
 	if err := c.finish(ctx, &jr); err != nil {
 		return driver.ToolResult{}, err
@@ -541,6 +556,9 @@ func (c *callRun) execute(ctx context.Context) (journaldriver.Result, error) {
 	if err != nil {
 		msg := fmt.Sprintf("invalid arguments for tool %q: %v", tool.name, err)
 		return failed(InvalidArguments, msg), errors.New(msg)
+	}
+	if tool.agent != nil {
+		ctx = context.WithValue(ctx, agentCallKey{}, c)
 	}
 	return tool.invoke(ctx, c.r.workers, call, args, c.toolTimeout(), c.outputLimit())
 }

@@ -104,6 +104,19 @@
 // with [Runner.Enqueue] first: once it returns, the run is in the journal
 // and a worker's TakeOver starts it.
 //
+// # Agents as tools
+//
+// [NewAgentTool] offers a runner's agent, on any backend, as a tool of
+// another run: the call's arguments are the child's input, its answer the
+// call's result. The two runs are one: the child's thread is noted in the
+// parent's journal under the parent call's key, so that a crash, a pause
+// or a takeover resumes the same child turn rather than starting a
+// second; a child's approval pauses the parent ([Runner.Approvals],
+// [Runner.Decide] and [Runner.Resume] of the parent reach it); the child
+// spends of the parent's budget; its events reach the parent's with
+// [Event.Path] naming the call; its spans nest in the call's; and the
+// parent's context ending ends the child's run.
+//
 // # Middleware and hooks
 //
 // [Middleware] wraps the running of every call ([Options.Middleware]) or of

@@ -140,6 +140,13 @@ type Event struct {
 	// step's usage; ResultsSubmitted, after its calls; RunFinished); Set
 	// false for a run without a budget, and on other events.
 	Remaining Remaining
+	// Path is empty for an event of the run itself. For an event of the
+	// run of an agent tool's child (see [NewAgentTool]), handed on to the
+	// parent's OnEvent and stream, it names the calls it came through,
+	// outermost first: the parent's call of the agent tool, then, for a
+	// grandchild's event, the child's call, and so on. Thread, Turn, Step
+	// and Call are then the child's.
+	Path []*Call
 }
 
 func (e *Event) level() slog.Level {

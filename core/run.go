@@ -29,6 +29,7 @@ type run struct {
 	info    *RunInfo    // the run as its hook knows it (see hookRun), if any
 	hold    *threadHold // the threads the run works on (see threadLocks)
 	rec     *runRecord  // the run's record in the journal, once made
+	cap     *Remaining  // what the run may spend of its parent's budget, if it is a child (see NewAgentTool)
 
 	// Set as the loop starts:
 	t0  time.Time // when the loop started
@@ -40,6 +41,9 @@ type run struct {
 	// it is over; led is what they note of its calls.
 	noted bool
 	led   ledger
+	// childCalls counts the calls of the turn's agent calls' children,
+	// which its spend counts (see charge).
+	childCalls int
 	// st is the step whose calls run (see step): one at a time.
 	st stepRun
 }
@@ -52,6 +56,13 @@ type beginning struct {
 	// existed goes on under that worker's record of it (see recordStart).
 	startRecord string
 	takenOver   bool // taken over by TakeOver
+	// onThread, if set, is told the thread a start creates, as soon as
+	// the backend names it (an agent tool notes its child's: see
+	// NewAgentTool).
+	onThread func(thread string)
+	// cap, if set, is what the run may spend of the budget of the run it
+	// is the child of (see NewAgentTool), besides its own budget.
+	cap *Remaining
 }
 
 // start is the beginning of a run on input; resume, that of a run picking
@@ -73,7 +84,7 @@ func (r *Runner) exec(ctx context.Context, ro RunOptions, b beginning, sk *sink)
 		// A run inside a tool of a streamed run: its deltas are its own.
 		ctx = driver.WithObserver(ctx, nil)
 	}
-	ru := &run{r: r, ro: ro, thread: ro.Thread, resumed: b.thread != "", sk: sk, hold: r.threads.hold()}
+	ru := &run{r: r, ro: ro, thread: ro.Thread, resumed: b.thread != "", sk: sk, hold: r.threads.hold(), cap: b.cap}
 	if ru.resumed {
 		ru.thread = b.thread
 	}
@@ -163,6 +174,10 @@ func (ru *run) begin(ctx context.Context, b beginning) (*Result, error) {
 		} else {
 			req.Created = func(t string) {
 				created = t
+				if b.onThread != nil && t != "" {
+					b.onThread(t)
+					b.onThread = nil
+				}
 				if ru.rec == nil {
 					ru.rec = ru.recordRun(ctx, t)
 				}
@@ -175,6 +190,10 @@ func (ru *run) begin(ctx context.Context, b beginning) (*Result, error) {
 		step, err = ru.r.b.Start(sctx, req)
 		if end != nil {
 			end(step, err)
+		}
+		if step != nil && step.Thread != "" && b.onThread != nil {
+			b.onThread(step.Thread) // a backend that did not say when it created the thread
+			b.onThread = nil
 		}
 		if err == nil && step != nil && ru.thread == "" {
 			if ru.info != nil {
@@ -268,6 +287,9 @@ func (ru *run) loop(ctx context.Context, step *driver.Step) (*Result, error) {
 		ru.counted, noted = ru.loadTotals(ctx, ru.thread)
 	}
 	ru.sp.set(ru.ro.Budget, noted, &ru.r.opts.Budget)
+	if ru.cap != nil {
+		ru.sp.cap, ru.sp.base = ru.cap, ru.sp.spent
+	}
 	ru.noted = ru.counted != nil
 	for {
 		next, done, err := ru.step(ctx, step)
@@ -340,8 +362,9 @@ func (ru *run) step(ctx context.Context, step *driver.Step) (next *driver.Step, 
 	ru.send(ctx, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: ru.sp.remaining(0)})
 
 	sr := &ru.st // the run's, not a new one each step
-	*sr = stepRun{r: r, step: step, n: res.Steps, sk: ru.sk, fence: ru.rec.fence()}
+	*sr = stepRun{r: r, step: step, n: res.Steps, sk: ru.sk, fence: ru.rec.fence(), remaining: ru.sp.remaining(len(step.Calls))}
 	results, err := sr.runCalls(ctx)
+	ru.charge(ctx, step)
 	for err == errPaused {
 		// The calls that needed no decision ran, their results
 		// journaled; the step's results go when every call is decided.
@@ -357,9 +380,17 @@ func (ru *run) step(ctx context.Context, step *driver.Step) (next *driver.Step, 
 		// results of those that ran), the step counted once.
 		sr.fence = ru.rec.fence() // the record may have stayed paused
 		results, err = sr.runCalls(ctx)
+		ru.charge(ctx, step)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
+			ru.keepThread(step.Thread)
+		case errors.Is(err, ErrBudgetExceeded):
+			// An agent tool's child stopped on the run's budget (see
+			// NewAgentTool): as a run stopped before its step's calls,
+			// its turn is left waiting for a resume (its totals noted
+			// by charge).
 			ru.keepThread(step.Thread)
 		}
 		return nil, false, err
@@ -711,7 +742,7 @@ func (ru *run) noteTotals(ctx context.Context, thread string, held []Call) {
 			l.last, l.paged, l.pages, l.calls = &ref, l.paged+len(l.calls), l.pages+1, nil
 		}
 	}
-	t := totals{Steps: res.Steps, Usage: ru.sp.spent.Usage, Calls: l.calls, Paged: l.paged, Page: l.last, Cost: ru.sp.spent.Cost, Budget: ru.sp.toNote()}
+	t := totals{Steps: res.Steps, Usage: ru.sp.spent.Usage, Calls: l.calls, Paged: l.paged, Page: l.last, Cost: ru.sp.spent.Cost, Budget: ru.sp.toNote(), ChildCalls: ru.childCalls}
 	for i := range held {
 		t.Held = append(t.Held, refOf(&held[i]))
 	}
@@ -742,6 +773,7 @@ func (ru *run) loadTotals(ctx context.Context, thread string) (map[journaldriver
 		t.Budget = nil // not one a runner wrote: the runner's own instead
 	}
 	res.Steps, ru.sp.spent.Usage, ru.sp.spent.Cost = t.Steps, t.Usage, t.Cost
+	ru.childCalls, ru.sp.spent.ToolCalls = t.ChildCalls, t.ChildCalls
 	if len(t.Held) > 0 {
 		ru.sp.held = make(map[journaldriver.Key]bool, len(t.Held))
 		for _, c := range t.Held {
@@ -819,11 +851,29 @@ func (ru *run) awaiting(ctx context.Context, step *driver.Step) ([]Approval, err
 	if !ok {
 		return nil, nil
 	}
-	var out []Approval
+	var (
+		out  []Approval
+		list []Approval // the thread's approvals, for agent tools' calls
+	)
 	now := time.Now()
 	for i := range step.Calls {
 		c := &step.Calls[i]
-		if approvalRule(c, r.tools.Lookup(c.Name)) == nil {
+		tool := r.tools.Lookup(c.Name)
+		if tool != nil && tool.agent != nil {
+			// The approvals its child awaits (see NewAgentTool).
+			if list == nil {
+				var err error
+				if list, err = ap.ListApprovals(ctx, r.b.Name(), c.Thread); err != nil {
+					return nil, journalError(ctx, err)
+				}
+			}
+			for _, a := range mirrored(list, c) {
+				if a.Pending(now) {
+					out = append(out, a)
+				}
+			}
+		}
+		if approvalRule(c, tool) == nil {
 			continue
 		}
 		a, ok, err := ap.GetApproval(ctx, r.key(c))
@@ -855,4 +905,21 @@ func (ru *run) pause(ctx context.Context, step *driver.Step) ([]Approval, error)
 		err = rec.goOn(ctx)
 	}
 	return pending, err
+}
+
+// charge adds what the children of the step's agent calls spent (see
+// NewAgentTool) to the run's spend, and notes the turn's totals with the
+// step held (its usage counted, its results not sent): a resume counts
+// them, and the step, once.
+func (ru *run) charge(ctx context.Context, step *driver.Step) {
+	sp := ru.st.charges.take()
+	if sp == (driver.Spent{}) {
+		return
+	}
+	s := &ru.sp.spent
+	s.Usage.Add(sp.Usage)
+	s.Cost += sp.Cost
+	s.ToolCalls += sp.ToolCalls
+	ru.childCalls += sp.ToolCalls
+	ru.noteTotals(ctx, step.Thread, step.Calls)
 }

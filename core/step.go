@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/toolrelay/toolrelay/core/driver"
@@ -33,6 +34,42 @@ type stepRun struct {
 	// fence is the thread of the run's record, if any: a call is claimed
 	// only while the record is this runner's (see journaldriver.Fenced).
 	fence string
+	// remaining is what the run's budget has left, the step's calls
+	// counted: an agent tool's child may spend that (see NewAgentTool).
+	remaining Remaining
+	// charges gathers what the children of its agent calls spent.
+	charges charges
+}
+
+// charges is what the children of a step's agent calls spent, added by
+// their handlers (see NewAgentTool), concurrently.
+type charges struct {
+	mu sync.Mutex
+	s  driver.Spent
+}
+
+// add adds what a child spent. c may be nil (a call of no run's step).
+func (c *charges) add(s driver.Spent) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.Usage.Add(s.Usage)
+	c.s.Cost += s.Cost
+	c.s.ToolCalls += s.ToolCalls
+}
+
+// take returns what was added, and starts again from nothing.
+func (c *charges) take() driver.Spent {
+	if c == nil {
+		return driver.Spent{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.s
+	c.s = driver.Spent{}
+	return s
 }
 
 // runCalls runs the calls of a step, at most Concurrency at once, and returns
@@ -47,7 +84,7 @@ func (s *stepRun) runCalls(ctx context.Context) ([]driver.ToolResult, error) {
 		ctx = driver.WithObserver(ctx, nil)
 	}
 	results := make([]driver.ToolResult, len(step.Calls))
-	if len(step.Calls) == 1 {
+	if len(step.Calls) == 1 && (sk == nil || !s.agentCall(&step.Calls[0])) {
 		// A lone call runs in this goroutine (handing it to another costs
 		// more than a quick call): its handler runs in one of its own,
 		// which a canceled context or the call's timeout leaves behind
@@ -180,6 +217,15 @@ func stepStopped(first error, errs []error) error {
 // Its events go to out; stop is the step's halt, if it has several calls.
 func (s *stepRun) runCall(ctx context.Context, call *Call, out *sink, stop *halt) (driver.ToolResult, error) {
 	r := s.r
-	c := &callRun{r: r, call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: s.n, out: out, mode: stepCall, halt: stop, fence: s.fence}
+	c := &callRun{r: r, call: call, tool: r.tools.Lookup(call.Name), key: r.key(call), step: s.n, out: out, mode: stepCall, halt: stop, fence: s.fence, remaining: s.remaining, charges: &s.charges}
 	return c.hookedAnswer(ctx)
+}
+
+// agentCall reports whether call is a call of an agent tool, whose
+// child's events reach a streamed run from the handler's goroutine: such
+// a call, even alone in its step, runs as one of several do, its events
+// going through an async view of the stream (see runCalls).
+func (s *stepRun) agentCall(call *Call) bool {
+	t := s.r.tools.Lookup(call.Name)
+	return t != nil && t.agent != nil
 }

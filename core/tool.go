@@ -26,6 +26,7 @@ type Tool struct {
 	opts        ToolOptions
 	defaults    bool // the schema has defaults to apply
 	run         func(ctx context.Context, args []byte) (any, error)
+	agent       *agentTool // the child of an agent tool (NewAgentTool); nil for others
 }
 
 // ToolOptions configure a Tool. The zero value (or a nil pointer) gives a

@@ -43,6 +43,9 @@ type totals struct {
 	// Budget is the turn's budget (see spend.b), for a resume that
 	// is given none of its own; notes written before it have none.
 	Budget *Budget `json:"budget,omitempty"`
+	// ChildCalls counts the calls of the children of the turn's agent
+	// calls (see NewAgentTool), which its spend counts beside its own.
+	ChildCalls int `json:"child_calls,omitempty"`
 }
 
 // totalsPage is how many calls a page of a turn's totals holds. The note

@@ -8,7 +8,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 )
 
-// BenchmarkAgentTool (P9) measures what running an agent as a tool of
+// BenchmarkAgentTool (P10) measures what running an agent as a tool of
 // another run adds (core.NewAgentTool): one op is one turn of the child
 // (a step of one instant call, then its answer) on a new thread, run
 // directly ("direct": Runner.Run of the child), or as the one call of a

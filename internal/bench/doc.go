@@ -26,10 +26,10 @@
 //	                      stdio) against the same function registered
 //	                      directly, and against the same call made with
 //	                      the MCP SDK's client alone
-//	P9 BenchmarkAgentTool a child agent's turn as the one call of a
-//	                      parent's step (core.NewAgentTool), against
-//	                      the same turn run directly, and the parent's
-//	                      turn with a plain call
+//	P10 BenchmarkAgentTool  a child agent's turn as the one call of a
+//	                        parent's step (core.NewAgentTool), against
+//	                        the same turn run directly, and the parent's
+//	                        turn with a plain call
 //
 // `go run ./internal/bench/compare` runs them all briefly and prints one ratio line
 // per measure.

@@ -47,6 +47,7 @@ var measures = []measure{
 	{"P6", "^BenchmarkStream$", "5000x", reportStream},
 	{"P7", "^BenchmarkTracing", "2000x", reportTracing},
 	{"P8", "^BenchmarkMCP$", "2000x", reportMCP},
+	{"P10", "^BenchmarkAgentTool$", "2000x", reportAgentTool},
 }
 
 func main() {

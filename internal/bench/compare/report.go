@@ -251,3 +251,21 @@ func reportMCP(w io.Writer, rs results) {
 			kind, dur(sdk), dur(cpuSDK), sizeSDK/1024, dur(ns-sdk), dur(cpu-cpuSDK), (size-sizeSDK)/1024, allocs-allocsSDK)
 	}
 }
+
+// reportAgentTool prints P10: what running an agent as the one call of a
+// parent's step adds to the parent's turn with a plain call and the
+// child's turn run directly (agent-tool − parent-plain − direct).
+func reportAgentTool(w io.Writer, rs results) {
+	var ns, cpu, allocs [3]float64
+	for i, kind := range []string{"direct", "parent-plain", "agent-tool"} {
+		var ok bool
+		if ns[i], ok = rs.median("AgentTool/"+kind, "ns/op"); !ok {
+			fmt.Fprintln(w, "P10 agent tool not measured")
+			return
+		}
+		cpu[i], _ = rs.median("AgentTool/"+kind, "cpu-ns/op")
+		allocs[i], _ = rs.median("AgentTool/"+kind, "allocs/op")
+	}
+	fmt.Fprintf(w, "P10 agent tool  turn %s = child directly %s + parent with a plain call %s + nesting %s (cpu %s, %.0f allocs)\n",
+		dur(ns[2]), dur(ns[0]), dur(ns[1]), dur(ns[2]-ns[1]-ns[0]), dur(cpu[2]-cpu[1]-cpu[0]), allocs[2]-allocs[1]-allocs[0])
+}

@@ -58,6 +58,10 @@ type turnState struct {
 	// RunPart counts the parts of the turn (a pause ends one), which key
 	// the worker's Run hook.
 	RunPart int `json:"run_part,omitempty"`
+	// AfterPause and PausedOn: the step's calls paused for decisions, on
+	// that worker (see stepRequest.AfterPause).
+	AfterPause bool   `json:"after_pause,omitempty"`
+	PausedOn   string `json:"paused_on,omitempty"`
 }
 
 // callDone is a call of the step that ran before the run continued as
@@ -116,7 +120,7 @@ func (tr *turnRun) continueAsNew(ctx workflow.Context, sr *stepResult, left, lat
 func (tr *turnRun) carry(sr *stepResult, left, later []int, results []driver.ToolResult) *turnState {
 	t := tr.t
 	ts := &turnState{Request: tr.req, Result: *tr.res, Step: sr, Calls: left, Later: later, Deadline: t.deadline, Canceled: t.canceled,
-		Items: t.items, Texts: t.texts, RunPart: t.runPart, Dropped: t.dropped, Events: t.events}
+		Items: t.items, Texts: t.texts, RunPart: t.runPart, Dropped: t.dropped, Events: t.events, AfterPause: tr.afterPause, PausedOn: tr.pausedOn}
 	ts.Request.Input, ts.Request.Parts = "", nil
 	ts.Result.Calls = slices.Clone(tr.res.Calls)
 	for i := range results {
@@ -192,6 +196,7 @@ func (t *thread) restore(ts *turnState) {
 func (t *thread) goOn(ctx workflow.Context, ts *turnState) error {
 	res := ts.Result
 	tr := t.newTurnRun(ts.Request, &res)
+	tr.afterPause, tr.pausedOn = ts.AfterPause, ts.PausedOn
 	tr.pctx, tr.end = t.phase(ctx, ts.Deadline.Sub(workflow.Now(ctx)))
 	if err := ts.check(); err != nil {
 		t.cancelService(ctx, res.Thread)

@@ -277,12 +277,16 @@ func (r *Runner) Approvals(ctx context.Context, thread string) ([]core.Approval,
 }
 
 // Cancel ends the turn running on thread: its calls are interrupted, the
-// service's turn canceled, and the turn ends with Canceled. A last turn
-// stopped on its budget is abandoned: its service's turn is canceled.
-// Cancel returns once the turn ended, as core's Runner.Cancel does, so
-// that the thread takes new input at once; ctx bounds that wait. A turn
-// paused on calls awaiting a decision is not ended (the workflow's cancel
-// signal ends a turn's running phase only): Cancel then fails with
+// service's turn canceled, and the turn ends with Canceled. A turn paused
+// on calls awaiting a decision is abandoned as core's Runner.Cancel
+// abandons it: the service's turn is canceled (the step's results are not
+// sent, the undecided calls never run), the turn ends with Canceled, and
+// its approvals are still listed, undecided. A last turn stopped on its
+// budget is abandoned: its service's turn is canceled. Cancel returns once
+// the turn ended, as core's Runner.Cancel does, so that the thread takes
+// new input at once; ctx bounds that wait. A turn still paused after
+// that many waits (a workflow whose history took a cancel signal in a
+// pause before the signal ended one, replayed so) fails it with
 // FailedPrecondition.
 func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	if err := r.c.SignalWorkflow(ctx, thread, "", SignalCancel, nil); err != nil {
@@ -310,7 +314,7 @@ func (r *Runner) Cancel(ctx context.Context, thread string) error {
 		}
 	}
 	return &errcode.Error{Code: errcode.FailedPrecondition, Op: "temporal: cancel",
-		Err: fmt.Errorf("the turn of thread %s still awaits a decision after %d waits for its end: the workflow does not end a turn paused on a decision when canceled", thread, maxCancelWaits)}
+		Err: fmt.Errorf("the turn of thread %s still awaits a decision after %d waits for its end: the workflow did not end it", thread, maxCancelWaits)}
 }
 
 // maxCancelWaits bounds the waits of Cancel for the canceled turn's end.

@@ -51,6 +51,9 @@ func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
 			case t.running && t.stop != nil:
 				t.canceled = true
 				t.stop()
+			case t.running && t.paused && !t.canceled && cancelsPause(ctx):
+				// The pause (see await) ends the turn, Canceled.
+				t.canceled = true
 			case !t.running && t.queued == nil && h != nil:
 				// A turn held on its budget is abandoned.
 				t.st.Held = nil
@@ -157,6 +160,18 @@ type thread struct {
 	// the workflow's turns (a pause ends one).
 	hooks   *runHooks
 	runPart int
+}
+
+// versionCancelPaused marks the runs whose cancel signal ends a turn
+// paused on calls awaiting a decision (workflow.GetVersion, called when
+// the signal meets such a turn): before, the signal left the pause
+// going, and a workflow that took it so replays without it.
+const versionCancelPaused = "cancel-paused"
+
+// cancelsPause reports whether the cancel signal ends a paused turn: not
+// on a history made before it did.
+func cancelsPause(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionCancelPaused, workflow.DefaultVersion, 1) >= 1
 }
 
 // checkBudget refuses a turn's budget that core.Budget.Check refuses
@@ -433,6 +448,10 @@ type turnRun struct {
 	timeout  time.Duration
 	pctx     workflow.Context
 	end      func()
+	// afterPause: the step's calls paused for decisions, on the worker
+	// pausedOn names (see stepRequest.AfterPause), until its submit.
+	afterPause bool
+	pausedOn   string
 }
 
 // newTurnRun returns the turn of req, its outcome so far res.
@@ -601,6 +620,7 @@ func (tr *turnRun) calls(ctx workflow.Context, sr *stepResult, now, later []int,
 		res.Remaining = tr.budget.Remaining(res.Spent)
 		err = t.await(ctx, res)
 		res.Pending = nil
+		tr.afterPause, tr.pausedOn = true, sr.Worker
 		t.beginRun(ctx, true)
 		tr.pctx, tr.end = t.phase(ctx, tr.timeout)
 		if err == nil {
@@ -645,7 +665,9 @@ func (tr *turnRun) submit(step *driver.Step, results []driver.ToolResult) (*step
 	sent.ToolCalls += len(results)
 	t.submitted = &event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results), Remaining: tr.budget.Remaining(sent)}
 	sr, err := t.stepActivity(tr.pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: tr.req.Format, Stream: tr.req.Stream,
-		Claim: t.key(tr.pctx, fmt.Sprintf("submit/%s/%s/%s", step.Thread, step.Turn, step.Calls[0].ID))})
+		Claim:      t.key(tr.pctx, fmt.Sprintf("submit/%s/%s/%s", step.Thread, step.Turn, step.Calls[0].ID)),
+		AfterPause: tr.afterPause, PausedOn: tr.pausedOn})
+	tr.afterPause, tr.pausedOn = false, ""
 	if err == nil {
 		if !res.CallsOmitted { // dropped when the turn went on in a new run
 			res.Calls = append(res.Calls, results...)

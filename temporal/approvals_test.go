@@ -230,3 +230,54 @@ func TestPauseKeepsThread(t *testing.T) {
 		})
 	}
 }
+
+// failingClient answers each query with the next of its errors, then
+// with NotFound, counting the queries.
+type failingClient struct {
+	client.Client
+	errs  []error
+	asked int
+}
+
+func (c *failingClient) QueryWorkflow(context.Context, string, string, string, ...any) (converter.EncodedValue, error) {
+	c.asked++
+	if c.asked <= len(c.errs) {
+		return nil, c.errs[c.asked-1]
+	}
+	return nil, serviceerror.NewNotFound("workflow not found")
+}
+
+// TestApprovalsAskedAgain: Runner.Approvals asks again a query that the
+// server canceled (not the caller: as when the worker that ran the
+// workflow has just stopped and another takes it over) or that no worker
+// answered in time, at most maxQueries times; it does not ask again one
+// the caller canceled, or a refusal.
+func TestApprovalsAskedAgain(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	var always []error
+	for range maxQueries + 5 {
+		always = append(always, serviceerror.NewCanceled("context canceled"))
+	}
+	for _, c := range []struct {
+		name  string
+		ctx   context.Context
+		errs  []error
+		asked int
+		code  errcode.Code
+	}{
+		{"found nowhere", context.Background(), nil, 1, errcode.NotFound},
+		{"canceled by the server twice", context.Background(), []error{serviceerror.NewCanceled("context canceled"), serviceerror.NewCanceled("context canceled")}, 3, errcode.NotFound},
+		{"unanswered in time", context.Background(), []error{serviceerror.NewDeadlineExceeded("context deadline exceeded")}, 2, errcode.NotFound},
+		{"canceled by the server always", context.Background(), always, maxQueries, errcode.Unknown},
+		{"canceled by the caller", canceled, []error{context.Canceled}, 1, errcode.Canceled},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fc := &failingClient{errs: c.errs}
+			_, err := NewRunner(fc, nil).Approvals(c.ctx, "thread")
+			if fc.asked != c.asked || errcode.Of(err) != c.code {
+				t.Errorf("Approvals asked %d times, error %v (code %v); want %d times, code %v", fc.asked, err, errcode.Of(err), c.asked, c.code)
+			}
+		})
+	}
+}

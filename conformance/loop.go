@@ -53,9 +53,9 @@ func (l coreLoop) Stream(ctx context.Context, input string, opts *core.RunOption
 
 // The optional faculties of a Loop, which the scenarios type-assert: core's
 // Runner has each, and so does the Temporal runner's loop (in
-// temporal/realtest), whose methods say, wrapping ErrLacking, what it
-// cannot do yet. A scenario that needs a faculty the loop lacks is
-// skipped, naming the interface.
+// temporal/realtest). A loop's method may say, wrapping ErrLacking, what
+// its runner cannot do yet. A scenario that needs a faculty the loop
+// lacks is skipped, naming the interface.
 
 // A Canceler is a Loop that abandons the turn of a thread, as
 // core.Runner.Cancel does, returning once it ended. A turn it cannot

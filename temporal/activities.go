@@ -21,6 +21,9 @@ import (
 type activities struct {
 	r     *core.Runner
 	hooks *core.Hooks
+	// id names the worker's activities (see stepResult.Worker): another
+	// worker's, or a process's after it, differs.
+	id string
 }
 
 // heartbeat records a heartbeat every third of the activity's heartbeat
@@ -217,6 +220,15 @@ func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult,
 		return a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, prev) })
 	}
 	again := again(ctx, req.Again)
+	if !again && req.AfterPause && req.PausedOn != a.id && !localThreads(b) {
+		// The step paused on another worker (another process, perhaps
+		// one that died or closed): its backend kept the thread (see
+		// keep), which this one takes over as core's Resume in a second
+		// process does, by reading it, so that its Close deletes what
+		// the other made once the turn is over. What it reads is not
+		// used: the results go as they would have.
+		_, _ = b.Resume(ctx, req.Step.Thread)
+	}
 	if again && !localThreads(b) {
 		resume := func(ctx context.Context) (*driver.Step, error) { return b.Resume(ctx, req.Step.Thread) }
 		cur, err := a.step(ctx, "resume", req, resume)
@@ -340,12 +352,14 @@ func (a *activities) answer(ctx context.Context, op string, step *driver.Step, e
 	if err != nil {
 		return nil, a.failure(op, err)
 	}
-	res := &stepResult{Backend: a.r.Backend().Name(), Step: step}
+	res := &stepResult{Backend: a.r.Backend().Name(), Step: step, Worker: a.id}
 	if step == nil {
 		return res, nil
 	}
+	pause := false
 	for _, c := range step.Calls {
 		need, why := a.r.ApprovalNeeded(ctx, c)
+		pause = pause || need
 		an := approvalNeed{Need: need, Why: why}
 		if tool := a.r.Toolbox().Lookup(c.Name); tool != nil {
 			an.Timeout = a.r.ToolTimeout(tool)
@@ -353,8 +367,24 @@ func (a *activities) answer(ctx context.Context, op string, step *driver.Step, e
 		}
 		res.Approvals = append(res.Approvals, an)
 	}
+	if pause {
+		a.keep(step.Thread)
+	}
 	wrapCalls(step)
 	return res, nil
+}
+
+// keep asks the backend, if it can, to keep thread on Close (see
+// driver.Keeper), as core's Runner does when a run pauses: the step has
+// calls awaiting a decision, on which the turn pauses, and another worker
+// (another process) may go on with it once decided, after this one's
+// Close. The backend stops keeping it once a step of the thread ends its
+// turn there; a turn that ends otherwise (canceled, say) leaves it kept,
+// as core's Runner leaves a paused run's.
+func (a *activities) keep(thread string) {
+	if k, ok := a.r.Backend().(driver.Keeper); ok && thread != "" {
+		k.KeepThread(thread)
+	}
 }
 
 // failure turns a backend's error into the activity's: not retried (the

@@ -58,6 +58,10 @@ type turnState struct {
 	// RunPart counts the parts of the turn (a pause ends one), which key
 	// the worker's Run hook.
 	RunPart int `json:"run_part,omitempty"`
+	// AfterPause and PausedOn: the step's calls paused for decisions, on
+	// that worker (see stepRequest.AfterPause).
+	AfterPause bool   `json:"after_pause,omitempty"`
+	PausedOn   string `json:"paused_on,omitempty"`
 }
 
 // callDone is a call of the step that ran before the run continued as
@@ -78,7 +82,7 @@ func (c *continueAt) Error() string { return "temporal: the run continues as new
 // and the workflow is not replaying a history made before runs did.
 func (t *thread) continuing(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
-	if t.noContinue || (!info.GetContinueAsNewSuggested() && info.GetCurrentHistoryLength() <= t.set.MaxHistoryEvents) {
+	if t.turn.noContinue || (!info.GetContinueAsNewSuggested() && info.GetCurrentHistoryLength() <= t.set.MaxHistoryEvents) {
 		return false
 	}
 	return workflow.GetVersion(ctx, versionContinueInTurn, workflow.DefaultVersion, 1) >= 1
@@ -92,8 +96,8 @@ func (t *thread) continuing(ctx workflow.Context) bool {
 func (tr *turnRun) continueAsNew(ctx workflow.Context, sr *stepResult, left, later []int, results []driver.ToolResult) error {
 	t := tr.t
 	tr.end()
-	t.stop = func() {} // the cancel signal sets t.canceled, carried
-	t.outcome = &turnResult{Turn: t.st.Turns, Thread: tr.res.Thread, Continued: true}
+	tr.u.stop = func() {} // the cancel signal sets the turn's canceled, carried
+	tr.u.outcome = &turnResult{Turn: t.st.Turns, Thread: tr.res.Thread, Continued: true}
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
@@ -104,10 +108,10 @@ func (tr *turnRun) continueAsNew(ctx workflow.Context, sr *stepResult, left, lat
 		return workflow.NewContinueAsNewError(ctx, WorkflowName, st)
 	}
 	workflow.GetLogger(ctx).Warn("toolrelay: the turn's state does not fit in a new run; the step goes on in this one", "turn", t.st.Turns, "limit", t.set.MaxPayloadBytes)
-	t.noContinue, t.outcome = true, nil
-	tr.pctx, tr.end = t.phase(ctx, t.deadline.Sub(workflow.Now(ctx)))
-	if t.canceled {
-		t.stop()
+	tr.u.noContinue, tr.u.outcome = true, nil
+	tr.pctx, tr.end = tr.u.phase(ctx, tr.u.deadline.Sub(workflow.Now(ctx)))
+	if tr.u.canceled {
+		tr.u.stop()
 	}
 	return nil
 }
@@ -115,8 +119,8 @@ func (tr *turnRun) continueAsNew(ctx workflow.Context, sr *stepResult, left, lat
 // carry returns the turn as the next run goes on from it.
 func (tr *turnRun) carry(sr *stepResult, left, later []int, results []driver.ToolResult) *turnState {
 	t := tr.t
-	ts := &turnState{Request: tr.req, Result: *tr.res, Step: sr, Calls: left, Later: later, Deadline: t.deadline, Canceled: t.canceled,
-		Items: t.items, Texts: t.texts, RunPart: t.runPart, Dropped: t.dropped, Events: t.events}
+	ts := &turnState{Request: tr.req, Result: *tr.res, Step: sr, Calls: left, Later: later, Deadline: tr.u.deadline, Canceled: tr.u.canceled,
+		Items: tr.u.items, Texts: tr.u.texts, RunPart: t.runPart, Dropped: tr.u.dropped, Events: tr.u.events, AfterPause: tr.afterPause, PausedOn: tr.pausedOn}
 	ts.Request.Input, ts.Request.Parts = "", nil
 	ts.Result.Calls = slices.Clone(tr.res.Calls)
 	for i := range results {
@@ -124,7 +128,7 @@ func (tr *turnRun) carry(sr *stepResult, left, later []int, results []driver.Too
 			ts.Done = append(ts.Done, callDone{Index: i, Result: results[i]})
 		}
 	}
-	for _, a := range t.pending {
+	for _, a := range tr.u.pending {
 		ts.Pending = append(ts.Pending, *a)
 	}
 	if n := len(ts.Events) - maxPage; n > 0 {
@@ -178,11 +182,11 @@ func (ts *turnState) leftCall(id string) bool {
 
 // restore takes the turn the run before carried, as running.
 func (t *thread) restore(ts *turnState) {
-	t.running, t.canceled = true, ts.Canceled
+	u := &turn{running: true, canceled: ts.Canceled, events: ts.Events, dropped: ts.Dropped, items: ts.Items, texts: ts.Texts, stream: ts.Request.Stream}
 	for _, a := range ts.Pending {
-		t.pending = append(t.pending, &a)
+		u.pending = append(u.pending, &a)
 	}
-	t.events, t.dropped, t.items, t.texts, t.stream = ts.Events, ts.Dropped, ts.Items, ts.Texts, ts.Request.Stream
+	t.turn = u
 	t.runPart = ts.RunPart
 }
 
@@ -192,16 +196,16 @@ func (t *thread) restore(ts *turnState) {
 func (t *thread) goOn(ctx workflow.Context, ts *turnState) error {
 	res := ts.Result
 	tr := t.newTurnRun(ts.Request, &res)
-	tr.pctx, tr.end = t.phase(ctx, ts.Deadline.Sub(workflow.Now(ctx)))
+	tr.afterPause, tr.pausedOn = ts.AfterPause, ts.PausedOn
+	tr.pctx, tr.end = t.turn.phase(ctx, ts.Deadline.Sub(workflow.Now(ctx)))
 	if err := ts.check(); err != nil {
 		t.cancelService(ctx, res.Thread)
 		tr.finish(ctx, err)
 		return nil
 	}
-	t.backend = ts.Step.Backend
-	if t.canceled {
+	if t.turn.canceled {
 		t.cancelService(ctx, ts.Step.Step.Thread)
-		tr.finish(ctx, t.turnError(temporal.NewCanceledError()))
+		tr.finish(ctx, t.turn.turnError(temporal.NewCanceledError()))
 		return nil
 	}
 	results := make([]driver.ToolResult, len(ts.Step.Step.Calls))

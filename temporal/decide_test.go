@@ -32,14 +32,14 @@ func TestDecisionAfterItsTime(t *testing.T) {
 			e := newEnv(t, weather(), Settings{})
 			var recorded *core.Decision
 			e.te.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
-				th := &thread{set: Settings{}.withDefaults()}
+				th := &thread{set: Settings{}.withDefaults(), turn: &turn{}}
 				if err := th.register(ctx); err != nil {
 					return err
 				}
 				now := workflow.Now(ctx)
 				a := &core.Approval{Tool: "refund", Requested: now, Expires: now.Add(time.Minute + c.expiry)}
 				a.Key.Call = "call_refund"
-				th.pending = []*core.Approval{a}
+				th.turn.pending = []*core.Approval{a}
 				if _, err := workflow.AwaitWithTimeout(ctx, 2*time.Minute, func() bool { return a.Decision != nil }); err != nil {
 					return err
 				}

@@ -82,7 +82,15 @@
 // arguments that are not a JSON object, recording nothing; the turn goes
 // on by itself once every call is decided, and [Runner.Resume] returns
 // it. A call undecided after ApprovalTimeout is denied by a workflow
-// timer.
+// timer. [Runner.Cancel] abandons a paused turn: the service's turn is
+// canceled and the turn ends Canceled.
+//
+// The step that pauses asks its worker's backend to keep the thread past
+// its Close (driver.Keeper), as core's Runner does, so that a worker of
+// another process, the first one closed or dead, goes on with the turn
+// once decided: before it sends the step's results, that worker reads the
+// thread (the backend's Resume), which makes it its own, and its Close
+// deletes it once the turn is over.
 //
 // # Streaming
 //

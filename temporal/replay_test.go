@@ -16,7 +16,9 @@ import (
 // workflow as it is now: a change to the loop that would break the
 // workflows running on a server fails here. long-turn-unversioned.json
 // was recorded before a run continued as new inside a turn (its turn
-// passes MaxHistoryEvents in one run), continue-in-turn-N.json after.
+// passes MaxHistoryEvents in one run), continue-in-turn-N.json after;
+// cancel-paused.json holds a turn paused on an approval that the cancel
+// signal ended (GetVersion "cancel-paused"), then a turn approved.
 // Replaying runs no activity and calls no Run hook, so no hook is called
 // again.
 func TestReplay(t *testing.T) {

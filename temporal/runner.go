@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/toolrelay/toolrelay/core"
@@ -265,7 +266,7 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d core.Decis
 // awaiting a decision and those decided, as core's Runner.Approvals
 // does. A thread no workflow has is NotFound.
 func (r *Runner) Approvals(ctx context.Context, thread string) ([]core.Approval, error) {
-	v, err := r.c.QueryWorkflow(ctx, thread, "", QueryApprovals)
+	v, err := r.query(ctx, thread, QueryApprovals)
 	if err != nil {
 		return nil, clientError("approvals", err)
 	}
@@ -276,13 +277,43 @@ func (r *Runner) Approvals(ctx context.Context, thread string) ([]core.Approval,
 	return list, nil
 }
 
+// query asks thread's workflow the query name, again while it goes
+// unanswered for want of a worker (see unanswered), or is canceled by the
+// server rather than the caller (as when the worker that ran the
+// workflow has just stopped, and another takes it over): at most
+// maxQueries times, within ctx.
+func (r *Runner) query(ctx context.Context, thread, name string, args ...any) (converter.EncodedValue, error) {
+	wait := pollFirst
+	for i := 1; ; i++ {
+		v, err := r.c.QueryWorkflow(ctx, thread, "", name, args...)
+		var ce *serviceerror.Canceled
+		again := unanswered(err) || ctx.Err() == nil && (errors.As(err, &ce) || errors.Is(err, context.Canceled))
+		if err == nil || !again || i == maxQueries {
+			return v, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		wait = min(2*wait, pollMax)
+	}
+}
+
+// maxQueries bounds the times query asks.
+const maxQueries = 10
+
 // Cancel ends the turn running on thread: its calls are interrupted, the
-// service's turn canceled, and the turn ends with Canceled. A last turn
-// stopped on its budget is abandoned: its service's turn is canceled.
-// Cancel returns once the turn ended, as core's Runner.Cancel does, so
-// that the thread takes new input at once; ctx bounds that wait. A turn
-// paused on calls awaiting a decision is not ended (the workflow's cancel
-// signal ends a turn's running phase only): Cancel then fails with
+// service's turn canceled, and the turn ends with Canceled. A turn paused
+// on calls awaiting a decision is abandoned as core's Runner.Cancel
+// abandons it: the service's turn is canceled (the step's results are not
+// sent, the undecided calls never run), the turn ends with Canceled, and
+// its approvals are still listed, undecided. A last turn stopped on its
+// budget is abandoned: its service's turn is canceled. Cancel returns once
+// the turn ended, as core's Runner.Cancel does, so that the thread takes
+// new input at once; ctx bounds that wait. A turn still paused after
+// that many waits (a workflow whose history took a cancel signal in a
+// pause before the signal ended one, replayed so) fails it with
 // FailedPrecondition.
 func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	if err := r.c.SignalWorkflow(ctx, thread, "", SignalCancel, nil); err != nil {
@@ -310,7 +341,7 @@ func (r *Runner) Cancel(ctx context.Context, thread string) error {
 		}
 	}
 	return &errcode.Error{Code: errcode.FailedPrecondition, Op: "temporal: cancel",
-		Err: fmt.Errorf("the turn of thread %s still awaits a decision after %d waits for its end: the workflow does not end a turn paused on a decision when canceled", thread, maxCancelWaits)}
+		Err: fmt.Errorf("the turn of thread %s still awaits a decision after %d waits for its end: the workflow did not end it", thread, maxCancelWaits)}
 }
 
 // maxCancelWaits bounds the waits of Cancel for the canceled turn's end.

@@ -35,7 +35,8 @@ const (
 	// SignalDeltas carries the text a model step streamed, from the step's
 	// activity to the workflow.
 	SignalDeltas = "deltas"
-	// SignalCancel ends the running turn, canceling the service's turn.
+	// SignalCancel ends the running turn, or the one paused on calls
+	// awaiting a decision, canceling the service's turn.
 	SignalCancel = "cancel"
 	// SignalClaim carries the key of a local activity about to take
 	// effect (see LoopOptions.LocalActivities), from the activity to the
@@ -327,6 +328,12 @@ type stepRequest struct {
 	Claim string `json:"claim,omitempty"`
 	Again bool   `json:"again,omitempty"`
 	Prev  string `json:"prev,omitempty"`
+	// AfterPause, on a submit, says the step paused on calls awaiting a
+	// decision, on the worker PausedOn names (stepResult.Worker): a
+	// worker other than that one takes the thread over (reads it, as a
+	// resume does) before it submits.
+	AfterPause bool   `json:"after_pause,omitempty"`
+	PausedOn   string `json:"paused_on,omitempty"`
 }
 
 // claimSignal is what SignalClaim carries: a local activity's key, and
@@ -343,6 +350,9 @@ type stepResult struct {
 	Backend   string         `json:"backend"`
 	Step      *driver.Step   `json:"step"`
 	Approvals []approvalNeed `json:"approvals,omitempty"`
+	// Worker names the worker's activities that answered (random, one
+	// a worker): the backend that kept the thread when the step pauses.
+	Worker string `json:"worker,omitempty"`
 }
 
 type approvalNeed struct {

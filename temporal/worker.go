@@ -21,7 +21,7 @@ func Register(w worker.Registry, r *core.Runner) {
 	hooks := newRunHooks(r)
 	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, st State) error { return runThread(ctx, st, hooks) }, workflow.RegisterOptions{Name: WorkflowName})
 	w.RegisterWorkflowWithOptions(Note, workflow.RegisterOptions{Name: NoteWorkflowName})
-	a := &activities{r: r, hooks: r.Hooks()}
+	a := &activities{r: r, hooks: r.Hooks(), id: NewThread()}
 	w.RegisterActivityWithOptions(a.Start, activity.RegisterOptions{Name: activityStart})
 	w.RegisterActivityWithOptions(a.Submit, activity.RegisterOptions{Name: activitySubmit})
 	w.RegisterActivityWithOptions(a.Resume, activity.RegisterOptions{Name: activityResume})

@@ -32,7 +32,7 @@ func Thread(ctx workflow.Context, st State) error { return runThread(ctx, st, ni
 // runThread runs the thread workflow, calling a worker's Run hook (see
 // runHooks) if hooks is not nil.
 func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
-	t := &thread{st: st, set: st.Settings.withDefaults(), hooks: hooks}
+	t := &thread{st: st, set: st.Settings.withDefaults(), hooks: hooks, turn: &turn{}}
 	running := t.st.Running
 	t.st.Running = nil
 	if running != nil {
@@ -43,21 +43,7 @@ func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
 	}
 	t.deltaCh = workflow.GetSignalChannel(ctx, SignalDeltas)
 	t.claimCh = workflow.GetSignalChannel(ctx, SignalClaim)
-	cancels := workflow.GetSignalChannel(ctx, SignalCancel)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			cancels.Receive(ctx, nil)
-			switch h := t.st.Held; {
-			case t.running && t.stop != nil:
-				t.canceled = true
-				t.stop()
-			case !t.running && t.queued == nil && h != nil:
-				// A turn held on its budget is abandoned.
-				t.st.Held = nil
-				t.cancelService(ctx, h.Step.Step.Thread)
-			}
-		}
-	})
+	t.takeCancels(ctx)
 	if running != nil {
 		if err := t.goOn(ctx, running); err != nil {
 			return err
@@ -90,6 +76,30 @@ func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
 	}
 }
 
+// takeCancels takes the cancel signals for the workflow's life: one ends
+// the turn running (its phase stopped, see turn.phase) or paused (see
+// turnRun.await), or abandons a last turn held on its budget.
+func (t *thread) takeCancels(ctx workflow.Context) {
+	cancels := workflow.GetSignalChannel(ctx, SignalCancel)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			cancels.Receive(ctx, nil)
+			switch h := t.st.Held; {
+			case t.turn.running && t.turn.stop != nil:
+				t.turn.canceled = true
+				t.turn.stop()
+			case t.turn.running && t.turn.paused && !t.turn.canceled && cancelsPause(ctx):
+				// The pause (see await) ends the turn, Canceled.
+				t.turn.canceled = true
+			case !t.turn.running && t.queued == nil && h != nil:
+				// A turn held on its budget is abandoned.
+				t.st.Held = nil
+				t.cancelService(ctx, h.Step.Step.Thread)
+			}
+		}
+	})
+}
+
 // between continues the workflow as new after a turn, when the server
 // suggests it or the history passed MaxHistoryEvents: end is set when the
 // run ends, with its error (the ContinueAsNewError).
@@ -109,7 +119,9 @@ func (t *thread) between(ctx workflow.Context) (end bool, err error) {
 	return false, nil
 }
 
-// thread is the workflow's state.
+// thread is the workflow's state for its whole run: what it carries into
+// the next (st), its options, the turn asked for and not begun, the
+// channels of its signals, the worker's Run hook, and the current turn.
 type thread struct {
 	st  State
 	set LoopOptions
@@ -117,9 +129,30 @@ type thread struct {
 	queued *runRequest
 	// resumeHeld: the queued turn goes on from the held one (st.Held).
 	resumeHeld bool
-	running    bool
-	paused     bool
-	// outcome is the current turn's outcome once it ended or paused.
+	// turn is the current turn, or the last once it ended (its events
+	// and approvals are read until the next begins).
+	turn *turn
+
+	deltaCh workflow.ReceiveChannel
+	// claimCh receives the claims of local activities (SignalClaim),
+	// which turn.claims keeps (see claimed).
+	claimCh workflow.ReceiveChannel
+
+	// hooks calls the worker's Run hook; runPart counts the parts of
+	// the workflow's turns (a pause ends one).
+	hooks   *runHooks
+	runPart int
+}
+
+// A turn is the state of one turn of the thread, from the update that
+// asked for it until the next turn's: whether it runs or is paused, its
+// phases, its approvals and its events, read by the updates and queries
+// (see thread.register) also once it ended. (A turnRun is the same turn
+// as the workflow's code runs it.)
+type turn struct {
+	running bool
+	paused  bool
+	// outcome is the turn's outcome once it ended or paused.
 	outcome *turnResult
 	// stop cancels the current phase of the turn (its time limit, or
 	// the cancel signal), which ends at deadline; canceled says it was
@@ -132,13 +165,12 @@ type thread struct {
 	// with; the step goes on in this run.
 	noContinue bool
 
-	backend string
 	// pending holds the approvals of the turn's calls, decided or not.
 	pending []*core.Approval
 
-	// The current turn's events (after the dropped first ones, which the
-	// run before kept), and what the reader was given of each message's
-	// text (bytes; -1 once done).
+	// The turn's events (after the dropped first ones, which the run
+	// before kept), and what the reader was given of each message's text
+	// (bytes; -1 once done).
 	events  []event
 	dropped int
 	items   map[string]int
@@ -147,16 +179,21 @@ type thread struct {
 	// submitted is the results-submitted event of a submit under way.
 	submitted *event
 
-	deltaCh workflow.ReceiveChannel
-	// claimCh receives the claims of local activities (SignalClaim);
-	// claims holds those of the current turn (see claimed).
-	claimCh workflow.ReceiveChannel
-	claims  map[string]string
+	// claims holds the claims of the turn's local activities (see
+	// thread.claimed).
+	claims map[string]string
+}
 
-	// hooks calls the worker's Run hook; runPart counts the parts of
-	// the workflow's turns (a pause ends one).
-	hooks   *runHooks
-	runPart int
+// versionCancelPaused marks the runs whose cancel signal ends a turn
+// paused on calls awaiting a decision (workflow.GetVersion, called when
+// the signal meets such a turn): before, the signal left the pause
+// going, and a workflow that took it so replays without it.
+const versionCancelPaused = "cancel-paused"
+
+// cancelsPause reports whether the cancel signal ends a paused turn: not
+// on a history made before it did.
+func cancelsPause(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionCancelPaused, workflow.DefaultVersion, 1) >= 1
 }
 
 // checkBudget refuses a turn's budget that core.Budget.Check refuses
@@ -172,12 +209,12 @@ func checkBudget(b core.Budget) error {
 // register sets the updates and the query.
 func (t *thread) register(ctx workflow.Context) error {
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRun, func(ctx workflow.Context, req runRequest) (*turnResult, error) {
-		if t.running || t.queued != nil {
+		if t.turn.running || t.queued != nil {
 			return nil, busy()
 		}
 		return t.queue(ctx, req, false)
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req runRequest) error {
-		if t.running || t.queued != nil {
+		if t.turn.running || t.queued != nil {
 			return busy()
 		}
 		return checkBudget(req.Budget)
@@ -191,7 +228,7 @@ func (t *thread) register(ctx workflow.Context) error {
 	}
 	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateResume, func(ctx workflow.Context, req resumeRequest) (*turnResult, error) {
 		h := t.st.Held
-		if h == nil || t.running || t.queued != nil {
+		if h == nil || t.turn.running || t.queued != nil {
 			return t.wait(ctx, waitRequest{})
 		}
 		run := h.Request
@@ -206,7 +243,7 @@ func (t *thread) register(ctx workflow.Context) error {
 		return err
 	}
 	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, req decideRequest) error {
-		a := t.approval(req.CallID)
+		a := t.turn.approval(req.CallID)
 		if a == nil || a.Decision != nil {
 			return t.checkDecision(ctx, req) // decided meanwhile
 		}
@@ -222,8 +259,8 @@ func (t *thread) register(ctx workflow.Context) error {
 		return err
 	}
 	err = workflow.SetQueryHandler(ctx, QueryApprovals, func() ([]core.Approval, error) {
-		list := make([]core.Approval, 0, len(t.pending))
-		for _, a := range t.pending {
+		list := make([]core.Approval, 0, len(t.turn.pending))
+		for _, a := range t.turn.pending {
 			list = append(list, *a)
 		}
 		return list, nil
@@ -236,14 +273,14 @@ func (t *thread) register(ctx workflow.Context) error {
 		if turn == 0 {
 			turn = t.st.Turns
 		}
-		if turn != t.st.Turns || !t.running && len(t.events) == 0 && t.dropped == 0 {
+		if turn != t.st.Turns || !t.turn.running && len(t.turn.events) == 0 && t.turn.dropped == 0 {
 			// A later turn began, or the run before ended with the turn
 			// and continued as new without its events.
 			return &eventsPage{Turn: turn, Gone: true}, nil
 		}
-		after := min(max(req.After, 0), t.dropped+len(t.events))
-		skipped := max(t.dropped-after, 0)
-		evs := t.events[after+skipped-t.dropped:]
+		after := min(max(req.After, 0), t.turn.dropped+len(t.turn.events))
+		skipped := max(t.turn.dropped-after, 0)
+		evs := t.turn.events[after+skipped-t.turn.dropped:]
 		if len(evs) > maxPage {
 			evs = evs[:maxPage]
 		}
@@ -258,21 +295,21 @@ func (t *thread) wait(ctx workflow.Context, req waitRequest) (*turnResult, error
 	if req.Turn != 0 && req.Turn != t.st.Turns {
 		return nil, refusal(errcode.FailedPrecondition, fmt.Sprintf("turn %d is not the thread's current or last turn (%d): its outcome is no longer kept", req.Turn, t.st.Turns))
 	}
-	if err := workflow.Await(ctx, func() bool { return !t.running || t.outcome != nil }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return !t.turn.running || t.turn.outcome != nil }); err != nil {
 		return nil, err
 	}
-	if t.running && t.paused && t.expired(workflow.Now(ctx)) {
+	if t.turn.running && t.turn.paused && t.turn.expired(workflow.Now(ctx)) {
 		// Every call still undecided is past its time: its timer is
 		// about to deny it, and the turn to go on.
-		if err := workflow.Await(ctx, func() bool { return !t.paused }); err != nil {
+		if err := workflow.Await(ctx, func() bool { return !t.turn.paused }); err != nil {
 			return nil, err
 		}
-		if err := workflow.Await(ctx, func() bool { return !t.running || t.outcome != nil }); err != nil {
+		if err := workflow.Await(ctx, func() bool { return !t.turn.running || t.turn.outcome != nil }); err != nil {
 			return nil, err
 		}
 	}
-	if t.running {
-		return t.outcome, nil
+	if t.turn.running {
+		return t.turn.outcome, nil
 	}
 	if t.st.Last == nil {
 		return nil, refusal(errcode.FailedPrecondition, "no turn has run on this thread")
@@ -286,12 +323,11 @@ func (t *thread) queue(ctx workflow.Context, req runRequest, resume bool) (*turn
 	t.st.Turns++
 	n := t.st.Turns
 	t.queued, t.resumeHeld = &req, resume
-	t.running, t.paused, t.outcome = true, false, nil
-	t.events, t.dropped, t.items, t.texts, t.stream = nil, 0, nil, 0, req.Stream
-	if err := workflow.Await(ctx, func() bool { return t.st.Turns != n || t.outcome != nil }); err != nil {
+	t.turn = &turn{running: true, stream: req.Stream}
+	if err := workflow.Await(ctx, func() bool { return t.st.Turns != n || t.turn.outcome != nil }); err != nil {
 		return nil, err
 	}
-	return t.outcome, nil
+	return t.turn.outcome, nil
 }
 
 // maxPage bounds the events one query returns.
@@ -301,7 +337,7 @@ const maxPage = 1000
 // call that awaits none, a second decision, and edited arguments that are
 // not a JSON object.
 func (t *thread) checkDecision(ctx workflow.Context, req decideRequest) error {
-	a := t.approval(req.CallID)
+	a := t.turn.approval(req.CallID)
 	switch {
 	case a == nil:
 		return refusal(errcode.NotFound, fmt.Sprintf("no call %q awaits a decision on this thread", req.CallID))
@@ -328,8 +364,8 @@ func edited(args json.RawMessage) json.RawMessage {
 	return args
 }
 
-func (t *thread) approval(callID string) *core.Approval {
-	for _, a := range t.pending {
+func (u *turn) approval(callID string) *core.Approval {
+	for _, a := range u.pending {
 		if a.Key.Call == callID {
 			return a
 		}
@@ -350,50 +386,50 @@ func busy() error {
 }
 
 // emit appends an event of the current turn.
-func (t *thread) emit(e event) { t.events = append(t.events, e) }
+func (u *turn) emit(e event) { u.events = append(u.events, e) }
 
 // deltas takes a batch of a step's streamed text: each message's text
 // once, completing on TextDone what the pieces left out (core's rule for a
 // stream: no repeat, no gap, also when a retried step streams again).
-func (t *thread) deltas(b deltaBatch) {
-	if !t.running || !t.stream {
+func (u *turn) deltas(b deltaBatch) {
+	if !u.running || !u.stream {
 		return
 	}
-	if t.items == nil {
-		t.items = map[string]int{}
+	if u.items == nil {
+		u.items = map[string]int{}
 	}
-	t.flushSubmitted()
+	u.flushSubmitted()
 	for _, d := range b.Deltas {
-		n := t.items[d.Item]
+		n := u.items[d.Item]
 		switch d.Kind {
 		case driver.TextDelta:
 			if n < 0 || d.Text == "" {
 				continue
 			}
-			t.items[d.Item] = n + len(d.Text)
-			t.emit(event{Kind: core.EventTextDelta, Item: d.Item, Text: d.Text, Commentary: d.Commentary})
+			u.items[d.Item] = n + len(d.Text)
+			u.emit(event{Kind: core.EventTextDelta, Item: d.Item, Text: d.Text, Commentary: d.Commentary})
 		case driver.TextDone:
 			if n < 0 {
 				continue
 			}
-			t.items[d.Item] = -1
-			t.done(d.Item, d.Text, n, d.Commentary)
+			u.items[d.Item] = -1
+			u.done(d.Item, d.Text, n, d.Commentary)
 		case driver.ReasoningDelta:
-			t.emit(event{Kind: core.EventReasoningDelta, Item: d.Item, Text: d.Text})
+			u.emit(event{Kind: core.EventReasoningDelta, Item: d.Item, Text: d.Text})
 		}
 	}
 }
 
 // done ends a message of which n bytes were given, marked as commentary
 // or not (commentary is no part of the answer: texts does not count it).
-func (t *thread) done(item, text string, n int, commentary bool) {
+func (u *turn) done(item, text string, n int, commentary bool) {
 	if !commentary {
-		t.texts++
+		u.texts++
 	}
 	if n < len(text) {
-		t.emit(event{Kind: core.EventTextDelta, Item: item, Text: text[n:], Commentary: commentary})
+		u.emit(event{Kind: core.EventTextDelta, Item: item, Text: text[n:], Commentary: commentary})
 	}
-	t.emit(event{Kind: core.EventTextDone, Item: item, Text: text, Commentary: commentary})
+	u.emit(event{Kind: core.EventTextDone, Item: item, Text: text, Commentary: commentary})
 }
 
 // drain takes the delta signals already received, so that a step's text
@@ -401,31 +437,33 @@ func (t *thread) done(item, text string, n int, commentary bool) {
 func (t *thread) drain() {
 	var b deltaBatch
 	for t.deltaCh.ReceiveAsync(&b) {
-		t.deltas(b)
+		t.turn.deltas(b)
 		b = deltaBatch{}
 	}
 }
 
 // phase returns the context of a phase of a turn, canceled at d or on
 // the cancel signal; end stops its timer.
-func (t *thread) phase(ctx workflow.Context, d time.Duration) (_ workflow.Context, end func()) {
+func (u *turn) phase(ctx workflow.Context, d time.Duration) (_ workflow.Context, end func()) {
 	pctx, cancel := workflow.WithCancel(ctx)
 	tctx, stopTimer := workflow.WithCancel(ctx)
-	t.stop, t.deadline = cancel, workflow.Now(ctx).Add(d)
+	u.stop, u.deadline = cancel, workflow.Now(ctx).Add(d)
 	workflow.Go(tctx, func(c workflow.Context) {
 		if workflow.NewTimer(c, d).Get(c, nil) == nil {
-			t.timedOut = true
+			u.timedOut = true
 			cancel()
 		}
 	})
-	return pctx, func() { stopTimer(); t.stop = nil }
+	return pctx, func() { stopTimer(); u.stop = nil }
 }
 
 // A turnRun is a turn as it runs in this run of the workflow: its request,
 // its outcome so far, its budget and bounds, and the context of its
 // current phase (see phase).
 type turnRun struct {
-	t        *thread
+	t *thread
+	// u is the thread's turn (thread.turn) that this is.
+	u        *turn
 	req      runRequest
 	res      *turnResult
 	budget   core.Budget
@@ -433,11 +471,15 @@ type turnRun struct {
 	timeout  time.Duration
 	pctx     workflow.Context
 	end      func()
+	// afterPause: the step's calls paused for decisions, on the worker
+	// pausedOn names (see stepRequest.AfterPause), until its submit.
+	afterPause bool
+	pausedOn   string
 }
 
 // newTurnRun returns the turn of req, its outcome so far res.
 func (t *thread) newTurnRun(req runRequest, res *turnResult) *turnRun {
-	tr := &turnRun{t: t, req: req, res: res, budget: req.Budget.Over(t.set.Budget), maxSteps: t.set.MaxSteps, timeout: t.set.RunTimeout}
+	tr := &turnRun{t: t, u: t.turn, req: req, res: res, budget: req.Budget.Over(t.set.Budget), maxSteps: t.set.MaxSteps, timeout: t.set.RunTimeout}
 	if req.MaxSteps > 0 {
 		tr.maxSteps = req.MaxSteps
 	}
@@ -463,14 +505,13 @@ func (t *thread) runTurn(ctx workflow.Context, req runRequest) error {
 		res.Thread, res.ServiceTurn, res.Steps, res.Calls, res.Spent = last.Thread, last.ServiceTurn, last.Steps, slices.Clone(last.Calls), last.Spent
 	}
 	tr := t.newTurnRun(req, res)
-	t.canceled, t.timedOut, t.pending, t.claims = false, false, nil, nil
-	tr.pctx, tr.end = t.phase(ctx, tr.timeout)
+	tr.pctx, tr.end = t.turn.phase(ctx, tr.timeout)
 	t.beginRun(ctx, resume)
 	if len(req.Input) > t.set.MaxPayloadBytes {
 		tr.finish(ctx, errcode.Errorf(errcode.InvalidArgument, "temporal: the input (%d bytes) passes the limit of what the history keeps (%d bytes)", len(req.Input), t.set.MaxPayloadBytes))
 		return nil
 	}
-	sr, err := t.first(tr.pctx, &req, from)
+	sr, err := tr.first(tr.pctx, from)
 	return tr.loop(ctx, sr, err, resume) // the held step's usage was counted before
 }
 
@@ -484,12 +525,12 @@ func (tr *turnRun) finish(ctx workflow.Context, err error) {
 	}
 	t.st.Thread = res.Thread
 	res.Remaining = tr.budget.Remaining(res.Spent)
-	t.emit(event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Err: res.Err, Usage: res.Usage, Remaining: res.Remaining})
+	tr.u.emit(event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Err: res.Err, Usage: res.Usage, Remaining: res.Remaining})
 	fitResult(res, t.set.MaxPayloadBytes)
 	t.endRun(ctx, res)
 	t.st.Last = res
-	t.outcome = res
-	t.running = false
+	tr.u.outcome = res
+	tr.u.running = false
 }
 
 // loop goes on from the step sr (or the error err of the request that
@@ -505,10 +546,10 @@ func (tr *turnRun) loop(ctx workflow.Context, sr *stepResult, err error, counted
 				// chain, moved to) this thread: the turn resumes there.
 				res.Thread, res.ServiceTurn = th, ""
 			}
-			if res.Thread != "" && (t.canceled || t.timedOut) {
+			if res.Thread != "" && (tr.u.canceled || tr.u.timedOut) {
 				t.cancelService(ctx, res.Thread)
 			}
-			tr.finish(ctx, t.turnError(err))
+			tr.finish(ctx, tr.u.turnError(err))
 			return nil
 		}
 		now, later, results, done := tr.arrive(ctx, sr, counted)
@@ -531,8 +572,7 @@ func (tr *turnRun) loop(ctx workflow.Context, sr *stepResult, err error, counted
 func (tr *turnRun) arrive(ctx workflow.Context, sr *stepResult, counted bool) (now, later []int, results []driver.ToolResult, done bool) {
 	t, res := tr.t, tr.res
 	step := sr.Step
-	t.backend = sr.Backend
-	t.noContinue = false
+	tr.u.noContinue = false
 	if step == nil {
 		t.cancelService(ctx, res.Thread)
 		tr.finish(ctx, errcode.Errorf(errcode.Internal, "%s: step: the backend returned no step", sr.Backend))
@@ -543,7 +583,7 @@ func (tr *turnRun) arrive(ctx workflow.Context, sr *stepResult, counted bool) (n
 	if !counted {
 		tr.budget.Charge(&res.Spent, step)
 	}
-	t.stepArrived(step, res.Steps)
+	tr.u.stepArrived(step, res.Steps)
 	if len(step.Calls) == 0 {
 		res.Text = step.Text
 		tr.finish(ctx, nil)
@@ -569,7 +609,7 @@ func (tr *turnRun) arrive(ctx workflow.Context, sr *stepResult, counted bool) (n
 		return nil, nil, nil, true
 	}
 	res.Steps++
-	t.emit(event{Kind: core.EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: tr.budget.Remaining(res.Spent)})
+	tr.u.emit(event{Kind: core.EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: tr.budget.Remaining(res.Spent)})
 	results = make([]driver.ToolResult, len(step.Calls))
 	for i, c := range step.Calls {
 		if i < len(sr.Approvals) && sr.Approvals[i].Need {
@@ -577,8 +617,8 @@ func (tr *turnRun) arrive(ctx workflow.Context, sr *stepResult, counted bool) (n
 			a := &core.Approval{Key: core.Approval{}.Key, Tool: c.Name, Arguments: c.Arguments, Why: sr.Approvals[i].Why, Requested: workflow.Now(ctx)}
 			a.Key.Backend, a.Key.Thread, a.Key.Turn, a.Key.Call = sr.Backend, c.Thread, c.Turn, c.ID
 			a.Expires = a.Requested.Add(t.set.ApprovalTimeout)
-			t.pending = append(t.pending, a)
-			t.emit(event{Kind: core.EventApprovalRequested, Thread: c.Thread, Turn: c.Turn, Step: res.Steps, Call: &step.Calls[i], Text: a.Why})
+			tr.u.pending = append(tr.u.pending, a)
+			tr.u.emit(event{Kind: core.EventApprovalRequested, Thread: c.Thread, Turn: c.Turn, Step: res.Steps, Call: &step.Calls[i], Text: a.Why})
 		} else {
 			now = append(now, i)
 		}
@@ -599,10 +639,11 @@ func (tr *turnRun) calls(ctx workflow.Context, sr *stepResult, now, later []int,
 	if err == nil && len(later) > 0 {
 		tr.end()
 		res.Remaining = tr.budget.Remaining(res.Spent)
-		err = t.await(ctx, res)
+		err = tr.await(ctx)
 		res.Pending = nil
+		tr.afterPause, tr.pausedOn = true, sr.Worker
 		t.beginRun(ctx, true)
-		tr.pctx, tr.end = t.phase(ctx, tr.timeout)
+		tr.pctx, tr.end = tr.u.phase(ctx, tr.timeout)
 		if err == nil {
 			err = tr.runCalls(ctx, sr, later, nil, results)
 			if workflow.IsContinueAsNewError(err) {
@@ -612,7 +653,7 @@ func (tr *turnRun) calls(ctx workflow.Context, sr *stepResult, now, later []int,
 	}
 	if err != nil {
 		t.cancelService(ctx, sr.Step.Thread)
-		tr.finish(ctx, t.turnError(err))
+		tr.finish(ctx, tr.u.turnError(err))
 		return true, nil
 	}
 	return false, nil
@@ -643,9 +684,11 @@ func (tr *turnRun) submit(step *driver.Step, results []driver.ToolResult) (*step
 	fitResults(results, t.set.MaxPayloadBytes)
 	sent := res.Spent
 	sent.ToolCalls += len(results)
-	t.submitted = &event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results), Remaining: tr.budget.Remaining(sent)}
+	tr.u.submitted = &event{Kind: core.EventResultsSubmitted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(results), Remaining: tr.budget.Remaining(sent)}
 	sr, err := t.stepActivity(tr.pctx, activitySubmit, &stepRequest{Step: step, Results: results, Format: tr.req.Format, Stream: tr.req.Stream,
-		Claim: t.key(tr.pctx, fmt.Sprintf("submit/%s/%s/%s", step.Thread, step.Turn, step.Calls[0].ID))})
+		Claim:      t.key(tr.pctx, fmt.Sprintf("submit/%s/%s/%s", step.Thread, step.Turn, step.Calls[0].ID)),
+		AfterPause: tr.afterPause, PausedOn: tr.pausedOn})
+	tr.afterPause, tr.pausedOn = false, ""
 	if err == nil {
 		if !res.CallsOmitted { // dropped when the turn went on in a new run
 			res.Calls = append(res.Calls, results...)
@@ -657,7 +700,8 @@ func (tr *turnRun) submit(step *driver.Step, results []driver.ToolResult) (*step
 
 // first returns the turn's first step: the held one, going on from it
 // (from), or the answer to the input.
-func (t *thread) first(ctx workflow.Context, req *runRequest, from *heldTurn) (*stepResult, error) {
+func (tr *turnRun) first(ctx workflow.Context, from *heldTurn) (*stepResult, error) {
+	t, req := tr.t, &tr.req
 	if from != nil {
 		return from.Step, nil
 	}
@@ -672,37 +716,38 @@ func (t *thread) first(ctx workflow.Context, req *runRequest, from *heldTurn) (*
 
 // stepArrived reports a step: its calls and usage, or for a final answer
 // of which no message was streamed, its text in one piece.
-func (t *thread) stepArrived(step *driver.Step, steps int) {
+func (u *turn) stepArrived(step *driver.Step, steps int) {
 	for i := range step.Calls {
-		t.emit(event{Kind: core.EventToolCall, Thread: step.Thread, Turn: step.Turn, Step: steps + 1, Call: &step.Calls[i]})
+		u.emit(event{Kind: core.EventToolCall, Thread: step.Thread, Turn: step.Turn, Step: steps + 1, Call: &step.Calls[i]})
 	}
 	if step.Usage != (driver.Usage{}) {
-		t.emit(event{Kind: core.EventUsage, Thread: step.Thread, Turn: step.Turn, Step: steps, Usage: step.Usage})
+		u.emit(event{Kind: core.EventUsage, Thread: step.Thread, Turn: step.Turn, Step: steps, Usage: step.Usage})
 	}
-	if len(step.Calls) == 0 && t.texts == 0 && step.Text != "" {
-		t.done("", step.Text, 0, false)
+	if len(step.Calls) == 0 && u.texts == 0 && step.Text != "" {
+		u.done("", step.Text, 0, false)
 	}
 }
 
 // await pauses the turn until every call awaiting a decision has one; a
 // call still undecided at its expiry is denied.
-func (t *thread) await(ctx workflow.Context, res *turnResult) error {
-	t.paused = true
+func (tr *turnRun) await(ctx workflow.Context) error {
+	t, u, res := tr.t, tr.u, tr.res
+	u.paused = true
 	res.Pending = nil
-	for _, a := range t.pending {
+	for _, a := range u.pending {
 		if a.Decision == nil {
 			res.Pending = append(res.Pending, *a)
 		}
 	}
 	paused := *res
-	t.outcome = &paused
+	u.outcome = &paused
 	t.endRun(ctx, &paused)
-	t.emit(event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage, Remaining: res.Remaining,
+	u.emit(event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage, Remaining: res.Remaining,
 		Err: errorInfo(&errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the run paused: %d call(s) await a decision: %w", len(res.Pending), core.ErrAwaitingApproval)})})
-	defer func() { t.paused, t.outcome = false, nil }()
+	defer func() { u.paused, u.outcome = false, nil }()
 	for {
 		var next time.Time
-		for _, a := range t.pending {
+		for _, a := range u.pending {
 			if a.Decision == nil && (next.IsZero() || a.Expires.Before(next)) {
 				next = a.Expires
 			}
@@ -712,15 +757,15 @@ func (t *thread) await(ctx workflow.Context, res *turnResult) error {
 		}
 		wait := next.Sub(workflow.Now(ctx))
 		if wait > 0 {
-			if _, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return t.decided() || t.canceled }); err != nil {
+			if _, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return u.decided() || u.canceled }); err != nil {
 				return err
 			}
 		}
-		if t.canceled {
+		if u.canceled {
 			return temporal.NewCanceledError()
 		}
 		now := workflow.Now(ctx)
-		for _, a := range t.pending {
+		for _, a := range u.pending {
 			if a.Decision == nil && !now.Before(a.Expires) {
 				a.Decision = &core.Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
 			}
@@ -729,8 +774,8 @@ func (t *thread) await(ctx workflow.Context, res *turnResult) error {
 }
 
 // expired reports whether every undecided call is past its time at now.
-func (t *thread) expired(now time.Time) bool {
-	for _, a := range t.pending {
+func (u *turn) expired(now time.Time) bool {
+	for _, a := range u.pending {
 		if a.Decision == nil && now.Before(a.Expires) {
 			return false
 		}
@@ -738,8 +783,8 @@ func (t *thread) expired(now time.Time) bool {
 	return true
 }
 
-func (t *thread) decided() bool {
-	for _, a := range t.pending {
+func (u *turn) decided() bool {
+	for _, a := range u.pending {
 		if a.Decision == nil {
 			return false
 		}
@@ -777,10 +822,10 @@ func (t *thread) runCalls(ctx workflow.Context, sr *stepResult, n int, idx []int
 		}
 		c := &step.Calls[i]
 		req := &callRequest{Call: *c, Step: n, IdempotencyKey: fmt.Sprintf("%s/%d/%d/%s", wf, t.st.Turns, n, c.ID)}
-		if a := t.approval(c.ID); a != nil {
+		if a := t.turn.approval(c.ID); a != nil {
 			req.Decision = a.Decision
 		}
-		t.emit(event{Kind: core.EventCallStarted, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c})
+		t.turn.emit(event{Kind: core.EventCallStarted, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c})
 		var f workflow.Future
 		if need := sr.need(i); t.localCall(need) {
 			if !need.Rerun {
@@ -807,7 +852,7 @@ func (t *thread) runCalls(ctx workflow.Context, sr *stepResult, n int, idx []int
 			if tr.Outcome == core.InDoubt {
 				kind = core.EventCallInDoubt
 			}
-			t.emit(event{Kind: kind, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c, Outcome: tr.Outcome, Result: &tr})
+			t.turn.emit(event{Kind: kind, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c, Outcome: tr.Outcome, Result: &tr})
 		})
 	}
 	for ; inflight > 0; inflight-- {
@@ -835,7 +880,7 @@ func (t *thread) stepActivity(ctx workflow.Context, name string, req *stepReques
 	sel.AddReceive(t.deltaCh, func(c workflow.ReceiveChannel, _ bool) {
 		var b deltaBatch
 		c.Receive(ctx, &b)
-		t.deltas(b)
+		t.turn.deltas(b)
 	})
 	for !f.IsReady() {
 		sel.Select(ctx)
@@ -843,19 +888,19 @@ func (t *thread) stepActivity(ctx workflow.Context, name string, req *stepReques
 	t.drain()
 	var sr stepResult
 	if err := f.Get(ctx, &sr); err != nil {
-		t.submitted = nil // the results may not have gone
+		t.turn.submitted = nil // the results may not have gone
 		return nil, err
 	}
-	t.flushSubmitted()
+	t.turn.flushSubmitted()
 	return &sr, nil
 }
 
 // flushSubmitted reports the results of a step as submitted: before the
 // next step's first text, or when the submit returns.
-func (t *thread) flushSubmitted() {
-	if e := t.submitted; e != nil {
-		t.submitted = nil
-		t.emit(*e)
+func (u *turn) flushSubmitted() {
+	if e := u.submitted; e != nil {
+		u.submitted = nil
+		u.emit(*e)
 	}
 }
 
@@ -919,18 +964,18 @@ func (t *thread) key(ctx workflow.Context, what string) string {
 func (t *thread) claimed(key string) (ok bool, thread string) {
 	var c claimSignal
 	for t.claimCh.ReceiveAsync(&c) {
-		if t.claims == nil {
-			t.claims = map[string]string{}
+		if t.turn.claims == nil {
+			t.turn.claims = map[string]string{}
 		}
-		if c.Thread != "" || t.claims[c.Key] == "" {
-			t.claims[c.Key] = c.Thread
+		if c.Thread != "" || t.turn.claims[c.Key] == "" {
+			t.turn.claims[c.Key] = c.Thread
 		}
 		c = claimSignal{}
 	}
 	if key == "" {
 		return false, ""
 	}
-	thread, ok = t.claims[key]
+	thread, ok = t.turn.claims[key]
 	return ok, thread
 }
 
@@ -977,12 +1022,12 @@ func (t *thread) localOptions() workflow.LocalActivityOptions {
 
 // turnError is the error that ends a turn: the activity's, with its code
 // and the errors it matches; the time limit's; or the cancel signal's.
-func (t *thread) turnError(err error) error {
+func (u *turn) turnError(err error) error {
 	var ce *temporal.CanceledError
 	switch {
-	case t.timedOut && (errors.As(err, &ce) || errors.Is(err, workflow.ErrCanceled)):
+	case u.timedOut && (errors.As(err, &ce) || errors.Is(err, workflow.ErrCanceled)):
 		return &errcode.Error{Code: errcode.DeadlineExceeded, Op: "core: run", Err: fmt.Errorf("the run passed its time limit: %w", context.DeadlineExceeded)}
-	case t.canceled:
+	case u.canceled:
 		return &errcode.Error{Code: errcode.Canceled, Op: "core: run", Err: fmt.Errorf("the turn was canceled: %w", context.Canceled)}
 	}
 	var ae *temporal.ApplicationError

@@ -2,13 +2,12 @@ package realtest
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/toolrelay/toolrelay/conformance"
 	"github.com/toolrelay/toolrelay/conformance/fakes"
@@ -100,57 +99,49 @@ func temporalLoop(local bool) conformance.LoopMaker {
 // returns it with a Temporal runner on queue as the suite's loop.
 func openLoop(t *testing.T, c client.Client, queue string, set temporal.Settings, b driver.Backend, tools *core.Toolbox, opts *core.Options) *loop {
 	r := core.NewRunner(b, tools, opts)
-	w := startWorker(t, c, queue, r)
+	// A second process's worker takes over from this one once it stopped
+	// (see OpenProcess): the server offers the workflow's tasks and
+	// queries to this one's sticky queue for a second, as to a child
+	// worker's (see child_test.go), not the default 5 s (an Approvals
+	// query after the stop passed the client's 10 s once in ten runs of
+	// SeveralProcesses).
+	w := startWorkerWith(t, c, queue, r, worker.Options{StickyScheduleToStartTimeout: time.Second})
 	l := &loop{Runner: temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: set}), queue: queue, set: set}
-	l.stop = func() error { w.Stop(); return r.Close() }
+	l.stopWorker = sync.OnceFunc(w.Stop)
+	l.stop = func() error { l.stopWorker(); return r.Close() }
 	return l
 }
 
 // loop is the Temporal runner as the suite's loop: a [conformance.Canceler]
-// (but of a paused turn) and [conformance.Approver] by the runner's own
-// methods, and a [conformance.DurableLoop]. Its OpenProcess says what the runner lacks
-// for a second process (see there).
+// and [conformance.Approver] by the runner's own methods, a
+// [conformance.ProcessOpener] (see OpenProcess) and a
+// [conformance.DurableLoop].
 type loop struct {
 	*temporal.Runner
-	queue string
-	set   temporal.Settings
-	stop  func() error
-	once  sync.Once
-	err   error
+	queue      string
+	set        temporal.Settings
+	stopWorker func()
+	stop       func() error
+	once       sync.Once
+	err        error
 }
 
 func (l *loop) Stream(ctx context.Context, input string, opts *core.RunOptions) conformance.Stream {
 	return l.Runner.Stream(ctx, input, opts)
 }
 
-// OpenProcess would open the loop as a second process of the program: a
-// worker of its own over core's executor on b, polling the same task
-// queue of the same server, and a runner of its own on that queue
-// (openLoop(t, l.Client(), l.queue, l.set, b, tools, opts)). Opened so,
-// the scenarios of a second process fail (ApprovalSecondProcess,
-// LeftOnService/Takeover and /SeveralProcesses, on the backends whose
-// threads outlive their process): the workflow never asks its worker's
-// backend to keep a thread paused for approval (driver.Keeper), so the
-// first worker's Close deletes the thread's session or conversation, and
-// a worker adopts nothing of the service's that another made, so what a
-// worker that died made stays on the service. Until the workers keep and
-// adopt threads, it says so, and the suite skips those scenarios.
-func (l *loop) OpenProcess(*testing.T, driver.Backend, *core.Toolbox, *core.Options) (conformance.Loop, error) {
-	return nil, fmt.Errorf("the Temporal runner's workers do not keep a thread paused for approval past their Close "+
-		"(the workflow never calls driver.Keeper.KeepThread), nor adopt what another worker made on the service, "+
-		"so no second process over a backend of its own can take a paused run over: %w", conformance.ErrLacking)
-}
-
-// Cancel is the runner's Cancel, but for a turn paused on calls awaiting
-// a decision, which the runner does not end (see temporal.Runner.Cancel):
-// it says so, and the suite skips the scenario.
-func (l *loop) Cancel(ctx context.Context, thread string) error {
-	list, err := l.Approvals(ctx, thread)
-	if err == nil && slices.ContainsFunc(list, func(a core.Approval) bool { return a.Decision == nil }) {
-		return fmt.Errorf("the Temporal runner's Cancel does not end a turn paused on calls awaiting a decision "+
-			"(the workflow's cancel signal ends a turn's running phase only, which the pause ended): %w", conformance.ErrLacking)
-	}
-	return l.Runner.Cancel(ctx, thread)
+// OpenProcess opens the loop as a second process of the program: a worker
+// of its own over core's executor on b, polling the same task queue of the
+// same server, with a client and a runner of its own on that queue. The
+// suite opens a second process to take over from a first that closed, or
+// died (LeftOnService/Takeover): a process that died polls no more, so the
+// first's worker stops here, its backend left as it was (not closed, as a
+// process that died does not close it). The turn paused in the first goes
+// on in the second's worker, whose backend takes over the thread the
+// first's kept (see temporal's activities).
+func (l *loop) OpenProcess(t *testing.T, b driver.Backend, tools *core.Toolbox, opts *core.Options) (conformance.Loop, error) {
+	l.stopWorker()
+	return openLoop(t, dial(t), l.queue, l.set, b, tools, opts), nil
 }
 
 // Durable names the runner for the suite's skips.

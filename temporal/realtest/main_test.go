@@ -78,7 +78,12 @@ func dial(t testing.TB) client.Client {
 // startWorker runs a worker of the loop over r on queue, in this process,
 // until the test ends.
 func startWorker(t testing.TB, c client.Client, queue string, r *core.Runner) worker.Worker {
-	w := worker.New(c, queue, worker.Options{})
+	return startWorkerWith(t, c, queue, r, worker.Options{})
+}
+
+// startWorkerWith is startWorker with the worker's options o.
+func startWorkerWith(t testing.TB, c client.Client, queue string, r *core.Runner, o worker.Options) worker.Worker {
+	w := worker.New(c, queue, o)
 	temporal.Register(w, r)
 	if err := w.Start(); err != nil {
 		t.Fatalf("worker: %v", err)

@@ -181,3 +181,49 @@ func writeRun(t *testing.T, c client.Client, id, run, file string) (next string)
 	t.Logf("%s: %d events", file, len(h.Events))
 	return next
 }
+
+// TestRecordCancelPaused records, with -record, the history of a turn
+// paused on an approval and canceled (the cancel signal ends the pause,
+// behind GetVersion "cancel-paused"), then a second turn on the thread,
+// approved and answered (testdata/cancel-paused.json), for TestReplay.
+func TestRecordCancelPaused(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record (go test -run TestRecord -record)")
+	}
+	srv := openaitest.NewServer(&coretest.Script{Turns: []coretest.Turn{weatherScript.Turns[0], weatherScript.Turns[0]}}, nil)
+	t.Cleanup(srv.Close)
+	tools, err := weatherTools(filepath.Join(t.TempDir(), "effects.log"), 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t)
+	queue := newQueue(t)
+	startWorker(t, c, queue, core.NewRunner(b, tools, &core.Options{Logger: quiet}))
+	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: temporal.Settings{Idle: time.Second}})
+	res, err := r.Run(t.Context(), "weather?", nil)
+	if !errors.Is(err, core.ErrAwaitingApproval) {
+		t.Fatalf("run: %v", err)
+	}
+	thread := res.Thread
+	if err := r.Cancel(t.Context(), thread); err != nil {
+		t.Fatalf("cancel of the paused turn: %v", err)
+	}
+	res, err = r.Run(t.Context(), "again?", &core.RunOptions{Thread: thread})
+	if !errors.Is(err, core.ErrAwaitingApproval) {
+		t.Fatalf("second run: %v", err)
+	}
+	if err := r.Decide(t.Context(), thread, res.Pending[0].Key.Call, core.Decision{Approved: true, Actor: "recorder"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = r.Resume(t.Context(), thread, nil); err != nil || res.Text != weatherAnswer {
+		t.Fatalf("resume: %+v, %v", res, err)
+	}
+	if err := c.GetWorkflow(t.Context(), thread, "").Get(t.Context(), nil); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	writeHistory(t, c, thread, filepath.Join("..", "testdata", "cancel-paused.json"))
+}

@@ -1,18 +1,15 @@
 package a2atools_test
 
 import (
-	"context"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/internal/nodetest"
 )
 
 // TestMain serves the agents of the official client's test (clients/a2a)
@@ -57,29 +54,9 @@ func servedAgents() http.Handler {
 // packages `npm ci` installs in clients/a2a (.ci/run does it); without
 // them it is skipped.
 func TestOfficialJSClient(t *testing.T) {
-	dir, err := filepath.Abs("../clients/a2a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("Node.js is not installed: the official A2A JavaScript client is not tried")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk")); err != nil {
-		t.Skip("clients/a2a has no node_modules: run `npm ci` there (as .ci/run does) to try the official A2A JavaScript client")
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TOOLRELAY_A2A_SERVER="+exe)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node --test in clients/a2a: %v\n%s", err, out)
-	}
-	t.Logf("%s", out)
+	nodetest.Run(t, "../clients/a2a", "@a2a-js/sdk", "the official A2A JavaScript client", "TOOLRELAY_A2A_SERVER="+exe)
 }

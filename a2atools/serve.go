@@ -3,7 +3,6 @@ package a2atools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
@@ -17,8 +16,8 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv"
 
 	"github.com/toolrelay/toolrelay/core"
-	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/defaults"
+	"github.com/toolrelay/toolrelay/internal/usertext"
 )
 
 // Defaults of [ServeOptions].
@@ -159,7 +158,7 @@ func NewHandler(runner Runner, opts *ServeOptions) http.Handler {
 	defaults.Positive(&o.MaxInFlight, DefaultMaxInFlight)
 	defaults.Positive(&o.MaxTasks, DefaultMaxTasks)
 	if o.ErrorText == nil {
-		o.ErrorText = safeText
+		o.ErrorText = usertext.Of
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -495,34 +494,4 @@ func input(m *a2a.Message, max int) (string, error) {
 		return "", fmt.Errorf("the message has no text: %w", a2a.ErrInvalidParams)
 	}
 	return text, nil
-}
-
-// safeText is the default ServeOptions.ErrorText: a sentence by the
-// error's code.
-func safeText(err error) string {
-	code := errcode.Of(err)
-	var msg string
-	switch code {
-	case errcode.DeadlineExceeded:
-		msg = "The answer took too long."
-	case errcode.ResourceExhausted:
-		msg = "The agent reached a limit before it could answer."
-	case errcode.Unavailable:
-		msg = "The agent's service is unavailable. Try again later."
-	case errcode.Canceled:
-		msg = "The answer was stopped."
-	case errcode.PermissionDenied:
-		msg = "The agent's service refused the request."
-	case errcode.InvalidArgument:
-		msg = "The agent's service could not take the message."
-	case errcode.FailedPrecondition:
-		if errors.Is(err, core.ErrThreadBusy) {
-			msg = "The agent is busy with this conversation. Try again later."
-			break
-		}
-		msg = "The agent could not answer."
-	default:
-		msg = "The agent could not answer."
-	}
-	return msg + " (" + code.String() + ")"
 }

@@ -8,12 +8,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/internal/nodetest"
 	"github.com/toolrelay/toolrelay/mcptools"
 )
 
@@ -68,29 +66,9 @@ func served() *core.Toolbox {
 // TestMain). It needs Node.js and the packages `npm ci` installs in
 // clients/mcp (.ci/run does it); without them it is skipped.
 func TestOfficialJSClient(t *testing.T) {
-	dir, err := filepath.Abs("../clients/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("Node.js is not installed: the official MCP TypeScript client is not tried")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		t.Skip("clients/mcp has no node_modules: run `npm ci` there (as .ci/run does) to try the official MCP TypeScript client")
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TOOLRELAY_MCP_SERVER="+exe)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node --test in clients/mcp: %v\n%s", err, out)
-	}
-	t.Logf("%s", out)
+	nodetest.Run(t, "../clients/mcp", "@modelcontextprotocol/sdk", "the official MCP TypeScript client", "TOOLRELAY_MCP_SERVER="+exe)
 }

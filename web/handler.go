@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/toolrelay/toolrelay/core"
-	"github.com/toolrelay/toolrelay/errcode"
 	"github.com/toolrelay/toolrelay/internal/defaults"
+	"github.com/toolrelay/toolrelay/internal/usertext"
 )
 
 // Defaults of [Options].
@@ -178,7 +178,7 @@ func Handler(runner Runner, opts *Options) http.Handler {
 	defaults.Positive(&o.KeepAlive, DefaultKeepAlive)
 	defaults.Positive(&o.WriteTimeout, DefaultWriteTimeout)
 	if o.ErrorText == nil {
-		o.ErrorText = safeText
+		o.ErrorText = usertext.Of
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -299,29 +299,6 @@ func (h *handler) runOptions(r *http.Request, thread string, parts []core.Part) 
 	}
 	ro.Thread, ro.Parts = thread, parts
 	return &ro
-}
-
-// safeText is the default ErrorText: a message by the error's code.
-func safeText(err error) string {
-	code := errcode.Of(err)
-	var msg string
-	switch code {
-	case errcode.DeadlineExceeded:
-		msg = "The answer took too long."
-	case errcode.ResourceExhausted:
-		msg = "The agent reached a limit before it could answer."
-	case errcode.Unavailable:
-		msg = "The agent's service is unavailable. Try again later."
-	case errcode.Canceled:
-		msg = "The answer was stopped."
-	case errcode.PermissionDenied:
-		msg = "The agent's service refused the request."
-	case errcode.InvalidArgument:
-		msg = "The agent's service could not take the message."
-	default:
-		msg = "The agent could not answer."
-	}
-	return msg + " (" + code.String() + ")"
 }
 
 // detachedContext returns a context for a run that outlives request r:

@@ -35,18 +35,8 @@ func TestRecord(t *testing.T) {
 	srv := openaitest.NewServer(&coretest.Script{Turns: []coretest.Turn{weatherScript.Turns[0], weatherScript.Turns[0]}}, nil)
 	t.Cleanup(srv.Close)
 	for _, approval := range []bool{false, true} {
-		tools, err := weatherTools(filepath.Join(dir, "effects.log"), 0, approval)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := dial(t)
-		queue := newQueue(t)
-		startWorker(t, c, queue, core.NewRunner(b, tools, &core.Options{Logger: quiet}))
-		r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: temporal.Settings{Idle: time.Second}})
+		r := recordLoop(t, srv, filepath.Join(dir, "effects.log"), approval, &temporal.Options{Settings: temporal.Settings{Idle: time.Second}})
+		c := r.Client()
 		name := "weather-stream"
 		var thread string
 		if !approval {
@@ -124,18 +114,8 @@ func TestRecordContinueInTurn(t *testing.T) {
 	}
 	srv := openaitest.NewServer(weatherScript, nil)
 	t.Cleanup(srv.Close)
-	tools, err := weatherTools(filepath.Join(t.TempDir(), "effects.log"), 0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dial(t)
-	queue := newQueue(t)
-	startWorker(t, c, queue, core.NewRunner(b, tools, &core.Options{Logger: quiet}))
-	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{Idle: time.Second, MaxHistoryEvents: 25}})
+	r := recordLoop(t, srv, filepath.Join(t.TempDir(), "effects.log"), false, &temporal.Options{Loop: temporal.LoopOptions{Idle: time.Second, MaxHistoryEvents: 25}})
+	c := r.Client()
 	thread := temporal.NewThread()
 	first := ""
 	st := r.Stream(t.Context(), "weather?", &core.RunOptions{Thread: thread, Held: func() { first = c.GetWorkflow(t.Context(), thread, "").GetRunID() }})
@@ -192,18 +172,8 @@ func TestRecordCancelPaused(t *testing.T) {
 	}
 	srv := openaitest.NewServer(&coretest.Script{Turns: []coretest.Turn{weatherScript.Turns[0], weatherScript.Turns[0]}}, nil)
 	t.Cleanup(srv.Close)
-	tools, err := weatherTools(filepath.Join(t.TempDir(), "effects.log"), 0, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dial(t)
-	queue := newQueue(t)
-	startWorker(t, c, queue, core.NewRunner(b, tools, &core.Options{Logger: quiet}))
-	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: temporal.Settings{Idle: time.Second}})
+	r := recordLoop(t, srv, filepath.Join(t.TempDir(), "effects.log"), true, &temporal.Options{Settings: temporal.Settings{Idle: time.Second}})
+	c := r.Client()
 	res, err := r.Run(t.Context(), "weather?", nil)
 	if !errors.Is(err, core.ErrAwaitingApproval) {
 		t.Fatalf("run: %v", err)
@@ -226,4 +196,24 @@ func TestRecordCancelPaused(t *testing.T) {
 		t.Fatalf("workflow: %v", err)
 	}
 	writeHistory(t, c, thread, filepath.Join("..", "testdata", "cancel-paused.json"))
+}
+
+// recordLoop returns, for a TestRecord test, a Temporal runner with opts
+// on a queue of its own, whose worker (in this process) runs the weather
+// tools (effects logged to effects; the refund needing approval if
+// approval) over the sessions backend on srv.
+func recordLoop(t *testing.T, srv *openaitest.Server, effects string, approval bool, opts *temporal.Options) *temporal.Runner {
+	t.Helper()
+	tools, err := weatherTools(effects, 0, approval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: srv.URL, APIKey: "test-key", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t)
+	opts.TaskQueue = newQueue(t)
+	startWorker(t, c, opts.TaskQueue, core.NewRunner(b, tools, &core.Options{Logger: quiet}))
+	return temporal.NewRunner(c, opts)
 }

@@ -238,7 +238,7 @@ func TestCallJournaled(t *testing.T) {
 	refund := mustTool(t)(core.NewTool("refund", "", func(context.Context, struct{}) (string, error) {
 		runs.Add(1)
 		return "refunded", nil
-	}, &core.ToolOptions{Approval: core.Always("money goes out")}))
+	}, &core.ToolOptions{Approval: core.ApprovalAlways("money goes out")}))
 	var mw atomic.Int32
 	r, _ := newRunner(t, &coretest.Script{}, []*core.Tool{w, refund}, &core.Options{
 		Journal: journaldriver.NewMemory(),

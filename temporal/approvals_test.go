@@ -55,7 +55,7 @@ type approvalSeen struct {
 // with its decision, also once the turn ended. A thread no workflow has
 // is NotFound.
 func TestApprovalsQuery(t *testing.T) {
-	e := newEnv(t, refundScript("500"), Settings{ApprovalTimeout: time.Hour})
+	e := newEnv(t, refundScript("500"), LoopOptions{ApprovalTimeout: time.Hour})
 	r := NewRunner(envClient{te: e.te}, nil)
 	type seen struct {
 		list []approvalSeen
@@ -128,7 +128,7 @@ func TestApprovalsQuery(t *testing.T) {
 func TestCancelPaused(t *testing.T) {
 	script := refundScript("500")
 	script.Turns = append(script.Turns, coretest.Turn{Steps: []coretest.Step{{Text: "fresh start"}}})
-	e := newEnv(t, script, Settings{ApprovalTimeout: time.Hour})
+	e := newEnv(t, script, LoopOptions{ApprovalTimeout: time.Hour})
 	var run, wait, next outcome
 	e.update(time.Second, UpdateRun, &run, runRequest{Input: "refund A1"})
 	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
@@ -201,7 +201,7 @@ func TestPauseKeepsThread(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var k *keeper
-			e := newEnvOn(t, refundScript(c.amount), func(b *coretest.Backend) driver.Backend { k = &keeper{Backend: b}; return k }, Settings{})
+			e := newEnvOn(t, refundScript(c.amount), func(b *coretest.Backend) driver.Backend { k = &keeper{Backend: b}; return k }, LoopOptions{})
 			start := &activities{r: e.runner, hooks: e.runner.Hooks(), id: c.start}
 			sub := &activities{r: e.runner, hooks: e.runner.Hooks(), id: c.sub}
 			e.te.RegisterActivityWithOptions(start.Start, activity.RegisterOptions{Name: activityStart, DisableAlreadyRegisteredCheck: true})

@@ -103,7 +103,7 @@ func TestBudget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnvOn(t, budgetScript(), func(b *coretest.Backend) driver.Backend {
 				return coretest.Metered{Backend: b, Model: "gpt-test", Usage: stepUsage}
-			}, Settings{Budget: tt.loop})
+			}, LoopOptions{Budget: tt.loop})
 			var run, again, raised outcome
 			var seen [3]seen
 			e.update(time.Second, UpdateRun, &run, runRequest{Input: "weather three times", Budget: tt.first})
@@ -193,7 +193,7 @@ func (e *env) budgetOutcome(o outcome, s *seen) budgetOutcome {
 // service's turn is canceled, and a resume then returns the held turn's
 // outcome without going on.
 func TestBudgetCancelHeld(t *testing.T) {
-	e := newEnv(t, budgetScript(), Settings{})
+	e := newEnv(t, budgetScript(), LoopOptions{})
 	var run, resume outcome
 	one := core.Budget{MaxToolCalls: 1}
 	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: one})
@@ -226,7 +226,7 @@ func TestBudgetReachedService(t *testing.T) {
 				{Calls: []coretest.Call{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)}}},
 				{Fail: &coretest.Failure{Code: c.code, Message: "spent"}},
 			}}}}
-			e := newEnv(t, script, Settings{})
+			e := newEnv(t, script, LoopOptions{})
 			var run outcome
 			e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
 			e.run()
@@ -253,7 +253,7 @@ func TestBudgetRefusedUpdate(t *testing.T) {
 		{MaxCost: -0.5},
 		{Prices: map[string]core.Price{"*": {Input: -1}}},
 	} {
-		e := newEnv(t, budgetScript(), Settings{Budget: core.Budget{MaxToolCalls: 1}})
+		e := newEnv(t, budgetScript(), LoopOptions{Budget: core.Budget{MaxToolCalls: 1}})
 		var run, resume outcome
 		e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: b})
 		e.update(2*time.Second, UpdateResume, &resume, resumeRequest{Budget: b})
@@ -277,7 +277,7 @@ func TestBudgetRefusedUpdate(t *testing.T) {
 func TestResumeKeepsBudget(t *testing.T) {
 	e := newEnvOn(t, budgetScript(), func(b *coretest.Backend) driver.Backend {
 		return coretest.Metered{Backend: b, Model: "gpt-test", Usage: stepUsage}
-	}, Settings{})
+	}, LoopOptions{})
 	var run, raised, none outcome
 	var seen [3]seen
 	e.update(time.Second, UpdateRun, &run, runRequest{Input: "weather three times", Budget: core.Budget{MaxToolCalls: 1, MaxTotalTokens: 100}})

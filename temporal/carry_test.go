@@ -93,16 +93,16 @@ func TestContinueInTurn(t *testing.T) {
 		name     string
 		refund   int  // the step whose third call needs a decision, or -1
 		decide   bool // in the first run
-		set      Settings
+		set      LoopOptions
 		at       int  // the call activities completed when the history asks
 		length   bool // the history passes MaxHistoryEvents, rather than the server suggesting
 		wantLeft []int
 		later    []int
 	}{
-		{name: "suggested in a step", refund: -1, set: Settings{Concurrency: 2}, at: 4, wantLeft: []int{2}},
-		{name: "history length between steps", refund: -1, set: Settings{MaxHistoryEvents: 100}, at: 6, length: true, wantLeft: []int{0, 1, 2}},
-		{name: "before a pause", refund: 2, set: Settings{Concurrency: 1}, at: 7, wantLeft: []int{1}, later: []int{2}},
-		{name: "after a pause", refund: 1, decide: true, set: Settings{Concurrency: 1}, at: 7, wantLeft: []int{1, 2}},
+		{name: "suggested in a step", refund: -1, set: LoopOptions{Concurrency: 2}, at: 4, wantLeft: []int{2}},
+		{name: "history length between steps", refund: -1, set: LoopOptions{MaxHistoryEvents: 100}, at: 6, length: true, wantLeft: []int{0, 1, 2}},
+		{name: "before a pause", refund: 2, set: LoopOptions{Concurrency: 1}, at: 7, wantLeft: []int{1}, later: []int{2}},
+		{name: "after a pause", refund: 1, decide: true, set: LoopOptions{Concurrency: 1}, at: 7, wantLeft: []int{1, 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, longTurn(c.refund), c.set)
@@ -273,7 +273,7 @@ func TestContinueInTurnEnds(t *testing.T) {
 		{"time passed", func(ts *turnState) { ts.Deadline = ts.Deadline.Add(-time.Hour) }, errcode.DeadlineExceeded, context.DeadlineExceeded},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, longTurn(-1), Settings{Concurrency: 1, RunTimeout: 30 * time.Minute})
+			e := newEnv(t, longTurn(-1), LoopOptions{Concurrency: 1, RunTimeout: 30 * time.Minute})
 			hooks := newRunHooks(e.runner)
 			e.shareHooks(hooks)
 			calls := 0
@@ -376,7 +376,7 @@ func TestFitState(t *testing.T) {
 // turn's events is told they are gone (and takes the turn's answer from
 // its update), rather than finding none, for ever.
 func TestEventsGoneBetweenTurns(t *testing.T) {
-	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}}}, Settings{})
+	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}}}, LoopOptions{})
 	e.te.SetContinueAsNewSuggested(true)
 	var run outcome
 	e.update(time.Second, UpdateRun, &run, runRequest{Input: "weather?"})

@@ -116,7 +116,7 @@ func TestChainSubmitLost(t *testing.T) {
 			}, &core.ToolOptions{ReadOnly: true}))
 			r := core.NewRunner(b, must(core.NewToolbox(weather)), &core.Options{Logger: quiet})
 			Register(te, r)
-			e := &env{t: t, te: te, start: State{Settings: Settings{Idle: time.Hour}}}
+			e := &env{t: t, te: te, start: State{Settings: LoopOptions{Idle: time.Hour}}}
 			var o outcome
 			e.update(time.Second, UpdateRun, &o, runRequest{Input: "weather?"})
 			e.run()

@@ -48,7 +48,7 @@ func TestAESCodec(t *testing.T) {
 // TestTurnEncrypted runs a turn with every payload going through the
 // codec.
 func TestTurnEncrypted(t *testing.T) {
-	e := newEnv(t, weather(), Settings{})
+	e := newEnv(t, weather(), LoopOptions{})
 	c, _ := NewAESCodec("k1", bytes.Repeat([]byte{7}, 32))
 	e.te.SetDataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c))
 	var o outcome

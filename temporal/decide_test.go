@@ -29,10 +29,10 @@ func TestDecisionAfterItsTime(t *testing.T) {
 		{"in time", time.Second, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, weather(), Settings{})
+			e := newEnv(t, weather(), LoopOptions{})
 			var recorded *core.Decision
 			e.te.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
-				th := &thread{set: Settings{}.withDefaults(), turn: &turn{}}
+				th := &thread{set: LoopOptions{}.withDefaults(), turn: &turn{}}
 				if err := th.register(ctx); err != nil {
 					return err
 				}

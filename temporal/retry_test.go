@@ -71,7 +71,7 @@ func TestCallRetried(t *testing.T) {
 				{Calls: []coretest.Call{{Name: "charge", Arguments: json.RawMessage(`{"Card":"4242"}`)}}},
 				{Text: `{{output "charge"}}`},
 			}}}}
-			e := newEnv(t, script, Settings{}, charge)
+			e := newEnv(t, script, LoopOptions{}, charge)
 			// The worker's Call activity, dying on its first attempt after
 			// the handler ran and before the activity completed.
 			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
@@ -136,7 +136,7 @@ func TestSubmitRetried(t *testing.T) {
 				{Text: `{{output "get_weather"}}`},
 			}}}}
 			var b *resends
-			e := newEnvOn(t, script, func(cb *coretest.Backend) driver.Backend { b = &resends{Backend: cb}; return b }, Settings{})
+			e := newEnvOn(t, script, func(cb *coretest.Backend) driver.Backend { b = &resends{Backend: cb}; return b }, LoopOptions{})
 			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
 			first := func(req *stepRequest) bool { return req.Step.Calls[0].ID == "call_1" }
 			attempts := dieOnce(e, activitySubmit, c.delivered, first, a.Submit)
@@ -175,7 +175,7 @@ func TestStartRetried(t *testing.T) {
 	}{{"answer lost", true}, {"request lost", false}} {
 		t.Run(c.name, func(t *testing.T) {
 			script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}, {Steps: []coretest.Step{{Text: "two"}}}}}
-			e := newEnv(t, script, Settings{})
+			e := newEnv(t, script, LoopOptions{})
 			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
 			second := func(req *stepRequest) bool { return req.Input == "2" }
 			attempts := dieOnce(e, activityStart, c.delivered, second, a.Start)

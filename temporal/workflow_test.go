@@ -50,13 +50,13 @@ type refundArgs struct {
 	Amount int    `json:"amount"`
 }
 
-func newEnv(t *testing.T, script *coretest.Script, set Settings, extra ...*core.Tool) *env {
+func newEnv(t *testing.T, script *coretest.Script, set LoopOptions, extra ...*core.Tool) *env {
 	t.Helper()
 	return newEnvOn(t, script, nil, set, extra...)
 }
 
 // newEnvOn is newEnv with the coretest backend seen through wrap, if set.
-func newEnvOn(t *testing.T, script *coretest.Script, wrap func(*coretest.Backend) driver.Backend, set Settings, extra ...*core.Tool) *env {
+func newEnvOn(t *testing.T, script *coretest.Script, wrap func(*coretest.Backend) driver.Backend, set LoopOptions, extra ...*core.Tool) *env {
 	t.Helper()
 	e := &env{t: t}
 	var s testsuite.WorkflowTestSuite
@@ -184,7 +184,7 @@ func weather() *coretest.Script {
 // back in call order, the answer quotes them; each step and call reaches
 // the runner's hooks once.
 func TestTurn(t *testing.T) {
-	e := newEnv(t, weather(), Settings{})
+	e := newEnv(t, weather(), LoopOptions{})
 	var o outcome
 	e.update(time.Second, UpdateRun, &o, runRequest{Input: "weather?"})
 	e.run()
@@ -229,7 +229,7 @@ func refundScript(amount string) *coretest.Script {
 // recording nothing; the approved refund runs once with the edited
 // arguments.
 func TestApproval(t *testing.T) {
-	e := newEnv(t, refundScript("500"), Settings{})
+	e := newEnv(t, refundScript("500"), LoopOptions{})
 	var run, wait, unknown, notJSON, decide, second outcome
 	e.update(time.Second, UpdateRun, &run, runRequest{Input: "refund A1"})
 	e.update(2*time.Second, UpdateDecide, &unknown, decideRequest{CallID: "nope", Decision: core.Decision{Approved: true}})
@@ -274,7 +274,7 @@ func TestApproval(t *testing.T) {
 // TestApprovalExpires: a call undecided past ApprovalTimeout is denied by
 // the workflow's timer, and the model is told.
 func TestApprovalExpires(t *testing.T) {
-	e := newEnv(t, refundScript("500"), Settings{ApprovalTimeout: time.Minute})
+	e := newEnv(t, refundScript("500"), LoopOptions{ApprovalTimeout: time.Minute})
 	var run, wait outcome
 	e.update(time.Second, UpdateRun, &run, runRequest{Input: "refund A1"})
 	e.update(2*time.Minute, UpdateWait, &wait)
@@ -291,7 +291,7 @@ func TestApprovalExpires(t *testing.T) {
 // ErrMaxSteps, and its turn is canceled on the service.
 func TestMaxSteps(t *testing.T) {
 	step := coretest.Step{Calls: []coretest.Call{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)}}}
-	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{step, step, step, {Text: "never"}}}}}, Settings{MaxSteps: 2})
+	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{step, step, step, {Text: "never"}}}}}, LoopOptions{MaxSteps: 2})
 	var run outcome
 	e.update(time.Second, UpdateRun, &run, runRequest{Input: "loop"})
 	e.run()
@@ -317,7 +317,7 @@ func TestPayloadLimit(t *testing.T) {
 		{Calls: []coretest.Call{{Name: "big", Arguments: json.RawMessage(`{"N":5000}`)}, {Name: "big", Arguments: json.RawMessage(`{"N":10}`)}}},
 		{Text: "done"},
 	}}}}
-	e := newEnv(t, script, Settings{MaxPayloadBytes: 4000})
+	e := newEnv(t, script, LoopOptions{MaxPayloadBytes: 4000})
 	var run outcome
 	e.update(time.Second, UpdateRun, &run, runRequest{Input: "big"})
 	e.run()
@@ -339,7 +339,7 @@ func TestInputLimit(t *testing.T) {
 		wantCode string // "" for a turn answered
 	}{{4000, ""}, {4001, "InvalidArgument"}} {
 		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
-			e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "ok"}}}}}, Settings{MaxPayloadBytes: 4000})
+			e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "ok"}}}}}, LoopOptions{MaxPayloadBytes: 4000})
 			var run outcome
 			e.update(time.Second, UpdateRun, &run, runRequest{Input: strings.Repeat("x", tc.n)})
 			e.run()
@@ -368,7 +368,7 @@ func TestIdempotencyKeysPerTurn(t *testing.T) {
 		{Calls: []coretest.Call{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`), ID: "call_same"}}},
 		{Text: "done"},
 	}}
-	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{turn, turn}}, Settings{})
+	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{turn, turn}}, LoopOptions{})
 	var one, two outcome
 	e.update(time.Second, UpdateRun, &one, runRequest{Input: "1"})
 	e.update(2*time.Second, UpdateRun, &two, runRequest{Input: "2"})
@@ -386,7 +386,7 @@ func TestIdempotencyKeysPerTurn(t *testing.T) {
 // thread (a run while a turn runs is refused: TestBusy).
 func TestSecondTurn(t *testing.T) {
 	script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Text: "one"}}}, {Steps: []coretest.Step{{Text: "two"}}}}}
-	e := newEnv(t, script, Settings{})
+	e := newEnv(t, script, LoopOptions{})
 	var one, two outcome
 	e.update(time.Second, UpdateRun, &one, runRequest{Input: "1"})
 	e.update(2*time.Second, UpdateRun, &two, runRequest{Input: "2"})
@@ -413,7 +413,7 @@ func TestBusy(t *testing.T) {
 		{"in a call", "50", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, refundScript(c.amount), Settings{})
+			e := newEnv(t, refundScript(c.amount), LoopOptions{})
 			if c.slow {
 				a := &activities{r: e.runner, hooks: e.runner.Hooks()}
 				e.te.OnActivity(activityCall, mock.Anything, mock.Anything).After(time.Minute).Return(a.Call)
@@ -459,7 +459,7 @@ func TestConcurrency(t *testing.T) {
 				calls = append(calls, coretest.Call{Name: "get_weather", Arguments: json.RawMessage(`{"city":"` + city + `"}`)})
 			}
 			script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{{Calls: calls}, {Text: "done"}}}}}
-			e := newEnv(t, script, Settings{Concurrency: n})
+			e := newEnv(t, script, LoopOptions{Concurrency: n})
 			a := &activities{r: e.runner, hooks: e.runner.Hooks()}
 			e.te.OnActivity(activityCall, mock.Anything, mock.Anything).After(time.Second).Return(a.Call)
 			var open, most, ran int

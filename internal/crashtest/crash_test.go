@@ -474,7 +474,7 @@ func weatherTools(point, decl, effects string) (*core.Toolbox, error) {
 	}
 	opts := &core.ToolOptions{Idempotent: decl == idempotent}
 	if os.Getenv("CRASH_APPROVAL") != "" {
-		opts.Approval = core.Always("the weather costs money")
+		opts.Approval = core.ApprovalAlways("the weather costs money")
 	}
 	if decl == verifies {
 		opts.Verify = func(ctx context.Context, call core.Call) (any, bool, error) {

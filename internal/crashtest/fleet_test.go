@@ -615,7 +615,7 @@ func fleetTools(effects string, approval bool) (*core.Toolbox, error) {
 			return "", err
 		}
 		return "booked", nil
-	}, &core.ToolOptions{Approval: core.Always("a trip costs money")})
+	}, &core.ToolOptions{Approval: core.ApprovalAlways("a trip costs money")})
 	if err != nil {
 		return nil, err
 	}

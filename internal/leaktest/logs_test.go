@@ -202,7 +202,7 @@ func leakyTools(t *testing.T) (*core.Toolbox, *coretest.Script) {
 		t.Fatal(err)
 	}
 	refund, err := core.NewTool("refund", "", func(context.Context, struct{}) (string, error) { return "refunded", nil },
-		&core.ToolOptions{Approval: core.Always("refunds need a person")})
+		&core.ToolOptions{Approval: core.ApprovalAlways("refunds need a person")})
 	if err != nil {
 		t.Fatal(err)
 	}

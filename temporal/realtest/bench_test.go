@@ -32,8 +32,8 @@ func loops(b *testing.B, script *coretest.Script, tools *core.Toolbox, shape []i
 	queue := newQueue(b)
 	w := startWorker(b, c, queue, core.NewRunner(be, tools, &core.Options{Logger: quiet, ToolTimeout: localToolTimeout}))
 	registerBare(w)
-	tr := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: temporal.Settings{Idle: time.Second}})
-	tl := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: localSettings(temporal.Settings{Idle: time.Second}, true)})
+	tr := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{Idle: time.Second}})
+	tl := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: localSettings(temporal.LoopOptions{Idle: time.Second}, true)})
 	bare := func(local bool) runFunc {
 		return func(ctx context.Context, in string) (*core.Result, error) {
 			return nil, runBare(ctx, c, queue, shape, local)

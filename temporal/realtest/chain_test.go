@@ -80,7 +80,7 @@ func TestChainSubmitRetried(t *testing.T) {
 	c := dial(t)
 	queue := newQueue(t)
 	startWorker(t, c, queue, r)
-	tr := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: fastSettings(nil)})
+	tr := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: fastSettings(nil)})
 	res, err := tr.Run(ctx, "Book table 7", nil)
 	if err != nil {
 		t.Fatalf("Run: %v", err)

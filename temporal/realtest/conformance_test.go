@@ -70,7 +70,7 @@ var modes = []mode{
 // localSettings sets the local-activity mode on s when local: every call
 // of a tool whose time limit is at most a minute runs as a local
 // activity.
-func localSettings(s temporal.Settings, local bool) temporal.Settings {
+func localSettings(s temporal.LoopOptions, local bool) temporal.LoopOptions {
 	if local {
 		s.LocalActivities, s.MaxLocalCall = true, time.Minute
 	}
@@ -97,7 +97,7 @@ func temporalLoop(local bool) conformance.LoopMaker {
 
 // openLoop starts a worker over core's executor on b, polling queue, and
 // returns it with a Temporal runner on queue as the suite's loop.
-func openLoop(t *testing.T, c client.Client, queue string, set temporal.Settings, b driver.Backend, tools *core.Toolbox, opts *core.Options) *loop {
+func openLoop(t *testing.T, c client.Client, queue string, set temporal.LoopOptions, b driver.Backend, tools *core.Toolbox, opts *core.Options) *loop {
 	r := core.NewRunner(b, tools, opts)
 	// A second process's worker takes over from this one once it stopped
 	// (see OpenProcess): the server offers the workflow's tasks and
@@ -106,7 +106,7 @@ func openLoop(t *testing.T, c client.Client, queue string, set temporal.Settings
 	// query after the stop passed the client's 10 s once in ten runs of
 	// SeveralProcesses).
 	w := startWorkerWith(t, c, queue, r, worker.Options{StickyScheduleToStartTimeout: time.Second})
-	l := &loop{Runner: temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: set}), queue: queue, set: set}
+	l := &loop{Runner: temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: set}), queue: queue, set: set}
 	l.stopWorker = sync.OnceFunc(w.Stop)
 	l.stop = func() error { l.stopWorker(); return r.Close() }
 	return l
@@ -119,7 +119,7 @@ func openLoop(t *testing.T, c client.Client, queue string, set temporal.Settings
 type loop struct {
 	*temporal.Runner
 	queue      string
-	set        temporal.Settings
+	set        temporal.LoopOptions
 	stopWorker func()
 	stop       func() error
 	once       sync.Once

@@ -69,7 +69,7 @@ func TestApprovalsAcrossProcesses(t *testing.T) {
 	env := map[string]string{queueEnv: queue, fakeEnv: srv.URL, effectsEnv: filepath.Join(dir, "effects.log"), argEnv: "approval"}
 	w := spawn(t, "worker", env)
 	t.Cleanup(func() { w.Process.Signal(syscall.SIGTERM); w.Wait() })
-	r := temporal.NewRunner(dial(t), &temporal.Options{TaskQueue: queue, Settings: temporal.Settings{Heartbeat: time.Second, Idle: time.Minute}})
+	r := temporal.NewRunner(dial(t), &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{Heartbeat: time.Second, Idle: time.Minute}})
 
 	res, err := r.Run(t.Context(), "weather?", nil)
 	if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
@@ -146,7 +146,7 @@ func TestStreamAcrossProcesses(t *testing.T) {
 			}
 		}
 	})
-	r := temporal.NewRunner(dial(t), &temporal.Options{TaskQueue: queue, WorkflowTaskTimeout: time.Second, Settings: temporal.Settings{Heartbeat: time.Second, Idle: time.Minute}})
+	r := temporal.NewRunner(dial(t), &temporal.Options{TaskQueue: queue, WorkflowTaskTimeout: time.Second, Loop: temporal.LoopOptions{Heartbeat: time.Second, Idle: time.Minute}})
 	st := r.Stream(t.Context(), "Tell me about the fox", nil)
 	var (
 		pieces strings.Builder
@@ -272,7 +272,7 @@ func TestContinueAsNew(t *testing.T) {
 	c := dial(t)
 	queue := newQueue(t)
 	startWorker(t, c, queue, core.NewRunner(b, tools, &core.Options{Logger: quiet}))
-	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: temporal.Settings{MaxHistoryEvents: 20, Idle: time.Minute}})
+	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{MaxHistoryEvents: 20, Idle: time.Minute}})
 	first, err := r.Run(t.Context(), "weather?", nil)
 	if err != nil {
 		t.Fatal(err)

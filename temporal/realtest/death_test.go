@@ -86,7 +86,7 @@ func workerDeath(t *testing.T, local bool) {
 		}
 	})
 	c := dial(t)
-	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, WorkflowTaskTimeout: time.Second, Settings: localSettings(temporal.Settings{Heartbeat: time.Second, Idle: time.Minute}, local)})
+	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, WorkflowTaskTimeout: time.Second, Loop: localSettings(temporal.LoopOptions{Heartbeat: time.Second, Idle: time.Minute}, local)})
 
 	stop := make(chan struct{})
 	chaos := sync.WaitGroup{}

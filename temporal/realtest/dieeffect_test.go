@@ -37,7 +37,7 @@ func TestDieAfterEffect(t *testing.T) {
 			first := spawn(t, "worker", env)
 			c := dial(t)
 			r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, WorkflowTaskTimeout: time.Second,
-				Settings: localSettings(temporal.Settings{Heartbeat: time.Second, Idle: time.Minute}, m.local)})
+				Loop: localSettings(temporal.LoopOptions{Heartbeat: time.Second, Idle: time.Minute}, m.local)})
 			type outcome struct {
 				res *core.Result
 				err error

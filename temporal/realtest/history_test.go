@@ -84,7 +84,7 @@ func TestHistoryPerStep(t *testing.T) {
 			for name, script := range scripts {
 				queue := newQueue(t)
 				w := startWorker(t, c, queue, core.NewRunner(coretest.NewBackend(script, nil), tools, &core.Options{Logger: quiet, ToolTimeout: localToolTimeout}))
-				r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Settings: localSettings(temporal.Settings{Idle: time.Minute}, m.local)})
+				r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: localSettings(temporal.LoopOptions{Idle: time.Minute}, m.local)})
 				res, err := r.Run(t.Context(), "go", nil)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)

@@ -100,8 +100,8 @@ func startWorkerWith(t testing.TB, c client.Client, queue string, r *core.Runner
 // once the service named its response (TestChainSubmitRetried), but a
 // blocking chain names it only when the model is done: there the retry
 // still makes the model answer twice (Capabilities.LostAnswersRerun).
-func fastSettings(o *core.Options) temporal.Settings {
-	s := temporal.Settings{Heartbeat: 5 * time.Second, Idle: time.Minute}
+func fastSettings(o *core.Options) temporal.LoopOptions {
+	s := temporal.LoopOptions{Heartbeat: 5 * time.Second, Idle: time.Minute}
 	if o != nil {
 		s.MaxSteps, s.Concurrency, s.RunTimeout, s.ApprovalTimeout, s.Budget = o.MaxSteps, o.Concurrency, o.RunTimeout, o.ApprovalTimeout, o.Budget
 	}

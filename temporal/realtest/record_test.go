@@ -35,7 +35,7 @@ func TestRecord(t *testing.T) {
 	srv := openaitest.NewServer(&coretest.Script{Turns: []coretest.Turn{weatherScript.Turns[0], weatherScript.Turns[0]}}, nil)
 	t.Cleanup(srv.Close)
 	for _, approval := range []bool{false, true} {
-		r := recordLoop(t, srv, filepath.Join(dir, "effects.log"), approval, &temporal.Options{Settings: temporal.Settings{Idle: time.Second}})
+		r := recordLoop(t, srv, filepath.Join(dir, "effects.log"), approval, &temporal.Options{Loop: temporal.LoopOptions{Idle: time.Second}})
 		c := r.Client()
 		name := "weather-stream"
 		var thread string
@@ -172,7 +172,7 @@ func TestRecordCancelPaused(t *testing.T) {
 	}
 	srv := openaitest.NewServer(&coretest.Script{Turns: []coretest.Turn{weatherScript.Turns[0], weatherScript.Turns[0]}}, nil)
 	t.Cleanup(srv.Close)
-	r := recordLoop(t, srv, filepath.Join(t.TempDir(), "effects.log"), true, &temporal.Options{Settings: temporal.Settings{Idle: time.Second}})
+	r := recordLoop(t, srv, filepath.Join(t.TempDir(), "effects.log"), true, &temporal.Options{Loop: temporal.LoopOptions{Idle: time.Second}})
 	c := r.Client()
 	res, err := r.Run(t.Context(), "weather?", nil)
 	if !errors.Is(err, core.ErrAwaitingApproval) {

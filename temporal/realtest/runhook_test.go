@@ -27,7 +27,7 @@ func TestRunHookOnReplay(t *testing.T) {
 	runs := filepath.Join(dir, "runs.log")
 	p := spawn(t, "worker", map[string]string{queueEnv: queue, fakeEnv: srv.URL, effectsEnv: filepath.Join(dir, "effects.log"), runsEnv: runs, noCacheEnv: "1"})
 	t.Cleanup(func() { p.Process.Signal(syscall.SIGTERM); p.Wait() })
-	r := temporal.NewRunner(dial(t), &temporal.Options{TaskQueue: queue, Settings: temporal.Settings{Heartbeat: 5 * time.Second, Idle: time.Minute}})
+	r := temporal.NewRunner(dial(t), &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{Heartbeat: 5 * time.Second, Idle: time.Minute}})
 	var want []string
 	for i := range 2 {
 		res, err := r.Run(t.Context(), fmt.Sprintf("weather %d", i), nil)

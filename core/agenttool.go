@@ -75,10 +75,15 @@ type agentTool struct {
 // covered is a crash between the child's backend creating the thread and
 // the note being written: as for any run (see package doc, Fleets), a
 // worker that dies before it recorded a thread leaves no trace of it, and
-// the call starts a new child. The parent's journal must keep notes
-// (memory, SQLite, PostgreSQL; without them every run of the call starts
-// a new child), and approvals to pause (see below); the child's journal
-// must be one both processes share for its calls to run once across them.
+// the call starts a new child. (Nor is the child's run recorded for a
+// takeover before its thread exists, as a run of its own would be: the
+// parent's call stands for it, so that [Runner.TakeOver] of child never
+// starts a second child; once the thread exists, a takeover of either
+// runner goes on with the same child turn.) The parent's journal must
+// keep notes (memory, SQLite, PostgreSQL; without them every run of the
+// call starts a new child), and approvals to pause (see below); the
+// child's journal must be one both processes share for its calls to run
+// once across them.
 // (Runners that share a journal must not have backends of one name that
 // name their threads alike, as two fakes of one kind do: their calls'
 // journal keys would meet. Services' thread ids are unique.)
@@ -245,9 +250,11 @@ func (a *agentTool) run(ctx context.Context, input string) (any, error) {
 		return a.output(n.Text), nil
 	}
 	b := start(input)
+	b.child = true
 	if found && n.Thread != "" {
 		ac.hand(ctx, n.Thread)
 		b = resume(n.Thread)
+		b.child = true
 	} else {
 		b.onThread = func(t string) { ac.write(ctx, agentNote{Thread: t}) }
 	}

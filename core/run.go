@@ -63,6 +63,9 @@ type beginning struct {
 	// cap, if set, is what the run may spend of the budget of the run it
 	// is the child of (see NewAgentTool), besides its own budget.
 	cap *Remaining
+	// child: the run is an agent call's child (see NewAgentTool), whose
+	// start is not recorded before its thread exists (see recordStart).
+	child bool
 }
 
 // start is the beginning of a run on input; resume, that of a run picking
@@ -655,8 +658,17 @@ func (ru *run) newRecord(ctx context.Context) *runRecord {
 // the thread exists, the run moves to its record. A run with parts or a
 // format is not recorded before its thread exists (the record keeps text
 // only).
+//
+// An agent call's child is not recorded before its thread exists: the
+// parent's call is its record (the parent's run taken over runs the call
+// again, which starts the child), and a record of its own would be taken
+// over by the child runner's TakeOver, as a run of its own: a second
+// child turn.
 func (ru *run) recordStart(ctx context.Context, b beginning) *runRecord {
 	ro := ru.ro
+	if b.child {
+		return nil
+	}
 	rec := ru.newRecord(ctx)
 	if rec == nil || len(ro.Parts) > 0 || ro.Format != nil {
 		return nil

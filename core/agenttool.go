@@ -202,6 +202,20 @@ type agentCall struct {
 	name  string // the note's name
 }
 
+// agentStopOf returns the *agentStop in cause, if c is an agent tool's
+// call of a step and its child paused or stopped on the run's budget (its
+// variable, which errors.As puts on the heap, made only then).
+func agentStopOf(c *callRun, cause error) *agentStop {
+	if c.mode != stepCall || cause == nil || c.tool == nil || c.tool.agent == nil {
+		return nil
+	}
+	var stop *agentStop
+	if errors.As(cause, &stop) {
+		return stop
+	}
+	return nil
+}
+
 // agentCallKey keys the parent's callRun in the context of an agent
 // tool's handler (see callRun.execute).
 type agentCallKey struct{}

@@ -234,8 +234,7 @@ func (c *callRun) runClaimed(ctx context.Context) (driver.ToolResult, error) {
 		c.release(ctx)
 		return driver.ToolResult{}, ctxError(ctx)
 	}
-	var stop *agentStop
-	if c.mode == stepCall && errors.As(cause, &stop) {
+	if stop := agentStopOf(c, cause); stop != nil {
 		// An agent tool's child paused for a decision, or stopped on the
 		// run's budget: so does the run, the call left to run again
 		// (see NewAgentTool).
@@ -558,7 +557,10 @@ func (c *callRun) execute(ctx context.Context) (journaldriver.Result, error) {
 		return failed(InvalidArguments, msg), errors.New(msg)
 	}
 	if tool.agent != nil {
-		ctx = context.WithValue(ctx, agentCallKey{}, c)
+		// A copy, which the agent's handler reads: the context keeping c
+		// itself would put every call's callRun on the heap.
+		ac := *c
+		ctx = context.WithValue(ctx, agentCallKey{}, &ac)
 	}
 	return tool.invoke(ctx, c.r.workers, call, args, c.toolTimeout(), c.outputLimit())
 }

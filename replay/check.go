@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/toolrelay/toolrelay/errcode"
 )
 
@@ -514,34 +514,58 @@ func splitEvents(body string) []sseEvent {
 	}
 }
 
-// eventReader reads the events of a stream, for comparing them: their
-// type and data (id and retry are the stream's bookkeeping), with
-// openai-go's event-stream decoder, the one the backends' clients read
-// the services' streams with (an event without data is none, for it as
-// for them), over at most max bytes.
+// eventReader reads the events of a stream, for comparing them: the
+// fields that carry what an event says (event and data; id and retry are
+// the stream's bookkeeping), as the HTML standard's event stream format
+// defines them. It is not openai-go's decoder (packages/ssestream), which
+// the backends read streams with, because package replay must not link
+// openai-go: adapter imports it, and a program that uses only mcptools
+// (which imports adapter) links no service SDK (internal/depcheck's
+// TestDependencies/mcptools fails if it does).
 type eventReader struct {
-	d ssestream.Decoder
+	sc *bufio.Scanner
 }
 
-func newEventReader(r io.ReadCloser, max int64) *eventReader {
-	body := struct {
-		io.Reader
-		io.Closer
-	}{io.LimitReader(r, max), r}
-	res := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: body}
-	return &eventReader{d: ssestream.NewDecoder(res)}
+func newEventReader(r io.Reader, max int64) *eventReader {
+	sc := bufio.NewScanner(io.LimitReader(r, max))
+	sc.Buffer(make([]byte, 0, 64<<10), int(min(max, 16<<20))+1)
+	return &eventReader{sc: sc}
 }
 
 // next returns the next event, io.EOF at the end of the stream.
 func (r *eventReader) next() (sseEvent, error) {
-	if !r.d.Next() {
-		if err := r.d.Err(); err != nil {
-			return sseEvent{}, err
+	var e sseEvent
+	var data []string
+	seen := false
+	for r.sc.Scan() {
+		line := strings.TrimSuffix(r.sc.Text(), "\r")
+		if line == "" {
+			if seen {
+				e.data = strings.Join(data, "\n")
+				return e, nil
+			}
+			continue
 		}
-		return sseEvent{}, io.EOF
+		if strings.HasPrefix(line, ":") {
+			continue // a comment
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "event":
+			e.event, seen = value, true
+		case "data":
+			data, seen = append(data, value), true
+		}
 	}
-	e := r.d.Event()
-	return sseEvent{event: e.Type, data: strings.TrimSuffix(string(e.Data), "\n")}, nil
+	if err := r.sc.Err(); err != nil {
+		return e, err
+	}
+	if seen { // the last event, not ended by a blank line
+		e.data = strings.Join(data, "\n")
+		return e, nil
+	}
+	return e, io.EOF
 }
 
 // idMap maps the ids a recording's answers hold to those the target gave

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/internal/defaults"
+	"github.com/toolrelay/toolrelay/internal/inflight"
 	"github.com/toolrelay/toolrelay/internal/usertext"
 )
 
@@ -113,8 +113,7 @@ type server struct {
 	rpc  http.Handler
 	card http.Handler
 
-	mu       sync.Mutex
-	inFlight map[string]int
+	inFlight inflight.Limits // per identity
 }
 
 // NewHandler returns an http.Handler serving runner as an A2A agent over
@@ -151,7 +150,7 @@ func NewHandler(runner Runner, opts *ServeOptions) http.Handler {
 	if opts == nil || opts.Identity == nil {
 		panic("a2atools: NewHandler needs ServeOptions.Identity")
 	}
-	s := &server{r: runner, opts: *opts, inFlight: map[string]int{}}
+	s := &server{r: runner, opts: *opts}
 	o := &s.opts
 	defaults.Positive(&o.MaxBodyBytes, DefaultMaxBodyBytes)
 	defaults.Positive(&o.MaxInputBytes, DefaultMaxInputBytes)
@@ -231,34 +230,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("Request Entity Too Large: the body is bounded to %d bytes", s.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 		return
 	}
-	if !s.enter(who) {
+	if !s.inFlight.Enter(who, s.opts.MaxInFlight) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "Too Many Requests: too many requests of this identity at once", http.StatusTooManyRequests)
 		return
 	}
-	defer s.leave(who)
+	defer s.inFlight.Leave(who)
 	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 	s.rpc.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, who)))
-}
-
-// enter counts a request of who in, or reports false when who has
-// MaxInFlight already.
-func (s *server) enter(who string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inFlight[who] >= s.opts.MaxInFlight {
-		return false
-	}
-	s.inFlight[who]++
-	return true
-}
-
-func (s *server) leave(who string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inFlight[who]--; s.inFlight[who] <= 0 {
-		delete(s.inFlight, who)
-	}
 }
 
 // agentCard returns the agent's card.

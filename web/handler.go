@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/internal/defaults"
+	"github.com/toolrelay/toolrelay/internal/inflight"
 	"github.com/toolrelay/toolrelay/internal/usertext"
 )
 
@@ -127,7 +128,7 @@ type handler struct {
 
 	mu       sync.Mutex
 	chats    map[string]*chat
-	inFlight map[string]int
+	inFlight inflight.Limits // per identity
 
 	// turns counts the runs in progress, for tests.
 	turns sync.WaitGroup
@@ -164,7 +165,7 @@ func Handler(runner Runner, opts *Options) http.Handler {
 	if opts == nil || opts.Identity == nil {
 		panic("web: Handler needs Options.Identity")
 	}
-	h := &handler{r: runner, opts: *opts, chats: map[string]*chat{}, inFlight: map[string]int{}, newID: newID}
+	h := &handler{r: runner, opts: *opts, chats: map[string]*chat{}, newID: newID}
 	o := &h.opts
 	defaults.Positive(&o.MaxBodyBytes, DefaultMaxBodyBytes)
 	defaults.Positive(&o.MaxInputBytes, DefaultMaxInputBytes)
@@ -227,12 +228,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, refuse(http.StatusUnauthorized, "not signed in"))
 		return
 	}
-	if !h.enter(who) {
+	if !h.inFlight.Enter(who, h.opts.MaxInFlight) {
 		w.Header().Set("Retry-After", "1")
 		h.fail(w, r, refuse(http.StatusTooManyRequests, "too many requests at once"))
 		return
 	}
-	defer h.leave(who)
+	defer h.inFlight.Leave(who)
 	if r.Method == http.MethodPost {
 		h.post(w, r, who)
 	} else {
@@ -253,25 +254,6 @@ func (h *handler) crossSite(r *http.Request) bool {
 		}
 	}
 	return true
-}
-
-// enter counts a request of identity who in, unless it has too many.
-func (h *handler) enter(who string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.inFlight[who] >= h.opts.MaxInFlight {
-		return false
-	}
-	h.inFlight[who]++
-	return true
-}
-
-func (h *handler) leave(who string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.inFlight[who]--; h.inFlight[who] <= 0 {
-		delete(h.inFlight, who)
-	}
 }
 
 // fail answers a request that cannot be served: a requestError with its

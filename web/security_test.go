@@ -156,9 +156,7 @@ func TestFlood(t *testing.T) {
 	}
 	// Served requests count out: ann may ask again.
 	waitFor(t, "ann's requests to end", func() bool {
-		s.h.mu.Lock()
-		defer s.h.mu.Unlock()
-		return s.h.inFlight["ann"] == 0
+		return s.h.inFlight.Count("ann") == 0
 	})
 }
 

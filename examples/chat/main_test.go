@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
 
 // TestMain runs the chat itself when the pty test starts this binary as
@@ -32,7 +34,7 @@ const answer = "Your favorite city, Seattle, WA, is also known as The Emerald Ci
 func TestRun(t *testing.T) {
 	for _, backend := range []string{"fake-openai", "fake-foundry", "fake-responses"} {
 		t.Run(backend, func(t *testing.T) {
-			clearEnv(t)
+			exampletest.ClearEnv(t)
 			t.Setenv("TOOLRELAY_BACKEND", backend)
 			var out bytes.Buffer
 			in := strings.NewReader("What's the weather like in my favorite city?\nThanks!\nOne more?\n")
@@ -51,20 +53,13 @@ func TestRun(t *testing.T) {
 	}
 }
 
-func clearEnv(t *testing.T) {
-	t.Helper()
-	for _, k := range []string{"TOOLRELAY_BACKEND", "TOOLRELAY_CONFIG", "TOOLRELAY_SCRIPT", "TOOLRELAY_FOUNDRY_TRANSPORT", "TOOLRELAY_RESPONSES_TRANSPORT", "TOOLRELAY_OPENAI_TRANSPORT"} {
-		t.Setenv(k, "")
-	}
-}
-
 // TestTerminal drives the chat in a real terminal (a pseudo-terminal):
 // a question typed, the answer seen arriving in pieces and the calls as
 // they run, then Ctrl-D, after which the chat exits cleanly.
 func TestTerminal(t *testing.T) {
 	for _, backend := range []string{"fake-openai", "fake-foundry", "fake-responses"} {
 		t.Run(backend, func(t *testing.T) {
-			clearEnv(t)
+			exampletest.ClearEnv(t)
 			term := startChat(t, backend)
 			term.waitFor(t, "> ")
 			term.type_(t, "What's the weather like in my favorite city?\r")
@@ -91,7 +86,7 @@ func TestTerminal(t *testing.T) {
 func TestCtrlC(t *testing.T) {
 	for _, during := range []string{"at the prompt", "during an answer"} {
 		t.Run(during, func(t *testing.T) {
-			clearEnv(t)
+			exampletest.ClearEnv(t)
 			term := startChat(t, "fake-openai")
 			term.waitFor(t, "> ")
 			if during == "during an answer" {

@@ -4,23 +4,12 @@ import (
 	"bytes"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
-
-// clearEnv unsets the settings that would send the example elsewhere than
-// the embedded fake.
-func clearEnv(t *testing.T) {
-	t.Helper()
-	for _, k := range []string{"TOOLRELAY_CONFIG", "TOOLRELAY_BACKEND", "TOOLRELAY_SCRIPT", "TOOLRELAY_REPLAY"} {
-		t.Setenv(k, "")
-	}
-}
 
 func checkOutput(t *testing.T, out string) {
 	t.Helper()
@@ -32,7 +21,7 @@ func checkOutput(t *testing.T, out string) {
 }
 
 func TestRun(t *testing.T) {
-	clearEnv(t)
+	exampletest.ClearEnv(t)
 	var out bytes.Buffer
 	if err := run(t.Context(), &out); err != nil {
 		t.Fatalf("run: %v", err)
@@ -65,7 +54,7 @@ func TestGetCustomer(t *testing.T) {
 // no fake, no key and no network.
 func replayEnv(t *testing.T, cassette string) {
 	t.Helper()
-	clearEnv(t)
+	exampletest.ClearEnv(t)
 	t.Setenv("TOOLRELAY_BACKEND", "openai")
 	t.Setenv("OPENAI_API_KEY", "unused")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
@@ -118,21 +107,7 @@ func TestReplayChanged(t *testing.T) {
 // TestGoRun runs the example as a user would, with go run, and checks it
 // exits 0 and prints the customer's name and plan.
 func TestGoRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the program")
-	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		t.Skipf("no go command: %v", err)
-	}
-	clearEnv(t)
-	cmd := exec.CommandContext(t.Context(), goBin, "run", ".")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go run: %v\n%s", err, stderr.String())
-	}
-	checkOutput(t, stdout.String())
+	checkOutput(t, exampletest.GoRun(t))
 }
 
 // TestScriptMatchesTestdata checks that the script the example plays is the

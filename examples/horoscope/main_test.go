@@ -10,17 +10,9 @@ import (
 	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
 
-// clearEnv keeps the environment from choosing another backend.
-func clearEnv(t *testing.T) {
-	t.Helper()
-	for _, k := range []string{"TOOLRELAY_BACKEND", "TOOLRELAY_CONFIG", "TOOLRELAY_SCRIPT", "TOOLRELAY_FOUNDRY_MODE", "TOOLRELAY_FOUNDRY_AGENT", "TOOLRELAY_FOUNDRY_MODEL"} {
-		t.Setenv(k, "")
-	}
-}
-
 // TestRun checks the sample's expected output.
 func TestRun(t *testing.T) {
-	clearEnv(t)
+	exampletest.ClearEnv(t)
 	var out bytes.Buffer
 	if err := run(context.Background(), &out); err != nil {
 		t.Fatalf("run: %v", err)

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
 
 // want is what the program prints: the triage agent's calls, the refund
@@ -26,15 +26,6 @@ triage: refund_desk ok
 Triage: Order 7: Done: order 7 refunded. Order 8: Done: order 8 refunded.
 `
 
-// clearEnv unsets the settings that would change the runners' journal or
-// configuration (the backends are set in code).
-func clearEnv(t *testing.T) {
-	t.Helper()
-	for _, k := range []string{"TOOLRELAY_CONFIG", "TOOLRELAY_BACKEND", "TOOLRELAY_SCRIPT", "TOOLRELAY_REPLAY", "TOOLRELAY_JOURNAL"} {
-		t.Setenv(k, "")
-	}
-}
-
 // checkOutput checks out is want, and a line of tokens.
 func checkOutput(t *testing.T, out string) {
 	t.Helper()
@@ -48,7 +39,7 @@ func checkOutput(t *testing.T, out string) {
 }
 
 func TestRun(t *testing.T) {
-	clearEnv(t)
+	exampletest.ClearEnv(t)
 	var out bytes.Buffer
 	if err := run(t.Context(), &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
@@ -59,21 +50,7 @@ func TestRun(t *testing.T) {
 // TestGoRun runs the example as a user would, with go run, and checks it
 // exits 0 and prints what run prints.
 func TestGoRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the program")
-	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		t.Skipf("no go command: %v", err)
-	}
-	clearEnv(t)
-	cmd := exec.CommandContext(t.Context(), goBin, "run", ".")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go run: %v\n%s", err, stderr.String())
-	}
-	checkOutput(t, stdout.String())
+	checkOutput(t, exampletest.GoRun(t))
 }
 
 // TestReadmeHasTheCode checks that README's section "Agents that call

@@ -14,20 +14,12 @@ import (
 	"github.com/toolrelay/toolrelay/examples/internal/exampletest"
 )
 
-// clearEnv keeps the environment from choosing another backend.
-func clearEnv(t *testing.T) {
-	t.Helper()
-	for _, k := range []string{"TOOLRELAY_BACKEND", "TOOLRELAY_CONFIG", "TOOLRELAY_SCRIPT", "TOOLRELAY_FOUNDRY_MODE", "TOOLRELAY_FOUNDRY_AGENT", "TOOLRELAY_FOUNDRY_MODEL", "TOOLRELAY_CONCURRENCY"} {
-		t.Setenv(k, "")
-	}
-}
-
 // TestRun checks the sample's expected output, in both ways of linking
 // responses.
 func TestRun(t *testing.T) {
 	for _, mode := range []string{"", "previous_response_id"} {
 		t.Run("mode="+mode, func(t *testing.T) {
-			clearEnv(t)
+			exampletest.ClearEnv(t)
 			t.Setenv("TOOLRELAY_FOUNDRY_MODE", mode)
 			var out bytes.Buffer
 			if err := run(context.Background(), &out, noTrace); err != nil {
@@ -115,7 +107,7 @@ func TestSameOnEveryFake(t *testing.T) {
 // them, and the clean-up after; each with its duration and key
 // attributes.
 func TestTraceTree(t *testing.T) {
-	clearEnv(t)
+	exampletest.ClearEnv(t)
 	var out bytes.Buffer
 	if err := run(context.Background(), &out, traceTree); err != nil {
 		t.Fatalf("run: %v", err)
@@ -159,7 +151,7 @@ func TestTraceTree(t *testing.T) {
 // spans of the run as JSON: the run, its steps and its three calls, each call's
 // span inside the run's, each step's HTTP requests inside the step.
 func TestTrace(t *testing.T) {
-	clearEnv(t)
+	exampletest.ClearEnv(t)
 	var out bytes.Buffer
 	if err := run(context.Background(), &out, traceJSON); err != nil {
 		t.Fatalf("run: %v", err)

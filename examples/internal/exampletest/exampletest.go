@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,4 +74,41 @@ func ScriptMatches(t *testing.T, path string, script *coretest.Script) {
 	if diff := cmp.Diff(want, script, sameJSON); diff != "" {
 		t.Errorf("script differs from %s (-testdata +example):\n%s", path, diff)
 	}
+}
+
+// ClearEnv empties, for the test, every TOOLRELAY_ setting of the
+// environment (but the TOOLRELAY_TEST_ ones, which tell tests where their
+// services are), so that none sends the example elsewhere than where the
+// test puts it.
+func ClearEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "TOOLRELAY_") && !strings.HasPrefix(k, "TOOLRELAY_TEST_") {
+			t.Setenv(k, "")
+		}
+	}
+}
+
+// GoRun runs the example in the test's directory as a user would, with
+// go run and its environment cleared (ClearEnv), fails t unless it exits
+// 0, and returns what it printed. It skips t in -short mode, and where
+// the go command is missing.
+func GoRun(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	ClearEnv(t)
+	cmd := exec.CommandContext(t.Context(), goBin, "run", ".")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go run: %v\n%s", err, stderr.String())
+	}
+	return stdout.String()
 }

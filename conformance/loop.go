@@ -106,32 +106,31 @@ func (l coreLoop) OpenProcess(_ *testing.T, b driver.Backend, tools *core.Toolbo
 // canceler returns r's Canceler, or skips the scenario, which needs one.
 func (e *env) canceler(r Loop) Canceler {
 	e.t.Helper()
-	c, ok := r.(Canceler)
-	if !ok {
-		e.t.Skip("the runner cannot abandon a turn (conformance.Canceler)")
-	}
-	return c
+	return faculty[Canceler](e, r, "the runner cannot abandon a turn (conformance.Canceler)")
 }
 
 // approver returns r's Approver, or skips the scenario, which needs one.
 func (e *env) approver(r Loop) Approver {
 	e.t.Helper()
-	a, ok := r.(Approver)
-	if !ok {
-		e.t.Skip("the runner keeps no list of approvals (conformance.Approver)")
-	}
-	return a
+	return faculty[Approver](e, r, "the runner keeps no list of approvals (conformance.Approver)")
 }
 
 // processOpener returns r's ProcessOpener, or skips the scenario, which
 // needs one.
 func (e *env) processOpener(r Loop) ProcessOpener {
 	e.t.Helper()
-	p, ok := r.(ProcessOpener)
+	return faculty[ProcessOpener](e, r, "the runner cannot be opened in a second process (conformance.ProcessOpener)")
+}
+
+// faculty returns r as an F, one of the faculties a loop may have, or
+// skips the scenario, which needs it, saying lacks.
+func faculty[F any](e *env, r Loop, lacks string) F {
+	e.t.Helper()
+	f, ok := r.(F)
 	if !ok {
-		e.t.Skip("the runner cannot be opened in a second process (conformance.ProcessOpener)")
+		e.t.Skip(lacks)
 	}
-	return p
+	return f
 }
 
 // skipLacking skips the scenario when err says the runner lacks what it

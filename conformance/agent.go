@@ -32,6 +32,9 @@ type agentPair struct {
 	refunds atomic.Int32
 	mu      sync.Mutex
 	paths   []string // the child's events at the parent's OnEvent
+	// childThread is the thread of the last of the child's events at
+	// the parent's OnEvent.
+	childThread string
 }
 
 // withChild runs body in the Child subtest, with a second harness for the
@@ -106,6 +109,9 @@ func (p *agentPair) parentOptions(o core.Options) *core.Options {
 		if len(ev.Path) > 0 {
 			p.mu.Lock()
 			p.paths = append(p.paths, ev.Path[0].Name+">"+ev.Kind.String())
+			if ev.Thread != "" {
+				p.childThread = ev.Thread
+			}
 			p.mu.Unlock()
 		}
 	}
@@ -309,6 +315,49 @@ func agentCancel(e *env) {
 		}
 		if got := e.results(); len(got) != 0 {
 			e.t.Errorf("the parent sent results after cancellation: %+v", got)
+		}
+	})
+}
+
+func agentCancelPaused(e *env) {
+	e.withChild(func(p *agentPair) {
+		e, ce := p.e, p.ce
+		cs := agentChildScript("150")
+		cs.Turns = append(cs.Turns, afterStop)
+		child, _, cb := p.child(cs, core.Options{}, core.ApprovalAlways("every refund needs approval"), refunded)
+		s := agentParentScript()
+		s.Turns = append(s.Turns, afterStop)
+		r := e.runner(s, p.parentOptions(core.Options{}), p.agent(child))
+		cr := e.canceler(r)
+		_, ok1 := e.b.(driver.Canceler)
+		_, ok2 := cb.(driver.Canceler)
+		if !ok1 || !ok2 {
+			e.t.Skip("the backend cannot cancel a turn (driver.Canceler)")
+		}
+		res, err := r.Run(e.t.Context(), "go", nil)
+		if !errors.Is(err, core.ErrAwaitingApproval) || res == nil || len(res.Pending) != 1 {
+			e.t.Fatalf("Run = %+v, %v; want a pause on the child's refund", res, err)
+		}
+		p.mu.Lock()
+		ct := p.childThread
+		p.mu.Unlock()
+		if ct == "" {
+			e.t.Fatal("no event of the child's reached the parent's OnEvent with its thread")
+		}
+		if err := cr.Cancel(e.t.Context(), res.Thread); err != nil {
+			e.skipLacking(err)
+			e.t.Fatalf("Runner.Cancel: %v", err)
+		}
+		e.wantThreadUsable(r, res.Thread)
+		// The child's thread takes new input: its turn was abandoned, not
+		// left waiting on the refund's decision.
+		cres, err := child.Run(e.t.Context(), "again", &core.RunOptions{Thread: ct})
+		if err != nil {
+			e.t.Fatalf("a new run on the child's thread failed (its turn was left waiting?): %v", err)
+		}
+		ce.wantText(cres, "fresh start")
+		if n := p.refunds.Load(); n != 0 {
+			e.t.Errorf("the child's refund ran %d times; want none (its turn was abandoned)", n)
 		}
 	})
 }

@@ -62,6 +62,7 @@ var scenarios = []scenario{
 	{"AgentTool/CrashMidChild", "a parent stopped mid-child (after the child's call ran, before its result was sent), resumed in a second process over the same journal, resumes the same child turn: one child turn, one effect", agentCrash},
 	{"AgentTool/Budget", "the child runs under what the parent's budget has left: past it both stop with ErrBudgetExceeded; a resume with the same budget stops again, one with a raised budget resumes the child, each of its calls once, and the parent counts the child's calls", agentBudget},
 	{"AgentTool/Cancel", "canceling the parent's context cancels the child's run: the child's handler sees its context end, and the parent ends with Canceled", agentCancel},
+	{"AgentTool/CancelPaused", "Runner.Cancel of a parent paused on its child's approval abandons the child's turn too: the child's service is told (a cancellation, or its pending call answered as stopped), the child's call never runs, and the parent's thread takes new input", agentCancelPaused},
 	{"MaxSteps", "a model that keeps calling ends the run with ErrMaxSteps, and the thread is not left waiting", maxSteps},
 	{"RepeatedCallID", "a step that repeats a call id ends the run with Internal, runs and sends nothing, and the turn is canceled, not left waiting", repeatedCallID},
 	{"ResultNotPending", "a result for a call that is not pending is refused by the service (InvalidArgument), recorded nowhere, and the turn still waits for its call", resultNotPending},

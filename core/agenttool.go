@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,6 +120,8 @@ type agentTool struct {
 //   - Cancellation: the child's run has the call's context: the parent's
 //     ending (canceled, past its time limit) ends the child's, whose turn
 //     is left waiting, as the parent's is, for a resume of the parent.
+//     [Runner.Cancel] of the parent, which abandons its turn, cancels
+//     the child's waiting turn too.
 //
 // A call answered for a loop run elsewhere ([Runner.Call], as module
 // toolrelay/temporal does) runs the child the same way, but no one can be
@@ -127,9 +130,7 @@ type agentTool struct {
 // runner's Options.Budget, or opts.Run.Budget) gives a failed result
 // saying so, and one that fails otherwise a failed result naming its
 // error's code; the child's turn is then canceled (where its backend can),
-// as no one will resume it. [Runner.Cancel] of the parent does not reach
-// the child: a child's turn left waiting by a parent abandoned so stays
-// waiting.
+// as no one will resume it.
 func NewAgentTool(name, description string, child *Runner, opts *AgentToolOptions) (*Tool, error) {
 	if child == nil {
 		return nil, fmt.Errorf("core: agent tool %q: nil child runner", name)
@@ -332,6 +333,44 @@ func (ac *agentCall) abandon(ctx context.Context, thread string) {
 	if err := child.Cancel(cctx, thread); err != nil {
 		ac.c.r.opts.Logger.WarnContext(ctx, "toolrelay: could not cancel an agent call's child", "call_id", ac.c.call.ID, errorAttr(err))
 	}
+}
+
+// A waitingChild is the child's turn of an agent call that waits (see
+// Runner.waitingChildren).
+type waitingChild struct {
+	*agentCall
+	thread string
+}
+
+// waitingChildren returns the agent calls among the pending calls of the
+// turn waiting on thread whose child's turn waits: noted, not answered.
+// It asks the backend only if r has an agent tool; what it cannot read
+// (the step, a note) it leaves out.
+func (r *Runner) waitingChildren(ctx context.Context, thread string) []waitingChild {
+	if !slices.ContainsFunc(r.tools.Tools(), func(t *Tool) bool { return t.agent != nil }) {
+		return nil
+	}
+	notes, ok := r.opts.Journal.(journaldriver.Notes)
+	if !ok {
+		return nil
+	}
+	step, err := r.b.Resume(ctx, thread)
+	if err != nil || step == nil {
+		return nil
+	}
+	var out []waitingChild
+	for i := range step.Calls {
+		call := &step.Calls[i]
+		t := r.tools.Lookup(call.Name)
+		if t == nil || t.agent == nil {
+			continue
+		}
+		ac := &agentCall{a: t.agent, c: &callRun{r: r, call: call}, notes: notes, name: agentNoteName(call)}
+		if n, found := ac.read(ctx); found && !n.Done && n.Thread != "" {
+			out = append(out, waitingChild{ac, n.Thread})
+		}
+	}
+	return out
 }
 
 // charge charges the parent's run with what the child's turn spent

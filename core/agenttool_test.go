@@ -441,3 +441,59 @@ func TestAgentToolChildBudget(t *testing.T) {
 		t.Errorf("refunds %d, the child's service received %+v; want 1 refund, the child's turn canceled last", n, got)
 	}
 }
+
+// TestAgentToolCancelNested: Runner.Cancel of a parent paused on its
+// grandchild's approval (parent → child → grandchild, each an agent tool
+// over the next) cancels the waiting turns all the way down, and the
+// grandchild's refund never runs.
+func TestAgentToolCancelNested(t *testing.T) {
+	ctx := t.Context()
+	j := journaldriver.NewMemory()
+	var refunds atomic.Int32
+	refund := mustTool(t)(core.NewTool("refund", "Refund an order.", func(context.Context, refundArgs) (string, error) {
+		refunds.Add(1)
+		return "refunded", nil
+	}, &core.ToolOptions{Approval: core.ApprovalAlways("every refund needs approval")}))
+	backends := map[string]*coretest.Backend{
+		"grandchild": coretest.NewBackend(childScript("150"), &coretest.BackendOptions{Name: "grandchild"}),
+		"child":      coretest.NewBackend(coretest.Simple("ask_refunds", `{"input":"refund order 7"}`, `child: {{output "ask_refunds"}}`), &coretest.BackendOptions{Name: "child"}),
+		"parent":     coretest.NewBackend(coretest.Simple("ask_desk", `{"input":"refund order 7"}`, `parent: {{output "ask_desk"}}`), &coretest.BackendOptions{Name: "parent"}),
+	}
+	open := func(name string, tools ...*core.Tool) *core.Runner {
+		tb, err := core.NewToolbox(tools...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := core.NewRunner(backends[name], tb, &core.Options{Journal: j, Logger: quiet})
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	grandchild := open("grandchild", refund)
+	child := open("child", mustTool(t)(core.NewAgentTool("ask_refunds", "Ask the refund agent.", grandchild, nil)))
+	parent := open("parent", mustTool(t)(core.NewAgentTool("ask_desk", "Ask the desk.", child, nil)))
+
+	res, err := parent.Run(ctx, "go", nil)
+	if !errors.Is(err, core.ErrAwaitingApproval) || res == nil || len(res.Pending) != 1 {
+		t.Fatalf("Run = %+v, %v; want a pause on the grandchild's refund", res, err)
+	}
+	if err := parent.Cancel(ctx, res.Thread); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	got := map[string][]string{}
+	for name, b := range backends {
+		for _, r := range b.Received() {
+			got[name] = append(got[name], r.Kind)
+		}
+	}
+	want := map[string][]string{
+		"parent":     {"input", "cancel"},
+		"child":      {"input", "cancel"},
+		"grandchild": {"input", "cancel"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("what each service received (-want +got):\n%s", diff)
+	}
+	if n := refunds.Load(); n != 0 {
+		t.Errorf("the refund ran %d times; want none", n)
+	}
+}

@@ -166,6 +166,14 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*
 // pending stay until they expire. A run of this runner on the thread is
 // waited for first. A backend that cannot cancel gives an error whose
 // code is Unimplemented.
+//
+// A call of an agent tool ([NewAgentTool]) among the turn's pending
+// calls whose child's turn waits (the child paused for a decision, was
+// stopped on the run's budget, or was left by a canceled context) has
+// that turn canceled too, by the child's Cancel (and so on down): no
+// child is left waiting for a parent no one will resume. A child that
+// cannot be canceled is logged; the parent's turn is canceled all the
+// same.
 func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	hold := r.threads.hold()
 	defer hold.release()
@@ -176,10 +184,14 @@ func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	if !ok {
 		return errcode.Errorf(errcode.Unimplemented, "core: the %s backend cannot cancel a turn", r.b.Name())
 	}
+	children := r.waitingChildren(ctx, thread)
 	if err := c.Cancel(ctx, thread); err != nil {
 		return backendWrap(r.b, "cancel turn", err)
 	}
 	r.clearTotals(ctx, thread)
+	for _, ac := range children {
+		ac.abandon(ctx, ac.thread)
+	}
 	return nil
 }
 

@@ -65,7 +65,8 @@
 //
 // # Checking a fake against a recording
 //
-// [Check] sends a cassette's requests, in order, to a fake and returns
+// Package replaycheck's Check sends a cassette's requests, in order, to a
+// fake ([ReadFile] reads them) and returns
 // where its answers differ from the recorded ones (status, Content-Type,
 // bodies compared as JSON, a stream event by event), the volatile fields
 // ignored by the rules above, each difference named by its interaction
@@ -73,7 +74,9 @@
 // to the recorded ones, so that a request naming a recorded session,
 // response or conversation is sent with the fake's. cmd/toolrelay-fake
 // -check FILE is its command: a cassette recorded against the real
-// service checks a fake against the service's traffic.
+// service checks a fake against the service's traffic. (It is a package
+// of its own because it reads streams with openai-go's decoder, which
+// this package, linked by package adapter, must not link.)
 //
 // # Webhook deliveries are not recorded
 //

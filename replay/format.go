@@ -58,3 +58,9 @@ type Response struct {
 	Code             int           `yaml:"code"`
 	Duration         time.Duration `yaml:"duration"`
 }
+
+// Cut reports whether the recorded body did not end at its end: the
+// client closed it while the service was still sending, or its context
+// ended, or an error broke it (the trailer X-Toolrelay-Replay-End says
+// which).
+func (r *Response) Cut() bool { return r.Trailer.Get(endHeader) != "" }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,4 +118,17 @@ func load(file string, max int64) (*parsed, error) {
 	cache.m[key] = p
 	cache.order = append(cache.order, key)
 	return p, nil
+}
+
+// ReadFile returns the interactions of the cassette in file, in the order
+// they were recorded, as [OpenFile] reads it: a file parsed before and
+// not changed since is not parsed again, and the interactions are the
+// ones parsed then, shared with every reader of the file: the caller must
+// not modify them. Errors have the codes of OpenFile's.
+func ReadFile(file string) ([]*Interaction, error) {
+	p, err := load(file, DefaultMaxCassetteBytes)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clip(p.c.Interactions), nil
 }

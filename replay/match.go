@@ -14,12 +14,12 @@ const Volatile = "<volatile>"
 
 // A stateless thread's id (metadata.toolrelay_thread "stateless_…" of
 // the responses backend's Stateless mode) is made up by the client: it is
-// volatile too (see maskVolatile).
+// volatile too (see MaskVolatile).
 
-// volatile reports whether a query parameter or JSON field named name is
-// volatile: idempotency_key (any case, - or _), timestamp, or a name
-// ending in _at.
-func volatile(name string) bool {
+// IsVolatile reports whether a query parameter, header or JSON field
+// named name is volatile, its value ignored when requests are matched:
+// idempotency_key (any case, - or _), timestamp, or a name ending in _at.
+func IsVolatile(name string) bool {
 	n := strings.ReplaceAll(strings.ToLower(name), "-", "_")
 	return n == "idempotency_key" || n == "timestamp" || strings.HasSuffix(n, "_at")
 }
@@ -46,7 +46,7 @@ func canonOf(r *Request) *canon {
 		c.Path = u.EscapedPath()
 		if q := u.Query(); len(q) > 0 {
 			for k := range q {
-				if volatile(k) {
+				if IsVolatile(k) {
 					q[k] = []string{Volatile}
 				}
 			}
@@ -59,27 +59,30 @@ func canonOf(r *Request) *canon {
 		dec.UseNumber()
 		var v any
 		if dec.Decode(&v) == nil && !dec.More() {
-			c.Body = maskVolatile(v)
+			c.Body = MaskVolatile(v)
 		}
 	}
 	return c
 }
 
-// maskVolatile replaces the values of the volatile fields of a decoded
-// JSON value with [Volatile].
-func maskVolatile(v any) any {
+// MaskVolatile replaces, in place, the values of the volatile fields of a
+// decoded JSON value (maps, slices and values as encoding/json decodes
+// into an any) with [Volatile], and returns it: the fields the package
+// doc's rule ignores when it matches requests (idempotency keys,
+// timestamps, fields ending in _at, a stateless thread's id).
+func MaskVolatile(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if s, ok := e.(string); volatile(k) || ok && k == "toolrelay_thread" && strings.HasPrefix(s, "stateless_") {
+			if s, ok := e.(string); IsVolatile(k) || ok && k == "toolrelay_thread" && strings.HasPrefix(s, "stateless_") {
 				x[k] = Volatile
 			} else {
-				x[k] = maskVolatile(e)
+				x[k] = MaskVolatile(e)
 			}
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = maskVolatile(e)
+			x[i] = MaskVolatile(e)
 		}
 	}
 	return v

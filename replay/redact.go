@@ -224,7 +224,7 @@ func redactValue(v any) (any, bool) {
 // client_assertion), and it is neither volatile nor known not to be.
 func secretName(name string) bool {
 	n := strings.ToLower(name)
-	return (redact.Secret(n) || oauthSecret[n]) && !volatile(n) && !notSecret[n]
+	return (redact.Secret(n) || oauthSecret[n]) && !IsVolatile(n) && !notSecret[n]
 }
 
 // secretField reports whether a JSON field named name holds a credential.

@@ -13,7 +13,7 @@ import (
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
-	"github.com/toolrelay/toolrelay/replay"
+	"github.com/toolrelay/toolrelay/replay/replaycheck"
 )
 
 // exitError is an error with the exit status it ends the command with.
@@ -75,7 +75,7 @@ func check(ctx context.Context, file, target, backend, scriptPath string, stdout
 			return checkUsage(fmt.Errorf("-backend must be openai, foundry or responses, not %q", backend))
 		}
 	}
-	diffs, err := replay.Check(ctx, file, target, &replay.CheckOptions{Client: client})
+	diffs, err := replaycheck.Check(ctx, file, target, &replaycheck.CheckOptions{Client: client})
 	if err != nil {
 		return checkUsage(err)
 	}

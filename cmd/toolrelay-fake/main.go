@@ -42,7 +42,7 @@
 //
 // -check FILE sends the requests of a cassette (recorded against the real
 // service, say) to a fake and prints where the fake's answers differ from
-// the recorded ones (replay.Check): each difference names the recorded
+// the recorded ones (replaycheck.Check): each difference names the recorded
 // interaction and the JSON paths, and shows the values (-recorded
 // +target). With -script, the fake is the one of the cassette's backend
 // (openai, or foundry when its requests name a Foundry project; -backend

@@ -1,4 +1,4 @@
-package replay_test
+package replaycheck_test
 
 import (
 	"encoding/json"
@@ -18,6 +18,7 @@ import (
 	"github.com/toolrelay/toolrelay/foundry/foundrytest"
 	"github.com/toolrelay/toolrelay/openai/openaitest"
 	"github.com/toolrelay/toolrelay/replay"
+	"github.com/toolrelay/toolrelay/replay/replaycheck"
 )
 
 // lookupScript is the script the checked-in cassettes of testdata were
@@ -55,7 +56,7 @@ func TestCheckClean(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			target, client := startFake(t, backend)
 			for run := range 2 {
-				diffs, err := replay.Check(t.Context(), filepath.Join("testdata", backend+".yaml"), target, &replay.CheckOptions{Client: client})
+				diffs, err := replaycheck.Check(t.Context(), filepath.Join("..", "testdata", backend+".yaml"), target, &replaycheck.CheckOptions{Client: client})
 				if err != nil {
 					t.Fatalf("run %d: %v", run, err)
 				}
@@ -74,32 +75,32 @@ func TestCheckTampered(t *testing.T) {
 	tests := []struct {
 		name, backend string
 		old, new      string // the recorded text replaced
-		want          replay.Difference
+		want          replaycheck.Difference
 		wantDiff      []string // in the go-cmp difference
 	}{{
 		name: "value", backend: "openai",
 		old: `"text":"answer: found 7"}`, new: `"text":"answer: found 8"}`,
-		want:     replay.Difference{Interaction: 2, Method: "POST", Path: "/v1/agents/sessions", Paths: []string{"body[11].data.text"}},
+		want:     replaycheck.Difference{Interaction: 2, Method: "POST", Path: "/v1/agents/sessions", Paths: []string{"body[11].data.text"}},
 		wantDiff: []string{`-`, `"answer: found 8"`, `+`, `"answer: found 7"`},
 	}, {
 		name: "item removed", backend: "openai",
 		old: `"required_actions":[{"type":"function_call","turn_id":"turn_1","call_id":"call_1","name":"lookup","arguments":{"id":"7"}}]`, new: `"required_actions":[]`,
-		want: replay.Difference{Interaction: 2, Method: "POST", Path: "/v1/agents/sessions", Paths: []string{"body[5].data.session.required_actions[0] (only the target's)"}},
+		want: replaycheck.Difference{Interaction: 2, Method: "POST", Path: "/v1/agents/sessions", Paths: []string{"body[5].data.session.required_actions[0] (only the target's)"}},
 	}, {
 		name: "status", backend: "openai",
 		old: "status: 202 Accepted\n        code: 202", new: "status: 200 OK\n        code: 200",
-		want: replay.Difference{Interaction: 3, Method: "POST", Path: "/v1/agents/sessions/sess_1/events", Paths: []string{"status"}},
+		want: replaycheck.Difference{Interaction: 3, Method: "POST", Path: "/v1/agents/sessions/sess_1/events", Paths: []string{"status"}},
 	}, {
 		name: "id", backend: "openai",
 		old: `{"deleted":true,"id":"sess_1"`, new: `{"deleted":true,"id":"sess_2"`,
-		want: replay.Difference{Interaction: 4, Method: "DELETE", Path: "/v1/agents/sessions/sess_1", Paths: []string{"body.id"}},
+		want: replaycheck.Difference{Interaction: 4, Method: "DELETE", Path: "/v1/agents/sessions/sess_1", Paths: []string{"body.id"}},
 	}, {
 		name: "foundry output", backend: "foundry",
 		old: `"status":"completed"`, new: `"status":"incomplete"`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join("testdata", tt.backend+".yaml"))
+			b, err := os.ReadFile(filepath.Join("..", "testdata", tt.backend+".yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +113,7 @@ func TestCheckTampered(t *testing.T) {
 				t.Fatal(err)
 			}
 			target, client := startFake(t, tt.backend)
-			diffs, err := replay.Check(t.Context(), file, target, &replay.CheckOptions{Client: client})
+			diffs, err := replaycheck.Check(t.Context(), file, target, &replaycheck.CheckOptions{Client: client})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,11 +160,11 @@ func TestCheckErrors(t *testing.T) {
 		{filepath.Join(dir, "missing.yaml"), "http://127.0.0.1:1", errcode.NotFound, "no such file"},
 		{garbled, "http://127.0.0.1:1", errcode.InvalidArgument, "not a go-vcr cassette"},
 		{dir, "http://127.0.0.1:1", errcode.InvalidArgument, "not a regular file"},
-		{filepath.Join("testdata", "openai.yaml"), "127.0.0.1:8080", errcode.InvalidArgument, "not a base URL"},
-		{filepath.Join("testdata", "openai.yaml"), "http://127.0.0.1:1", errcode.Unavailable, "#0 GET /v1/agents?limit=100&order=desc"},
+		{filepath.Join("..", "testdata", "openai.yaml"), "127.0.0.1:8080", errcode.InvalidArgument, "not a base URL"},
+		{filepath.Join("..", "testdata", "openai.yaml"), "http://127.0.0.1:1", errcode.Unavailable, "#0 GET /v1/agents?limit=100&order=desc"},
 	}
 	for _, tt := range tests {
-		diffs, err := replay.Check(t.Context(), tt.file, tt.target, nil)
+		diffs, err := replaycheck.Check(t.Context(), tt.file, tt.target, nil)
 		if errcode.Of(err) != tt.code || err == nil || !strings.Contains(err.Error(), tt.msg) || diffs != nil {
 			t.Errorf("Check(%s, %s) = %v, %v; want code %v and %q", tt.file, tt.target, diffs, err, tt.code, tt.msg)
 		}
@@ -218,7 +219,7 @@ func TestCheckStream(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(tt.h)
 			defer srv.Close()
-			diffs, err := replay.Check(t.Context(), file, srv.URL, &replay.CheckOptions{Wait: 500 * time.Millisecond})
+			diffs, err := replaycheck.Check(t.Context(), file, srv.URL, &replaycheck.CheckOptions{Wait: 500 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,11 +244,11 @@ func TestCheckStreamAnsweredPlain(t *testing.T) {
 		w.Write([]byte(`{"error":{"code":"resource_not_found","message":"No agent found with id 'agent_1'."}}`))
 	}))
 	defer srv.Close()
-	diffs, err := replay.Check(t.Context(), filepath.Join("testdata", "openai.yaml"), srv.URL, nil)
+	diffs, err := replaycheck.Check(t.Context(), filepath.Join("..", "testdata", "openai.yaml"), srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var two *replay.Difference
+	var two *replaycheck.Difference
 	for i := range diffs {
 		if diffs[i].Interaction == 2 {
 			two = &diffs[i]

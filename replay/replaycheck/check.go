@@ -1,7 +1,16 @@
-package replay
+// Package replaycheck checks a fake against traffic recorded from the
+// real service: it sends a cassette's recorded requests (package replay)
+// to the fake and names where its answers differ ([Check]). It is what
+// cmd/toolrelay-fake -check runs.
+//
+// It is a package of its own, not part of package replay, because it
+// reads streams with openai-go's event-stream decoder, and package replay
+// must link no service SDK: package adapter imports it, and a program
+// that uses only mcptools (which imports adapter) links none
+// (internal/depcheck).
+package replaycheck
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -16,7 +25,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/replay"
 )
 
 // CheckOptions tune [Check]. nil is usable.
@@ -118,26 +130,26 @@ func Check(ctx context.Context, file, target string, opts *CheckOptions) ([]Diff
 		o.Quiet = 300 * time.Millisecond
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
+		o.MaxBodyBytes = replay.DefaultMaxBodyBytes
 	}
 	base, err := url.Parse(target)
 	if err != nil || base.Scheme != "http" && base.Scheme != "https" || base.Host == "" {
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "replay: check", Err: fmt.Errorf("target %q is not a base URL such as http://127.0.0.1:8080", target)}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Op: "replaycheck: check", Err: fmt.Errorf("target %q is not a base URL such as http://127.0.0.1:8080", target)}
 	}
-	p, err := load(file, DefaultMaxCassetteBytes)
+	ins, err := replay.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the streams still open
-	k := &checker{opts: o, base: base, ids: newIDMap(p.c.Interactions)}
-	for n, in := range p.c.Interactions {
+	k := &checker{opts: o, base: base, ids: newIDMap(ins)}
+	for n, in := range ins {
 		if in.Response.Code == 0 {
 			continue // failed in transport when recorded
 		}
 		a, err := k.send(ctx, n, in)
 		if err != nil {
-			return nil, &errcode.Error{Code: errcode.Of(err), Op: fmt.Sprintf("replay: check #%d %s %s", n, in.Request.Method, pathOf(in.Request.URL)), Err: err}
+			return nil, &errcode.Error{Code: errcode.Of(err), Op: fmt.Sprintf("replaycheck: check #%d %s %s", n, in.Request.Method, pathOf(in.Request.URL)), Err: err}
 		}
 		k.answers = append(k.answers, a)
 	}
@@ -175,7 +187,7 @@ type checker struct {
 // answer is the target's answer to one recorded request.
 type answer struct {
 	n        int
-	rec      *Interaction
+	rec      *replay.Interaction
 	status   int
 	header   http.Header
 	recorded []sseEvent // the recorded events of a streamed body, nil for another
@@ -193,7 +205,7 @@ type answer struct {
 
 // send sends recorded request n, with the ids the target minted for the
 // recorded ones, once the answers it depends on have come.
-func (k *checker) send(ctx context.Context, n int, in *Interaction) (*answer, error) {
+func (k *checker) send(ctx context.Context, n int, in *replay.Interaction) (*answer, error) {
 	if err := k.settle(ctx, n, in); err != nil {
 		return nil, err
 	}
@@ -216,7 +228,7 @@ func (k *checker) send(ctx context.Context, n int, in *Interaction) (*answer, er
 		case "Content-Length", "Host", "Accept-Encoding", "Connection", "Transfer-Encoding":
 			continue
 		}
-		if volatile(h) && len(vs) == 1 {
+		if replay.IsVolatile(h) && len(vs) == 1 {
 			// An idempotency key: a fresh one, the same for the requests
 			// that were sent with the same (a retry), so that a target
 			// that keeps keys answers a second check as it did the first.
@@ -224,9 +236,9 @@ func (k *checker) send(ctx context.Context, n int, in *Interaction) (*answer, er
 		}
 		req.Header[http.CanonicalHeaderKey(h)] = vs
 	}
-	if a := req.Header.Get("Authorization"); a == Mask {
+	if a := req.Header.Get("Authorization"); a == replay.Mask {
 		// A masked credential, sent as a bearer token, which a fake takes.
-		req.Header.Set("Authorization", "Bearer "+Mask)
+		req.Header.Set("Authorization", "Bearer "+replay.Mask)
 	}
 	for h, vs := range k.opts.Header {
 		req.Header[http.CanonicalHeaderKey(h)] = vs
@@ -251,13 +263,13 @@ func (k *checker) send(ctx context.Context, n int, in *Interaction) (*answer, er
 		a.live = true
 		go func() {
 			defer rcancel()
-			k.stream(resp.Body, a, in.Response.Trailer.Get(endHeader) != "")
+			k.stream(resp.Body, a, in.Response.Cut())
 		}()
 		return a, nil
 	}
 	defer rcancel()
 	defer resp.Body.Close()
-	b, err := limitedRead(resp.Body, k.opts.MaxBodyBytes)
+	b, err := readAll(resp.Body, k.opts.MaxBodyBytes)
 	if err != nil {
 		return nil, &errcode.Error{Code: errcode.Unavailable, Err: fmt.Errorf("reading the answer: %w", err)}
 	}
@@ -327,7 +339,7 @@ func (a *answer) finish() {
 // settle waits until request n may be sent: every id it names that an
 // earlier answer mints is known, and every stream short of its recorded
 // events is quiet.
-func (k *checker) settle(ctx context.Context, n int, in *Interaction) error {
+func (k *checker) settle(ctx context.Context, n int, in *replay.Interaction) error {
 	need := k.ids.named(n, in.Request)
 	deadline := time.Now().Add(k.opts.Wait)
 	for {
@@ -410,7 +422,7 @@ func bodyValue(b string, ids *idMap) any {
 	if ids != nil {
 		v = ids.recordedValue(v)
 	}
-	return maskVolatile(v)
+	return replay.MaskVolatile(v)
 }
 
 // eventsValue returns a stream's events as they are compared.
@@ -514,58 +526,34 @@ func splitEvents(body string) []sseEvent {
 	}
 }
 
-// eventReader reads the events of a stream, for comparing them: the
-// fields that carry what an event says (event and data; id and retry are
-// the stream's bookkeeping), as the HTML standard's event stream format
-// defines them. It is not openai-go's decoder (packages/ssestream), which
-// the backends read streams with, because package replay must not link
-// openai-go: adapter imports it, and a program that uses only mcptools
-// (which imports adapter) links no service SDK (internal/depcheck's
-// TestDependencies/mcptools fails if it does).
+// eventReader reads the events of a stream, for comparing them: their
+// type and data (id and retry are the stream's bookkeeping), with
+// openai-go's event-stream decoder, the one the backends' clients read
+// the services' streams with (an event without data is none, for it as
+// for them), over at most max bytes.
 type eventReader struct {
-	sc *bufio.Scanner
+	d ssestream.Decoder
 }
 
-func newEventReader(r io.Reader, max int64) *eventReader {
-	sc := bufio.NewScanner(io.LimitReader(r, max))
-	sc.Buffer(make([]byte, 0, 64<<10), int(min(max, 16<<20))+1)
-	return &eventReader{sc: sc}
+func newEventReader(r io.ReadCloser, max int64) *eventReader {
+	body := struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(r, max), r}
+	res := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: body}
+	return &eventReader{d: ssestream.NewDecoder(res)}
 }
 
 // next returns the next event, io.EOF at the end of the stream.
 func (r *eventReader) next() (sseEvent, error) {
-	var e sseEvent
-	var data []string
-	seen := false
-	for r.sc.Scan() {
-		line := strings.TrimSuffix(r.sc.Text(), "\r")
-		if line == "" {
-			if seen {
-				e.data = strings.Join(data, "\n")
-				return e, nil
-			}
-			continue
+	if !r.d.Next() {
+		if err := r.d.Err(); err != nil {
+			return sseEvent{}, err
 		}
-		if strings.HasPrefix(line, ":") {
-			continue // a comment
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "event":
-			e.event, seen = value, true
-		case "data":
-			data, seen = append(data, value), true
-		}
+		return sseEvent{}, io.EOF
 	}
-	if err := r.sc.Err(); err != nil {
-		return e, err
-	}
-	if seen { // the last event, not ended by a blank line
-		e.data = strings.Join(data, "\n")
-		return e, nil
-	}
-	return e, io.EOF
+	e := r.d.Event()
+	return sseEvent{event: e.Type, data: strings.TrimSuffix(string(e.Data), "\n")}, nil
 }
 
 // idMap maps the ids a recording's answers hold to those the target gave
@@ -579,7 +567,7 @@ type idMap struct {
 	ended   map[int]bool   // the interactions whose answer is read
 }
 
-func newIDMap(ins []*Interaction) *idMap {
+func newIDMap(ins []*replay.Interaction) *idMap {
 	m := &idMap{changed: make(chan struct{}), toLive: map[string]string{}, toRec: map[string]string{}, from: map[string]int{}, ended: map[int]bool{}}
 	for n, in := range ins {
 		var vs []any
@@ -678,7 +666,7 @@ func (m *idMap) broadcast() {
 // named returns the recorded ids that request n names (in its URL's path
 // segments and query values, or as a string of its JSON body) and that
 // an earlier answer holds.
-func (m *idMap) named(n int, r Request) []string {
+func (m *idMap) named(n int, r replay.Request) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(s string) {
@@ -804,4 +792,19 @@ func walkStrings(v any, f func(string) string) any {
 		}
 	}
 	return v
+}
+
+// maxDiff bounds the text of a difference.
+const maxDiff = 8 << 10
+
+// readAll reads all of r, failing past max bytes.
+func readAll(r io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("an answer larger than the limit of %d bytes (CheckOptions.MaxBodyBytes)", max)
+	}
+	return b, nil
 }

@@ -266,7 +266,7 @@ func (r *Runner) Decide(ctx context.Context, thread, callID string, d core.Decis
 // awaiting a decision and those decided, as core's Runner.Approvals
 // does. A thread no workflow has is NotFound.
 func (r *Runner) Approvals(ctx context.Context, thread string) ([]core.Approval, error) {
-	v, err := r.query(ctx, thread, QueryApprovals)
+	v, err := r.query(ctx, maxQueries, thread, QueryApprovals)
 	if err != nil {
 		return nil, clientError("approvals", err)
 	}
@@ -280,15 +280,15 @@ func (r *Runner) Approvals(ctx context.Context, thread string) ([]core.Approval,
 // query asks thread's workflow the query name, again while it goes
 // unanswered for want of a worker (see unanswered), or is canceled by the
 // server rather than the caller (as when the worker that ran the
-// workflow has just stopped, and another takes it over): at most
-// maxQueries times, within ctx.
-func (r *Runner) query(ctx context.Context, thread, name string, args ...any) (converter.EncodedValue, error) {
+// workflow has just stopped, and another takes it over): at most tries
+// times (0: until ctx ends), within ctx.
+func (r *Runner) query(ctx context.Context, tries int, thread, name string, args ...any) (converter.EncodedValue, error) {
 	wait := pollFirst
 	for i := 1; ; i++ {
 		v, err := r.c.QueryWorkflow(ctx, thread, "", name, args...)
 		var ce *serviceerror.Canceled
 		again := unanswered(err) || ctx.Err() == nil && (errors.As(err, &ce) || errors.Is(err, context.Canceled))
-		if err == nil || !again || i == maxQueries {
+		if err == nil || !again || i == tries {
 			return v, err
 		}
 		select {
@@ -300,7 +300,7 @@ func (r *Runner) query(ctx context.Context, thread, name string, args ...any) (c
 	}
 }
 
-// maxQueries bounds the times query asks.
+// maxQueries bounds the times a query of the Runner's methods is asked.
 const maxQueries = 10
 
 // Cancel ends the turn running on thread: its calls are interrupted, the

@@ -168,29 +168,20 @@ func (f *follower) decided() bool {
 }
 
 // page reads the events of turn after the first after. A query no worker
-// answered in time is asked again until the reader's context ends, as the
-// turn's outcome is waited for: see unanswered.
+// answered in time, or that the server canceled (the worker that ran the
+// workflow stopped, and another takes it over), is asked again until the
+// reader's context ends, as the turn's outcome is waited for: see
+// Runner.query.
 func (f *follower) page(turn, after int) (*eventsPage, error) {
-	wait := pollFirst
-	for {
-		v, err := f.r.c.QueryWorkflow(f.ctx, f.thread, "", QueryEvents, eventsRequest{Turn: turn, After: after})
-		if err == nil {
-			var p eventsPage
-			if err := v.Get(&p); err != nil {
-				return nil, clientError("stream", err)
-			}
-			return &p, nil
-		}
-		if !unanswered(err) {
-			return nil, clientError("stream", err)
-		}
-		select {
-		case <-time.After(wait):
-		case <-f.ctx.Done():
-			return nil, clientError("stream", f.ctx.Err())
-		}
-		wait = min(2*wait, pollMax)
+	v, err := f.r.query(f.ctx, 0, f.thread, QueryEvents, eventsRequest{Turn: turn, After: after})
+	if err != nil {
+		return nil, clientError("stream", err)
 	}
+	var p eventsPage
+	if err := v.Get(&p); err != nil {
+		return nil, clientError("stream", err)
+	}
+	return &p, nil
 }
 
 // unanswered reports whether a query failed for want of a worker to answer

@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -43,7 +44,8 @@ func (v jsonValue) Get(ptr any) error { return json.Unmarshal(v, ptr) }
 // TestStreamPageUnanswered: a stream's reader asks again for the turn's
 // events when no worker answered its query in time (the query's own
 // deadline passed, or the workflow's task is failing: its worker died
-// and another is taking it over), instead of ending the stream; another
+// and another is taking it over) or the server canceled it, however many
+// times, instead of ending the stream; another
 // error ends it at once, as does the reader's context.
 func TestStreamPageUnanswered(t *testing.T) {
 	page := eventsPage{Turn: 1, Events: []event{{Kind: core.EventTextDelta, Text: "hello"}}}
@@ -63,6 +65,8 @@ func TestStreamPageUnanswered(t *testing.T) {
 		{"deadline, then answered", context.Background(), []error{deadline, deadline}, &page, 0, 3},
 		{"task failing, then answered", context.Background(), []error{notReady}, &page, 0, 2},
 		{"context deadline, then answered", context.Background(), []error{context.DeadlineExceeded}, &page, 0, 2},
+		{"canceled by the server, then answered", context.Background(), []error{serviceerror.NewCanceled("context canceled"), serviceerror.NewCanceled("context canceled")}, &page, 0, 3},
+		{"unanswered past the Runner's bound, then answered", context.Background(), slices.Repeat([]error{deadline}, maxQueries+2), &page, 0, maxQueries + 3},
 		{"not found", context.Background(), []error{serviceerror.NewNotFound("no such workflow")}, nil, errcode.NotFound, 1},
 		{"the reader's context ended", canceled, []error{deadline}, nil, errcode.Canceled, 1},
 	} {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -33,9 +32,9 @@ type AgentToolOptions struct {
 	// child runner's Options.RunTimeout, and a little more, so that the
 	// child's own limit ends it first), Approval (of the call of the
 	// child itself), Middleware, TruncateOutput, Strict, DeferLoading,
-	// Server. Verify, Fields, ReadOnly and Idempotent are refused: the
-	// tool is idempotent (a call run again goes on with the same child
-	// turn, see NewAgentTool).
+	// Server. Verify, Fields, Abandon, ReadOnly and Idempotent are
+	// refused: the tool is idempotent (a call run again goes on with the
+	// same child turn, see NewAgentTool), and abandons its child itself.
 	Tool ToolOptions
 }
 
@@ -155,16 +154,17 @@ func NewAgentTool(name, description string, child *Runner, opts *AgentToolOption
 	}
 	to := o.Tool
 	switch {
-	case to.Verify != nil || len(to.Fields) > 0:
-		return nil, fmt.Errorf("core: agent tool %q: Tool.Verify and Tool.Fields are not supported", name)
+	case to.Verify != nil || len(to.Fields) > 0 || to.Abandon != nil:
+		return nil, fmt.Errorf("core: agent tool %q: Tool.Verify, Tool.Fields and Tool.Abandon are not supported (the tool abandons its child itself)", name)
 	case to.ReadOnly || to.Idempotent:
 		return nil, fmt.Errorf("core: agent tool %q: Tool.ReadOnly and Tool.Idempotent are not for an agent tool to set (it is idempotent)", name)
 	}
 	to.Idempotent = true
+	a := &agentTool{name: name, child: child, ro: ro, raw: len(o.Parameters) > 0}
+	to.Abandon = a.abandonCall
 	if to.Timeout == 0 {
 		to.Timeout = child.runOptions(&ro).Timeout + agentTimeMargin
 	}
-	a := &agentTool{name: name, child: child, ro: ro, raw: len(o.Parameters) > 0}
 	var (
 		t   *Tool
 		err error
@@ -335,43 +335,28 @@ func (ac *agentCall) abandon(ctx context.Context, thread string) {
 	}
 }
 
-// A waitingChild is the child's turn of an agent call that waits (see
-// Runner.waitingChildren).
-type waitingChild struct {
-	*agentCall
-	thread string
-}
-
-// waitingChildren returns the agent calls among the pending calls of the
-// turn waiting on thread whose child's turn waits: noted, not answered.
-// It asks the backend only if r has an agent tool; what it cannot read
-// (the step, a note) it leaves out.
-func (r *Runner) waitingChildren(ctx context.Context, thread string) []waitingChild {
-	if !slices.ContainsFunc(r.tools.Tools(), func(t *Tool) bool { return t.agent != nil }) {
+// abandonCall is the Abandon hook of an agent tool (see Runner.Cancel,
+// whose runner ctx carries): the child's turn of call, if noted and not
+// answered, is canceled.
+func (a *agentTool) abandonCall(ctx context.Context, call Call) error {
+	r, _ := ctx.Value(cancelingKey{}).(*Runner)
+	if r == nil {
 		return nil
 	}
 	notes, ok := r.opts.Journal.(journaldriver.Notes)
 	if !ok {
 		return nil
 	}
-	step, err := r.b.Resume(ctx, thread)
-	if err != nil || step == nil {
-		return nil
+	ac := &agentCall{a: a, c: &callRun{r: r, call: &call}, notes: notes, name: agentNoteName(&call)}
+	if n, found := ac.read(ctx); found && !n.Done && n.Thread != "" {
+		ac.abandon(ctx, n.Thread)
 	}
-	var out []waitingChild
-	for i := range step.Calls {
-		call := &step.Calls[i]
-		t := r.tools.Lookup(call.Name)
-		if t == nil || t.agent == nil {
-			continue
-		}
-		ac := &agentCall{a: t.agent, c: &callRun{r: r, call: call}, notes: notes, name: agentNoteName(call)}
-		if n, found := ac.read(ctx); found && !n.Done && n.Thread != "" {
-			out = append(out, waitingChild{ac, n.Thread})
-		}
-	}
-	return out
+	return nil
 }
+
+// cancelingKey keys, in the context of the Abandon hooks Runner.Cancel
+// calls, the runner that cancels.
+type cancelingKey struct{}
 
 // charge charges the parent's run with what the child's turn spent
 // (res's totals count from the turn's start) past what the parent was

@@ -167,13 +167,13 @@ func (r *Runner) Resume(ctx context.Context, thread string, opts *RunOptions) (*
 // waited for first. A backend that cannot cancel gives an error whose
 // code is Unimplemented.
 //
-// A call of an agent tool ([NewAgentTool]) among the turn's pending
-// calls whose child's turn waits (the child paused for a decision, was
+// The tools of the turn's pending calls that started work elsewhere are
+// told, once the turn is canceled (ToolOptions.Abandon): an agent tool's
+// call whose child's turn waits (the child paused for a decision, was
 // stopped on the run's budget, or was left by a canceled context) has
-// that turn canceled too, by the child's Cancel (and so on down): no
-// child is left waiting for a parent no one will resume. A child that
-// cannot be canceled is logged; the parent's turn is canceled all the
-// same.
+// that turn canceled too, by the child's Cancel (and so on down), so that
+// no child is left waiting for a parent no one will resume. What such a
+// tool cannot end is logged; the turn is canceled all the same.
 func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	hold := r.threads.hold()
 	defer hold.release()
@@ -184,15 +184,39 @@ func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	if !ok {
 		return errcode.Errorf(errcode.Unimplemented, "core: the %s backend cannot cancel a turn", r.b.Name())
 	}
-	children := r.waitingChildren(ctx, thread)
+	pending := r.abandoned(ctx, thread)
 	if err := c.Cancel(ctx, thread); err != nil {
 		return backendWrap(r.b, "cancel turn", err)
 	}
 	r.clearTotals(ctx, thread)
-	for _, ac := range children {
-		ac.abandon(ctx, ac.thread)
+	actx := context.WithValue(ctx, cancelingKey{}, r)
+	for _, call := range pending {
+		t := r.tools.Lookup(call.Name)
+		if err := t.opts.Abandon(actx, *call); err != nil {
+			r.opts.Logger.WarnContext(ctx, "toolrelay: a tool could not abandon a canceled call", "tool", call.Name, "call_id", call.ID, errorAttr(err))
+		}
 	}
 	return nil
+}
+
+// abandoned returns the pending calls of the turn waiting on thread whose
+// tools have an Abandon hook (see Cancel). It asks the backend only if a
+// tool of r has one; a step it cannot read gives none.
+func (r *Runner) abandoned(ctx context.Context, thread string) []*Call {
+	if !slices.ContainsFunc(r.tools.Tools(), func(t *Tool) bool { return t.opts.Abandon != nil }) {
+		return nil
+	}
+	step, err := r.b.Resume(ctx, thread)
+	if err != nil || step == nil {
+		return nil
+	}
+	var out []*Call
+	for i := range step.Calls {
+		if t := r.tools.Lookup(step.Calls[i].Name); t != nil && t.opts.Abandon != nil {
+			out = append(out, &step.Calls[i])
+		}
+	}
+	return out
 }
 
 // Stream starts a run as [Runner.Run] does, but streamed: the run takes

@@ -76,6 +76,15 @@ type ToolOptions struct {
 	// handler does: a hook that panics or runs past it cannot tell either.
 	// If the run ends while it runs, the call stays in doubt.
 	Verify func(ctx context.Context, call Call) (result any, found bool, err error)
+	// Abandon, if set, is called by [Runner.Cancel] for each call of the
+	// tool among the pending calls of the turn it abandons, once the
+	// service's turn is canceled: a handler that started work elsewhere
+	// which waits on the call (a remote agent's task awaiting an answer,
+	// say, paused by [Ask]) ends it there, as no one will resume the call.
+	// It runs under Cancel's context; an error it returns is logged, and
+	// Cancel goes on. (An agent tool, [NewAgentTool], has one: it cancels
+	// its child's waiting turn.)
+	Abandon func(ctx context.Context, call Call) error
 	// Approval, if set, says which calls need a person's approval before
 	// they run ([ApprovalAlways], [ApprovalIf]). A step with such calls runs the
 	// others, then the run pauses: it returns an error matching

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -54,8 +55,8 @@ func (e *env) mcpServer(tr string) (mcptools.Server, string) {
 
 // mcpRunner connects to servers, with the program's tools own, and makes
 // the backend for script. changed receives the servers' changes of
-// tools.
-func (e *env) mcpRunner(script *coretest.Script, opts *core.Options, servers []mcptools.Server, changed chan<- string, own ...*core.Tool) Loop {
+// tools: each time, the server's tools' names in the toolbox.
+func (e *env) mcpRunner(script *coretest.Script, opts *core.Options, servers []mcptools.Server, changed chan<- []string, own ...*core.Tool) Loop {
 	e.t.Helper()
 	if err := script.Check(); err != nil {
 		e.t.Fatalf("bad script: %v", err)
@@ -66,7 +67,12 @@ func (e *env) mcpRunner(script *coretest.Script, opts *core.Options, servers []m
 	}
 	mo := &mcptools.Options{Logger: quiet}
 	if changed != nil {
-		mo.OnChange = func(server string, _ []string) { changed <- server }
+		mo.OnChange = func(_ string, tools []string) {
+			select {
+			case changed <- tools:
+			default: // nobody waits for this one
+			}
+		}
 	}
 	set, err := mcptools.Connect(e.t.Context(), tb, servers, mo)
 	if err != nil {
@@ -80,26 +86,37 @@ func (e *env) mcpRunner(script *coretest.Script, opts *core.Options, servers []m
 	return r
 }
 
-// waitChange returns a middleware that, after a call of one of the named
-// tools, waits for the server's tools to change in the toolbox (or 10 s):
-// the program knows the call changes them, and the scenario needs the
-// change in place before the next step.
-func waitChange(changed <-chan string, names ...string) core.Middleware {
+// waitChange returns a middleware that, after a call of the tool named
+// name, waits for the server's tools to change in the toolbox to a set
+// until accepts (or 10 s): the program knows the call changes them, and
+// the scenario needs the change in place before the next step. (A server
+// may notify a change in several steps, each listed again on its own: a
+// tool removed, then one added.)
+func waitChange(changed <-chan []string, name string, until func(tools []string) bool) core.Middleware {
 	return func(next core.CallFunc) core.CallFunc {
 		return func(ctx context.Context, c *core.Call) (core.CallResult, error) {
 			res, err := next(ctx, c)
-			for _, n := range names {
-				if c.Name == n {
-					select {
-					case <-changed:
-					case <-time.After(10 * time.Second):
-					}
-				}
+			if c.Name != name {
+				return res, err
 			}
-			return res, err
+			timeout := time.After(10 * time.Second)
+			for {
+				select {
+				case tools := <-changed:
+					if until(tools) {
+						return res, err
+					}
+					continue
+				case <-timeout:
+				}
+				return res, err
+			}
 		}
 	}
 }
+
+// anyChange accepts every change of tools.
+func anyChange([]string) bool { return true }
 
 func ownTool(e *env) *core.Tool {
 	return tool(e, "get_user_city", "Gets the user's city.", func(context.Context, struct{}) (string, error) { return "Seattle, WA", nil }, nil)
@@ -152,8 +169,10 @@ func mcpPrefix(e *env, _ string) {
 
 func mcpListChanged(e *env, tr string) {
 	s, dir := e.mcpServer(tr)
-	changed := make(chan string, 4)
-	s.Middleware = []core.Middleware{waitChange(changed, "change")}
+	changed := make(chan []string, 4)
+	s.Middleware = []core.Middleware{waitChange(changed, "change", func(tools []string) bool {
+		return slices.Contains(tools, "added") && !slices.Contains(tools, "fail")
+	})}
 	// One call at a time: fail, asked for in the same step as change,
 	// is taken up after change removed it.
 	r := e.mcpRunner(script(
@@ -189,8 +208,8 @@ func mcpIsError(e *env, _ string) {
 
 func mcpCrash(e *env, tr string) {
 	s, dir := e.mcpServer(tr)
-	changed := make(chan string, 4)
-	s.Middleware = []core.Middleware{waitChange(changed, "crash")}
+	changed := make(chan []string, 4)
+	s.Middleware = []core.Middleware{waitChange(changed, "crash", anyChange)}
 	var unavailable atomic.Bool
 	opts := &core.Options{Logger: quiet, OnEvent: func(ev core.Event) {
 		if ev.Kind == core.EventCallFinished && ev.Call.Name == "crash" && errcode.Of(ev.Err) == errcode.Unavailable {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -269,5 +270,87 @@ func TestAskQuestions(t *testing.T) {
 				t.Errorf("Approvals = %+v, %v; want none", list, err)
 			}
 		})
+	}
+}
+
+// TestAskStream: a streamed run's reader gets the approval requested
+// events of the questions, whether the call runs alone in its step or
+// beside another (whose events go through the step's async view).
+func TestAskStream(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		calls int
+	}{
+		{name: "alone", calls: 1},
+		{name: "beside another", calls: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			step := coretest.Step{}
+			for range tc.calls {
+				step.Calls = append(step.Calls, coretest.Call{Name: "transfer", Arguments: []byte(`{}`)})
+			}
+			script := &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{step, {Text: "done"}}}}}
+			transfer := mustTool(t)(core.NewTool("transfer", "Transfer money.", func(ctx context.Context, _ struct{}) (string, error) {
+				if _, err := core.Ask(ctx, askQuestions...); err != nil {
+					return "", err
+				}
+				return "sent", nil
+			}, nil))
+			r, _ := newRunner(t, script, []*core.Tool{transfer}, nil)
+			st := r.Stream(t.Context(), "pay", nil)
+			var asked []string
+			for ev := range st.Events() {
+				if ev.Kind == core.EventApprovalRequested {
+					asked = append(asked, ev.Call.ID)
+				}
+			}
+			res, err := st.Result()
+			if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 2*tc.calls {
+				t.Fatalf("Result = %+v, %v; want a pause on %d questions", res, err, 2*tc.calls)
+			}
+			var want []string
+			for _, a := range res.Pending {
+				want = append(want, a.Key.Call)
+			}
+			slices.Sort(asked)
+			if diff := cmp.Diff(want, asked); diff != "" {
+				t.Errorf("approval requested events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAskInChild: a question asked by a handler of an agent tool's child
+// pauses the parent too, its approval keyed by the parent's call and the
+// child's; the parent's decision reaches the child's handler.
+func TestAskInChild(t *testing.T) {
+	e := newAgentEnv(t, parentScript(), childScript("150"))
+	e.refund = func(ctx context.Context, _ refundArgs) (string, error) {
+		ds, err := core.Ask(ctx, core.Question{ID: "sure", Why: "a refund over 100"})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("refunded, approved %t", ds[0].Approved), nil
+	}
+	e.open()
+	res, err := e.parent.Run(t.Context(), "go", nil)
+	if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
+		t.Fatalf("parent's Run = %+v, %v; want one question pending", res, err)
+	}
+	id := res.Pending[0].Key.Call
+	if want := "call_1/call_1/sure"; id != want || res.Pending[0].Why != "a refund over 100" {
+		t.Errorf("Pending = %+v, want %s asking about the refund", res.Pending, want)
+	}
+	if err := e.parent.Decide(t.Context(), res.Thread, id, core.Decision{Approved: true}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = e.parent.Resume(t.Context(), res.Thread, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "parent: child: refunded, approved true"; res.Text != want {
+		t.Errorf("Text = %q, want %q", res.Text, want)
+	}
+	if n := e.refunds.Load(); n != 2 || e.inputs() != 1 {
+		t.Errorf("child's handler runs %d, child turns %d; want 2 (asked, then decided) and 1", n, e.inputs())
 	}
 }

@@ -354,7 +354,9 @@ func (ru *run) step(ctx context.Context, step *driver.Step) (next *driver.Step, 
 		// is counted: held, it is not counted again when given again.
 		ru.noteTotals(ctx, step.Thread, step.Calls)
 	}
-	if pending, err := ru.pause(ctx, step, false); err != nil || len(pending) > 0 {
+	// The first step of a resumed run may be one whose calls ran and
+	// asked (see Ask).
+	if pending, err := ru.pause(ctx, step, ru.resumed && res.Steps == 0); err != nil || len(pending) > 0 {
 		if err == nil {
 			res.Pending = pending
 			err = awaitingError(step.Thread, len(pending), "resume")
@@ -857,9 +859,9 @@ func (ru *run) overBudget(ctx context.Context, step *driver.Step) error {
 }
 
 // awaiting returns the approvals of step's calls still awaiting a decision.
-// asked says the step's calls ran, and their handlers may have asked for
-// decisions (see Ask): their questions are looked for then, in a resumed
-// run, and for agent tools' calls.
+// asked says the step's calls may have run, and their handlers asked for
+// decisions (see Ask): their questions are looked for then, and for
+// agent tools' calls.
 func (ru *run) awaiting(ctx context.Context, step *driver.Step, asked bool) ([]Approval, error) {
 	r := ru.r
 	ap, ok := r.opts.Journal.(journaldriver.Approvals)
@@ -875,7 +877,7 @@ func (ru *run) awaiting(ctx context.Context, step *driver.Step, asked bool) ([]A
 	for i := range step.Calls {
 		c := &step.Calls[i]
 		tool := r.tools.Lookup(c.Name)
-		if asked || ru.resumed || (tool != nil && tool.agent != nil) {
+		if asked || (tool != nil && tool.agent != nil) {
 			// The questions its handler asked, the approvals an agent
 			// tool's child awaits (see Ask, NewAgentTool).
 			if !listed {

@@ -208,3 +208,41 @@ func TestToolAsksNoOne(t *testing.T) {
 		}
 	})
 }
+
+// TestToolAsksCancel: Runner.Cancel of a run paused on a remote agent's
+// task cancels the task (tasks/cancel): a runner served by NewHandler
+// abandons its turn, its refund never made.
+func TestToolAsksCancel(t *testing.T) {
+	child := newAgent(t, refundScript)
+	j := journaldriver.NewMemory()
+	tool, err := a2atools.NewTool(t.Context(), child.URL, &a2atools.ToolOptions{
+		Headers: map[string]string{"X-User": "ana"}, Notes: j, PollInterval: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := core.NewToolbox(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := coretest.Simple("shop", `{"message": "refund order 7"}`, `parent: {{output "shop"}}`)
+	parent := core.NewRunner(coretest.NewBackend(script, &coretest.BackendOptions{Name: "parent", Tools: tb}), tb, &core.Options{Logger: quiet, Journal: j})
+	t.Cleanup(func() { parent.Close() })
+	res, err := parent.Run(t.Context(), "refund order 7", nil)
+	if !errors.Is(err, core.ErrAwaitingApproval) {
+		t.Fatalf("parent's Run = %+v, %v; want ErrAwaitingApproval", res, err)
+	}
+	if err := parent.Cancel(t.Context(), res.Thread); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, r := range child.b.Received() {
+		kinds = append(kinds, r.Kind)
+	}
+	if diff := cmp.Diff([]string{"input", "cancel"}, kinds); diff != "" {
+		t.Errorf("the child's service received (-want +got):\n%s", diff)
+	}
+	if n := child.refunds.Load(); n != 0 {
+		t.Errorf("child's refunds = %d, want 0", n)
+	}
+}

@@ -28,7 +28,8 @@
 // keeps notes: an approval of the run per approval a runner this package
 // serves awaits (its status's data part {"approvals": [...]}), or one for
 // another agent's question; on resume the call sends the decisions on the
-// same task and goes on with it (see [NewTool]). Where no one can be
+// same task and goes on with it, and core.Runner.Cancel of the paused run
+// cancels the task (see [NewTool]). Where no one can be
 // asked (core.Runner.Call, as module toolrelay/temporal runs tools), or
 // without notes, it is a failed call whose message says what the agent
 // asks and which task_id answers it: the model answers (asking the user

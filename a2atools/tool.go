@@ -70,7 +70,9 @@ type ToolOptions struct {
 	MaxResponseBytes int64
 	// Tool holds the tool's own options: its timeout (which bounds the
 	// whole exchange with the agent), approval rule, middleware. Its
-	// Verify and Server are set by NewTool.
+	// Verify and Server are set by NewTool; with Notes, its Abandon
+	// cancels the call's task first (see NewTool), then calls the one
+	// set here, if any.
 	Tool core.ToolOptions
 }
 
@@ -122,7 +124,9 @@ type remote struct {
 // decisions on the same task — a data part {"decisions": [{"callId",
 // "approve", "reason"}]} to an agent this package serves, the text
 // "approve" or "deny: " and the reason to another — and waits for the
-// task as before. Where no one can be asked ([core.Runner.Call], as
+// task as before; [core.Runner.Cancel] of the paused run cancels the task
+// instead (tasks/cancel: an agent this package serves abandons its turn).
+// Where no one can be asked ([core.Runner.Call], as
 // module toolrelay/temporal runs tools; a journal without approvals),
 // without opts.Notes, or when the agent asks again what it was just
 // told, the call fails with a message telling the model what the agent
@@ -219,8 +223,33 @@ func NewTool(ctx context.Context, cardURL string, opts *ToolOptions) (*core.Tool
 	topts.Server = base
 	if r.notes != nil {
 		topts.Verify = r.verify
+		topts.Abandon = r.abandoner(o.Tool.Abandon)
 	}
 	return core.NewTool(r.name, desc, r.call, &topts)
+}
+
+// abandoner returns the tool's Abandon hook ([core.Runner.Cancel]): the
+// task noted for the call, if any (one awaiting input, whose call paused
+// its run), is canceled (tasks/cancel), as no one will resume the call to
+// answer it; then next, if set, is called. A task that already ended is
+// left as it is.
+func (r *remote) abandoner(next func(context.Context, core.Call) error) func(context.Context, core.Call) error {
+	return func(ctx context.Context, call core.Call) error {
+		var err error
+		if id := r.noted(ctx, call, true); id != "" {
+			_, err = r.client.CancelTask(ctx, &a2a.TaskIDParams{ID: id})
+			if errors.Is(err, a2a.ErrTaskNotCancelable) || errors.Is(err, a2a.ErrTaskNotFound) {
+				err = nil
+			}
+			if err != nil {
+				err = &errcode.Error{Code: errcode.Unavailable, Op: "a2atools: agent " + r.agent + ": cancel task " + string(id), Err: err}
+			}
+		}
+		if next != nil {
+			err = errors.Join(err, next(ctx, call))
+		}
+		return err
+	}
 }
 
 // nameChars are the characters a tool's name may not hold.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +20,8 @@ import (
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
 	"github.com/toolrelay/toolrelay/errcode"
+	"github.com/toolrelay/toolrelay/internal/pgtest"
+	"github.com/toolrelay/toolrelay/journal"
 	journaldriver "github.com/toolrelay/toolrelay/journal/driver"
 )
 
@@ -352,5 +356,52 @@ func TestAskInChild(t *testing.T) {
 	}
 	if n := e.refunds.Load(); n != 2 || e.inputs() != 1 {
 		t.Errorf("child's handler runs %d, child turns %d; want 2 (asked, then decided) and 1", n, e.inputs())
+	}
+}
+
+// TestAskDurable: questions kept by a durable journal are listed, decided
+// and answered by a second process, after the first was closed; a
+// question without arguments included.
+func TestAskDurable(t *testing.T) {
+	urls := map[string]string{"sqlite": "sqlite://" + filepath.Join(t.TempDir(), "journal.db")}
+	if u := os.Getenv("TOOLRELAY_TEST_POSTGRES"); u != "" {
+		urls["postgres"] = pgtest.FreshTable(t, u, "ask")
+	} else {
+		t.Log("TOOLRELAY_TEST_POSTGRES is not set: PostgreSQL is not tried")
+	}
+	for name, u := range urls {
+		t.Run(name, func(t *testing.T) {
+			first, err := journal.Open(t.Context(), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newAskEnv(t, &core.Options{Journal: first})
+			res, err := e.runner.Run(t.Context(), "pay", nil)
+			if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 2 {
+				t.Fatalf("Run = %+v, %v; want a pause on two questions", res, err)
+			}
+			e.runner.Close()
+			first.Close()
+
+			second, err := journal.Open(t.Context(), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer second.Close()
+			r2 := core.NewRunner(e.backend, e.runner.Toolbox(), &core.Options{Logger: quiet, Journal: second})
+			defer r2.Close()
+			list, err := r2.Approvals(t.Context(), res.Thread)
+			if err != nil || len(list) != 2 {
+				t.Fatalf("Approvals in the second process = %+v, %v; want both questions", list, err)
+			}
+			for _, a := range list {
+				if err := r2.Decide(t.Context(), res.Thread, a.Key.Call, core.Decision{Approved: true, Actor: "ops"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if res, err = r2.Resume(t.Context(), res.Thread, nil); err != nil || res.Text != "done: true() true()" {
+				t.Fatalf("Resume in the second process = %+v, %v; want both approved", res, err)
+			}
+		})
 	}
 }

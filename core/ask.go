@@ -98,8 +98,9 @@ func Ask(ctx context.Context, qs ...Question) ([]Decision, error) {
 		asking  []Approval
 		waiting int
 	)
+	base := r.key(call)
 	for i, q := range qs {
-		key := r.key(call)
+		key := base
 		key.Call += askSep + q.ID
 		a, ok := mine[key.Call]
 		switch {

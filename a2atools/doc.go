@@ -23,12 +23,18 @@
 // The model's message goes by message/stream when the card says the agent
 // streams, else by message/send (not blocking) and tasks/get until the
 // task settles; the result is the text of the completed task's artifacts
-// (or of the agent's message). A task the agent leaves input-required is
-// a failed call whose message says what the agent asks and which task_id
-// answers it: the model answers (asking the user if it must) with a call
-// naming the task_id, which continues the same task. (core has no way for
-// a running call to pause its run for a person's approval; a tool's
-// approval is asked before the call, by its rule.) A failed, rejected or
+// (or of the agent's message). A task the agent leaves input-required
+// pauses the call's run for people's decisions (core.Ask), when the tool
+// keeps notes: an approval of the run per approval a runner this package
+// serves awaits (its status's data part {"approvals": [...]}), or one for
+// another agent's question; on resume the call sends the decisions on the
+// same task and goes on with it, and core.Runner.Cancel of the paused run
+// cancels the task (see [NewTool]). Where no one can be
+// asked (core.Runner.Call, as module toolrelay/temporal runs tools), or
+// without notes, it is a failed call whose message says what the agent
+// asks and which task_id answers it: the model answers (asking the user
+// if it must) with a call naming the task_id, which continues the same
+// task. A failed, rejected or
 // canceled task, an unknown task_id, a refused message, an answer past
 // [ToolOptions].MaxResponseBytes, an agent that stops answering: each is
 // a failed result the model can act on, whose error in the run's events

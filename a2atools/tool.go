@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,7 +54,9 @@ type ToolOptions struct {
 	// resumed — asks the agent about the same task (tasks/get) instead of
 	// sending its message again. Without it, a crashed call's outcome is
 	// unknown and it is not run again, as any call with side effects,
-	// and an interrupted call sends its message again on resume.
+	// and an interrupted call sends its message again on resume. With
+	// it, a task the agent leaves input-required pauses the call's run
+	// for people's decisions (see NewTool).
 	Notes journaldriver.Notes
 	// NoStream makes the tool use message/send (then tasks/get until the
 	// task ends) even when the card says the agent streams.
@@ -67,7 +70,9 @@ type ToolOptions struct {
 	MaxResponseBytes int64
 	// Tool holds the tool's own options: its timeout (which bounds the
 	// whole exchange with the agent), approval rule, middleware. Its
-	// Verify and Server are set by NewTool.
+	// Verify and Server are set by NewTool; with Notes, its Abandon
+	// cancels the call's task first (see NewTool), then calls the one
+	// set here, if any.
 	Tool core.ToolOptions
 }
 
@@ -100,12 +105,32 @@ type remote struct {
 // The tool's arguments are the message and, to answer a question the
 // agent asked, the task_id of the call it asked in. Its result is the
 // text of the completed task's artifacts (data parts as JSON), or of the
-// agent's message. A task the agent leaves input-required (or
-// auth-required) is a failed call whose message tells the model what the
-// agent asks and the task_id to answer with; core has no way for a call
-// to ask for a person's approval while it runs, so the question goes to
-// the model, which may ask the user. A failed, rejected or canceled task
-// is a failed call saying so, with the agent's status message.
+// agent's message. A failed, rejected or canceled task is a failed call
+// saying so, with the agent's status message; an auth-required one, a
+// failed call saying the program gives no such authentication.
+//
+// A task the agent leaves input-required is asked about, when the call
+// runs in a step of a runner's run and opts.Notes is set (so that the
+// call run again finds the same task): the call asks people
+// ([core.Ask]), and the run pauses ([core.ErrAwaitingApproval]). An
+// agent this package serves ([NewHandler]) lists the approvals its run
+// awaits in a data part {"approvals": [...]} of the task's status: each
+// is a question (the approval's call id, tool, arguments and why), and
+// the run's approvals list it with the call's id, "/" and the child's
+// call id as call id. Another agent's question is one question, about
+// the agent (the card's name as tool), its status text as why. Once
+// every one is decided ([core.Runner.Decide]; edited arguments are
+// refused), [core.Runner.Resume] runs the call again: it sends the
+// decisions on the same task — a data part {"decisions": [{"callId",
+// "approve", "reason"}]} to an agent this package serves, the text
+// "approve" or "deny: " and the reason to another — and waits for the
+// task as before; [core.Runner.Cancel] of the paused run cancels the task
+// instead (tasks/cancel: an agent this package serves abandons its turn).
+// Where no one can be asked ([core.Runner.Call], as
+// module toolrelay/temporal runs tools; a journal without approvals),
+// without opts.Notes, or when the agent asks again what it was just
+// told, the call fails with a message telling the model what the agent
+// asks and the task_id to answer with; the model may ask the user.
 //
 // With opts.Notes, each call notes its task's id as soon as the agent
 // names it (the stream's first event, or message/send's answer, sent
@@ -198,8 +223,33 @@ func NewTool(ctx context.Context, cardURL string, opts *ToolOptions) (*core.Tool
 	topts.Server = base
 	if r.notes != nil {
 		topts.Verify = r.verify
+		topts.Abandon = r.abandoner(o.Tool.Abandon)
 	}
 	return core.NewTool(r.name, desc, r.call, &topts)
+}
+
+// abandoner returns the tool's Abandon hook ([core.Runner.Cancel]): the
+// task noted for the call, if any (one awaiting input, whose call paused
+// its run), is canceled (tasks/cancel), as no one will resume the call to
+// answer it; then next, if set, is called. A task that already ended is
+// left as it is.
+func (r *remote) abandoner(next func(context.Context, core.Call) error) func(context.Context, core.Call) error {
+	return func(ctx context.Context, call core.Call) error {
+		var err error
+		if id := r.noted(ctx, call, true); id != "" {
+			_, err = r.client.CancelTask(ctx, &a2a.TaskIDParams{ID: id})
+			if errors.Is(err, a2a.ErrTaskNotCancelable) || errors.Is(err, a2a.ErrTaskNotFound) {
+				err = nil
+			}
+			if err != nil {
+				err = &errcode.Error{Code: errcode.Unavailable, Op: "a2atools: agent " + r.agent + ": cancel task " + string(id), Err: err}
+			}
+		}
+		if next != nil {
+			err = errors.Join(err, next(ctx, call))
+		}
+		return err
+	}
 }
 
 // nameChars are the characters a tool's name may not hold.
@@ -239,7 +289,7 @@ func (r *remote) call(ctx context.Context, in callArgs) (string, error) {
 				Err:     &errcode.Error{Code: errcode.NotFound, Op: "a2atools: agent " + r.agent, Err: err},
 			}
 		}
-		return r.answer(ctx, nil, task, err)
+		return r.settle(ctx, nil, task, err, nil)
 	}
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: in.Message})
 	msg.TaskID = a2a.TaskID(in.TaskID)
@@ -249,27 +299,140 @@ func (r *remote) call(ctx context.Context, in callArgs) (string, error) {
 			_ = r.notes.SetNote(ctx, noteBackend, call.Thread, noteName(call), string(id))
 		}
 	}
-	params := &a2a.MessageSendParams{Message: msg}
+	m, task, err := r.send(ctx, &a2a.MessageSendParams{Message: msg}, note)
+	return r.settle(ctx, m, task, err, note)
+}
+
+// send sends params to the agent and follows the task it starts (or goes
+// on with) to its settling, noting its id: message/stream when the agent
+// streams, else message/send and tasks/get. It returns the agent's
+// message, or the task, or the error.
+func (r *remote) send(ctx context.Context, params *a2a.MessageSendParams, note func(a2a.TaskID)) (*a2a.Message, *a2a.Task, error) {
+	if note == nil {
+		note = func(a2a.TaskID) {}
+	}
 	if r.stream {
-		m, task, err := r.streamed(ctx, params, note)
-		return r.answer(ctx, m, task, err)
+		return r.streamed(ctx, params, note)
 	}
 	res, err := r.client.SendMessage(ctx, params)
 	if err != nil {
-		return r.answer(ctx, nil, nil, err)
+		return nil, nil, err
 	}
 	switch res := res.(type) {
 	case *a2a.Message:
-		return r.answer(ctx, res, nil, nil)
+		return res, nil, nil
 	case *a2a.Task:
 		note(res.ID)
 		if settled(res.Status.State) {
-			return r.answer(ctx, nil, res, nil)
+			return nil, res, nil
 		}
 		task, err := r.wait(ctx, res.ID)
-		return r.answer(ctx, nil, task, err)
+		return nil, task, err
 	}
-	return r.answer(ctx, nil, nil, fmt.Errorf("an answer that is neither a task nor a message (%T): %w", res, a2a.ErrInvalidAgentResponse))
+	return nil, nil, fmt.Errorf("an answer that is neither a task nor a message (%T): %w", res, a2a.ErrInvalidAgentResponse)
+}
+
+// settle returns the call's result of the agent's message m, or of task,
+// or of err. A task awaiting input, when the tool keeps notes (so that
+// the call run again finds the same task), is asked about (core.Ask): the
+// agent's questions become approvals of the call's run, which pauses
+// until people decide them; the call run again sends the decisions on
+// the task and goes on with it. Where no one can be asked, or when the
+// agent asks again what it was told, the task's question goes to the
+// model (see answer).
+func (r *remote) settle(ctx context.Context, m *a2a.Message, task *a2a.Task, err error, note func(a2a.TaskID)) (string, error) {
+	told := map[string]bool{} // the questions whose decisions were sent
+	for r.notes != nil && err == nil && m == nil && task.Status.State == a2a.TaskStateInputRequired {
+		qs, approvals := r.questions(task)
+		if slices.ContainsFunc(qs, func(q core.Question) bool { return told[q.ID] }) {
+			break
+		}
+		ds, aerr := core.Ask(ctx, qs...)
+		switch {
+		case errors.Is(aerr, core.ErrAwaitingApproval):
+			return "", aerr
+		case errcode.Of(aerr) == errcode.FailedPrecondition:
+			// No one can be asked here (Runner.Call; a journal
+			// without approvals): the model is.
+			return r.answer(ctx, nil, task, nil)
+		case aerr != nil:
+			return "", aerr
+		}
+		for _, q := range qs {
+			told[q.ID] = true
+		}
+		reply := a2a.NewMessage(a2a.MessageRoleUser, decisionsPart(qs, ds, approvals))
+		reply.TaskID = task.ID
+		m, task, err = r.send(ctx, &a2a.MessageSendParams{Message: reply}, note)
+	}
+	return r.answer(ctx, m, task, err)
+}
+
+// questions returns what the agent asks of task, awaiting input: one
+// question per approval its status message lists in a data part
+// {"approvals": [...]}, as a runner this package serves does (approvals
+// true), each with its call id, tool, arguments and why; else one
+// question, the agent's status text, about the agent.
+func (r *remote) questions(task *a2a.Task) (qs []core.Question, approvals bool) {
+	msg := task.Status.Message
+	if msg == nil {
+		return []core.Question{{ID: "input", Tool: r.agent, Why: "the agent " + r.agent + " asks for input"}}, false
+	}
+	for _, p := range msg.Parts {
+		dp, ok := p.(a2a.DataPart)
+		if !ok {
+			continue
+		}
+		list, _ := dp.Data["approvals"].([]any)
+		for _, item := range list {
+			a, _ := item.(map[string]any)
+			id, _ := a["callId"].(string)
+			if id == "" || slices.ContainsFunc(qs, func(q core.Question) bool { return q.ID == id }) {
+				continue
+			}
+			q := core.Question{ID: id}
+			q.Tool, _ = a["name"].(string)
+			q.Why, _ = a["why"].(string)
+			if args, ok := a["arguments"]; ok && args != nil {
+				q.Arguments, _ = json.Marshal(args)
+			}
+			qs = append(qs, q)
+		}
+		if len(qs) > 0 {
+			return qs, true
+		}
+	}
+	id := "input"
+	if msg.ID != "" {
+		id += ":" + msg.ID
+	}
+	return []core.Question{{ID: id, Tool: r.agent, Why: cmpOr(partsText(msg.Parts, "\n"), "the agent "+r.agent+" asks for input")}}, false
+}
+
+// decisionsPart returns the part of the message that gives the agent ds,
+// the decisions about qs: for a runner this package serves (approvals),
+// a data part {"decisions": [{"callId", "approve", "reason"}]}; for
+// another agent, the text "approve", or "deny" and the reason.
+func decisionsPart(qs []core.Question, ds []core.Decision, approvals bool) a2a.Part {
+	if approvals {
+		list := make([]any, len(qs))
+		for i, q := range qs {
+			d := map[string]any{"callId": q.ID, "approve": ds[i].Approved}
+			if ds[i].Reason != "" {
+				d["reason"] = ds[i].Reason
+			}
+			list[i] = d
+		}
+		return a2a.DataPart{Data: map[string]any{"decisions": list}}
+	}
+	d := ds[0]
+	switch {
+	case d.Approved:
+		return a2a.TextPart{Text: "approve"}
+	case d.Reason != "":
+		return a2a.TextPart{Text: "deny: " + d.Reason}
+	}
+	return a2a.TextPart{Text: "deny"}
 }
 
 // noted returns the task id noted for call, if any.

@@ -38,11 +38,6 @@ type AgentToolOptions struct {
 	Tool ToolOptions
 }
 
-// agentSep joins the id of an agent tool's call and the id of a call of
-// its child in the key of the child's approval as the parent's journal
-// keeps it (see [NewAgentTool]).
-const agentSep = "/"
-
 // agentTimeMargin is how much longer an agent tool's handler may run than
 // its child's run: the child's time limit ends it first, with its own
 // error, its turn left waiting for a resume.
@@ -203,20 +198,6 @@ type agentCall struct {
 	name  string // the note's name
 }
 
-// agentStopOf returns the *agentStop in cause, if c is an agent tool's
-// call of a step and its child paused or stopped on the run's budget (its
-// variable, which errors.As puts on the heap, made only then).
-func agentStopOf(c *callRun, cause error) *agentStop {
-	if c.mode != stepCall || cause == nil || c.tool == nil || c.tool.agent == nil {
-		return nil
-	}
-	var stop *agentStop
-	if errors.As(cause, &stop) {
-		return stop
-	}
-	return nil
-}
-
 // agentCallKey keys the parent's callRun in the context of an agent
 // tool's handler (see callRun.execute).
 type agentCallKey struct{}
@@ -234,23 +215,6 @@ type agentNote struct {
 // agentNoteName is the name, on the parent's thread, of the note of the
 // agent call c.
 func agentNoteName(c *Call) string { return "agent." + c.Turn + "." + c.ID }
-
-// agentStop is the handler's "error" when the child stopped in a way
-// that stops the parent: it paused for a decision (paused), or its budget
-// (err) is spent.
-type agentStop struct {
-	paused bool
-	err    error
-}
-
-func (e *agentStop) Error() string {
-	if e.paused {
-		return "the agent awaits a person's decision"
-	}
-	return e.err.Error()
-}
-
-func (e *agentStop) Unwrap() error { return e.err }
 
 // run runs the child on input for the parent's call in ctx.
 func (a *agentTool) run(ctx context.Context, input string) (any, error) {
@@ -298,12 +262,9 @@ func (a *agentTool) run(ctx context.Context, input string) (any, error) {
 		if c.mode != stepCall {
 			return nil, &ModelError{Message: fmt.Sprintf("agent %q awaits a person's decision, which cannot be asked for here", a.name), Err: err}
 		}
-		if err := ac.mirror(ctx, res.Pending); err != nil {
-			return nil, err
-		}
-		return nil, &agentStop{paused: true}
+		return nil, ac.mirror(ctx, res.Pending)
 	case errors.Is(err, errParentBudget) && c.mode == stepCall:
-		return nil, &agentStop{err: err}
+		return nil, &callStop{err: err}
 	}
 	// The call's result is final: the child's turn, if it waits, is
 	// abandoned, not left parked.
@@ -420,50 +381,33 @@ func (ac *agentCall) write(ctx context.Context, n agentNote) {
 	}
 }
 
-// mirrored returns the copies, in the parent's journal, of the approvals
-// of the child of the agent call call (see mirror), from list.
-func mirrored(list []Approval, call *Call) []Approval {
-	var out []Approval
-	prefix := call.ID + agentSep
-	for _, a := range list {
-		if a.Key.Thread == call.Thread && a.Key.Turn == call.Turn && strings.HasPrefix(a.Key.Call, prefix) {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // mirror copies the approvals the child awaits into the parent's journal,
-// under the parent's call (see NewAgentTool), and reports each new one as
-// the parent's approval request.
+// under the parent's call (see NewAgentTool), as questions of the call
+// are (see Ask), and returns the call's stop, which reports each new one
+// as the parent's approval request.
 func (ac *agentCall) mirror(ctx context.Context, pending []Approval) error {
 	c := ac.c
 	ap, err := c.r.approvals()
 	if err != nil {
 		return err
 	}
-	for _, p := range pending {
-		m := p
-		m.Key = c.key
-		m.Key.Call = c.key.Call + agentSep + p.Key.Call
-		m.Decision = nil
-		_, created, err := ap.RequestApproval(ctx, m)
-		if err != nil {
-			return journalError(ctx, err)
-		}
-		if created {
-			call := &Call{Thread: c.call.Thread, Turn: c.call.Turn, ID: m.Key.Call, Name: p.Tool, Arguments: p.Arguments}
-			e := &Event{Kind: EventApprovalRequested, Thread: call.Thread, Turn: call.Turn, Step: c.step, Call: call, Text: p.Why}
-			c.r.emit(ctx, e)
-			ac.put(ctx, e)
-		}
+	copies := make([]Approval, len(pending))
+	for i, p := range pending {
+		copies[i] = p
+		copies[i].Key = c.key
+		copies[i].Key.Call = c.key.Call + askSep + p.Key.Call
 	}
-	return nil
+	events, err := c.requestApprovals(ctx, ap, copies)
+	if err != nil {
+		return err
+	}
+	return &callStop{paused: true, asked: events}
 }
 
 // hand hands the decisions the parent's journal holds for the child's
 // approvals (see mirror) to the child, on its thread: a decision the
-// child has already is left as it is.
+// child has already is left as it is. A copy past its time is decided
+// as denied (see callRun.expire); the child denies it on its side.
 func (ac *agentCall) hand(ctx context.Context, thread string) {
 	c := ac.c
 	ap, ok := c.r.opts.Journal.(journaldriver.Approvals)
@@ -476,21 +420,15 @@ func (ac *agentCall) hand(ctx context.Context, thread string) {
 		return
 	}
 	now := time.Now()
-	for _, m := range mirrored(list, c.call) {
+	for _, m := range askedBy(list, c.call) {
 		if m.Decision == nil && !m.Pending(now) {
-			// Past its time: the child denies it on its side; the copy
-			// is decided so, so that ResumeExpired does not find it
-			// again and again.
-			d := Decision{Reason: "no decision in time", Actor: "toolrelay", At: now}
-			if _, err := ap.DecideApproval(ctx, m.Key, d); err != nil && !errors.Is(err, journaldriver.ErrDecided) {
-				c.r.opts.Logger.WarnContext(ctx, "toolrelay: could not record an expired approval", "call_id", m.Key.Call, errorAttr(err))
-			}
+			c.expire(ctx, ap, m)
 			continue
 		}
 		if m.Decision == nil {
 			continue
 		}
-		id := strings.TrimPrefix(m.Key.Call, c.call.ID+agentSep)
+		id := strings.TrimPrefix(m.Key.Call, c.call.ID+askSep)
 		err := ac.a.child.Decide(ctx, thread, id, *m.Decision)
 		if err != nil && errcode.Of(err) != errcode.FailedPrecondition {
 			c.r.opts.Logger.WarnContext(ctx, "toolrelay: could not hand a decision to an agent call's child", "call_id", c.call.ID, "child_call_id", id, errorAttr(err))

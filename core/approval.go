@@ -135,10 +135,10 @@ func (dc *decision) check(a *Approval, d *Decision) error {
 	if raw := trimJSONSpace(d.Arguments); len(raw) == 0 || raw[0] != '{' {
 		return errors.New("the edited arguments must be a JSON object")
 	}
-	tool := r.tools.Lookup(a.Tool)
-	if tool == nil && strings.Contains(a.Key.Call, agentSep) {
-		return errors.New("the call is an agent tool's child's (see NewAgentTool): approve or deny it; its arguments cannot be edited")
+	if strings.Contains(a.Key.Call, askSep) {
+		return errors.New("the call is a question a tool's handler asked (see Ask), or an agent tool's child's call (see NewAgentTool): approve or deny it; its arguments cannot be edited")
 	}
+	tool := r.tools.Lookup(a.Tool)
 	if tool == nil {
 		return fmt.Errorf("the edited arguments: %q is not a tool of this runner, and a service's approval request takes none", a.Tool)
 	}

@@ -234,10 +234,13 @@ func (c *callRun) runClaimed(ctx context.Context) (driver.ToolResult, error) {
 		c.release(ctx)
 		return driver.ToolResult{}, ctxError(ctx)
 	}
-	if stop := agentStopOf(c, cause); stop != nil {
-		// An agent tool's child paused for a decision, or stopped on the
-		// run's budget: so does the run, the call left to run again
-		// (see NewAgentTool).
+	if stop := stopOf(c, cause); stop != nil {
+		// The handler asked for decisions (see Ask), or an agent tool's
+		// child paused for a decision or stopped on the run's budget: so
+		// does the run, the call left to run again (see NewAgentTool).
+		for _, e := range stop.asked {
+			c.tell(ctx, e)
+		}
 		c.release(ctx)
 		if stop.paused {
 			return driver.ToolResult{}, errPaused

@@ -76,6 +76,15 @@
 // server, whose arguments carry the consent link) are calls of kind
 // [ServiceApproval], decided the same way.
 //
+// A handler may also ask while it runs ([Ask], with [Question]s): its
+// questions become approvals of the run, keyed by the call's id, "/" and
+// the question's, the run pauses as above, and the call, resumed once
+// every one is decided, runs again and gets the decisions (an agent
+// tool's child's approvals reach its parent so; package a2atools asks
+// so for a remote agent's task awaiting input). Where no one can be asked
+// ([Runner.Call]), Ask fails with FailedPrecondition, for the tool to do
+// without.
+//
 // # Fleets
 //
 // Over a journal that keeps runs (SQLite, PostgreSQL), each run is

@@ -354,7 +354,9 @@ func (ru *run) step(ctx context.Context, step *driver.Step) (next *driver.Step, 
 		// is counted: held, it is not counted again when given again.
 		ru.noteTotals(ctx, step.Thread, step.Calls)
 	}
-	if pending, err := ru.pause(ctx, step); err != nil || len(pending) > 0 {
+	// The first step of a resumed run may be one whose calls ran and
+	// asked (see Ask).
+	if pending, err := ru.pause(ctx, step, ru.resumed && res.Steps == 0); err != nil || len(pending) > 0 {
 		if err == nil {
 			res.Pending = pending
 			err = awaitingError(step.Thread, len(pending), "resume")
@@ -371,7 +373,7 @@ func (ru *run) step(ctx context.Context, step *driver.Step) (next *driver.Step, 
 	for err == errPaused {
 		// The calls that needed no decision ran, their results
 		// journaled; the step's results go when every call is decided.
-		if res.Pending, err = ru.pause(ctx, step); err != nil {
+		if res.Pending, err = ru.pause(ctx, step, true); err != nil {
 			return nil, false, err
 		}
 		if len(res.Pending) > 0 {
@@ -857,29 +859,35 @@ func (ru *run) overBudget(ctx context.Context, step *driver.Step) error {
 }
 
 // awaiting returns the approvals of step's calls still awaiting a decision.
-func (ru *run) awaiting(ctx context.Context, step *driver.Step) ([]Approval, error) {
+// asked says the step's calls may have run, and their handlers asked for
+// decisions (see Ask): their questions are looked for then, and for
+// agent tools' calls.
+func (ru *run) awaiting(ctx context.Context, step *driver.Step, asked bool) ([]Approval, error) {
 	r := ru.r
 	ap, ok := r.opts.Journal.(journaldriver.Approvals)
 	if !ok {
 		return nil, nil
 	}
 	var (
-		out  []Approval
-		list []Approval // the thread's approvals, for agent tools' calls
+		out    []Approval
+		list   []Approval // the thread's approvals, for questions
+		listed bool
 	)
 	now := time.Now()
 	for i := range step.Calls {
 		c := &step.Calls[i]
 		tool := r.tools.Lookup(c.Name)
-		if tool != nil && tool.agent != nil {
-			// The approvals its child awaits (see NewAgentTool).
-			if list == nil {
+		if asked || (tool != nil && tool.agent != nil) {
+			// The questions its handler asked, the approvals an agent
+			// tool's child awaits (see Ask, NewAgentTool).
+			if !listed {
 				var err error
 				if list, err = ap.ListApprovals(ctx, r.b.Name(), c.Thread); err != nil {
 					return nil, journalError(ctx, err)
 				}
+				listed = true
 			}
-			for _, a := range mirrored(list, c) {
+			for _, a := range askedBy(list, c) {
 				if a.Pending(now) {
 					out = append(out, a)
 				}
@@ -906,14 +914,15 @@ func (ru *run) awaiting(ctx context.Context, step *driver.Step) ([]Approval, err
 // is recorded running here again and pause returns none; or, if the
 // decision woke the run (leaving it to a Resume or a takeover, which may
 // have taken it already), an error: the run must not go on here too.
-func (ru *run) pause(ctx context.Context, step *driver.Step) ([]Approval, error) {
+// asked is as for awaiting.
+func (ru *run) pause(ctx context.Context, step *driver.Step, asked bool) ([]Approval, error) {
 	rec := ru.rec
-	pending, err := ru.awaiting(ctx, step)
+	pending, err := ru.awaiting(ctx, step, asked)
 	if err != nil || len(pending) == 0 || rec == nil {
 		return pending, err
 	}
 	rec.pause(ctx)
-	if pending, err = ru.awaiting(ctx, step); err == nil && len(pending) == 0 {
+	if pending, err = ru.awaiting(ctx, step, asked); err == nil && len(pending) == 0 {
 		err = rec.goOn(ctx)
 	}
 	return pending, err

@@ -83,6 +83,7 @@ func (s *stepRun) runCalls(ctx context.Context) ([]driver.ToolResult, error) {
 		// this run's to observe.
 		ctx = driver.WithObserver(ctx, nil)
 	}
+	ctx = s.withAsk(ctx)
 	results := make([]driver.ToolResult, len(step.Calls))
 	if len(step.Calls) == 1 && (sk == nil || !s.agentCall(&step.Calls[0])) {
 		// A lone call runs in this goroutine (handing it to another costs

@@ -27,4 +27,6 @@ func Register(w worker.Registry, r *core.Runner) {
 	w.RegisterActivityWithOptions(a.Resume, activity.RegisterOptions{Name: activityResume})
 	w.RegisterActivityWithOptions(a.Cancel, activity.RegisterOptions{Name: activityCancel})
 	w.RegisterActivityWithOptions(a.Call, activity.RegisterOptions{Name: activityCall})
+	w.RegisterWorkflowWithOptions(runAgent, workflow.RegisterOptions{Name: AgentWorkflowName})
+	w.RegisterActivityWithOptions(a.CancelAgent, activity.RegisterOptions{Name: activityCancelAgent})
 }

@@ -1,0 +1,128 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/errcode"
+)
+
+// agentChild is an agent tool's child for the tests: a runner on a
+// coretest backend of its own whose refund runs fn, counted.
+type agentChild struct {
+	backend *coretest.Backend
+	runner  *core.Runner
+	tool    *core.Tool // the agent tool "ask" over it
+	refunds atomic.Int32
+}
+
+func newAgentChild(t *testing.T, fn func(context.Context) (string, error)) *agentChild {
+	t.Helper()
+	ch := &agentChild{}
+	refund := must(core.NewTool("refund", "refunds an order", func(ctx context.Context, in refundArgs) (string, error) {
+		ch.refunds.Add(1)
+		return fn(ctx)
+	}, nil))
+	ch.backend = coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "refund", Arguments: json.RawMessage(`{"order":"7","amount":50}`)}}},
+		{Text: `child: {{output "refund"}}`},
+	}}}}, nil)
+	ch.runner = core.NewRunner(ch.backend, must(core.NewToolbox(refund)), &core.Options{Logger: quiet})
+	t.Cleanup(func() { ch.runner.Close() })
+	ch.tool = must(core.NewAgentTool("ask", "asks the refund agent", ch.runner, nil))
+	return ch
+}
+
+// inputs returns the inputs the child's backend received.
+func (ch *agentChild) inputs() []string {
+	var in []string
+	for _, r := range ch.backend.Received() {
+		if r.Kind == "input" {
+			in = append(in, r.Input)
+		}
+	}
+	return in
+}
+
+func askScript() *coretest.Script {
+	return &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "ask", Arguments: json.RawMessage(`{"input":"refund order 7"}`), ID: "call_ask"}}},
+		{Text: `parent: {{output "ask"}}`},
+	}}}}
+}
+
+// TestAgentChildWorkflow: an agent tool's call runs its child as a child
+// workflow (its id the parent's, the turn's and the call's), its steps and
+// calls activities over the child's runner; the call's activity, dying
+// after it made the call's result of the child's answer, runs again and
+// makes it again: one child turn, one refund.
+func TestAgentChildWorkflow(t *testing.T) {
+	ch := newAgentChild(t, func(context.Context) (string, error) { return "refunded", nil })
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	a := &activities{r: e.runner, hooks: e.runner.Hooks()}
+	attempts := dieOnce(e, activityCall, true, func(req *callRequest) bool { return req.Call.Name == "ask" }, a.Call)
+	var children []string
+	e.te.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		children = append(children, info.WorkflowType.Name+" "+info.WorkflowExecution.ID)
+	})
+	var run outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Err != nil || run.res.Text != "parent: child: refunded" {
+		t.Fatalf("run = %+v, %v; want the parent's answer quoting the child's", run.res, run.err)
+	}
+	if diff := cmp.Diff([]string{AgentWorkflowName + " " + testWorkflowID + "/1/call_ask"}, children); diff != "" {
+		t.Errorf("child workflows (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int32{1, 2}, *attempts); diff != "" {
+		t.Errorf("attempts of the agent call's activity (-want +got):\n%s", diff)
+	}
+	if n := ch.refunds.Load(); n != 1 {
+		t.Errorf("the child's refund ran %d times, want 1", n)
+	}
+	if diff := cmp.Diff([]string{"refund order 7"}, ch.inputs()); diff != "" {
+		t.Errorf("the child's backend's inputs (-want +got):\n%s", diff)
+	}
+}
+
+// TestAgentChildCanceled: the cancel signal, in the middle of the child's
+// call (a minute long), cancels the child workflow, and the parent's turn
+// ends Canceled at once, no result sent. (That the child's handler sees
+// its context end, which the test environment does not do, is the
+// conformance suite's AgentTool/Cancel on a real server.)
+func TestAgentChildCanceled(t *testing.T) {
+	ch := newAgentChild(t, func(context.Context) (string, error) { return "refunded", nil })
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	a := &activities{r: e.runner, hooks: e.runner.Hooks()}
+	e.te.OnActivity(activityCall, mock.Anything, mock.Anything).After(time.Minute).Return(a.Call)
+	var canceled []string
+	e.te.SetOnChildWorkflowCanceledListener(func(info *workflow.Info) { canceled = append(canceled, info.WorkflowExecution.ID) })
+	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
+	var run, wait outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.update(3*time.Second, UpdateWait, &wait)
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Err == nil || len(run.res.Calls) != 0 {
+		t.Fatalf("run = %+v, %v; want the turn ended with an error, no result sent", run.res, run.err)
+	}
+	if err := run.res.Err.Err(); !errors.Is(err, context.Canceled) || errcode.Of(err) != errcode.Canceled {
+		t.Errorf("the turn's error = %v, want Canceled", err)
+	}
+	if wait.err != nil || wait.res == nil || !wait.res.Done {
+		t.Errorf("wait a second after the cancel = %+v, %v; want the turn ended", wait.res, wait.err)
+	}
+	if diff := cmp.Diff([]string{testWorkflowID + "/1/call_ask"}, canceled); diff != "" {
+		t.Errorf("child workflows canceled (-want +got):\n%s", diff)
+	}
+}

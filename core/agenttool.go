@@ -120,10 +120,11 @@ type agentTool struct {
 //     ending (canceled, past its time limit) ends the child's, whose turn
 //     is left waiting, as the parent's is, for a resume of the parent.
 //
-// A call answered for a loop run elsewhere ([Runner.Call], as module
-// toolrelay/temporal does) runs the child the same way, but no one can be
-// asked for a decision there and no run's budget is shared: a child that
-// pauses gives a failed result. A child that stops on its own budget (its
+// A call answered for a loop run elsewhere ([Runner.Call]) runs the child
+// the same way, but no one can be asked for a decision there and no run's
+// budget is shared: a child that pauses gives a failed result. (Module
+// toolrelay/temporal runs the child itself, as a child workflow, with the
+// child's approvals the parent's: see [Tool.Agent].) A child that stops on its own budget (its
 // runner's Options.Budget, or opts.Run.Budget) gives a failed result
 // saying so, and one that fails otherwise a failed result naming its
 // error's code; the child's turn is then canceled (where its backend can),

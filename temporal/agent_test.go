@@ -28,12 +28,17 @@ type agentChild struct {
 }
 
 func newAgentChild(t *testing.T, fn func(context.Context) (string, error)) *agentChild {
+	return newAgentChildWith(t, fn, nil)
+}
+
+// newAgentChildWith is newAgentChild with the refund's options o.
+func newAgentChildWith(t *testing.T, fn func(context.Context) (string, error), o *core.ToolOptions) *agentChild {
 	t.Helper()
 	ch := &agentChild{}
 	refund := must(core.NewTool("refund", "refunds an order", func(ctx context.Context, in refundArgs) (string, error) {
 		ch.refunds.Add(1)
 		return fn(ctx)
-	}, nil))
+	}, o))
 	ch.backend = coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
 		{Calls: []coretest.Call{{Name: "refund", Arguments: json.RawMessage(`{"order":"7","amount":50}`)}}},
 		{Text: `child: {{output "refund"}}`},
@@ -124,5 +129,51 @@ func TestAgentChildCanceled(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{testWorkflowID + "/1/call_ask"}, canceled); diff != "" {
 		t.Errorf("child workflows canceled (-want +got):\n%s", diff)
+	}
+}
+
+// TestAgentChildApproval: the child's refund, which needs approval,
+// pauses the parent's turn on a copy of it (its call id the parent's
+// call's, "/" and the child's), listed by the approvals query; the
+// parent's decide update refuses edited arguments, takes the decision and
+// hands it to the child, whose refund runs once; the parent's turn goes
+// on to its answer.
+func TestAgentChildApproval(t *testing.T) {
+	ch := newAgentChildWith(t, func(context.Context) (string, error) { return "refunded", nil }, &core.ToolOptions{Approval: core.ApprovalAlways("every refund")})
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	var run, edited, decide, wait outcome
+	var listed []core.Approval
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.te.RegisterDelayedCallback(func() {
+		v, err := e.te.QueryWorkflow(QueryApprovals)
+		if err == nil {
+			err = v.Get(&listed)
+		}
+		if err != nil {
+			t.Errorf("approvals query: %v", err)
+		}
+	}, 2*time.Second)
+	e.update(3*time.Second, UpdateDecide, &edited, decideRequest{CallID: "call_ask/call_1", Decision: core.Decision{Approved: true, Arguments: json.RawMessage(`{"order":"8","amount":1}`)}})
+	e.update(4*time.Second, UpdateDecide, &decide, decideRequest{CallID: "call_ask/call_1", Decision: core.Decision{Approved: true, Actor: "ops"}})
+	e.update(5*time.Second, UpdateWait, &wait)
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Done || len(run.res.Pending) != 1 {
+		t.Fatalf("run = %+v, %v; want a pause on the child's refund", run.res, run.err)
+	}
+	p := run.res.Pending[0]
+	if p.Key.Call != "call_ask/call_1" || p.Tool != "refund" || p.Why != "every refund" || p.Key.Thread == "" {
+		t.Errorf("pending = %+v, want the copy of the child's refund under the parent's call", p)
+	}
+	if len(listed) != 1 || listed[0].Key != p.Key {
+		t.Errorf("approvals query = %+v, want the copy", listed)
+	}
+	if got := errcode.Of(clientError("decide", edited.err)); got != errcode.InvalidArgument {
+		t.Errorf("decide with edited arguments: %v (code %v), want InvalidArgument", edited.err, got)
+	}
+	if decide.err != nil || wait.err != nil || wait.res == nil || !wait.res.Done || wait.res.Text != "parent: child: refunded" {
+		t.Fatalf("decide: %v; wait = %+v, %v; want the parent's answer", decide.err, wait.res, wait.err)
+	}
+	if n := ch.refunds.Load(); n != 1 || len(ch.inputs()) != 1 {
+		t.Errorf("refunds %d, child inputs %v; want 1 and 1", n, ch.inputs())
 	}
 }

@@ -12,7 +12,9 @@ import (
 // that run over r: its backend (opened by configuration as for core's
 // Runner, through package adapter), its toolbox, middleware, limits and
 // hooks. r's journal is not used: the workflow's history keeps the
-// results. It registers the note workflow too (see [Runner.SetNote]).
+// results. It registers the note workflow too (see [Runner.SetNote]), and
+// the workflow of an agent tool's call, whose activities run over the
+// agent tool's child runner (see package doc, Agent tools).
 //
 // Every worker of a task queue registers the same workflow; the workers
 // of one queue share the backend's configuration, and each has its own

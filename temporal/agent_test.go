@@ -177,3 +177,38 @@ func TestAgentChildApproval(t *testing.T) {
 		t.Errorf("refunds %d, child inputs %v; want 1 and 1", n, ch.inputs())
 	}
 }
+
+// TestAgentChildNested: an agent whose child has an agent tool of its
+// own runs it as a child workflow of its own, its activities over the
+// runner at the path "outer/ask".
+func TestAgentChildNested(t *testing.T) {
+	inner := newAgentChild(t, func(context.Context) (string, error) { return "refunded", nil })
+	mb := coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "ask", Arguments: json.RawMessage(`{"input":"refund order 7"}`), ID: "call_ask"}}},
+		{Text: `middle: {{output "ask"}}`},
+	}}}}, nil)
+	middle := core.NewRunner(mb, must(core.NewToolbox(inner.tool)), &core.Options{Logger: quiet})
+	t.Cleanup(func() { middle.Close() })
+	outer := must(core.NewAgentTool("outer", "asks the middle agent", middle, nil))
+	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "outer", Arguments: json.RawMessage(`{"input":"go deeper"}`), ID: "call_outer"}}},
+		{Text: `parent: {{output "outer"}}`},
+	}}}}, LoopOptions{}, outer)
+	var children []string
+	e.te.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		children = append(children, info.WorkflowExecution.ID)
+	})
+	var run outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Err != nil || run.res.Text != "parent: middle: child: refunded" {
+		t.Fatalf("run = %+v, %v; want the answers nested", run.res, run.err)
+	}
+	want := []string{testWorkflowID + "/1/call_outer", testWorkflowID + "/1/call_outer/1/call_ask"}
+	if diff := cmp.Diff(want, children); diff != "" {
+		t.Errorf("child workflows (-want +got):\n%s", diff)
+	}
+	if n := inner.refunds.Load(); n != 1 {
+		t.Errorf("the inner refund ran %d times, want 1", n)
+	}
+}

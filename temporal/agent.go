@@ -184,6 +184,12 @@ func runAgent(ctx workflow.Context, st agentState) (*turnResult, error) {
 	if err := t.runTurn(ctx, st.Request); err != nil {
 		return nil, err
 	}
+	if h := t.st.Held; h != nil && h.Step != nil && h.Step.Step != nil {
+		// Stopped on its own budget: the call's result is final, and no
+		// one will resume the child's turn, which is canceled rather than
+		// left waiting, as core's Runner does.
+		t.cancelService(ctx, h.Step.Step.Thread)
+	}
 	if ctx.Err() != nil {
 		return nil, temporal.NewCanceledError()
 	}

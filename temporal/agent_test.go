@@ -212,3 +212,34 @@ func TestAgentChildNested(t *testing.T) {
 		t.Errorf("the inner refund ran %d times, want 1", n)
 	}
 }
+
+// TestAgentChildOwnBudget: a child stopped on its own budget gives the
+// call a failed result saying so, as on core's Runner, and its service's
+// turn is canceled, not left waiting: the parent's turn goes on to its
+// answer.
+func TestAgentChildOwnBudget(t *testing.T) {
+	ch := &agentChild{}
+	refund := must(core.NewTool("refund", "refunds an order", func(context.Context, refundArgs) (string, error) {
+		ch.refunds.Add(1)
+		return "refunded", nil
+	}, nil))
+	step := coretest.Step{Calls: []coretest.Call{{Name: "refund", Arguments: json.RawMessage(`{"order":"7","amount":50}`)}}}
+	ch.backend = coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{step, step, {Text: "never"}}}}}, nil)
+	ch.runner = core.NewRunner(ch.backend, must(core.NewToolbox(refund)), &core.Options{Logger: quiet, Budget: core.Budget{MaxToolCalls: 1}})
+	t.Cleanup(func() { ch.runner.Close() })
+	ch.tool = must(core.NewAgentTool("ask", "asks the refund agent", ch.runner, nil))
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	var run outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Err != nil || run.res.Text != `parent: agent "ask" stopped: its budget is spent` {
+		t.Fatalf("run = %+v (%+v), %v; want the parent's answer quoting the failed call", run.res, run.res.Err, run.err)
+	}
+	var kinds []string
+	for _, r := range ch.backend.Received() {
+		kinds = append(kinds, r.Kind)
+	}
+	if diff := cmp.Diff([]string{"input", "results", "cancel"}, kinds); diff != "" || ch.refunds.Load() != 1 {
+		t.Errorf("the child's backend received (-want +got):\n%s(refunds %d, want 1)", diff, ch.refunds.Load())
+	}
+}

@@ -938,9 +938,11 @@ func (t *thread) cancelService(ctx workflow.Context, thread string) {
 	o := t.activityOptions()
 	o.StartToCloseTimeout = time.Minute
 	o.RetryPolicy.MaximumAttempts = 3
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, o), activityCancel, thread)
+	var f workflow.Future
 	if t.agent != "" {
 		f = workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, o), activityCancelAgent, cancelRequest{Agent: t.agent, Thread: thread})
+	} else {
+		f = workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, o), activityCancel, thread)
 	}
 	if err := f.Get(dctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("toolrelay: cancel turn failed", "thread", thread, "error", err)

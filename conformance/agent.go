@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -250,7 +251,14 @@ func agentCrash(e *env) {
 		if err != nil {
 			e.t.Fatalf("Resume in the second process: %v", err)
 		}
-		e.wantText(res, "parent: child: refunded")
+		// A durable loop keeps a call's result in its history, not in a
+		// journal: the first process's worker, stopped as the refund's
+		// handler returned, may have died before its activity reported
+		// the result, and the refund (neither idempotent nor verified)
+		// is then in doubt, not run again.
+		if _, durable := r1.(DurableLoop); !durable || !strings.Contains(res.Text, `the outcome of this call of "refund" is unknown`) {
+			e.wantText(res, "parent: child: refunded")
+		}
 		if n := p.refunds.Load(); n != 1 || p.childTurns() != 1 {
 			e.t.Errorf("refunds %d, child turns %d; want 1 and 1 (the same child turn resumed)", n, p.childTurns())
 		}
@@ -258,7 +266,7 @@ func agentCrash(e *env) {
 }
 
 func agentBudget(e *env) {
-	e.withChild("does not run a child workflow under what the parent's budget has left, nor charge its spend to the parent's turn (issue 51: not built)", func(p *agentPair) {
+	e.withChild("", func(p *agentPair) {
 		e := p.e
 		s := script(calls("refund", `{"order":"7","amount":1}`), calls("refund", `{"order":"8","amount":1}`), answer("child: done"))
 		child, _, _ := p.child(s, core.Options{}, nil, refunded)

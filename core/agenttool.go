@@ -124,7 +124,7 @@ type agentTool struct {
 // the same way, but no one can be asked for a decision there and no run's
 // budget is shared: a child that pauses gives a failed result. (Module
 // toolrelay/temporal runs the child itself, as a child workflow, with the
-// child's approvals the parent's: see [Tool.Agent].) A child that stops on its own budget (its
+// child's approvals and budget the parent's: see [Tool.Agent].) A child that stops on its own budget (its
 // runner's Options.Budget, or opts.Run.Budget) gives a failed result
 // saying so, and one that fails otherwise a failed result naming its
 // error's code; the child's turn is then canceled (where its backend can),

@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -123,10 +124,14 @@ func (t *thread) agentWorkflowID(ctx workflow.Context, c *driver.Call) string {
 // turn as a child workflow, then the call's activity on its outcome (in
 // actx, or a local activity). The future gets the call's result.
 // Canceling ctx cancels the child workflow, and waits for it to end.
-func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need approvalNeed, backend string) workflow.Future {
+func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need approvalNeed, sr *stepResult) workflow.Future {
 	f, set := workflow.NewFuture(ctx)
 	c := &req.Call
-	u := t.turn
+	u, tr := t.turn, t.running
+	// What the parent had left when the call started, its step's calls
+	// counted, is the child's cap.
+	base := tr.res.Spent
+	base.ToolCalls += len(sr.Step.Calls)
 	st := agentState{Settings: t.set, Agent: joinAgent(t.agent, c.Name), Request: *need.Agent, CallID: c.ID}
 	// The child's budget is its own and what the parent has left, not
 	// the parent's loop's default. Its steps and calls are activities:
@@ -135,6 +140,9 @@ func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need ap
 	// from its start in the middle of a submit, which then went twice.
 	st.Settings.Budget = core.Budget{}
 	st.Settings.LocalActivities = false
+	if rem := tr.budget.Remaining(base); rem.Set {
+		st.Cap = &rem
+	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          t.agentWorkflowID(ctx, c),
 		WaitForCancellation: true,
@@ -143,7 +151,7 @@ func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need ap
 	if u.children == nil {
 		u.children = map[string]*childCall{}
 	}
-	u.children[c.ID] = &childCall{call: *c, backend: backend, wf: child}
+	u.children[c.ID] = &childCall{call: *c, backend: sr.Backend, wf: child, base: base}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		var out turnResult
 		err := child.Get(ctx, &out)
@@ -152,6 +160,10 @@ func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need ap
 			set.Set(nil, err)
 			return
 		}
+		// The child's spend is the parent's turn's.
+		tr.res.Usage.Add(out.Usage)
+		tr.res.ToolCalls += out.ToolCalls
+		tr.res.Cost += out.Cost
 		req.Child = &out
 		var cf workflow.Future
 		if t.localCall(need) {
@@ -172,7 +184,17 @@ func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need ap
 // runAgent is the agent workflow: the child's one turn, whose outcome it
 // returns; canceled, it ends the turn Canceled and ends canceled.
 func runAgent(ctx workflow.Context, st agentState) (*turnResult, error) {
-	t := &thread{st: State{Settings: st.Settings, Turns: 1}, set: st.Settings.withDefaults(), turn: &turn{running: true}, agent: st.Agent, parentCall: st.CallID}
+	t := &thread{st: State{Settings: st.Settings, Turns: 1}, set: st.Settings.withDefaults(), turn: &turn{running: true}, agent: st.Agent, parentCall: st.CallID, cap: st.Cap}
+	if t.cap != nil {
+		caps := workflow.GetSignalChannel(ctx, SignalAgentBudget)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			for {
+				var rem core.Remaining
+				caps.Receive(ctx, &rem)
+				t.newCap = &rem
+			}
+		})
+	}
 	t.deltaCh = workflow.GetSignalChannel(ctx, SignalDeltas)
 	t.claimCh = workflow.GetSignalChannel(ctx, SignalClaim)
 	t.takeChildPauses(ctx)
@@ -203,6 +225,11 @@ type childCall struct {
 	call    driver.Call
 	backend string
 	wf      workflow.ChildWorkflowFuture
+	// base is the parent's spend when the call started (its step's
+	// calls counted), which its cap is counted from; held: the child
+	// waits for a raised one.
+	base driver.Spent
+	held bool
 }
 
 // takeChildPauses takes, for the workflow's life, the signals of its
@@ -214,6 +241,14 @@ func (t *thread) takeChildPauses(ctx workflow.Context) {
 			var p agentPause
 			ch.Receive(ctx, &p)
 			t.childPaused(ctx, p)
+		}
+	})
+	held := workflow.GetSignalChannel(ctx, SignalAgentHeld)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var h agentHeld
+			held.Receive(ctx, &h)
+			t.childHeld(ctx, h)
 		}
 	})
 }
@@ -315,6 +350,12 @@ func (t *thread) forward(ctx workflow.Context, callID string, d core.Decision) {
 // decided so, and the turn goes on if they paused it.
 func (t *thread) childEnded(ctx workflow.Context, callID string) {
 	u := t.turn
+	if cc := u.children[callID]; cc != nil && cc.held {
+		cc.held = false
+		if u.budgetHeld && !u.childrenHeld() {
+			u.budgetHeld, u.outcome = false, nil
+		}
+	}
 	delete(u.children, callID)
 	for _, a := range u.pending {
 		if a.Decision == nil && strings.HasPrefix(a.Key.Call, callID+agentSep) {
@@ -344,5 +385,113 @@ func (t *thread) tellParent(ctx workflow.Context, pending []core.Approval) {
 	}
 	if err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalAgentPaused, agentPause{CallID: t.parentCall, Pending: pending}).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("toolrelay: could not tell an agent call's parent of its pause", "call_id", t.parentCall, "error", err)
+	}
+}
+
+// parentBudget, in an agent's workflow under its parent's budget (cap),
+// checks the child's spend s, and the next calls, against what the
+// parent had left for it; past it, the child tells its parent
+// (SignalAgentHeld), whose turn stops so, and waits for a raised cap
+// (SignalAgentBudget, sent by a resume of the parent), checking again.
+// The error is the turn's cancellation, if it comes first.
+func (t *thread) parentBudget(ctx workflow.Context, s driver.Spent, next int) error {
+	for t.cap != nil && t.cap.Set {
+		err := capExceeded(*t.cap, s, next)
+		if err == nil {
+			return nil
+		}
+		if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
+			if err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalAgentHeld, agentHeld{CallID: t.parentCall, Err: errorInfo(err)}).Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Warn("toolrelay: could not tell an agent call's parent of its budget", "call_id", t.parentCall, "error", err)
+			}
+		}
+		t.newCap = nil
+		if err := workflow.Await(ctx, func() bool { return t.newCap != nil || t.turn.canceled }); err != nil || t.turn.canceled {
+			return t.turn.turnError(temporal.NewCanceledError())
+		}
+		t.cap = t.newCap
+	}
+	return nil
+}
+
+// capExceeded returns why a child that spent s must stop before its next
+// calls, under rem, what its parent's budget had left for it (core's
+// rule for an agent tool's child); nil if it may go on.
+func capExceeded(rem core.Remaining, s driver.Spent, next int) error {
+	var why string
+	switch {
+	case rem.InputTokens >= 0 && s.Usage.InputTokens >= rem.InputTokens:
+		why = fmt.Sprintf("input tokens %d, of the %d", s.Usage.InputTokens, rem.InputTokens)
+	case rem.OutputTokens >= 0 && s.Usage.OutputTokens >= rem.OutputTokens:
+		why = fmt.Sprintf("output tokens %d, of the %d", s.Usage.OutputTokens, rem.OutputTokens)
+	case rem.TotalTokens >= 0 && s.Usage.TotalTokens >= rem.TotalTokens:
+		why = fmt.Sprintf("total tokens %d, of the %d", s.Usage.TotalTokens, rem.TotalTokens)
+	case rem.ToolCalls >= 0 && int64(s.ToolCalls+next) > rem.ToolCalls:
+		why = fmt.Sprintf("tool calls %d, of the %d", s.ToolCalls+next, rem.ToolCalls)
+	case rem.Cost >= 0 && s.Cost >= rem.Cost:
+		why = fmt.Sprintf("cost %g, of the %g", s.Cost, rem.Cost)
+	default:
+		return nil
+	}
+	return &errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w: %s the parent run's budget had left", core.ErrBudgetExceeded, why)}
+}
+
+// childHeld stops the turn on its budget: the child of its agent call
+// h.CallID stopped on what the turn's budget had left for it. The turn's
+// outcome is then the budget's error, as when the turn stops on its own
+// calls, and [Runner.Resume] with a raised budget goes on (see
+// raiseChildren); the child waits meanwhile.
+func (t *thread) childHeld(ctx workflow.Context, h agentHeld) {
+	u, tr := t.turn, t.running
+	cc := u.children[h.CallID]
+	if cc == nil || tr == nil || !u.running || tr.u != u {
+		return
+	}
+	cc.held = true
+	if u.budgetHeld {
+		return
+	}
+	u.budgetHeld = true
+	res := *tr.res
+	res.Done, res.Err, res.Pending = true, h.Err, nil
+	res.Remaining = tr.budget.Remaining(res.Spent)
+	u.outcome = &res
+	t.endRun(ctx, &res)
+	u.emit(event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage, Remaining: res.Remaining, Err: h.Err})
+}
+
+// childrenHeld reports whether a child of the turn waits for a raised
+// budget.
+func (u *turn) childrenHeld() bool {
+	for _, cc := range u.children {
+		if cc.held {
+			return true
+		}
+	}
+	return false
+}
+
+// raiseChildren lays b, a resume's budget, over the turn's, and sends each
+// child held on what it had left the new cap: the turn goes on (and stops
+// again if a child's spend is still past it).
+func (t *thread) raiseChildren(ctx workflow.Context, b core.Budget) {
+	u, tr := t.turn, t.running
+	tr.budget = b.Over(tr.budget)
+	u.budgetHeld, u.outcome = false, nil
+	t.beginRun(ctx, true)
+	ids := make([]string, 0, len(u.children))
+	for id, cc := range u.children {
+		if cc.held {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids) // the signals' order is the history's
+	for _, id := range ids {
+		cc := u.children[id]
+		cc.held = false
+		rem := tr.budget.Remaining(cc.base)
+		if err := cc.wf.SignalChildWorkflow(ctx, SignalAgentBudget, rem).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("toolrelay: could not raise an agent call's budget", "call_id", id, "error", err)
+		}
 	}
 }

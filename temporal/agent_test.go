@@ -31,18 +31,23 @@ func newAgentChild(t *testing.T, fn func(context.Context) (string, error)) *agen
 	return newAgentChildWith(t, fn, nil)
 }
 
+// refundStep is a step of the child's: one refund.
+var refundStep = coretest.Step{Calls: []coretest.Call{{Name: "refund", Arguments: json.RawMessage(`{"order":"7","amount":50}`)}}}
+
 // newAgentChildWith is newAgentChild with the refund's options o.
 func newAgentChildWith(t *testing.T, fn func(context.Context) (string, error), o *core.ToolOptions) *agentChild {
+	return newAgentChildOn(t, []coretest.Step{refundStep, {Text: `child: {{output "refund"}}`}}, fn, o)
+}
+
+// newAgentChildOn is newAgentChildWith with the child's steps.
+func newAgentChildOn(t *testing.T, steps []coretest.Step, fn func(context.Context) (string, error), o *core.ToolOptions) *agentChild {
 	t.Helper()
 	ch := &agentChild{}
 	refund := must(core.NewTool("refund", "refunds an order", func(ctx context.Context, in refundArgs) (string, error) {
 		ch.refunds.Add(1)
 		return fn(ctx)
 	}, o))
-	ch.backend = coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
-		{Calls: []coretest.Call{{Name: "refund", Arguments: json.RawMessage(`{"order":"7","amount":50}`)}}},
-		{Text: `child: {{output "refund"}}`},
-	}}}}, nil)
+	ch.backend = coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: steps}}}, nil)
 	ch.runner = core.NewRunner(ch.backend, must(core.NewToolbox(refund)), &core.Options{Logger: quiet})
 	t.Cleanup(func() { ch.runner.Close() })
 	ch.tool = must(core.NewAgentTool("ask", "asks the refund agent", ch.runner, nil))
@@ -241,5 +246,43 @@ func TestAgentChildOwnBudget(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"input", "results", "cancel"}, kinds); diff != "" || ch.refunds.Load() != 1 {
 		t.Errorf("the child's backend received (-want +got):\n%s(refunds %d, want 1)", diff, ch.refunds.Load())
+	}
+}
+
+// TestAgentChildParentBudget: the child runs under what the parent's
+// budget had left: past it, both stop, the parent's turn with
+// ErrBudgetExceeded and no result sent; a resume with the same budget
+// stops again, running nothing; one with a raised budget goes on with the
+// same child turn, whose calls the parent counts.
+func TestAgentChildParentBudget(t *testing.T) {
+	ch := newAgentChildOn(t, []coretest.Step{refundStep, refundStep, {Text: "child: done"}}, func(context.Context) (string, error) { return "refunded", nil }, nil)
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	var run, same, raised outcome
+	two := core.Budget{MaxToolCalls: 2}
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: two})
+	e.update(2*time.Second, UpdateResume, &same, resumeRequest{Budget: two})
+	var refundsThen int32
+	e.te.RegisterDelayedCallback(func() { refundsThen = ch.refunds.Load() }, 2500*time.Millisecond)
+	e.update(3*time.Second, UpdateResume, &raised, resumeRequest{Budget: core.Budget{MaxToolCalls: 4}})
+	e.run()
+	for _, c := range []struct {
+		name string
+		o    outcome
+	}{{"run", run}, {"resume with the same budget", same}} {
+		if c.o.err != nil || c.o.res == nil || c.o.res.Err == nil {
+			t.Fatalf("%s = %+v, %v; want the turn stopped on its budget", c.name, c.o.res, c.o.err)
+		}
+		if err := c.o.res.Err.Err(); !errors.Is(err, core.ErrBudgetExceeded) || errcode.Of(err) != errcode.ResourceExhausted || len(c.o.res.Calls) != 0 {
+			t.Errorf("%s: %v (results %d); want ErrBudgetExceeded, ResourceExhausted, no result sent", c.name, err, len(c.o.res.Calls))
+		}
+	}
+	if refundsThen != 1 {
+		t.Errorf("refunds after the resume with the same budget: %d, want 1", refundsThen)
+	}
+	if raised.err != nil || raised.res == nil || raised.res.Err != nil || raised.res.Text != "parent: child: done" || raised.res.ToolCalls != 3 {
+		t.Fatalf("resume with a raised budget = %+v, %v; want the answer, 3 tool calls counted", raised.res, raised.err)
+	}
+	if n := ch.refunds.Load(); n != 2 || len(ch.inputs()) != 1 {
+		t.Errorf("refunds %d, child inputs %v; want 2 and one", n, ch.inputs())
 	}
 }

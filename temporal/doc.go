@@ -123,10 +123,21 @@
 // (at the activity's next heartbeat) and whose service's turn is
 // canceled; the parent's turn ends Canceled.
 //
-// Not yet: the child does not run under what the parent's budget has
-// left, nor is its spend charged to the parent's turn (its own budget
-// applies); its events are not the parent's (Event.Path); the parent's
-// and the child's Run hooks are called for their own turns only.
+// The child runs under what the parent's budget had left when the call
+// started (its step's calls counted) as well as its own: past it, the
+// child tells its parent (SignalAgentHeld) and waits, and the parent's
+// turn stops with an error matching core.ErrBudgetExceeded, no result
+// sent; [Runner.Resume] with a raised budget sends the child what the
+// raised budget leaves it (SignalAgentBudget), and both go on (with the
+// same budget, both stop again). A new turn is refused meanwhile (the
+// turn still runs: [Runner.Cancel] abandons it). The child's spend (its
+// turn's usage, cost and calls) is the parent's turn's once it answered.
+// A child stopped on its own budget gives the call a failed result, its
+// service's turn canceled.
+//
+// Not yet: the child's events are not the parent's (Event.Path), and the
+// parent's and the child's Run hooks are called for their own turns only;
+// a child's pause on its budget does not reach a grandparent.
 //
 // # Streaming
 //

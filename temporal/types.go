@@ -56,6 +56,14 @@ const (
 	// turn from its parent, which took it (the decide update), to the
 	// workflow of the agent tool's call.
 	SignalAgentDecide = "agent-decide"
+	// SignalAgentHeld carries, from the workflow of an agent tool's call
+	// to its parent, why the child's turn stopped on what the parent's
+	// budget had left: the parent's turn stops so too.
+	SignalAgentHeld = "agent-held"
+	// SignalAgentBudget carries, from the parent to the workflow of an
+	// agent tool's call held on the parent's budget, what the parent's
+	// budget, raised by a resume, has left for it.
+	SignalAgentBudget = "agent-budget"
 )
 
 // The names of the activities.
@@ -419,6 +427,16 @@ type agentState struct {
 	Agent    string      `json:"agent"`
 	Request  runRequest  `json:"request"`
 	CallID   string      `json:"call_id"`
+	// Cap, if set, is what the parent's budget had left when the call
+	// started (its step's calls counted): the child may spend at most
+	// that (see core.NewAgentTool).
+	Cap *core.Remaining `json:"cap,omitempty"`
+}
+
+// agentHeld is what SignalAgentHeld carries.
+type agentHeld struct {
+	CallID string        `json:"call_id"`
+	Err    *historyError `json:"err"`
 }
 
 // agentPause is what SignalAgentPaused carries: the parent's call, and

@@ -149,6 +149,9 @@ type thread struct {
 	// parent's call; "" in a thread's.
 	agent      string
 	parentCall string
+	// cap, in an agent's workflow, is what its parent's budget has left
+	// for it (agentState.Cap); newCap, a raised one its parent sent.
+	cap, newCap *core.Remaining
 	// running is the turn as it runs in this run of the workflow.
 	running *turnRun
 }
@@ -197,6 +200,9 @@ type turn struct {
 	// their children (see thread.childPaused).
 	children    map[string]*childCall
 	agentPaused bool
+	// budgetHeld: the turn stopped on its budget, a child held on what
+	// it had left (see thread.childHeld), until a resume raises it.
+	budgetHeld bool
 }
 
 // versionCancelPaused marks the runs whose cancel signal ends a turn
@@ -242,6 +248,10 @@ func (t *thread) register(ctx workflow.Context) error {
 		return err
 	}
 	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateResume, func(ctx workflow.Context, req resumeRequest) (*turnResult, error) {
+		if t.turn.running && t.turn.budgetHeld {
+			t.raiseChildren(ctx, req.Budget)
+			return t.wait(ctx, waitRequest{})
+		}
 		h := t.st.Held
 		if h == nil || t.turn.running || t.queued != nil {
 			return t.wait(ctx, waitRequest{})
@@ -627,6 +637,11 @@ func (tr *turnRun) arrive(ctx workflow.Context, sr *stepResult, counted bool) (n
 		tr.finish(ctx, err)
 		return nil, nil, nil, true
 	}
+	if err := t.parentBudget(ctx, res.Spent, len(step.Calls)); err != nil {
+		t.cancelService(ctx, step.Thread)
+		tr.finish(ctx, err)
+		return nil, nil, nil, true
+	}
 	res.Steps++
 	tr.u.emit(event{Kind: core.EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: tr.budget.Remaining(res.Spent)})
 	results = make([]driver.ToolResult, len(step.Calls))
@@ -849,7 +864,7 @@ func (t *thread) runCalls(ctx workflow.Context, sr *stepResult, n int, idx []int
 		var f workflow.Future
 		req.Agent = t.agent
 		if need := sr.need(i); runsAsChild(ctx, req, need) {
-			f = t.agentCall(ctx, actx, req, need, sr.Backend)
+			f = t.agentCall(ctx, actx, req, need, sr)
 		} else if t.localCall(need) {
 			if !need.Rerun {
 				// The call's own name, not its step's number: a start

@@ -286,3 +286,27 @@ func TestAgentChildParentBudget(t *testing.T) {
 		t.Errorf("refunds %d, child inputs %v; want 2 and one", n, ch.inputs())
 	}
 }
+
+// TestAgentChildParentBudgetCanceled: the cancel signal ends a turn
+// stopped on a child held on its budget: the child workflow is canceled,
+// and the turn ends Canceled (no longer the budget's error).
+func TestAgentChildParentBudgetCanceled(t *testing.T) {
+	ch := newAgentChildOn(t, []coretest.Step{refundStep, refundStep, {Text: "child: done"}}, func(context.Context) (string, error) { return "refunded", nil }, nil)
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	var canceled []string
+	e.te.SetOnChildWorkflowCanceledListener(func(info *workflow.Info) { canceled = append(canceled, info.WorkflowExecution.ID) })
+	var run, wait outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: core.Budget{MaxToolCalls: 2}})
+	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
+	e.update(3*time.Second, UpdateWait, &wait)
+	e.run()
+	if run.res == nil || run.res.Err == nil || !errors.Is(run.res.Err.Err(), core.ErrBudgetExceeded) {
+		t.Fatalf("run = %+v, %v; want the turn stopped on its budget", run.res, run.err)
+	}
+	if wait.err != nil || wait.res == nil || wait.res.Err == nil || errcode.Of(wait.res.Err.Err()) != errcode.Canceled {
+		t.Fatalf("wait after the cancel = %+v, %v; want the turn ended Canceled", wait.res, wait.err)
+	}
+	if diff := cmp.Diff([]string{testWorkflowID + "/1/call_ask"}, canceled); diff != "" || ch.refunds.Load() != 1 {
+		t.Errorf("child workflows canceled (-want +got):\n%s(refunds %d, want 1)", diff, ch.refunds.Load())
+	}
+}

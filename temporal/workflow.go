@@ -88,6 +88,11 @@ func (t *thread) takeCancels(ctx workflow.Context) {
 			switch h := t.st.Held; {
 			case t.turn.running && t.turn.stop != nil:
 				t.turn.canceled = true
+				if t.turn.budgetHeld {
+					// Its outcome so far is the budget's: the turn ends
+					// Canceled once its children did.
+					t.turn.budgetHeld, t.turn.outcome = false, nil
+				}
 				t.turn.stop()
 			case t.turn.running && t.turn.paused && !t.turn.canceled && cancelsPause(ctx):
 				// The pause (see await) ends the turn, Canceled.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,12 +39,14 @@ type agentPair struct {
 }
 
 // withChild runs body in the Child subtest, with a second harness for the
-// child's fake. It skips on a durable loop: the Temporal runner runs an
-// agent tool's child inside its activity, not as a child workflow.
-func (e *env) withChild(body func(p *agentPair)) {
+// child's fake. On a durable loop, whose child runs as a child workflow,
+// it skips a scenario that lacks (when set) says the loop does not hold.
+func (e *env) withChild(lacks string, body func(p *agentPair)) {
 	e.t.Helper()
-	probe := e.runner(script(answer("probe")), nil)
-	e.notDurable(probe, "runs an agent tool's child inside the call's activity, not as a child workflow (issue 51: not built), so the child's approvals, budget and crash recovery are not the workflow's")
+	if lacks != "" {
+		probe := e.runner(script(answer("probe")), nil)
+		e.notDurable(probe, lacks)
+	}
 	e.t.Run("Child", func(t *testing.T) {
 		h, err := e.newHarness(t.Context(), t)
 		if err != nil {
@@ -132,7 +135,7 @@ func (p *agentPair) childTurns() int {
 func refunded(context.Context, refundArgs) (string, error) { return "refunded", nil }
 
 func agentAnswer(e *env) {
-	e.withChild(func(p *agentPair) {
+	e.withChild("", func(p *agentPair) {
 		e := p.e
 		child, _, _ := p.child(agentChildScript("50"), core.Options{}, nil, refunded)
 		r := e.runner(agentParentScript(), p.parentOptions(core.Options{}), p.agent(child))
@@ -144,6 +147,16 @@ func agentAnswer(e *env) {
 		if got := p.ce.h.Received(); len(got) == 0 || got[0].Input != "refund order 7" {
 			e.t.Errorf("the child's fake received %+v, want the call's input first", got)
 		}
+	})
+}
+
+func agentEvents(e *env) {
+	e.withChild("does not relay a child workflow's events to the parent's OnEvent with the parent's call as their Path (issue 51: not built)", func(p *agentPair) {
+		e := p.e
+		child, _, _ := p.child(agentChildScript("50"), core.Options{}, nil, refunded)
+		r := e.runner(agentParentScript(), p.parentOptions(core.Options{}), p.agent(child))
+		res := e.run(r, "go", nil)
+		e.wantText(res, "parent: child: refunded")
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		for _, want := range []string{"ask_refunds>call_finished", "ask_refunds>run_finished"} {
@@ -155,7 +168,7 @@ func agentAnswer(e *env) {
 }
 
 func agentApproval(e *env) {
-	e.withChild(func(p *agentPair) {
+	e.withChild("", func(p *agentPair) {
 		e := p.e
 		child, _, _ := p.child(agentChildScript("150"), core.Options{}, core.ApprovalAlways("every refund needs approval"), refunded)
 		r := e.runner(agentParentScript(), p.parentOptions(core.Options{}), p.agent(child))
@@ -186,7 +199,7 @@ func agentApproval(e *env) {
 }
 
 func agentCrash(e *env) {
-	e.withChild(func(p *agentPair) {
+	e.withChild("", func(p *agentPair) {
 		e, ce := p.e, p.ce
 		pre, ok1 := e.h.(Reopener)
 		cre, ok2 := ce.h.(Reopener)
@@ -244,7 +257,14 @@ func agentCrash(e *env) {
 		if err != nil {
 			e.t.Fatalf("Resume in the second process: %v", err)
 		}
-		e.wantText(res, "parent: child: refunded")
+		// A durable loop keeps a call's result in its history, not in a
+		// journal: the first process's worker, stopped as the refund's
+		// handler returned, may have died before its activity reported
+		// the result, and the refund (neither idempotent nor verified)
+		// is then in doubt, not run again.
+		if _, durable := r1.(DurableLoop); !durable || !strings.Contains(res.Text, `the outcome of this call of "refund" is unknown`) {
+			e.wantText(res, "parent: child: refunded")
+		}
 		if n := p.refunds.Load(); n != 1 || p.childTurns() != 1 {
 			e.t.Errorf("refunds %d, child turns %d; want 1 and 1 (the same child turn resumed)", n, p.childTurns())
 		}
@@ -252,7 +272,7 @@ func agentCrash(e *env) {
 }
 
 func agentBudget(e *env) {
-	e.withChild(func(p *agentPair) {
+	e.withChild("", func(p *agentPair) {
 		e := p.e
 		s := script(calls("refund", `{"order":"7","amount":1}`), calls("refund", `{"order":"8","amount":1}`), answer("child: done"))
 		child, _, _ := p.child(s, core.Options{}, nil, refunded)
@@ -282,7 +302,7 @@ func agentBudget(e *env) {
 }
 
 func agentCancel(e *env) {
-	e.withChild(func(p *agentPair) {
+	e.withChild("", func(p *agentPair) {
 		e := p.e
 		started := make(chan struct{})
 		ended := make(chan error, 1)
@@ -300,11 +320,23 @@ func agentCancel(e *env) {
 		r := e.runner(agentParentScript(), p.parentOptions(core.Options{}), p.agent(child))
 		ctx, cancel := context.WithCancel(e.t.Context())
 		go func() { <-started; cancel() }()
-		_, err := r.Run(ctx, "go", nil)
+		res, err := r.Run(ctx, "go", nil)
 		if !errors.Is(err, context.Canceled) {
 			e.t.Fatalf("Run error = %v, want context.Canceled", err)
 		}
 		e.wantCode(err, errcode.Canceled)
+		if _, ok := r.(DurableLoop); ok {
+			// The caller's context bounds only its wait: the turn, and
+			// the child's, end on the runner's Cancel.
+			if err := e.canceler(r).Cancel(e.t.Context(), res.Thread); err != nil {
+				e.t.Fatalf("Runner.Cancel: %v", err)
+			}
+			_, err := r.Resume(e.t.Context(), res.Thread, nil)
+			if !errors.Is(err, context.Canceled) {
+				e.t.Fatalf("Resume after Cancel: %v, want the turn ended Canceled", err)
+			}
+			e.wantCode(err, errcode.Canceled)
+		}
 		select {
 		case err := <-ended:
 			if !errors.Is(err, context.Canceled) {
@@ -320,7 +352,7 @@ func agentCancel(e *env) {
 }
 
 func agentCancelPaused(e *env) {
-	e.withChild(func(p *agentPair) {
+	e.withChild("does not relay a child workflow's events to the parent's OnEvent, by which the scenario finds the child's thread (its Runner.Cancel cancels the child workflow: AgentTool/Cancel)", func(p *agentPair) {
 		e, ce := p.e, p.ce
 		cs := agentChildScript("150")
 		cs.Turns = append(cs.Turns, afterStop)

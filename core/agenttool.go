@@ -117,10 +117,11 @@ type agentTool struct {
 //     [Runner.Cancel] of the parent, which abandons its turn, cancels
 //     the child's waiting turn too.
 //
-// A call answered for a loop run elsewhere ([Runner.Call], as module
-// toolrelay/temporal does) runs the child the same way, but no one can be
-// asked for a decision there and no run's budget is shared: a child that
-// pauses gives a failed result. A child that stops on its own budget (its
+// A call answered for a loop run elsewhere ([Runner.Call]) runs the child
+// the same way, but no one can be asked for a decision there and no run's
+// budget is shared: a child that pauses gives a failed result. (Module
+// toolrelay/temporal runs the child itself, as a child workflow, with the
+// child's approvals and budget the parent's: see [Tool.Agent].) A child that stops on its own budget (its
 // runner's Options.Budget, or opts.Run.Budget) gives a failed result
 // saying so, and one that fails otherwise a failed result naming its
 // error's code; the child's turn is then canceled (where its backend can),
@@ -221,6 +222,9 @@ func (a *agentTool) run(ctx context.Context, input string) (any, error) {
 	c, _ := ctx.Value(agentCallKey{}).(*callRun)
 	if c == nil {
 		return nil, errors.New("core: an agent tool runs only as a runner's tool")
+	}
+	if c.child != nil {
+		return a.ranElsewhere(c.child)
 	}
 	ac := &agentCall{a: a, c: c, name: agentNoteName(c.call)}
 	ac.notes, _ = c.r.opts.Journal.(journaldriver.Notes)
@@ -497,4 +501,70 @@ func (rem *Remaining) exceeded(s, base driver.Spent, next int) error {
 		return nil
 	}
 	return &errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: err}
+}
+
+// A childRun is how an agent tool's child ran elsewhere
+// (CallRequest.Child): its result and error.
+type childRun struct {
+	res *Result
+	err error
+}
+
+// ranElsewhere returns the call's output, or its failure, from the
+// outcome of its child's run elsewhere, as run gives them for a loop run
+// elsewhere (see NewAgentTool).
+func (a *agentTool) ranElsewhere(ch *childRun) (any, error) {
+	err := ch.err
+	switch {
+	case err == nil && ch.res != nil:
+		return a.output(ch.res.Text), nil
+	case err == nil:
+		err = errors.New("core: the child's run gave no result")
+	case errors.Is(err, ErrAwaitingApproval):
+		return nil, &ModelError{Message: fmt.Sprintf("agent %q awaits a person's decision, which cannot be asked for here", a.name), Err: err}
+	case errors.Is(err, ErrBudgetExceeded):
+		return nil, &ModelError{Message: fmt.Sprintf("agent %q stopped: its budget is spent", a.name), Err: err}
+	}
+	return nil, &ModelError{Message: fmt.Sprintf("agent %q failed (%s)", a.name, errcode.Of(err)), Err: err}
+}
+
+// Agent returns, for a tool made by [NewAgentTool], the runner of its
+// child and the options of the child's runs (AgentToolOptions.Run, its
+// MaxSteps, Timeout and Budget laid over the child runner's Options);
+// ok is false for any other tool. With [Tool.AgentInput] and
+// [CallRequest.Child] it lets a loop run elsewhere run the child itself:
+// module toolrelay/temporal runs it as a child workflow.
+func (t *Tool) Agent() (child *Runner, run RunOptions, ok bool) {
+	a := t.agent
+	if a == nil {
+		return nil, RunOptions{}, false
+	}
+	ro := a.child.runOptions(&a.ro)
+	ro.Budget = ro.Budget.Over(a.child.opts.Budget)
+	return a.child, ro, true
+}
+
+// AgentInput returns the child's input for a call of the agent tool t
+// with the arguments args, as its calls give it to the child: an error
+// if t is not an agent tool, or args do not fit its parameters.
+func (t *Tool) AgentInput(args json.RawMessage) (string, error) {
+	a := t.agent
+	if a == nil {
+		return "", fmt.Errorf("core: tool %q is not an agent tool", t.name)
+	}
+	canon, obj, err := parseArgs(args)
+	if err == nil {
+		canon, err = t.prepareArgs(canon, obj)
+	}
+	if err != nil {
+		return "", fmt.Errorf("core: agent tool %q: arguments: %w", t.name, err)
+	}
+	if a.raw {
+		return string(canon), nil
+	}
+	var in agentInput
+	if err := json.Unmarshal(canon, &in); err != nil {
+		return "", fmt.Errorf("core: agent tool %q: arguments: %w", t.name, err)
+	}
+	return in.Input, nil
 }

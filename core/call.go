@@ -44,6 +44,14 @@ type CallRequest struct {
 	// answered "approved"; an approval with Arguments runs the handler
 	// with them.
 	Decision *Decision
+	// Child, for a call of an agent tool ([NewAgentTool]) whose child
+	// ran elsewhere (module toolrelay/temporal runs it as a child
+	// workflow), is the child run's outcome, with ChildErr its error:
+	// the call's result is made of them as it would be of the child's
+	// run here (its answer; a failed result naming the error's code),
+	// and the child does not run. Ignored for other tools.
+	Child    *Result
+	ChildErr error
 }
 
 // Call answers one call as a step of [Runner.Run] does, but without the

@@ -61,6 +61,9 @@ type callRun struct {
 	// step's agent calls' children spent (see stepRun).
 	remaining Remaining
 	charges   *charges
+	// child, on Runner.Call of an agent tool's call, is how the child's
+	// run ended elsewhere (CallRequest.Child); nil: the call runs it.
+	child *childRun
 }
 
 // hookedAnswer is answer inside the call hook.
@@ -490,6 +493,9 @@ func (c *callRun) detached(ctx context.Context, req *CallRequest) (driver.ToolRe
 	}
 	if req.Decision != nil {
 		c.decided(req.Decision, &r.opts)
+	}
+	if req.Child != nil {
+		c.child = &childRun{res: req.Child, err: req.ChildErr}
 	}
 	if req.Again && c.denial == "" && !c.approved {
 		return c.runInDoubt(ctx)

@@ -160,6 +160,10 @@ func signalClaim(ctx context.Context, c claimSignal) error {
 // after another) resumes the turn instead, unless the service shows the
 // input never arrived.
 func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, error) {
+	a, err := a.at(req.Agent)
+	if err != nil {
+		return nil, err
+	}
 	b := a.r.Backend()
 	n := &named{ctx: ctx, p: progress{Thread: req.Thread}, key: req.Claim}
 	prev := previous(ctx, req.Prev)
@@ -210,6 +214,10 @@ func (a *activities) Start(ctx context.Context, req *stepRequest) (*stepResult, 
 // that fails after the service named its response reports that response
 // (the turn's thread from then on) with its error.
 func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult, error) {
+	a, err := a.at(req.Agent)
+	if err != nil {
+		return nil, err
+	}
 	b := a.r.Backend()
 	unwrapCalls(req.Step)
 	unwrapResults(req.Results)
@@ -271,6 +279,10 @@ func (a *activities) Submit(ctx context.Context, req *stepRequest) (*stepResult,
 
 // Resume returns the thread's current step.
 func (a *activities) Resume(ctx context.Context, req *stepRequest) (*stepResult, error) {
+	a, err := a.at(req.Agent)
+	if err != nil {
+		return nil, err
+	}
 	stop := heartbeat(ctx, nil)
 	defer stop()
 	return a.step(ctx, "resume", req, func(ctx context.Context) (*driver.Step, error) { return a.r.Backend().Resume(ctx, req.Thread) })
@@ -293,6 +305,10 @@ func (a *activities) Cancel(ctx context.Context, thread string) error {
 // before whose result was lost: core decides it (Verify, a rerun of an
 // idempotent tool, or "outcome unknown").
 func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolResult, error) {
+	a, err := a.at(req.Agent)
+	if err != nil {
+		return nil, err
+	}
 	stop := heartbeat(ctx, nil)
 	defer stop()
 	if d := req.Decision; d != nil {
@@ -303,10 +319,14 @@ func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolRe
 	if err := claim(ctx, req.Claim, again); err != nil {
 		return nil, err
 	}
-	tr, err := a.r.Call(ctx, &core.CallRequest{
+	creq := &core.CallRequest{
 		Call: req.Call, Step: req.Step, IdempotencyKey: req.IdempotencyKey, Decision: req.Decision,
 		Again: again,
-	})
+	}
+	if ch := req.Child; ch != nil {
+		creq.Child, creq.ChildErr = childResult(ch)
+	}
+	tr, err := a.r.Call(ctx, creq)
 	if err != nil {
 		// Interrupted (the worker stops, or the turn was canceled): the
 		// call may run again.
@@ -364,6 +384,7 @@ func (a *activities) answer(ctx context.Context, op string, step *driver.Step, e
 		if tool := a.r.Toolbox().Lookup(c.Name); tool != nil {
 			an.Timeout = a.r.ToolTimeout(tool)
 			an.Rerun = (tool.Idempotent() || tool.ReadOnly()) && !tool.Verifies()
+			an.Agent = agentRequest(tool, c.Arguments)
 		}
 		res.Approvals = append(res.Approvals, an)
 	}

@@ -82,7 +82,7 @@ func (c *continueAt) Error() string { return "temporal: the run continues as new
 // and the workflow is not replaying a history made before runs did.
 func (t *thread) continuing(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
-	if t.turn.noContinue || (!info.GetContinueAsNewSuggested() && info.GetCurrentHistoryLength() <= t.set.MaxHistoryEvents) {
+	if t.agent != "" || t.turn.noContinue || (!info.GetContinueAsNewSuggested() && info.GetCurrentHistoryLength() <= t.set.MaxHistoryEvents) {
 		return false
 	}
 	return workflow.GetVersion(ctx, versionContinueInTurn, workflow.DefaultVersion, 1) >= 1

@@ -18,7 +18,8 @@
 // (a workflow timer). Each backend request (start, submit, resume,
 // cancel) and each call is an activity; the call activity runs core's
 // executor ([core.Runner.Call]: validation, middleware, limits, panic
-// recovery, events and hooks). Workers register with [Register].
+// recovery, events and hooks); an agent tool's call runs its child as a
+// child workflow (see Agent tools). Workers register with [Register].
 //
 // # Exactly once
 //
@@ -91,6 +92,52 @@
 // once decided: before it sends the step's results, that worker reads the
 // thread (the backend's Resume), which makes it its own, and its Close
 // deletes it once the turn is over.
+//
+// # Agent tools
+//
+// A call of an agent tool (core.NewAgentTool) runs its child's turn as a
+// child workflow of the call's thread ([AgentWorkflowName],
+// "toolrelay.Agent"), whose id is the thread's, the turn's number and
+// the call's id: however often the parent's workflow runs again, on
+// whatever worker, the call has one child turn, and the call's activity
+// makes the call's result of its outcome (core.CallRequest.Child: the
+// answer, or a failed result naming the error's code) without running
+// the child again. The child's steps and calls are activities (never
+// local ones) over the child's runner, which a worker finds by the path
+// of agent tools from its own runner (the toolbox as it is when the
+// activity runs; nested agents too): every worker of the queue must have
+// the agent tool. The child's turn has the parent's loop options, its
+// own MaxSteps, time limit and budget (AgentToolOptions.Run over the
+// child runner's Options), no LoopOptions.Budget of the parent's.
+//
+// A child's call that awaits a decision pauses the parent's turn: the
+// child signals its parent (SignalAgentPaused), which keeps a copy of
+// each approval under the parent's call, its call id the parent call's,
+// "/" and the child's, as core's Runner does. The parent's Run returns
+// them Pending, its approvals query lists them, and its decide update
+// takes a decision (edited arguments are refused) and hands it to the
+// child (SignalAgentDecide); the turn goes on once every one is decided.
+// The parent's time limit goes on running while it waits so (its own
+// calls' pause stops it). Canceling the parent's turn ([Runner.Cancel],
+// its time limit) cancels the child workflow, whose calls' contexts end
+// (at the activity's next heartbeat) and whose service's turn is
+// canceled; the parent's turn ends Canceled.
+//
+// The child runs under what the parent's budget had left when the call
+// started (its step's calls counted) as well as its own: past it, the
+// child tells its parent (SignalAgentHeld) and waits, and the parent's
+// turn stops with an error matching core.ErrBudgetExceeded, no result
+// sent; [Runner.Resume] with a raised budget sends the child what the
+// raised budget leaves it (SignalAgentBudget), and both go on (with the
+// same budget, both stop again). A new turn is refused meanwhile (the
+// turn still runs: [Runner.Cancel] abandons it). The child's spend (its
+// turn's usage, cost and calls) is the parent's turn's once it answered.
+// A child stopped on its own budget gives the call a failed result, its
+// service's turn canceled.
+//
+// Not yet: the child's events are not the parent's (Event.Path), and the
+// parent's and the child's Run hooks are called for their own turns only;
+// a child's pause on its budget does not reach a grandparent.
 //
 // # Streaming
 //

@@ -1,9 +1,13 @@
 package temporal
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -18,7 +22,10 @@ import (
 // was recorded before a run continued as new inside a turn (its turn
 // passes MaxHistoryEvents in one run), continue-in-turn-N.json after;
 // cancel-paused.json holds a turn paused on an approval that the cancel
-// signal ended (GetVersion "cancel-paused"), then a turn approved.
+// signal ended (GetVersion "cancel-paused"), then a turn approved;
+// agent-approval.json and agent-approval-child.json a turn whose agent
+// tool's child, a child workflow (GetVersion "agent-child"), paused on an
+// approval the parent took.
 // Replaying runs no activity and calls no Run hook, so no hook is called
 // again.
 func TestReplay(t *testing.T) {
@@ -35,7 +42,12 @@ func TestReplay(t *testing.T) {
 			hooks := &runHooks{backend: "openai", run: runs.hook, ends: map[string]func(*core.Result, error){}}
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(func(ctx workflow.Context, st State) error { return runThread(ctx, st, hooks) }, workflow.RegisterOptions{Name: WorkflowName})
-			if err := r.ReplayWorkflowHistoryFromJSONFile(log.NewStructuredLogger(quiet), f); err != nil {
+			r.RegisterWorkflowWithOptions(runAgent, workflow.RegisterOptions{Name: AgentWorkflowName})
+			h, err := readHistory(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(quiet), h, worker.ReplayWorkflowHistoryOptions{OriginalExecution: originalExecution(h)}); err != nil {
 				t.Errorf("replay: %v", err)
 			}
 			if got := runs.get(); len(got) != 0 {
@@ -43,4 +55,31 @@ func TestReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readHistory reads a history recorded as JSON.
+func readHistory(file string) (*historypb.History, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+}
+
+// originalExecution returns the execution a history is replayed as: for a
+// thread that started an agent's child workflow, its workflow id, of
+// which the child's id is made (see thread.agentWorkflowID); the
+// replayer's own otherwise.
+func originalExecution(h *historypb.History) workflow.Execution {
+	for _, e := range h.GetEvents() {
+		if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
+			id := a.GetWorkflowId()
+			for range 2 {
+				id = id[:max(strings.LastIndex(id, "/"), 0)]
+			}
+			return workflow.Execution{ID: id, RunID: "replay"}
+		}
+	}
+	return workflow.Execution{}
 }

@@ -14,6 +14,10 @@ import (
 const (
 	// WorkflowName is the thread workflow's name.
 	WorkflowName = "toolrelay.Thread"
+	// AgentWorkflowName is the workflow of one call of an agent tool
+	// (core.NewAgentTool): the child's turn on the call's input, a child
+	// workflow of the call's thread (see package doc, Agent tools).
+	AgentWorkflowName = "toolrelay.Agent"
 	// UpdateRun runs a turn: the user's input, to the final answer or a
 	// pause on calls awaiting a decision.
 	UpdateRun = "run"
@@ -44,6 +48,22 @@ const (
 	// its key in the history, and decides as an activity's second attempt
 	// does.
 	SignalClaim = "claim"
+	// SignalAgentPaused carries, from the workflow of an agent tool's
+	// call (AgentWorkflowName) to its parent, the approvals the child's
+	// turn paused on: the parent's turn pauses on copies of them.
+	SignalAgentPaused = "agent-paused"
+	// SignalAgentDecide carries a decision about a call of an agent's
+	// turn from its parent, which took it (the decide update), to the
+	// workflow of the agent tool's call.
+	SignalAgentDecide = "agent-decide"
+	// SignalAgentHeld carries, from the workflow of an agent tool's call
+	// to its parent, why the child's turn stopped on what the parent's
+	// budget had left: the parent's turn stops so too.
+	SignalAgentHeld = "agent-held"
+	// SignalAgentBudget carries, from the parent to the workflow of an
+	// agent tool's call held on the parent's budget, what the parent's
+	// budget, raised by a resume, has left for it.
+	SignalAgentBudget = "agent-budget"
 )
 
 // The names of the activities.
@@ -53,6 +73,8 @@ const (
 	activityResume = "toolrelay.Resume"
 	activityCancel = "toolrelay.Cancel"
 	activityCall   = "toolrelay.Call"
+	// activityCancelAgent is activityCancel on an agent's backend.
+	activityCancelAgent = "toolrelay.CancelAgent"
 )
 
 // LoopOptions are the loop's options, set in code ([Options.Loop]) and
@@ -334,6 +356,10 @@ type stepRequest struct {
 	// resume does) before it submits.
 	AfterPause bool   `json:"after_pause,omitempty"`
 	PausedOn   string `json:"paused_on,omitempty"`
+	// Agent names the runner whose backend the request goes to: the
+	// path of agent tools from the worker's runner ("" for it, see
+	// agentPath).
+	Agent string `json:"agent,omitempty"`
 }
 
 // claimSignal is what SignalClaim carries: a local activity's key, and
@@ -365,6 +391,9 @@ type approvalNeed struct {
 	// LoopOptions.LocalActivities).
 	Timeout time.Duration `json:"timeout,omitempty"`
 	Rerun   bool          `json:"rerun,omitempty"`
+	// Agent, for a call of an agent tool whose arguments fit it, is the
+	// child's turn: its input and options (see thread.agentCall).
+	Agent *runRequest `json:"agent,omitempty"`
 }
 
 // callRequest is the input of the call activity.
@@ -376,4 +405,43 @@ type callRequest struct {
 	// Claim and Again, on a local activity: see stepRequest.
 	Claim string `json:"claim,omitempty"`
 	Again bool   `json:"again,omitempty"`
+	// Agent: see stepRequest.
+	Agent string `json:"agent,omitempty"`
+	// Child, on a call of an agent tool, is how its child workflow's
+	// turn ended (core.CallRequest.Child).
+	Child *turnResult `json:"child,omitempty"`
+}
+
+// cancelRequest is the input of the cancel activity on an agent's
+// backend.
+type cancelRequest struct {
+	Agent  string `json:"agent"`
+	Thread string `json:"thread"`
+}
+
+// agentState is what the agent workflow starts with: the loop's options
+// (the parent's), the agent's path, the child's turn, and the parent's
+// call.
+type agentState struct {
+	Settings LoopOptions `json:"settings"`
+	Agent    string      `json:"agent"`
+	Request  runRequest  `json:"request"`
+	CallID   string      `json:"call_id"`
+	// Cap, if set, is what the parent's budget had left when the call
+	// started (its step's calls counted): the child may spend at most
+	// that (see core.NewAgentTool).
+	Cap *core.Remaining `json:"cap,omitempty"`
+}
+
+// agentHeld is what SignalAgentHeld carries.
+type agentHeld struct {
+	CallID string        `json:"call_id"`
+	Err    *historyError `json:"err"`
+}
+
+// agentPause is what SignalAgentPaused carries: the parent's call, and
+// the approvals its child's turn awaits.
+type agentPause struct {
+	CallID  string          `json:"call_id"`
+	Pending []core.Approval `json:"pending"`
 }

@@ -12,7 +12,9 @@ import (
 // that run over r: its backend (opened by configuration as for core's
 // Runner, through package adapter), its toolbox, middleware, limits and
 // hooks. r's journal is not used: the workflow's history keeps the
-// results. It registers the note workflow too (see [Runner.SetNote]).
+// results. It registers the note workflow too (see [Runner.SetNote]), and
+// the workflow of an agent tool's call, whose activities run over the
+// agent tool's child runner (see package doc, Agent tools).
 //
 // Every worker of a task queue registers the same workflow; the workers
 // of one queue share the backend's configuration, and each has its own
@@ -27,4 +29,6 @@ func Register(w worker.Registry, r *core.Runner) {
 	w.RegisterActivityWithOptions(a.Resume, activity.RegisterOptions{Name: activityResume})
 	w.RegisterActivityWithOptions(a.Cancel, activity.RegisterOptions{Name: activityCancel})
 	w.RegisterActivityWithOptions(a.Call, activity.RegisterOptions{Name: activityCall})
+	w.RegisterWorkflowWithOptions(runAgent, workflow.RegisterOptions{Name: AgentWorkflowName})
+	w.RegisterActivityWithOptions(a.CancelAgent, activity.RegisterOptions{Name: activityCancelAgent})
 }

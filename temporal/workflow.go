@@ -44,6 +44,7 @@ func runThread(ctx workflow.Context, st State, hooks *runHooks) error {
 	t.deltaCh = workflow.GetSignalChannel(ctx, SignalDeltas)
 	t.claimCh = workflow.GetSignalChannel(ctx, SignalClaim)
 	t.takeCancels(ctx)
+	t.takeChildPauses(ctx)
 	if running != nil {
 		if err := t.goOn(ctx, running); err != nil {
 			return err
@@ -87,6 +88,11 @@ func (t *thread) takeCancels(ctx workflow.Context) {
 			switch h := t.st.Held; {
 			case t.turn.running && t.turn.stop != nil:
 				t.turn.canceled = true
+				if t.turn.budgetHeld {
+					// Its outcome so far is the budget's: the turn ends
+					// Canceled once its children did.
+					t.turn.budgetHeld, t.turn.outcome = false, nil
+				}
 				t.turn.stop()
 			case t.turn.running && t.turn.paused && !t.turn.canceled && cancelsPause(ctx):
 				// The pause (see await) ends the turn, Canceled.
@@ -142,6 +148,17 @@ type thread struct {
 	// the workflow's turns (a pause ends one).
 	hooks   *runHooks
 	runPart int
+
+	// agent, in the workflow of an agent tool's call (AgentWorkflowName),
+	// is the agent's path (see agentCall), and parentCall the id of the
+	// parent's call; "" in a thread's.
+	agent      string
+	parentCall string
+	// cap, in an agent's workflow, is what its parent's budget has left
+	// for it (agentState.Cap); newCap, a raised one its parent sent.
+	cap, newCap *core.Remaining
+	// running is the turn as it runs in this run of the workflow.
+	running *turnRun
 }
 
 // A turn is the state of one turn of the thread, from the update that
@@ -182,6 +199,15 @@ type turn struct {
 	// claims holds the claims of the turn's local activities (see
 	// thread.claimed).
 	claims map[string]string
+
+	// children holds the turn's agent calls running as child workflows,
+	// by call id; agentPaused: the turn is paused on the approvals of
+	// their children (see thread.childPaused).
+	children    map[string]*childCall
+	agentPaused bool
+	// budgetHeld: the turn stopped on its budget, a child held on what
+	// it had left (see thread.childHeld), until a resume raises it.
+	budgetHeld bool
 }
 
 // versionCancelPaused marks the runs whose cancel signal ends a turn
@@ -227,6 +253,10 @@ func (t *thread) register(ctx workflow.Context) error {
 		return err
 	}
 	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateResume, func(ctx workflow.Context, req resumeRequest) (*turnResult, error) {
+		if t.turn.running && t.turn.budgetHeld {
+			t.raiseChildren(ctx, req.Budget)
+			return t.wait(ctx, waitRequest{})
+		}
 		h := t.st.Held
 		if h == nil || t.turn.running || t.queued != nil {
 			return t.wait(ctx, waitRequest{})
@@ -253,6 +283,7 @@ func (t *thread) register(ctx workflow.Context) error {
 			d.At = workflow.Now(ctx)
 		}
 		a.Decision = &d
+		t.forward(ctx, req.CallID, d)
 		return nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req decideRequest) error { return t.checkDecision(ctx, req) }})
 	if err != nil {
@@ -343,6 +374,8 @@ func (t *thread) checkDecision(ctx workflow.Context, req decideRequest) error {
 		return refusal(errcode.NotFound, fmt.Sprintf("no call %q awaits a decision on this thread", req.CallID))
 	case a.Decision != nil:
 		return refusal(errcode.FailedPrecondition, fmt.Sprintf("call %q was decided before", req.CallID))
+	case t.turn.mirrored(req.CallID) && len(edited(req.Decision.Arguments)) > 0:
+		return refusal(errcode.InvalidArgument, fmt.Sprintf("call %q is an agent's: its arguments cannot be edited", req.CallID))
 	case !workflow.Now(ctx).Before(a.Expires):
 		// Its timer has not fired yet, but the time is up.
 		return refusal(errcode.FailedPrecondition, fmt.Sprintf("call %q: the time to decide passed at %s", req.CallID, a.Expires.Format(time.RFC3339)))
@@ -480,6 +513,7 @@ type turnRun struct {
 // newTurnRun returns the turn of req, its outcome so far res.
 func (t *thread) newTurnRun(req runRequest, res *turnResult) *turnRun {
 	tr := &turnRun{t: t, u: t.turn, req: req, res: res, budget: req.Budget.Over(t.set.Budget), maxSteps: t.set.MaxSteps, timeout: t.set.RunTimeout}
+	t.running = tr
 	if req.MaxSteps > 0 {
 		tr.maxSteps = req.MaxSteps
 	}
@@ -605,6 +639,11 @@ func (tr *turnRun) arrive(ctx workflow.Context, sr *stepResult, counted bool) (n
 		hr := tr.req
 		hr.Input, hr.Parts = "", nil
 		t.st.Held = &heldTurn{Request: hr, Step: sr}
+		tr.finish(ctx, err)
+		return nil, nil, nil, true
+	}
+	if err := t.parentBudget(ctx, res.Spent, len(step.Calls)); err != nil {
+		t.cancelService(ctx, step.Thread)
 		tr.finish(ctx, err)
 		return nil, nil, nil, true
 	}
@@ -744,6 +783,7 @@ func (tr *turnRun) await(ctx workflow.Context) error {
 	t.endRun(ctx, &paused)
 	u.emit(event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage, Remaining: res.Remaining,
 		Err: errorInfo(&errcode.Error{Code: errcode.FailedPrecondition, Op: "core: run", Err: fmt.Errorf("the run paused: %d call(s) await a decision: %w", len(res.Pending), core.ErrAwaitingApproval)})})
+	t.tellParent(ctx, res.Pending)
 	defer func() { u.paused, u.outcome = false, nil }()
 	for {
 		var next time.Time
@@ -827,7 +867,10 @@ func (t *thread) runCalls(ctx workflow.Context, sr *stepResult, n int, idx []int
 		}
 		t.turn.emit(event{Kind: core.EventCallStarted, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c})
 		var f workflow.Future
-		if need := sr.need(i); t.localCall(need) {
+		req.Agent = t.agent
+		if need := sr.need(i); runsAsChild(ctx, req, need) {
+			f = t.agentCall(ctx, actx, req, need, sr)
+		} else if t.localCall(need) {
 			if !need.Rerun {
 				// The call's own name, not its step's number: a start
 				// run again may resume the service's turn at a later
@@ -865,6 +908,7 @@ func (t *thread) runCalls(ctx workflow.Context, sr *stepResult, n int, idx []int
 // comes (the signals of a step all come before its result: what is left
 // is drained once it is there).
 func (t *thread) stepActivity(ctx workflow.Context, name string, req *stepRequest) (*stepResult, error) {
+	req.Agent = t.agent
 	var f workflow.Future
 	if t.set.LocalActivities && !req.Stream {
 		// A streamed step stays an activity: the workflow takes its text
@@ -914,7 +958,13 @@ func (t *thread) cancelService(ctx workflow.Context, thread string) {
 	o := t.activityOptions()
 	o.StartToCloseTimeout = time.Minute
 	o.RetryPolicy.MaximumAttempts = 3
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, o), activityCancel, thread).Get(dctx, nil); err != nil {
+	var f workflow.Future
+	if t.agent != "" {
+		f = workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, o), activityCancelAgent, cancelRequest{Agent: t.agent, Thread: thread})
+	} else {
+		f = workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, o), activityCancel, thread)
+	}
+	if err := f.Get(dctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("toolrelay: cancel turn failed", "thread", thread, "error", err)
 	}
 }

@@ -1,11 +1,13 @@
 package realtest
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,4 +218,76 @@ func recordLoop(t *testing.T, srv *openaitest.Server, effects string, approval b
 	opts.TaskQueue = newQueue(t)
 	startWorker(t, c, opts.TaskQueue, core.NewRunner(b, tools, &core.Options{Logger: quiet}))
 	return temporal.NewRunner(c, opts)
+}
+
+// TestRecordAgent records, with -record, the histories of a turn whose
+// agent tool's child (a child workflow, GetVersion "agent-child") paused
+// on its refund's approval, which the parent took, decided and handed to
+// the child: the parent's (testdata/agent-approval.json) and the
+// child's (testdata/agent-approval-child.json), for TestReplay.
+func TestRecordAgent(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -record (go test -run TestRecord -record)")
+	}
+	childSrv := openaitest.NewServer(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "refund", Arguments: []byte(`{"order":"7","amount":50}`)}}},
+		{Text: `child: {{output "refund"}}`},
+	}}}}, nil)
+	t.Cleanup(childSrv.Close)
+	parentSrv := openaitest.NewServer(coretest.Simple("ask_refunds", `{"input":"refund order 7"}`, `parent: {{output "ask_refunds"}}`), nil)
+	t.Cleanup(parentSrv.Close)
+	refund, err := core.NewTool("refund", "Refund an order.", func(context.Context, struct {
+		Order  string `json:"order"`
+		Amount int    `json:"amount"`
+	}) (string, error) {
+		return "refunded", nil
+	}, &core.ToolOptions{Approval: core.ApprovalAlways("every refund")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	childTools, err := core.NewToolbox(refund)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := openai.Open(t.Context(), childTools, &openai.Options{BaseURL: childSrv.URL, APIKey: "test-key", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := core.NewRunner(cb, childTools, &core.Options{Logger: quiet})
+	t.Cleanup(func() { child.Close() })
+	agent, err := core.NewAgentTool("ask_refunds", "Ask the refund agent.", child, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := core.NewToolbox(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := openai.Open(t.Context(), tools, &openai.Options{BaseURL: parentSrv.URL, APIKey: "test-key", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t)
+	queue := newQueue(t)
+	startWorker(t, c, queue, core.NewRunner(pb, tools, &core.Options{Logger: quiet}))
+	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{Idle: time.Second}})
+	// TestReplay replays the parent with its id, which the child's is
+	// made of (see originalExecution).
+	res, err := r.Run(t.Context(), "go", &core.RunOptions{Thread: "agent-approval"})
+	if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
+		t.Fatalf("run: %+v, %v; want a pause on the child's refund", res, err)
+	}
+	thread, callID := res.Thread, res.Pending[0].Key.Call
+	if err := r.Decide(t.Context(), thread, callID, core.Decision{Approved: true, Actor: "recorder"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = r.Resume(t.Context(), thread, nil); err != nil || res.Text != "parent: child: refunded" {
+		t.Fatalf("resume: %+v, %v", res, err)
+	}
+	if err := c.GetWorkflow(t.Context(), thread, "").Get(t.Context(), nil); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	parentCall, _, _ := strings.Cut(callID, "/")
+	writeHistory(t, c, thread, filepath.Join("..", "testdata", "agent-approval.json"))
+	writeHistory(t, c, thread+"/1/"+parentCall, filepath.Join("..", "testdata", "agent-approval-child.json"))
 }

@@ -1,0 +1,312 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/toolrelay/toolrelay/core"
+	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/errcode"
+)
+
+// agentChild is an agent tool's child for the tests: a runner on a
+// coretest backend of its own whose refund runs fn, counted.
+type agentChild struct {
+	backend *coretest.Backend
+	runner  *core.Runner
+	tool    *core.Tool // the agent tool "ask" over it
+	refunds atomic.Int32
+}
+
+func newAgentChild(t *testing.T, fn func(context.Context) (string, error)) *agentChild {
+	return newAgentChildWith(t, fn, nil)
+}
+
+// refundStep is a step of the child's: one refund.
+var refundStep = coretest.Step{Calls: []coretest.Call{{Name: "refund", Arguments: json.RawMessage(`{"order":"7","amount":50}`)}}}
+
+// newAgentChildWith is newAgentChild with the refund's options o.
+func newAgentChildWith(t *testing.T, fn func(context.Context) (string, error), o *core.ToolOptions) *agentChild {
+	return newAgentChildOn(t, []coretest.Step{refundStep, {Text: `child: {{output "refund"}}`}}, fn, o)
+}
+
+// newAgentChildOn is newAgentChildWith with the child's steps.
+func newAgentChildOn(t *testing.T, steps []coretest.Step, fn func(context.Context) (string, error), o *core.ToolOptions) *agentChild {
+	t.Helper()
+	ch := &agentChild{}
+	refund := must(core.NewTool("refund", "refunds an order", func(ctx context.Context, in refundArgs) (string, error) {
+		ch.refunds.Add(1)
+		return fn(ctx)
+	}, o))
+	ch.backend = coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: steps}}}, nil)
+	ch.runner = core.NewRunner(ch.backend, must(core.NewToolbox(refund)), &core.Options{Logger: quiet})
+	t.Cleanup(func() { ch.runner.Close() })
+	ch.tool = must(core.NewAgentTool("ask", "asks the refund agent", ch.runner, nil))
+	return ch
+}
+
+// inputs returns the inputs the child's backend received.
+func (ch *agentChild) inputs() []string {
+	var in []string
+	for _, r := range ch.backend.Received() {
+		if r.Kind == "input" {
+			in = append(in, r.Input)
+		}
+	}
+	return in
+}
+
+func askScript() *coretest.Script {
+	return &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "ask", Arguments: json.RawMessage(`{"input":"refund order 7"}`), ID: "call_ask"}}},
+		{Text: `parent: {{output "ask"}}`},
+	}}}}
+}
+
+// TestAgentChildWorkflow: an agent tool's call runs its child as a child
+// workflow (its id the parent's, the turn's and the call's), its steps and
+// calls activities over the child's runner; the call's activity, dying
+// after it made the call's result of the child's answer, runs again and
+// makes it again: one child turn, one refund.
+func TestAgentChildWorkflow(t *testing.T) {
+	ch := newAgentChild(t, func(context.Context) (string, error) { return "refunded", nil })
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	a := &activities{r: e.runner, hooks: e.runner.Hooks()}
+	attempts := dieOnce(e, activityCall, true, func(req *callRequest) bool { return req.Call.Name == "ask" }, a.Call)
+	var children []string
+	e.te.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		children = append(children, info.WorkflowType.Name+" "+info.WorkflowExecution.ID)
+	})
+	var run outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Err != nil || run.res.Text != "parent: child: refunded" {
+		t.Fatalf("run = %+v, %v; want the parent's answer quoting the child's", run.res, run.err)
+	}
+	if diff := cmp.Diff([]string{AgentWorkflowName + " " + testWorkflowID + "/1/call_ask"}, children); diff != "" {
+		t.Errorf("child workflows (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int32{1, 2}, *attempts); diff != "" {
+		t.Errorf("attempts of the agent call's activity (-want +got):\n%s", diff)
+	}
+	if n := ch.refunds.Load(); n != 1 {
+		t.Errorf("the child's refund ran %d times, want 1", n)
+	}
+	if diff := cmp.Diff([]string{"refund order 7"}, ch.inputs()); diff != "" {
+		t.Errorf("the child's backend's inputs (-want +got):\n%s", diff)
+	}
+}
+
+// TestAgentChildCanceled: the cancel signal, in the middle of the child's
+// call (a minute long), cancels the child workflow, and the parent's turn
+// ends Canceled at once, no result sent. (That the child's handler sees
+// its context end, which the test environment does not do, is the
+// conformance suite's AgentTool/Cancel on a real server.)
+func TestAgentChildCanceled(t *testing.T) {
+	ch := newAgentChild(t, func(context.Context) (string, error) { return "refunded", nil })
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	a := &activities{r: e.runner, hooks: e.runner.Hooks()}
+	e.te.OnActivity(activityCall, mock.Anything, mock.Anything).After(time.Minute).Return(a.Call)
+	var canceled []string
+	e.te.SetOnChildWorkflowCanceledListener(func(info *workflow.Info) { canceled = append(canceled, info.WorkflowExecution.ID) })
+	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
+	var run, wait outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.update(3*time.Second, UpdateWait, &wait)
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Err == nil || len(run.res.Calls) != 0 {
+		t.Fatalf("run = %+v, %v; want the turn ended with an error, no result sent", run.res, run.err)
+	}
+	if err := run.res.Err.Err(); !errors.Is(err, context.Canceled) || errcode.Of(err) != errcode.Canceled {
+		t.Errorf("the turn's error = %v, want Canceled", err)
+	}
+	if wait.err != nil || wait.res == nil || !wait.res.Done {
+		t.Errorf("wait a second after the cancel = %+v, %v; want the turn ended", wait.res, wait.err)
+	}
+	if diff := cmp.Diff([]string{testWorkflowID + "/1/call_ask"}, canceled); diff != "" {
+		t.Errorf("child workflows canceled (-want +got):\n%s", diff)
+	}
+}
+
+// TestAgentChildApproval: the child's refund, which needs approval,
+// pauses the parent's turn on a copy of it (its call id the parent's
+// call's, "/" and the child's), listed by the approvals query; the
+// parent's decide update refuses edited arguments, takes the decision and
+// hands it to the child, whose refund runs once; the parent's turn goes
+// on to its answer.
+func TestAgentChildApproval(t *testing.T) {
+	ch := newAgentChildWith(t, func(context.Context) (string, error) { return "refunded", nil }, &core.ToolOptions{Approval: core.ApprovalAlways("every refund")})
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	var run, edited, decide, wait outcome
+	var listed []core.Approval
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.te.RegisterDelayedCallback(func() {
+		v, err := e.te.QueryWorkflow(QueryApprovals)
+		if err == nil {
+			err = v.Get(&listed)
+		}
+		if err != nil {
+			t.Errorf("approvals query: %v", err)
+		}
+	}, 2*time.Second)
+	e.update(3*time.Second, UpdateDecide, &edited, decideRequest{CallID: "call_ask/call_1", Decision: core.Decision{Approved: true, Arguments: json.RawMessage(`{"order":"8","amount":1}`)}})
+	e.update(4*time.Second, UpdateDecide, &decide, decideRequest{CallID: "call_ask/call_1", Decision: core.Decision{Approved: true, Actor: "ops"}})
+	e.update(5*time.Second, UpdateWait, &wait)
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Done || len(run.res.Pending) != 1 {
+		t.Fatalf("run = %+v, %v; want a pause on the child's refund", run.res, run.err)
+	}
+	p := run.res.Pending[0]
+	if p.Key.Call != "call_ask/call_1" || p.Tool != "refund" || p.Why != "every refund" || p.Key.Thread == "" {
+		t.Errorf("pending = %+v, want the copy of the child's refund under the parent's call", p)
+	}
+	if len(listed) != 1 || listed[0].Key != p.Key {
+		t.Errorf("approvals query = %+v, want the copy", listed)
+	}
+	if got := errcode.Of(clientError("decide", edited.err)); got != errcode.InvalidArgument {
+		t.Errorf("decide with edited arguments: %v (code %v), want InvalidArgument", edited.err, got)
+	}
+	if decide.err != nil || wait.err != nil || wait.res == nil || !wait.res.Done || wait.res.Text != "parent: child: refunded" {
+		t.Fatalf("decide: %v; wait = %+v, %v; want the parent's answer", decide.err, wait.res, wait.err)
+	}
+	if n := ch.refunds.Load(); n != 1 || len(ch.inputs()) != 1 {
+		t.Errorf("refunds %d, child inputs %v; want 1 and 1", n, ch.inputs())
+	}
+}
+
+// TestAgentChildNested: an agent whose child has an agent tool of its
+// own runs it as a child workflow of its own, its activities over the
+// runner at the path "outer/ask".
+func TestAgentChildNested(t *testing.T) {
+	inner := newAgentChild(t, func(context.Context) (string, error) { return "refunded", nil })
+	mb := coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "ask", Arguments: json.RawMessage(`{"input":"refund order 7"}`), ID: "call_ask"}}},
+		{Text: `middle: {{output "ask"}}`},
+	}}}}, nil)
+	middle := core.NewRunner(mb, must(core.NewToolbox(inner.tool)), &core.Options{Logger: quiet})
+	t.Cleanup(func() { middle.Close() })
+	outer := must(core.NewAgentTool("outer", "asks the middle agent", middle, nil))
+	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{{Name: "outer", Arguments: json.RawMessage(`{"input":"go deeper"}`), ID: "call_outer"}}},
+		{Text: `parent: {{output "outer"}}`},
+	}}}}, LoopOptions{}, outer)
+	var children []string
+	e.te.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		children = append(children, info.WorkflowExecution.ID)
+	})
+	var run outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Err != nil || run.res.Text != "parent: middle: child: refunded" {
+		t.Fatalf("run = %+v, %v; want the answers nested", run.res, run.err)
+	}
+	want := []string{testWorkflowID + "/1/call_outer", testWorkflowID + "/1/call_outer/1/call_ask"}
+	if diff := cmp.Diff(want, children); diff != "" {
+		t.Errorf("child workflows (-want +got):\n%s", diff)
+	}
+	if n := inner.refunds.Load(); n != 1 {
+		t.Errorf("the inner refund ran %d times, want 1", n)
+	}
+}
+
+// TestAgentChildOwnBudget: a child stopped on its own budget gives the
+// call a failed result saying so, as on core's Runner, and its service's
+// turn is canceled, not left waiting: the parent's turn goes on to its
+// answer.
+func TestAgentChildOwnBudget(t *testing.T) {
+	ch := &agentChild{}
+	refund := must(core.NewTool("refund", "refunds an order", func(context.Context, refundArgs) (string, error) {
+		ch.refunds.Add(1)
+		return "refunded", nil
+	}, nil))
+	step := coretest.Step{Calls: []coretest.Call{{Name: "refund", Arguments: json.RawMessage(`{"order":"7","amount":50}`)}}}
+	ch.backend = coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{step, step, {Text: "never"}}}}}, nil)
+	ch.runner = core.NewRunner(ch.backend, must(core.NewToolbox(refund)), &core.Options{Logger: quiet, Budget: core.Budget{MaxToolCalls: 1}})
+	t.Cleanup(func() { ch.runner.Close() })
+	ch.tool = must(core.NewAgentTool("ask", "asks the refund agent", ch.runner, nil))
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	var run outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Err != nil || run.res.Text != `parent: agent "ask" stopped: its budget is spent` {
+		t.Fatalf("run = %+v (%+v), %v; want the parent's answer quoting the failed call", run.res, run.res.Err, run.err)
+	}
+	var kinds []string
+	for _, r := range ch.backend.Received() {
+		kinds = append(kinds, r.Kind)
+	}
+	if diff := cmp.Diff([]string{"input", "results", "cancel"}, kinds); diff != "" || ch.refunds.Load() != 1 {
+		t.Errorf("the child's backend received (-want +got):\n%s(refunds %d, want 1)", diff, ch.refunds.Load())
+	}
+}
+
+// TestAgentChildParentBudget: the child runs under what the parent's
+// budget had left: past it, both stop, the parent's turn with
+// ErrBudgetExceeded and no result sent; a resume with the same budget
+// stops again, running nothing; one with a raised budget goes on with the
+// same child turn, whose calls the parent counts.
+func TestAgentChildParentBudget(t *testing.T) {
+	ch := newAgentChildOn(t, []coretest.Step{refundStep, refundStep, {Text: "child: done"}}, func(context.Context) (string, error) { return "refunded", nil }, nil)
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	var run, same, raised outcome
+	two := core.Budget{MaxToolCalls: 2}
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: two})
+	e.update(2*time.Second, UpdateResume, &same, resumeRequest{Budget: two})
+	var refundsThen int32
+	e.te.RegisterDelayedCallback(func() { refundsThen = ch.refunds.Load() }, 2500*time.Millisecond)
+	e.update(3*time.Second, UpdateResume, &raised, resumeRequest{Budget: core.Budget{MaxToolCalls: 4}})
+	e.run()
+	for _, c := range []struct {
+		name string
+		o    outcome
+	}{{"run", run}, {"resume with the same budget", same}} {
+		if c.o.err != nil || c.o.res == nil || c.o.res.Err == nil {
+			t.Fatalf("%s = %+v, %v; want the turn stopped on its budget", c.name, c.o.res, c.o.err)
+		}
+		if err := c.o.res.Err.Err(); !errors.Is(err, core.ErrBudgetExceeded) || errcode.Of(err) != errcode.ResourceExhausted || len(c.o.res.Calls) != 0 {
+			t.Errorf("%s: %v (results %d); want ErrBudgetExceeded, ResourceExhausted, no result sent", c.name, err, len(c.o.res.Calls))
+		}
+	}
+	if refundsThen != 1 {
+		t.Errorf("refunds after the resume with the same budget: %d, want 1", refundsThen)
+	}
+	if raised.err != nil || raised.res == nil || raised.res.Err != nil || raised.res.Text != "parent: child: done" || raised.res.ToolCalls != 3 {
+		t.Fatalf("resume with a raised budget = %+v, %v; want the answer, 3 tool calls counted", raised.res, raised.err)
+	}
+	if n := ch.refunds.Load(); n != 2 || len(ch.inputs()) != 1 {
+		t.Errorf("refunds %d, child inputs %v; want 2 and one", n, ch.inputs())
+	}
+}
+
+// TestAgentChildParentBudgetCanceled: the cancel signal ends a turn
+// stopped on a child held on its budget: the child workflow is canceled,
+// and the turn ends Canceled (no longer the budget's error).
+func TestAgentChildParentBudgetCanceled(t *testing.T) {
+	ch := newAgentChildOn(t, []coretest.Step{refundStep, refundStep, {Text: "child: done"}}, func(context.Context) (string, error) { return "refunded", nil }, nil)
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	var canceled []string
+	e.te.SetOnChildWorkflowCanceledListener(func(info *workflow.Info) { canceled = append(canceled, info.WorkflowExecution.ID) })
+	var run, wait outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: core.Budget{MaxToolCalls: 2}})
+	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
+	e.update(3*time.Second, UpdateWait, &wait)
+	e.run()
+	if run.res == nil || run.res.Err == nil || !errors.Is(run.res.Err.Err(), core.ErrBudgetExceeded) {
+		t.Fatalf("run = %+v, %v; want the turn stopped on its budget", run.res, run.err)
+	}
+	if wait.err != nil || wait.res == nil || wait.res.Err == nil || errcode.Of(wait.res.Err.Err()) != errcode.Canceled {
+		t.Fatalf("wait after the cancel = %+v, %v; want the turn ended Canceled", wait.res, wait.err)
+	}
+	if diff := cmp.Diff([]string{testWorkflowID + "/1/call_ask"}, canceled); diff != "" || ch.refunds.Load() != 1 {
+		t.Errorf("child workflows canceled (-want +got):\n%s(refunds %d, want 1)", diff, ch.refunds.Load())
+	}
+}

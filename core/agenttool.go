@@ -121,11 +121,11 @@ type agentTool struct {
 // the same way, but no one can be asked for a decision there and no run's
 // budget is shared: a child that pauses gives a failed result. (Module
 // toolrelay/temporal runs the child itself, as a child workflow, with the
-// child's approvals and budget the parent's: see [Tool.Agent].) A child that stops on its own budget (its
-// runner's Options.Budget, or opts.Run.Budget) gives a failed result
-// saying so, and one that fails otherwise a failed result naming its
-// error's code; the child's turn is then canceled (where its backend can),
-// as no one will resume it.
+// child's approvals and budget the parent's: see [Tool.Agent].) A child
+// that stops on its own budget (its runner's Options.Budget, or
+// opts.Run.Budget) gives a failed result saying so, and one that fails
+// otherwise a failed result naming its error's code; the child's turn is
+// then canceled (where its backend can), as no one will resume it.
 func NewAgentTool(name, description string, child *Runner, opts *AgentToolOptions) (*Tool, error) {
 	if child == nil {
 		return nil, fmt.Errorf("core: agent tool %q: nil child runner", name)
@@ -264,7 +264,7 @@ func (a *agentTool) run(ctx context.Context, input string) (any, error) {
 		return nil, err
 	case errors.Is(err, ErrAwaitingApproval) && res != nil && len(res.Pending) > 0:
 		if c.mode != stepCall {
-			return nil, &ModelError{Message: fmt.Sprintf("agent %q awaits a person's decision, which cannot be asked for here", a.name), Err: err}
+			return nil, a.failure(err)
 		}
 		return nil, ac.mirror(ctx, res.Pending)
 	case errors.Is(err, errParentBudget) && c.mode == stepCall:
@@ -273,10 +273,20 @@ func (a *agentTool) run(ctx context.Context, input string) (any, error) {
 	// The call's result is final: the child's turn, if it waits, is
 	// abandoned, not left parked.
 	ac.abandon(ctx, n.Thread)
-	if errors.Is(err, ErrBudgetExceeded) {
-		return nil, &ModelError{Message: fmt.Sprintf("agent %q stopped: its budget is spent", a.name), Err: err}
+	return nil, a.failure(err)
+}
+
+// failure returns the call's failed result of the child's run that ended
+// with err, where no one can be asked and no run's budget is shared (see
+// NewAgentTool): it paused, its own budget is spent, or it failed.
+func (a *agentTool) failure(err error) error {
+	switch {
+	case errors.Is(err, ErrAwaitingApproval):
+		return &ModelError{Message: fmt.Sprintf("agent %q awaits a person's decision, which cannot be asked for here", a.name), Err: err}
+	case errors.Is(err, ErrBudgetExceeded):
+		return &ModelError{Message: fmt.Sprintf("agent %q stopped: its budget is spent", a.name), Err: err}
 	}
-	return nil, &ModelError{Message: fmt.Sprintf("agent %q failed (%s)", a.name, errcode.Of(err)), Err: err}
+	return &ModelError{Message: fmt.Sprintf("agent %q failed (%s)", a.name, errcode.Of(err)), Err: err}
 }
 
 // errParentBudget is matched by the error of a child run stopped on what
@@ -514,18 +524,13 @@ type childRun struct {
 // outcome of its child's run elsewhere, as run gives them for a loop run
 // elsewhere (see NewAgentTool).
 func (a *agentTool) ranElsewhere(ch *childRun) (any, error) {
-	err := ch.err
 	switch {
-	case err == nil && ch.res != nil:
-		return a.output(ch.res.Text), nil
-	case err == nil:
-		err = errors.New("core: the child's run gave no result")
-	case errors.Is(err, ErrAwaitingApproval):
-		return nil, &ModelError{Message: fmt.Sprintf("agent %q awaits a person's decision, which cannot be asked for here", a.name), Err: err}
-	case errors.Is(err, ErrBudgetExceeded):
-		return nil, &ModelError{Message: fmt.Sprintf("agent %q stopped: its budget is spent", a.name), Err: err}
+	case ch.err != nil:
+		return nil, a.failure(ch.err)
+	case ch.res == nil:
+		return nil, a.failure(errors.New("core: the child's run gave no result"))
 	}
-	return nil, &ModelError{Message: fmt.Sprintf("agent %q failed (%s)", a.name, errcode.Of(err)), Err: err}
+	return a.output(ch.res.Text), nil
 }
 
 // Agent returns, for a tool made by [NewAgentTool], the runner of its

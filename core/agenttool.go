@@ -199,6 +199,14 @@ type agentCall struct {
 	name  string // the note's name
 }
 
+// callOf returns the agent call of the parent's call c: its note, in the
+// parent's journal if it keeps notes.
+func (a *agentTool) callOf(c *callRun) *agentCall {
+	ac := &agentCall{a: a, c: c, name: agentNoteName(c.call)}
+	ac.notes, _ = c.r.opts.Journal.(journaldriver.Notes)
+	return ac
+}
+
 // agentCallKey keys the parent's callRun in the context of an agent
 // tool's handler (see callRun.execute).
 type agentCallKey struct{}
@@ -226,8 +234,7 @@ func (a *agentTool) run(ctx context.Context, input string) (any, error) {
 	if c.child != nil {
 		return a.ranElsewhere(c.child)
 	}
-	ac := &agentCall{a: a, c: c, name: agentNoteName(c.call)}
-	ac.notes, _ = c.r.opts.Journal.(journaldriver.Notes)
+	ac := a.callOf(c)
 	n, found := ac.read(ctx)
 	if found && n.Done {
 		return a.output(n.Text), nil
@@ -318,11 +325,7 @@ func (a *agentTool) abandonCall(ctx context.Context, call Call) error {
 	if r == nil {
 		return nil
 	}
-	notes, ok := r.opts.Journal.(journaldriver.Notes)
-	if !ok {
-		return nil
-	}
-	ac := &agentCall{a: a, c: &callRun{r: r, call: &call}, notes: notes, name: agentNoteName(&call)}
+	ac := a.callOf(&callRun{r: r, call: &call})
 	if n, found := ac.read(ctx); found && !n.Done && n.Thread != "" {
 		ac.abandon(ctx, n.Thread)
 	}

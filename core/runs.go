@@ -190,19 +190,25 @@ func (r *Runner) Cancel(ctx context.Context, thread string) error {
 	}
 	r.clearTotals(ctx, thread)
 	actx := context.WithValue(ctx, cancelingKey{}, r)
-	for _, call := range pending {
-		t := r.tools.Lookup(call.Name)
-		if err := t.opts.Abandon(actx, *call); err != nil {
-			r.opts.Logger.WarnContext(ctx, "toolrelay: a tool could not abandon a canceled call", "tool", call.Name, "call_id", call.ID, errorAttr(err))
+	for _, p := range pending {
+		if err := p.abandon(actx, p.call); err != nil {
+			r.opts.Logger.WarnContext(ctx, "toolrelay: a tool could not abandon a canceled call", "tool", p.call.Name, "call_id", p.call.ID, errorAttr(err))
 		}
 	}
 	return nil
 }
 
+// An abandonedCall is a pending call of a turn Cancel abandons, and its
+// tool's Abandon hook.
+type abandonedCall struct {
+	call    Call
+	abandon func(context.Context, Call) error
+}
+
 // abandoned returns the pending calls of the turn waiting on thread whose
-// tools have an Abandon hook (see Cancel). It asks the backend only if a
-// tool of r has one; a step it cannot read gives none.
-func (r *Runner) abandoned(ctx context.Context, thread string) []*Call {
+// tools have an Abandon hook, with the hook (see Cancel). It asks the
+// backend only if a tool of r has one; a step it cannot read gives none.
+func (r *Runner) abandoned(ctx context.Context, thread string) []abandonedCall {
 	if !slices.ContainsFunc(r.tools.Tools(), func(t *Tool) bool { return t.opts.Abandon != nil }) {
 		return nil
 	}
@@ -210,10 +216,10 @@ func (r *Runner) abandoned(ctx context.Context, thread string) []*Call {
 	if err != nil || step == nil {
 		return nil
 	}
-	var out []*Call
-	for i := range step.Calls {
-		if t := r.tools.Lookup(step.Calls[i].Name); t != nil && t.opts.Abandon != nil {
-			out = append(out, &step.Calls[i])
+	var out []abandonedCall
+	for _, call := range step.Calls {
+		if t := r.tools.Lookup(call.Name); t != nil && t.opts.Abandon != nil {
+			out = append(out, abandonedCall{call: call, abandon: t.opts.Abandon})
 		}
 	}
 	return out

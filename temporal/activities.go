@@ -324,7 +324,8 @@ func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolRe
 		Again: again,
 	}
 	if ch := req.Child; ch != nil {
-		creq.Child, creq.ChildErr = childResult(ch)
+		// The child's outcome as core's Runner.Run would return it.
+		creq.Child, creq.ChildErr = result("", ch)
 	}
 	tr, err := a.r.Call(ctx, creq)
 	if err != nil {

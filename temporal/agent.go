@@ -88,12 +88,6 @@ func (a *activities) CancelAgent(ctx context.Context, req cancelRequest) error {
 	return a.Cancel(ctx, req.Thread)
 }
 
-// childResult returns an agent workflow's outcome as core's Runner.Run
-// would return the child's run.
-func childResult(tr *turnResult) (*core.Result, error) {
-	return result("", tr)
-}
-
 // agentCalls reports whether the workflow runs agent tools' calls as
 // child workflows: not on a history made before it did.
 func agentCalls(ctx workflow.Context) bool {
@@ -328,7 +322,7 @@ const agentSep = "/"
 
 // mirrored reports whether callID is that of a copy of a child's
 // approval.
-func (u *turn) mirrored(callID string) bool { return strings.Contains(callID, agentSep) }
+func mirrored(callID string) bool { return strings.Contains(callID, agentSep) }
 
 // forward hands the decision d about the copy callID of a child's
 // approval to the child, and lets the turn go on once every approval it

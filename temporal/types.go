@@ -358,7 +358,7 @@ type stepRequest struct {
 	PausedOn   string `json:"paused_on,omitempty"`
 	// Agent names the runner whose backend the request goes to: the
 	// path of agent tools from the worker's runner ("" for it, see
-	// agentPath).
+	// activities.at).
 	Agent string `json:"agent,omitempty"`
 }
 

@@ -374,7 +374,7 @@ func (t *thread) checkDecision(ctx workflow.Context, req decideRequest) error {
 		return refusal(errcode.NotFound, fmt.Sprintf("no call %q awaits a decision on this thread", req.CallID))
 	case a.Decision != nil:
 		return refusal(errcode.FailedPrecondition, fmt.Sprintf("call %q was decided before", req.CallID))
-	case t.turn.mirrored(req.CallID) && len(edited(req.Decision.Arguments)) > 0:
+	case mirrored(req.CallID) && len(edited(req.Decision.Arguments)) > 0:
 		return refusal(errcode.InvalidArgument, fmt.Sprintf("call %q is an agent's: its arguments cannot be edited", req.CallID))
 	case !workflow.Now(ctx).Before(a.Expires):
 		// Its timer has not fired yet, but the time is up.

@@ -33,9 +33,6 @@ type agentPair struct {
 	refunds atomic.Int32
 	mu      sync.Mutex
 	paths   []string // the child's events at the parent's OnEvent
-	// childThread is the thread of the last of the child's events at
-	// the parent's OnEvent.
-	childThread string
 }
 
 // withChild runs body in the Child subtest, with a second harness for the
@@ -112,9 +109,6 @@ func (p *agentPair) parentOptions(o core.Options) *core.Options {
 		if len(ev.Path) > 0 {
 			p.mu.Lock()
 			p.paths = append(p.paths, ev.Path[0].Name+">"+ev.Kind.String())
-			if ev.Thread != "" {
-				p.childThread = ev.Thread
-			}
 			p.mu.Unlock()
 		}
 	}
@@ -151,20 +145,54 @@ func agentAnswer(e *env) {
 }
 
 func agentEvents(e *env) {
-	e.withChild("does not relay a child workflow's events to the parent's OnEvent with the parent's call as their Path (issue 51: not built)", func(p *agentPair) {
+	e.withChild("", func(p *agentPair) {
 		e := p.e
 		child, _, _ := p.child(agentChildScript("50"), core.Options{}, nil, refunded)
 		r := e.runner(agentParentScript(), p.parentOptions(core.Options{}), p.agent(child))
-		res := e.run(r, "go", nil)
-		e.wantText(res, "parent: child: refunded")
+		s := e.stream(r, "go", nil)
+		if s.err != nil {
+			e.t.Fatalf("the parent's stream: %v", s.err)
+		}
+		e.wantText(s.res, "parent: child: refunded")
+		// The stream: the child's events, its run's end included, with
+		// the parent's call as their path, before that call's end.
+		var streamed []string
+		for _, ev := range s.events {
+			name := ""
+			if ev.Call != nil {
+				name = ev.Call.Name
+			}
+			switch {
+			case len(ev.Path) > 0:
+				streamed = append(streamed, ev.Path[0].Name+">"+ev.Kind.String()+" "+name)
+			case ev.Call != nil && ev.Call.Name == "ask_refunds":
+				streamed = append(streamed, ev.Kind.String()+" ask_refunds")
+			}
+		}
+		want := []string{"call_started ask_refunds", "ask_refunds>call_started refund", "ask_refunds>call_finished refund", "ask_refunds>run_finished ", "call_finished ask_refunds"}
+		if !isSubsequence(want, streamed) {
+			e.t.Errorf("the parent's stream gave the agent call's events\n%s\nwant, in this order, among them:\n%s", strings.Join(streamed, "\n"), strings.Join(want, "\n"))
+		}
+		// OnEvent: the child's calls' events (every loop's OnEvent has
+		// its calls'), with the parent's call as their path.
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		for _, want := range []string{"ask_refunds>call_finished", "ask_refunds>run_finished"} {
+		for _, want := range []string{"ask_refunds>call_started", "ask_refunds>call_finished"} {
 			if !slices.Contains(p.paths, want) {
-				e.t.Errorf("the child's events at the parent = %v, want %s", p.paths, want)
+				e.t.Errorf("the child's events at the parent's OnEvent = %v, want %s", p.paths, want)
 			}
 		}
 	})
+}
+
+// isSubsequence reports whether want's elements are in got, in order.
+func isSubsequence(want, got []string) bool {
+	for _, g := range got {
+		if len(want) > 0 && g == want[0] {
+			want = want[1:]
+		}
+	}
+	return len(want) == 0
 }
 
 func agentApproval(e *env) {
@@ -352,7 +380,7 @@ func agentCancel(e *env) {
 }
 
 func agentCancelPaused(e *env) {
-	e.withChild("does not relay a child workflow's events to the parent's OnEvent, by which the scenario finds the child's thread (its Runner.Cancel cancels the child workflow: AgentTool/Cancel)", func(p *agentPair) {
+	e.withChild("", func(p *agentPair) {
 		e, ce := p.e, p.ce
 		cs := agentChildScript("150")
 		cs.Turns = append(cs.Turns, afterStop)
@@ -366,15 +394,21 @@ func agentCancelPaused(e *env) {
 		if !ok1 || !ok2 {
 			e.t.Skip("the backend cannot cancel a turn (driver.Canceler)")
 		}
-		res, err := r.Run(e.t.Context(), "go", nil)
+		// The parent's stream gives the child's events, by which the
+		// scenario finds the child's thread (see AgentTool/Events).
+		st := e.stream(r, "go", nil)
+		res, err := st.res, st.err
 		if !errors.Is(err, core.ErrAwaitingApproval) || res == nil || len(res.Pending) != 1 {
-			e.t.Fatalf("Run = %+v, %v; want a pause on the child's refund", res, err)
+			e.t.Fatalf("Stream = %+v, %v; want a pause on the child's refund", res, err)
 		}
-		p.mu.Lock()
-		ct := p.childThread
-		p.mu.Unlock()
+		ct := ""
+		for _, ev := range st.events {
+			if len(ev.Path) > 0 && ev.Thread != "" {
+				ct = ev.Thread
+			}
+		}
 		if ct == "" {
-			e.t.Fatal("no event of the child's reached the parent's OnEvent with its thread")
+			e.t.Fatal("no event of the child's came in the parent's stream with its thread")
 		}
 		if err := cr.Cancel(e.t.Context(), res.Thread); err != nil {
 			e.skipLacking(err)

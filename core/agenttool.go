@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -469,6 +470,37 @@ func (ac *agentCall) relay(ctx context.Context) *sink {
 			c.r.emitMu.Unlock()
 		}
 		ac.put(ctx, &e)
+		return true
+	}}
+}
+
+// relayTo returns a sink that hands the events of a call of an agent's
+// run that goes on elsewhere to the OnEvent of each of the runners of
+// parents (see CallRequest.Parents), as relay does for a child run here;
+// nil when there are none.
+func relayTo(parents []Parent) *sink {
+	if len(parents) == 0 {
+		return nil
+	}
+	path := make([]*Call, len(parents))
+	for i := range parents {
+		path[i] = &parents[i].Call
+	}
+	return &sink{yield: func(e Event, _ error) bool {
+		if e.Kind >= EventTextDelta {
+			return true
+		}
+		own := e.Path
+		for i := len(parents) - 1; i >= 0; i-- {
+			r := parents[i].Runner
+			if r.opts.OnEvent == nil {
+				continue
+			}
+			e.Path = append(slices.Clip(path[i:]), own...)
+			r.emitMu.Lock()
+			r.opts.OnEvent(e)
+			r.emitMu.Unlock()
+		}
 		return true
 	}}
 }

@@ -52,6 +52,22 @@ type CallRequest struct {
 	// and the child does not run. Ignored for other tools.
 	Child    *Result
 	ChildErr error
+	// Parents, for a call of an agent's run that goes on elsewhere
+	// (module toolrelay/temporal runs an agent tool's child as a child
+	// workflow, and its calls through the child's runner), are the agent
+	// calls that run came through, from the outermost, each with the
+	// runner that made it: the call's events go to each one's OnEvent
+	// too, their Path the agent calls from that runner down, as the
+	// events of a child run here go (see [NewAgentTool]). Ignored for a
+	// Journaled request.
+	Parents []Parent
+}
+
+// A Parent is a call of an agent tool and the runner that made it: see
+// [CallRequest.Parents].
+type Parent struct {
+	Runner *Runner
+	Call   Call
 }
 
 // Call answers one call as a step of [Runner.Run] does, but without the
@@ -68,7 +84,7 @@ func (r *Runner) Call(ctx context.Context, req *CallRequest) (driver.ToolResult,
 		c := &callRun{r: r, call: &call, tool: r.tools.Lookup(call.Name), key: r.key(&call), step: req.Step, mode: outsideCall}
 		return c.journaled(ctx)
 	}
-	c := &callRun{r: r, call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, mode: detachedCall}
+	c := &callRun{r: r, call: &req.Call, tool: r.tools.Lookup(req.Call.Name), step: req.Step, mode: detachedCall, out: relayTo(req.Parents)}
 	c.key = r.key(c.call)
 	h := r.opts.Hooks
 	if h == nil || h.Call == nil {

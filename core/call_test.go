@@ -285,3 +285,63 @@ func TestCallJournaled(t *testing.T) {
 		t.Errorf("middleware ran %d times, want 3 (the calls that ran or failed their arguments)", n)
 	}
 }
+
+// TestRunnerCallParents: the events of a call of an agent's run that goes
+// on elsewhere (Runner.Call with Parents) go to its runner's OnEvent as
+// they are, and to each parent runner's, their Path the agent calls from
+// that runner down; a parent without OnEvent is passed over.
+func TestRunnerCallParents(t *testing.T) {
+	type seen struct {
+		Kind core.EventKind
+		Path string
+	}
+	record := func(into *[]seen) *core.Options {
+		return &core.Options{OnEvent: func(e core.Event) {
+			var names []string
+			for _, c := range e.Path {
+				names = append(names, c.Name+"#"+c.ID)
+			}
+			*into = append(*into, seen{e.Kind, strings.Join(names, ">")})
+		}}
+	}
+	echo, err := core.NewTool("echo", "echoes", func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return in.Text, nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := core.NewToolbox(echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRunner := func(o *core.Options) *core.Runner {
+		r := core.NewRunner(coretest.NewBackend(&coretest.Script{}, nil), tb, o)
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	var root, child, own []seen
+	r0, r1, silent, r2 := newRunner(record(&root)), newRunner(record(&child)), newRunner(nil), newRunner(record(&own))
+	parents := []core.Parent{
+		{Runner: r0, Call: core.Call{ID: "a", Name: "ask"}},
+		{Runner: silent, Call: core.Call{ID: "q", Name: "quiet"}},
+		{Runner: r1, Call: core.Call{ID: "b", Name: "ask_more"}},
+	}
+	tr, err := r2.Call(t.Context(), &core.CallRequest{Call: core.Call{ID: "c", Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)}, Step: 1, Parents: parents})
+	if err != nil || tr.Failed || tr.Output.Text != "hi" {
+		t.Fatalf("Call = %+v, %v", tr, err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want []seen
+	}{
+		{"the call's runner", own, []seen{{core.EventCallStarted, ""}, {core.EventCallFinished, ""}}},
+		{"its parent", child, []seen{{core.EventCallStarted, "ask_more#b"}, {core.EventCallFinished, "ask_more#b"}}},
+		{"the outermost", root, []seen{{core.EventCallStarted, "ask#a>quiet#q>ask_more#b"}, {core.EventCallFinished, "ask#a>quiet#q>ask_more#b"}}},
+	} {
+		if diff := cmp.Diff(c.want, c.got); diff != "" {
+			t.Errorf("events at %s (-want +got):\n%s", c.name, diff)
+		}
+	}
+}

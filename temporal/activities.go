@@ -24,6 +24,9 @@ type activities struct {
 	// id names the worker's activities (see stepResult.Worker): another
 	// worker's, or a process's after it, differs.
 	id string
+	// up holds, over an agent's runner (see at), the runners of the
+	// agent tools that lead to it, from the worker's.
+	up []*core.Runner
 }
 
 // heartbeat records a heartbeat every third of the activity's heartbeat
@@ -327,6 +330,7 @@ func (a *activities) Call(ctx context.Context, req *callRequest) (*driver.ToolRe
 		// The child's outcome as core's Runner.Run would return it.
 		creq.Child, creq.ChildErr = result("", ch)
 	}
+	creq.Parents = a.parents(req.Path)
 	tr, err := a.r.Call(ctx, creq)
 	if err != nil {
 		// Interrupted (the worker stops, or the turn was canceled): the

@@ -63,6 +63,7 @@ func (a *activities) at(path string) (*activities, error) {
 		return a, nil
 	}
 	r := a.r
+	var up []*core.Runner
 	for name := range strings.SplitSeq(path, "/") {
 		var (
 			child *core.Runner
@@ -74,9 +75,25 @@ func (a *activities) at(path string) (*activities, error) {
 		if !ok {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("temporal: the worker's runner has no agent %q (no agent tool %q)", path, name), errcode.NotFound.String(), nil)
 		}
-		r = child
+		up, r = append(up, r), child
 	}
-	return &activities{r: r, hooks: r.Hooks(), id: a.id}, nil
+	return &activities{r: r, hooks: r.Hooks(), id: a.id, up: up}, nil
+}
+
+// parents returns the agent calls of path, which led to the agent's
+// runner, each with the runner that made it (core.CallRequest.Parents);
+// none when path does not match the runners (a request of an older
+// workflow, made without it).
+func (a *activities) parents(path []driver.Call) []core.Parent {
+	if len(path) == 0 || len(path) != len(a.up) {
+		return nil
+	}
+	ps := make([]core.Parent, len(path))
+	for i, c := range path {
+		c.Arguments = unwrapArgs(c.Arguments)
+		ps[i] = core.Parent{Runner: a.up[i], Call: c}
+	}
+	return ps
 }
 
 // CancelAgent is Cancel on the backend of an agent.
@@ -126,7 +143,7 @@ func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need ap
 	// counted, is the child's cap.
 	base := tr.res.Spent
 	base.ToolCalls += len(sr.Step.Calls)
-	st := agentState{Settings: t.set, Agent: joinAgent(t.agent, c.Name), Request: *need.Agent, CallID: c.ID}
+	st := agentState{Settings: t.set, Agent: joinAgent(t.agent, c.Name), Request: *need.Agent, CallID: c.ID, Path: append(slices.Clip(t.path), *c)}
 	// The child's budget is its own and what the parent has left, not
 	// the parent's loop's default. Its steps and calls are activities:
 	// as local activities, the workflow of an agent on a backend whose
@@ -178,7 +195,11 @@ func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need ap
 // runAgent is the agent workflow: the child's one turn, whose outcome it
 // returns; canceled, it ends the turn Canceled and ends canceled.
 func runAgent(ctx workflow.Context, st agentState) (*turnResult, error) {
-	t := &thread{st: State{Settings: st.Settings, Turns: 1}, set: st.Settings.withDefaults(), turn: &turn{running: true}, agent: st.Agent, parentCall: st.CallID, cap: st.Cap}
+	t := &thread{st: State{Settings: st.Settings, Turns: 1}, set: st.Settings.withDefaults(), turn: &turn{running: true}, agent: st.Agent, parentCall: st.CallID, path: st.Path, cap: st.Cap}
+	// A stream of the parent's reads the child's events (see follower).
+	if err := t.eventsQuery(ctx); err != nil {
+		return nil, err
+	}
 	if t.cap != nil {
 		caps := workflow.GetSignalChannel(ctx, SignalAgentBudget)
 		workflow.Go(ctx, func(ctx workflow.Context) {

@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -103,12 +104,19 @@ func (f *follower) fail(err error, yield func(core.Event, error) bool) (*core.Re
 // follow yields the events of the turn whose run or wait update h is,
 // until its end (or pause), and returns its outcome. A follower that
 // resumes passes over the pauses of the turn that were decided since.
+// The events of its agent calls' children come in with them (see
+// source).
 func (f *follower) follow(h client.WorkflowUpdateHandle, resumed bool, yield func(core.Event, error) bool) (*core.Result, error) {
 	f.held()
 	turn, after, wait := 0, 0, pollFirst
 	text := map[string]int{} // what was given of each message, for a turn whose events are gone
+	root := &source{}
 	for {
-		page, err := f.page(turn, after)
+		n, ok := f.children(root, resumed, yield)
+		if !ok {
+			return &core.Result{Thread: f.thread}, core.ErrStreamStopped
+		}
+		page, err := f.page(f.thread, turn, after)
 		if err != nil {
 			return f.fail(err, yield)
 		}
@@ -127,17 +135,20 @@ func (f *follower) follow(h client.WorkflowUpdateHandle, resumed bool, yield fun
 				if resumed && errors.Is(ev.Err, core.ErrAwaitingApproval) && (i < len(page.Events)-1 || f.decided()) {
 					continue // a pause the turn went on from
 				}
+				if !f.drain(root, "", resumed, yield) {
+					return &core.Result{Thread: f.thread}, core.ErrStreamStopped
+				}
 				res, err := f.finish(h)
 				ev.Thread = f.thread
 				yield(ev, ev.Err)
 				return res, err
 			}
-			if !yield(ev, nil) {
+			if !f.take(root, &e, &ev, resumed, yield) || !yield(ev, nil) {
 				// The turn goes on; Resume returns it.
 				return &core.Result{Thread: f.thread}, core.ErrStreamStopped
 			}
 		}
-		if len(page.Events) > 0 {
+		if n > 0 || len(page.Events) > 0 {
 			wait = pollFirst
 			continue
 		}
@@ -150,6 +161,104 @@ func (f *follower) follow(h client.WorkflowUpdateHandle, resumed bool, yield fun
 		}
 		wait = min(2*wait, pollMax)
 	}
+}
+
+// A source is the child workflow of an agent call (see thread.agentCall)
+// whose events a stream gives with its parent's, the call in their Path
+// (as core's Runner gives a child's, see core.NewAgentTool): the stream's
+// reader queries it as it queries the thread's, after its own children,
+// from the agent call's EventCallStarted (which names it, event.Child) to
+// its turn's end. The thread's own events have a source too, with no
+// workflow, that holds its children.
+type source struct {
+	id          string
+	path        []*core.Call // the agent calls, from the thread's
+	turn, after int
+	children    []*source
+	// done: the child's turn ended, and its events were all given.
+	done bool
+}
+
+// take notes what e, ev as core has it, an event of s's, says of s's
+// children: the start of one, which the reader follows from then on, or
+// the end of an agent call, whose child's events the reader gives first
+// (its turn ended: all of them). It reports whether the reader goes on.
+func (f *follower) take(s *source, e *event, ev *core.Event, resumed bool, yield func(core.Event, error) bool) bool {
+	switch {
+	case ev.Call == nil:
+	case e.Child != "":
+		s.children = append(s.children, &source{id: e.Child, path: append(slices.Clip(s.path), ev.Call)})
+	case ev.Kind == core.EventCallFinished || ev.Kind == core.EventCallInDoubt:
+		return f.drain(s, ev.Call.ID, resumed, yield)
+	}
+	return true
+}
+
+// children yields the events of s's children that are not done, each
+// after its own children's, and returns how many it gave, and whether
+// the reader goes on. A child whose events cannot be read (its workflow
+// is not there yet) gives none this time.
+func (f *follower) children(s *source, resumed bool, yield func(core.Event, error) bool) (n int, ok bool) {
+	for _, c := range s.children {
+		if c.done {
+			continue
+		}
+		m, ok := f.children(c, resumed, yield)
+		n += m
+		if !ok {
+			return n, false
+		}
+		page, err := f.page(c.id, c.turn, c.after)
+		if err != nil {
+			continue
+		}
+		c.turn = page.Turn
+		c.after += page.Skipped
+		c.done = page.Gone
+		for i, e := range page.Events {
+			c.after++
+			n++
+			ev := e.core()
+			ev.Path = append(slices.Clip(c.path), ev.Path...)
+			var err error
+			if ev.Kind == core.EventRunFinished {
+				paused := errors.Is(ev.Err, core.ErrAwaitingApproval)
+				if paused && resumed && (i < len(page.Events)-1 || f.decided()) {
+					continue // a pause the child went on from
+				}
+				if !paused {
+					c.done, err = true, ev.Err // as core's stream gives a child's end
+				}
+			}
+			if !f.take(c, &e, &ev, resumed, yield) || !yield(ev, err) {
+				return n, false
+			}
+		}
+	}
+	return n, true
+}
+
+// drain gives the events left of the children of s's call callID (all of
+// s's children when callID is ""), whose turns ended: it reads them until
+// they have no more. It reports whether the reader goes on.
+func (f *follower) drain(s *source, callID string, resumed bool, yield func(core.Event, error) bool) bool {
+	for _, c := range s.children {
+		if c.done || callID != "" && c.path[len(c.path)-1].ID != callID {
+			continue
+		}
+		one := &source{children: []*source{c}}
+		for !c.done {
+			n, ok := f.children(one, resumed, yield)
+			if !ok {
+				return false
+			}
+			if n == 0 {
+				break
+			}
+		}
+		c.done = true
+	}
+	return true
 }
 
 // decided reports whether the turn's calls awaiting a decision (when the
@@ -167,13 +276,13 @@ func (f *follower) decided() bool {
 	return true
 }
 
-// page reads the events of turn after the first after. A query no worker
+// page reads the events of turn of workflow id after the first after. A query no worker
 // answered in time, or that the server canceled (the worker that ran the
 // workflow stopped, and another takes it over), is asked again until the
 // reader's context ends, as the turn's outcome is waited for: see
 // Runner.query.
-func (f *follower) page(turn, after int) (*eventsPage, error) {
-	v, err := f.r.query(f.ctx, 0, f.thread, QueryEvents, eventsRequest{Turn: turn, After: after})
+func (f *follower) page(id string, turn, after int) (*eventsPage, error) {
+	v, err := f.r.query(f.ctx, 0, id, QueryEvents, eventsRequest{Turn: turn, After: after})
 	if err != nil {
 		return nil, clientError("stream", err)
 	}

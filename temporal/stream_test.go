@@ -73,7 +73,7 @@ func TestStreamPageUnanswered(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			qc := &queryClient{errs: c.errs, page: page}
 			f := &follower{r: NewRunner(qc, nil), ctx: c.ctx, thread: "thread"}
-			got, err := f.page(1, 0)
+			got, err := f.page("thread", 1, 0)
 			if c.code != 0 {
 				if errcode.Of(err) != c.code || got != nil {
 					t.Errorf("page = %+v, %v (code %v); want an error, code %v", got, err, errcode.Of(err), c.code)

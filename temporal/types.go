@@ -320,6 +320,10 @@ type event struct {
 	Commentary bool `json:"commentary,omitempty"`
 	// Remaining is what the turn's budget has left (core.Event's).
 	Remaining core.Remaining `json:"remaining,omitzero"`
+	// Child, on the EventCallStarted of an agent tool's call that runs
+	// its child as a child workflow, is that workflow's id: a stream's
+	// reader follows its events too (see follower).
+	Child string `json:"child,omitempty"`
 }
 
 // deltaBatch is what the signal carrying a step's streamed text holds.
@@ -407,6 +411,10 @@ type callRequest struct {
 	Again bool   `json:"again,omitempty"`
 	// Agent: see stepRequest.
 	Agent string `json:"agent,omitempty"`
+	// Path, in an agent's workflow, holds the agent calls it came
+	// through, one a name of Agent: the call's events go to the OnEvent
+	// of the runners that made them too (core.CallRequest.Parents).
+	Path []driver.Call `json:"path,omitempty"`
 	// Child, on a call of an agent tool, is how its child workflow's
 	// turn ended (core.CallRequest.Child).
 	Child *turnResult `json:"child,omitempty"`
@@ -427,6 +435,9 @@ type agentState struct {
 	Agent    string      `json:"agent"`
 	Request  runRequest  `json:"request"`
 	CallID   string      `json:"call_id"`
+	// Path holds the agent calls the child came through, from the
+	// thread's, the parent's call last (see callRequest.Path).
+	Path []driver.Call `json:"path,omitempty"`
 	// Cap, if set, is what the parent's budget had left when the call
 	// started (its step's calls counted): the child may spend at most
 	// that (see core.NewAgentTool).

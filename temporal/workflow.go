@@ -154,6 +154,9 @@ type thread struct {
 	// parent's call; "" in a thread's.
 	agent      string
 	parentCall string
+	// path holds the agent calls the agent's workflow came through
+	// (agentState.Path).
+	path []driver.Call
 	// cap, in an agent's workflow, is what its parent's budget has left
 	// for it (agentState.Cap); newCap, a raised one its parent sent.
 	cap, newCap *core.Remaining
@@ -299,6 +302,12 @@ func (t *thread) register(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
+	return t.eventsQuery(ctx)
+}
+
+// eventsQuery sets the handler of the events query: a page of the
+// events of the turn asked for.
+func (t *thread) eventsQuery(ctx workflow.Context) error {
 	return workflow.SetQueryHandler(ctx, QueryEvents, func(req eventsRequest) (*eventsPage, error) {
 		turn := req.Turn
 		if turn == 0 {
@@ -865,12 +874,19 @@ func (t *thread) runCalls(ctx workflow.Context, sr *stepResult, n int, idx []int
 		if a := t.turn.approval(c.ID); a != nil {
 			req.Decision = a.Decision
 		}
-		t.turn.emit(event{Kind: core.EventCallStarted, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c})
+		started := event{Kind: core.EventCallStarted, Thread: c.Thread, Turn: c.Turn, Step: n, Call: c}
+		req.Agent, req.Path = t.agent, t.path
+		need := sr.need(i)
+		child := runsAsChild(ctx, req, need)
+		if child {
+			started.Child = t.agentWorkflowID(ctx, c)
+		}
+		t.turn.emit(started)
 		var f workflow.Future
-		req.Agent = t.agent
-		if need := sr.need(i); runsAsChild(ctx, req, need) {
+		switch {
+		case child:
 			f = t.agentCall(ctx, actx, req, need, sr)
-		} else if t.localCall(need) {
+		case t.localCall(need):
 			if !need.Rerun {
 				// The call's own name, not its step's number: a start
 				// run again may resume the service's turn at a later
@@ -878,7 +894,7 @@ func (t *thread) runCalls(ctx workflow.Context, sr *stepResult, n int, idx []int
 				req.Claim = t.key(ctx, fmt.Sprintf("call/%s/%s/%s", c.Thread, c.Turn, c.ID))
 			}
 			f = t.local(ctx, activityCall, req)
-		} else {
+		default:
 			f = workflow.ExecuteActivity(actx, activityCall, req)
 		}
 		inflight++

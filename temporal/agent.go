@@ -27,6 +27,13 @@ import (
 // call): before, its call activity ran the child.
 const versionAgentChild = "agent-child"
 
+// versionHoldParent marks the runs in which an agent's turn stopped on a
+// child held on its cap tells the agent's parent (workflow.GetVersion,
+// called when such a turn stops so, see holdParent): before, the parent
+// was not told, and a workflow that did not tell it replays without the
+// signal.
+const versionHoldParent = "agent-hold-parent"
+
 // joinAgent returns the path of the agent tool name of the runner at
 // path.
 func joinAgent(path, name string) string {
@@ -140,7 +147,7 @@ func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need ap
 	c := &req.Call
 	u, tr := t.turn, t.running
 	// What the parent had left when the call started, its step's calls
-	// counted, is the child's cap.
+	// counted, is the child's cap (see childCap).
 	base := tr.res.Spent
 	base.ToolCalls += len(sr.Step.Calls)
 	st := agentState{Settings: t.set, Agent: joinAgent(t.agent, c.Name), Request: *need.Agent, CallID: c.ID, Path: append(slices.Clip(t.path), *c)}
@@ -151,7 +158,7 @@ func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need ap
 	// from its start in the middle of a submit, which then went twice.
 	st.Settings.Budget = core.Budget{}
 	st.Settings.LocalActivities = false
-	if rem := tr.budget.Remaining(base); rem.Set {
+	if rem := t.childCap(tr, base); rem.Set {
 		st.Cap = &rem
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
@@ -200,16 +207,16 @@ func runAgent(ctx workflow.Context, st agentState) (*turnResult, error) {
 	if err := t.eventsQuery(ctx); err != nil {
 		return nil, err
 	}
-	if t.cap != nil {
-		caps := workflow.GetSignalChannel(ctx, SignalAgentBudget)
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			for {
-				var rem core.Remaining
-				caps.Receive(ctx, &rem)
-				t.newCap = &rem
-			}
-		})
-	}
+	// Without a cap too: a child held on the agent's own budget holds
+	// the parent (see holdParent), whose resume sends one.
+	caps := workflow.GetSignalChannel(ctx, SignalAgentBudget)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var rem core.Remaining
+			caps.Receive(ctx, &rem)
+			t.raised(ctx, rem)
+		}
+	})
 	t.deltaCh = workflow.GetSignalChannel(ctx, SignalDeltas)
 	t.claimCh = workflow.GetSignalChannel(ctx, SignalClaim)
 	t.takeChildPauses(ctx)
@@ -406,8 +413,9 @@ func (t *thread) tellParent(ctx workflow.Context, pending []core.Approval) {
 // parentBudget, in an agent's workflow under its parent's budget (cap),
 // checks the child's spend s, and the next calls, against what the
 // parent had left for it; past it, the child tells its parent
-// (SignalAgentHeld), whose turn stops so, and waits for a raised cap
-// (SignalAgentBudget, sent by a resume of the parent), checking again.
+// (SignalAgentHeld), whose turn stops so (and each above it, see
+// holdParent), and waits for a raised cap (SignalAgentBudget, sent once
+// a resume of the thread's turn raised its budget), checking again.
 // The error is the turn's cancellation, if it comes first.
 func (t *thread) parentBudget(ctx workflow.Context, s driver.Spent, next int) error {
 	for t.cap != nil && t.cap.Set {
@@ -416,9 +424,7 @@ func (t *thread) parentBudget(ctx workflow.Context, s driver.Spent, next int) er
 			return nil
 		}
 		if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
-			if err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalAgentHeld, agentHeld{CallID: t.parentCall, Err: errorInfo(err)}).Get(ctx, nil); err != nil {
-				workflow.GetLogger(ctx).Warn("toolrelay: could not tell an agent call's parent of its budget", "call_id", t.parentCall, "error", err)
-			}
+			t.signalHeld(ctx, parent.ID, errorInfo(err))
 		}
 		t.newCap = nil
 		if err := workflow.Await(ctx, func() bool { return t.newCap != nil || t.turn.canceled }); err != nil || t.turn.canceled {
@@ -451,11 +457,20 @@ func capExceeded(rem core.Remaining, s driver.Spent, next int) error {
 	return &errcode.Error{Code: errcode.ResourceExhausted, Op: "core: run", Err: fmt.Errorf("%w: %s the parent run's budget had left", core.ErrBudgetExceeded, why)}
 }
 
+// signalHeld tells the agent's parent, the workflow parentID, that its
+// turn stopped on its cap, with err (SignalAgentHeld).
+func (t *thread) signalHeld(ctx workflow.Context, parentID string, err *historyError) {
+	if err := workflow.SignalExternalWorkflow(ctx, parentID, "", SignalAgentHeld, agentHeld{CallID: t.parentCall, Err: err}).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("toolrelay: could not tell an agent call's parent of its budget", "call_id", t.parentCall, "error", err)
+	}
+}
+
 // childHeld stops the turn on its budget: the child of its agent call
 // h.CallID stopped on what the turn's budget had left for it. The turn's
 // outcome is then the budget's error, as when the turn stops on its own
 // calls, and [Runner.Resume] with a raised budget goes on (see
-// raiseChildren); the child waits meanwhile.
+// raiseChildren); the child waits meanwhile. In an agent's workflow, the
+// agent's parent stops so too (see holdParent).
 func (t *thread) childHeld(ctx workflow.Context, h agentHeld) {
 	u, tr := t.turn, t.running
 	cc := u.children[h.CallID]
@@ -473,6 +488,41 @@ func (t *thread) childHeld(ctx workflow.Context, h agentHeld) {
 	u.outcome = &res
 	t.endRun(ctx, &res)
 	u.emit(event{Kind: core.EventRunFinished, Thread: res.Thread, Turn: res.ServiceTurn, Step: res.Steps, Usage: res.Usage, Remaining: res.Remaining, Err: h.Err})
+	t.holdParent(ctx, h.Err)
+}
+
+// holdParent, in an agent's workflow whose turn stopped on a child held
+// on its cap (see childHeld), tells the agent's parent, whose turn stops
+// so too, with err, as when the agent's own spend passes its cap (see
+// parentBudget): a child's hold so reaches the thread's turn, however
+// deep, as core's Runner stops each run above a child stopped on what
+// its parent had left. The raised cap that the parent's resume sends
+// then goes to the held children (see raised). Nothing in a thread's
+// workflow, nor on a history made before it did (versionHoldParent).
+func (t *thread) holdParent(ctx workflow.Context, err *historyError) {
+	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
+	if t.agent == "" || parent == nil || workflow.GetVersion(ctx, versionHoldParent, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	t.turn.parentHeld = true
+	t.signalHeld(ctx, parent.ID, err)
+}
+
+// raised takes rem, a raised cap the agent's parent sent: if the parent
+// was told of the turn's held children (see holdParent), it is the
+// agent's cap, and the children go on under what it leaves them (see
+// goOnHeld); it is the one parentBudget waits for in any case.
+func (t *thread) raised(ctx workflow.Context, rem core.Remaining) {
+	u := t.turn
+	t.newCap = &rem
+	if !u.parentHeld {
+		return
+	}
+	u.parentHeld = false
+	t.cap = &rem
+	if u.budgetHeld && u.running {
+		t.goOnHeld(ctx)
+	}
 }
 
 // childrenHeld reports whether a child of the turn waits for a raised
@@ -486,12 +536,19 @@ func (u *turn) childrenHeld() bool {
 	return false
 }
 
-// raiseChildren lays b, a resume's budget, over the turn's, and sends each
-// child held on what it had left the new cap: the turn goes on (and stops
-// again if a child's spend is still past it).
+// raiseChildren lays b, a resume's budget, over the turn's, and lets the
+// turn's held children go on (see goOnHeld).
 func (t *thread) raiseChildren(ctx workflow.Context, b core.Budget) {
+	t.running.budget = b.Over(t.running.budget)
+	t.goOnHeld(ctx)
+}
+
+// goOnHeld lets the turn stopped on its held children go on: each gets
+// the new cap that the turn's budget, and in an agent's workflow the
+// agent's cap, leave it (see childCap); the turn stops again if a child's
+// spend is still past it.
+func (t *thread) goOnHeld(ctx workflow.Context) {
 	u, tr := t.turn, t.running
-	tr.budget = b.Over(tr.budget)
 	u.budgetHeld, u.outcome = false, nil
 	t.beginRun(ctx, true)
 	ids := make([]string, 0, len(u.children))
@@ -504,9 +561,72 @@ func (t *thread) raiseChildren(ctx workflow.Context, b core.Budget) {
 	for _, id := range ids {
 		cc := u.children[id]
 		cc.held = false
-		rem := tr.budget.Remaining(cc.base)
+		rem := t.childCap(tr, cc.base)
 		if err := cc.wf.SignalChildWorkflow(ctx, SignalAgentBudget, rem).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Warn("toolrelay: could not raise an agent call's budget", "call_id", id, "error", err)
 		}
 	}
+}
+
+// childCap returns the cap of the child of an agent call that started
+// when the turn tr had spent base (its step's calls counted): what the
+// turn's budget has left, and, in an agent's workflow under its parent's
+// budget, what the agent's own cap leaves once base is spent (the agent
+// counts from its start, see parentBudget), the tighter of the two in
+// each field. A grandchild so stays within what each budget above it
+// has left.
+func (t *thread) childCap(tr *turnRun, base driver.Spent) core.Remaining {
+	rem := tr.budget.Remaining(base)
+	if t.cap == nil || !t.cap.Set {
+		return rem
+	}
+	return tighter(rem, capLeft(*t.cap, base))
+}
+
+// capLeft returns what cap leaves once s is spent: each field that sets
+// a limit less what s spent of it (0 once reached), the others Unlimited.
+func capLeft(cap core.Remaining, s driver.Spent) core.Remaining {
+	return core.Remaining{Set: true,
+		InputTokens:  left(cap.InputTokens, s.Usage.InputTokens),
+		OutputTokens: left(cap.OutputTokens, s.Usage.OutputTokens),
+		TotalTokens:  left(cap.TotalTokens, s.Usage.TotalTokens),
+		ToolCalls:    left(cap.ToolCalls, int64(s.ToolCalls)),
+		Cost:         left(cap.Cost, s.Cost),
+	}
+}
+
+// left returns what a count of a Remaining leaves once used more is
+// spent: 0 once reached, Unlimited for a count below zero (no limit).
+func left[T int64 | float64](count, used T) T {
+	if count < 0 {
+		return core.Unlimited
+	}
+	return max(count-used, 0)
+}
+
+// tighter returns, of a and b, the lower count in each field: a field
+// below zero, or a Remaining not Set, is no limit.
+func tighter(a, b core.Remaining) core.Remaining {
+	switch {
+	case !a.Set:
+		return b
+	case !b.Set:
+		return a
+	}
+	return core.Remaining{Set: true,
+		InputTokens:  lower(a.InputTokens, b.InputTokens),
+		OutputTokens: lower(a.OutputTokens, b.OutputTokens),
+		TotalTokens:  lower(a.TotalTokens, b.TotalTokens),
+		ToolCalls:    lower(a.ToolCalls, b.ToolCalls),
+		Cost:         lower(a.Cost, b.Cost),
+	}
+}
+
+// lower returns the lower of the counts x and y of two Remainings, a
+// count below zero being no limit.
+func lower[T int64 | float64](x, y T) T {
+	if x < 0 || (y >= 0 && y < x) {
+		return y
+	}
+	return x
 }

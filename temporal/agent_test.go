@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolrelay/toolrelay/core"
 	"github.com/toolrelay/toolrelay/core/coretest"
+	"github.com/toolrelay/toolrelay/core/driver"
 	"github.com/toolrelay/toolrelay/errcode"
 )
 
@@ -42,15 +44,31 @@ func newAgentChildWith(t *testing.T, fn func(context.Context) (string, error), o
 // newAgentChildOn is newAgentChildWith with the child's steps.
 func newAgentChildOn(t *testing.T, steps []coretest.Step, fn func(context.Context) (string, error), o *core.ToolOptions) *agentChild {
 	t.Helper()
+	return newAgentOn(t, "ask", "asks the refund agent", steps, fn, o, core.Budget{})
+}
+
+// newAgentMiddle is an agent between the parent and inner, the agent
+// tool "outer" over a runner whose tools are a refund of its own and
+// inner's agent tool ("ask"), on its steps, its budget b.
+func newAgentMiddle(t *testing.T, steps []coretest.Step, inner *agentChild, b core.Budget) *agentChild {
+	t.Helper()
+	return newAgentOn(t, "outer", "asks the middle agent", steps, func(context.Context) (string, error) { return "refunded", nil }, nil, b, inner.tool)
+}
+
+// newAgentOn is newAgentChildOn with the agent tool's name and
+// description, the budget of the child's runner (core.Options.Budget),
+// and more tools for it.
+func newAgentOn(t *testing.T, name, desc string, steps []coretest.Step, fn func(context.Context) (string, error), o *core.ToolOptions, b core.Budget, extra ...*core.Tool) *agentChild {
+	t.Helper()
 	ch := &agentChild{}
 	refund := must(core.NewTool("refund", "refunds an order", func(ctx context.Context, in refundArgs) (string, error) {
 		ch.refunds.Add(1)
 		return fn(ctx)
 	}, o))
 	ch.backend = coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: steps}}}, nil)
-	ch.runner = core.NewRunner(ch.backend, must(core.NewToolbox(refund)), &core.Options{Logger: quiet})
+	ch.runner = core.NewRunner(ch.backend, must(core.NewToolbox(append([]*core.Tool{refund}, extra...)...)), &core.Options{Logger: quiet, Budget: b})
 	t.Cleanup(func() { ch.runner.Close() })
-	ch.tool = must(core.NewAgentTool("ask", "asks the refund agent", ch.runner, nil))
+	ch.tool = must(core.NewAgentTool(name, desc, ch.runner, nil))
 	return ch
 }
 
@@ -308,5 +326,166 @@ func TestAgentChildParentBudgetCanceled(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{testWorkflowID + "/1/call_ask"}, canceled); diff != "" || ch.refunds.Load() != 1 {
 		t.Errorf("child workflows canceled (-want +got):\n%s(refunds %d, want 1)", diff, ch.refunds.Load())
+	}
+}
+
+// newNestedRefunds returns a parent, its agent "outer" (the middle, its
+// budget b), and the middle's agent "ask" (the grandchild), each of which
+// refunds once, then calls its agent, then answers quoting it (the
+// grandchild: its refund).
+func newNestedRefunds(t *testing.T, b core.Budget) (e *env, middle, inner *agentChild) {
+	t.Helper()
+	inner = newAgentChild(t, func(context.Context) (string, error) { return "refunded", nil })
+	middle = newAgentMiddle(t, []coretest.Step{refundStep,
+		{Calls: []coretest.Call{{Name: "ask", Arguments: json.RawMessage(`{"input":"refund order 7"}`), ID: "call_ask"}}},
+		{Text: `middle: {{output "ask"}}`},
+	}, inner, b)
+	e = newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{refundStep,
+		{Calls: []coretest.Call{{Name: "outer", Arguments: json.RawMessage(`{"input":"go deeper"}`), ID: "call_outer"}}},
+		{Text: `parent: {{output "outer"}}`},
+	}}}}, LoopOptions{}, middle.tool)
+	return e, middle, inner
+}
+
+// TestAgentChildGrandparentBudget: with nested agents (the parent, its
+// agent "outer", whose agent "ask" is the grandchild), each first
+// refunding once, the grandchild runs under the tighter of the middle's
+// own budget and what the middle's cap leaves it: the parent's budget of
+// 4 calls leaves the middle 2 once the parent's calls are counted, and
+// the grandchild none once the middle's are. The grandchild stops before
+// its refund runs, the middle's turn and the parent's with it, the
+// parent's with ErrBudgetExceeded; a resume with the same budget stops
+// all three again; one with a raised budget (6) reaches the grandchild
+// through the middle, and all three go on to their answers, each refund
+// run once and each agent's turn begun once.
+func TestAgentChildGrandparentBudget(t *testing.T) {
+	e, middle, inner := newNestedRefunds(t, core.Budget{})
+	refunds := func() []int32 { return []int32{e.refunds.Load(), middle.refunds.Load(), inner.refunds.Load()} }
+	var run, same, raised outcome
+	var atStop, atSame []int32
+	four := core.Budget{MaxToolCalls: 4}
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: four})
+	e.te.RegisterDelayedCallback(func() { atStop = refunds() }, 1500*time.Millisecond)
+	e.update(2*time.Second, UpdateResume, &same, resumeRequest{Budget: four})
+	e.te.RegisterDelayedCallback(func() { atSame = refunds() }, 2500*time.Millisecond)
+	e.update(3*time.Second, UpdateResume, &raised, resumeRequest{Budget: core.Budget{MaxToolCalls: 6}})
+	e.run()
+	for _, c := range []struct {
+		name    string
+		o       outcome
+		refunds []int32
+	}{{"run", run, atStop}, {"resume with the same budget", same, atSame}} {
+		if c.o.err != nil || c.o.res == nil || c.o.res.Err == nil {
+			t.Fatalf("%s = %+v, %v; want the turn stopped on its budget", c.name, c.o.res, c.o.err)
+		}
+		if err := c.o.res.Err.Err(); !errors.Is(err, core.ErrBudgetExceeded) || errcode.Of(err) != errcode.ResourceExhausted || len(c.o.res.Calls) != 1 {
+			t.Errorf("%s: %v (results %d); want ErrBudgetExceeded, ResourceExhausted, only the parent's refund's result sent", c.name, err, len(c.o.res.Calls))
+		}
+		if diff := cmp.Diff([]int32{1, 1, 0}, c.refunds); diff != "" {
+			t.Errorf("%s: refunds of the parent, the middle and the grandchild (-want +got):\n%s", c.name, diff)
+		}
+	}
+	if raised.err != nil || raised.res == nil || raised.res.Err != nil || raised.res.Text != "parent: middle: child: refunded" || raised.res.ToolCalls != 5 {
+		t.Fatalf("resume with a raised budget = %+v, %v; want the answers nested, 5 tool calls counted", raised.res, raised.err)
+	}
+	if diff := cmp.Diff([]int32{1, 1, 1}, refunds()); diff != "" {
+		t.Errorf("refunds of the parent, the middle and the grandchild (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([][]string{{"go deeper"}, {"refund order 7"}}, [][]string{middle.inputs(), inner.inputs()}); diff != "" {
+		t.Errorf("the inputs of the middle's and the grandchild's backends (-want +got):\n%s", diff)
+	}
+}
+
+// TestAgentChildGrandparentBudgetCanceled: the cancel signal ends a turn
+// stopped on its grandchild held on its budget (see
+// TestAgentChildGrandparentBudget): both child workflows are canceled,
+// and the turn ends Canceled, the grandchild's refund never run.
+func TestAgentChildGrandparentBudgetCanceled(t *testing.T) {
+	e, middle, inner := newNestedRefunds(t, core.Budget{})
+	var canceled []string
+	e.te.SetOnChildWorkflowCanceledListener(func(info *workflow.Info) { canceled = append(canceled, info.WorkflowExecution.ID) })
+	var run, wait outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: core.Budget{MaxToolCalls: 4}})
+	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
+	e.update(3*time.Second, UpdateWait, &wait)
+	e.run()
+	if run.res == nil || run.res.Err == nil || !errors.Is(run.res.Err.Err(), core.ErrBudgetExceeded) {
+		t.Fatalf("run = %+v, %v; want the turn stopped on its budget", run.res, run.err)
+	}
+	if wait.err != nil || wait.res == nil || wait.res.Err == nil || errcode.Of(wait.res.Err.Err()) != errcode.Canceled {
+		t.Fatalf("wait after the cancel = %+v, %v; want the turn ended Canceled", wait.res, wait.err)
+	}
+	slices.Sort(canceled)
+	want := []string{testWorkflowID + "/1/call_outer", testWorkflowID + "/1/call_outer/1/call_ask"}
+	if diff := cmp.Diff(want, canceled); diff != "" {
+		t.Errorf("child workflows canceled (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int32{1, 1, 0}, []int32{e.refunds.Load(), middle.refunds.Load(), inner.refunds.Load()}); diff != "" {
+		t.Errorf("refunds of the parent, the middle and the grandchild (-want +got):\n%s", diff)
+	}
+}
+
+// TestAgentChildGrandparentOwnBudget: a grandchild held on what the
+// middle's own budget (2 calls) had left stops the parent's turn, which
+// has no budget, with ErrBudgetExceeded, as on core's Runner, rather than
+// leave it waiting; a resume with a budget of the parent's stops again
+// (it raises no budget of the middle's), and the cancel signal ends the
+// turn Canceled, the grandchild's refund never run.
+func TestAgentChildGrandparentOwnBudget(t *testing.T) {
+	e, middle, inner := newNestedRefunds(t, core.Budget{MaxToolCalls: 2})
+	var run, raised, wait outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.update(2*time.Second, UpdateResume, &raised, resumeRequest{Budget: core.Budget{MaxToolCalls: 100}})
+	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 3*time.Second)
+	e.update(4*time.Second, UpdateWait, &wait)
+	e.run()
+	for _, c := range []struct {
+		name string
+		o    outcome
+	}{{"run", run}, {"resume with a budget of the parent's", raised}} {
+		if c.o.err != nil || c.o.res == nil || c.o.res.Err == nil {
+			t.Fatalf("%s = %+v, %v; want the turn stopped on its budget", c.name, c.o.res, c.o.err)
+		}
+		if err := c.o.res.Err.Err(); !errors.Is(err, core.ErrBudgetExceeded) {
+			t.Errorf("%s: %v; want ErrBudgetExceeded", c.name, err)
+		}
+	}
+	if wait.err != nil || wait.res == nil || wait.res.Err == nil || errcode.Of(wait.res.Err.Err()) != errcode.Canceled {
+		t.Fatalf("wait after the cancel = %+v, %v; want the turn ended Canceled", wait.res, wait.err)
+	}
+	if diff := cmp.Diff([]int32{1, 1, 0}, []int32{e.refunds.Load(), middle.refunds.Load(), inner.refunds.Load()}); diff != "" {
+		t.Errorf("refunds of the parent, the middle and the grandchild (-want +got):\n%s", diff)
+	}
+}
+
+// TestAgentChildCap: the cap of an agent call's child is, in each field,
+// the tighter of what the turn's budget leaves and what the agent's own
+// cap leaves once the agent's spend is counted; a field below zero, and
+// a Remaining not Set, set no limit.
+func TestAgentChildCap(t *testing.T) {
+	const un = core.Unlimited
+	rem := func(in, out, total, calls int64, cost float64) *core.Remaining {
+		return &core.Remaining{Set: true, InputTokens: in, OutputTokens: out, TotalTokens: total, ToolCalls: calls, Cost: cost}
+	}
+	spent := driver.Spent{Usage: driver.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}, ToolCalls: 2, Cost: 0.5}
+	for _, c := range []struct {
+		name   string
+		budget core.Budget     // the turn's
+		cap    *core.Remaining // the agent's, nil in a thread's workflow
+		want   core.Remaining
+	}{
+		{"no budget, no cap", core.Budget{}, nil, core.Remaining{}},
+		{"the budget alone", core.Budget{MaxToolCalls: 5}, nil, *rem(un, un, un, 3, un)},
+		{"a cap not set", core.Budget{MaxToolCalls: 5}, &core.Remaining{}, *rem(un, un, un, 3, un)},
+		{"the cap alone", core.Budget{}, rem(100, un, 20, 4, 2), *rem(90, un, 5, 2, 1.5)},
+		{"the cap spent past", core.Budget{}, rem(5, un, un, 1, 0.25), *rem(0, un, un, 0, 0)},
+		{"each field the tighter", core.Budget{MaxInputTokens: 50, MaxTotalTokens: 100, MaxToolCalls: 3, MaxCost: 1}, rem(100, 50, 20, un, 2), *rem(40, 45, 5, 1, 0.5)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			th := &thread{cap: c.cap}
+			if diff := cmp.Diff(c.want, th.childCap(&turnRun{budget: c.budget}, spent)); diff != "" {
+				t.Errorf("childCap (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

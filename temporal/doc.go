@@ -133,11 +133,17 @@
 // turn still runs: [Runner.Cancel] abandons it). The child's spend (its
 // turn's usage, cost and calls) is the parent's turn's once it answered.
 // A child stopped on its own budget gives the call a failed result, its
-// service's turn canceled.
+// service's turn canceled. Nested agents are held so at every level: a
+// grandchild's cap is also within what its parent's own cap left it; a
+// held grandchild stops its parent's turn and, through each agent above
+// it, the thread's (SignalAgentHeld), as core's Runner stops each run
+// above such a child; [Runner.Resume] with a raised budget hands each
+// agent down its new cap, and all go on. A grandchild held on what an
+// agent's own budget had left stops them all too, as on core's Runner,
+// and a resume, which raises the thread's budget only, stops them again.
 //
 // Not yet: the child's events are not the parent's (Event.Path), and the
-// parent's and the child's Run hooks are called for their own turns only;
-// a child's pause on its budget does not reach a grandparent.
+// parent's and the child's Run hooks are called for their own turns only.
 //
 // # Streaming
 //

@@ -58,11 +58,13 @@ const (
 	SignalAgentDecide = "agent-decide"
 	// SignalAgentHeld carries, from the workflow of an agent tool's call
 	// to its parent, why the child's turn stopped on what the parent's
-	// budget had left: the parent's turn stops so too.
+	// budget had left, or on a child of its own held so: the parent's
+	// turn stops so too.
 	SignalAgentHeld = "agent-held"
 	// SignalAgentBudget carries, from the parent to the workflow of an
 	// agent tool's call held on the parent's budget, what the parent's
-	// budget, raised by a resume, has left for it.
+	// budget, raised by a resume, has left for it (in an agent's
+	// workflow, within what its own cap leaves it): its new cap.
 	SignalAgentBudget = "agent-budget"
 )
 
@@ -439,8 +441,10 @@ type agentState struct {
 	// thread's, the parent's call last (see callRequest.Path).
 	Path []driver.Call `json:"path,omitempty"`
 	// Cap, if set, is what the parent's budget had left when the call
-	// started (its step's calls counted): the child may spend at most
-	// that (see core.NewAgentTool).
+	// started (its step's calls counted), and, if the parent is an agent
+	// itself, what the parent's own cap left, the tighter of the two in
+	// each field: the child may spend at most that (see
+	// core.NewAgentTool).
 	Cap *core.Remaining `json:"cap,omitempty"`
 }
 

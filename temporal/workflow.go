@@ -209,8 +209,11 @@ type turn struct {
 	children    map[string]*childCall
 	agentPaused bool
 	// budgetHeld: the turn stopped on its budget, a child held on what
-	// it had left (see thread.childHeld), until a resume raises it.
+	// it had left (see thread.childHeld), until a resume raises it (in
+	// an agent's workflow, its parent's, see thread.raised). parentHeld:
+	// the agent's parent was told so, and has not sent a raised cap yet.
 	budgetHeld bool
+	parentHeld bool
 }
 
 // versionCancelPaused marks the runs whose cancel signal ends a turn

@@ -201,6 +201,36 @@ func TestAgentChildApproval(t *testing.T) {
 	}
 }
 
+// TestAgentChildApprovalCanceled: the cancel signal ends a turn paused on
+// its child's approval: the child workflow is canceled, the refund never
+// runs, and a wait after it returns the turn's end (Canceled), not the
+// pause.
+func TestAgentChildApprovalCanceled(t *testing.T) {
+	ch := newAgentChildWith(t, func(context.Context) (string, error) { return "refunded", nil }, &core.ToolOptions{Approval: core.ApprovalAlways("every refund")})
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	var canceled []string
+	e.te.SetOnChildWorkflowCanceledListener(func(info *workflow.Info) { canceled = append(canceled, info.WorkflowExecution.ID) })
+	var run, wait outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	// The wait comes with the signal, as Runner.Cancel sends it, before
+	// the child's cancellation reached the turn.
+	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
+	e.update(2*time.Second, UpdateWait, &wait)
+	e.run()
+	if run.err != nil || run.res == nil || len(run.res.Pending) != 1 {
+		t.Fatalf("run = %+v, %v; want a pause on the child's refund", run.res, run.err)
+	}
+	if wait.err != nil || wait.res == nil || !wait.res.Done || len(wait.res.Pending) != 0 || wait.res.Err == nil || errcode.Of(wait.res.Err.Err()) != errcode.Canceled {
+		t.Fatalf("wait after the cancel = %+v, %v; want the turn ended Canceled", wait.res, wait.err)
+	}
+	if diff := cmp.Diff([]string{testWorkflowID + "/1/call_ask"}, canceled); diff != "" {
+		t.Errorf("child workflows canceled (-want +got):\n%s", diff)
+	}
+	if n := ch.refunds.Load(); n != 0 {
+		t.Errorf("the refund ran %d times; want none", n)
+	}
+}
+
 // TestAgentChildNested: an agent whose child has an agent tool of its
 // own runs it as a child workflow of its own, its activities over the
 // runner at the path "outer/ask".

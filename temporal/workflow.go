@@ -88,10 +88,11 @@ func (t *thread) takeCancels(ctx workflow.Context) {
 			switch h := t.st.Held; {
 			case t.turn.running && t.turn.stop != nil:
 				t.turn.canceled = true
-				if t.turn.budgetHeld {
-					// Its outcome so far is the budget's: the turn ends
-					// Canceled once its children did.
-					t.turn.budgetHeld, t.turn.outcome = false, nil
+				if t.turn.budgetHeld || t.turn.agentPaused {
+					// Its outcome so far is the budget's, or a pause on
+					// its children's approvals: the turn ends Canceled
+					// once its children did.
+					t.turn.budgetHeld, t.turn.agentPaused, t.turn.paused, t.turn.outcome = false, false, false, nil
 				}
 				t.turn.stop()
 			case t.turn.running && t.turn.paused && !t.turn.canceled && cancelsPause(ctx):

@@ -94,17 +94,24 @@ type agentTool struct {
 //     parent decides them (approve or deny; edited arguments are
 //     refused), and [Runner.Resume] of the parent, once every one is
 //     decided, hands the decisions to the child and resumes both.
-//   - Budget: the child runs under the parent's budget as well as its
-//     own: it may spend, of each limit of the parent's, at most what the
-//     parent had left when the call started (the parent's step's calls
-//     counted); past it, the child stops as on its own budget, and so
-//     does the parent (an error matching [ErrBudgetExceeded]), the call
-//     left to run again: a resume of the parent with a raised budget
-//     resumes the child. Concurrent agent calls of one step are each
-//     given what the parent had left. The child's spend (its turn's
-//     usage, cost and calls) is added to the parent's when the parent
-//     sends the call's result, and is part of the parent's
-//     [Result.Usage], Cost and ToolCalls from then on.
+//   - Budget: the child runs under the parent's budget as well as its own:
+//     it may spend, of each limit of the parent's, at most what the parent
+//     had left when the call started (the parent's step's calls counted);
+//     past it, the child stops as on its own budget, and so does the parent
+//     (an error matching [ErrBudgetExceeded]), the call left to run again:
+//     a resume of the parent with a raised budget resumes the child.
+//     Concurrent agent calls of one step are each given what the parent had
+//     left. A parent that is itself an agent's child gives its own child no
+//     more than what its cap leaves (what its parent had left, less what it
+//     spent since it started), so that a grandchild stays within each
+//     budget above it: past it, the grandchild, its parent and each run
+//     above stop so, and a resume of the top run with a raised budget
+//     resumes them all. (A grandchild past what its parent's own budget had
+//     left stops them all so too, and as that resume raises the top run's
+//     budget only, they stop again.) The child's spend (its turn's usage,
+//     cost and calls) is added to the parent's when the parent sends the
+//     call's result, and is part of the parent's [Result.Usage], Cost and
+//     ToolCalls from then on.
 //   - Events: the child's events, with their Path naming the parent's
 //     call ([Event.Path]), go to the parent's OnEvent and, for a streamed
 //     parent, to its stream, besides the child runner's own logger and

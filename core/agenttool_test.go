@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -495,5 +496,111 @@ func TestAgentToolCancelNested(t *testing.T) {
 	}
 	if n := refunds.Load(); n != 0 {
 		t.Errorf("the refund ran %d times; want none", n)
+	}
+}
+
+// TestAgentToolNestedBudget: a grandchild (parent → desk → refund agent,
+// each an agent tool over the next) runs under what the parent's budget
+// left the desk, less what the desk spent since: past it, the grandchild
+// stops before its refund, and the desk and the parent stop so too
+// (ErrBudgetExceeded), their turns left waiting, as a child past its
+// parent's budget does; a resume of the parent with the same budget stops
+// again, one with a raised budget resumes all three turns, and the refund
+// runs once. The desk's own budget, if any, does not lift the parent's.
+func TestAgentToolNestedBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		usage         driver.Usage // each step's, at each service
+		budget, raise core.Budget  // the parent's, and its resume's
+		desk          core.Budget  // the desk's own
+		wantUsage     driver.Usage
+	}{
+		{name: "tool calls", budget: core.Budget{MaxToolCalls: 2}, raise: core.Budget{MaxToolCalls: 3}},
+		{name: "tool calls, the desk's own budget looser", budget: core.Budget{MaxToolCalls: 2}, raise: core.Budget{MaxToolCalls: core.Unlimited}, desk: core.Budget{MaxToolCalls: 10}},
+		// The parent's first step spends 10 and the desk's 10: 5 of 25
+		// left for the refund agent, whose first step (10) passes it.
+		{name: "total tokens", usage: driver.Usage{InputTokens: 6, OutputTokens: 4, TotalTokens: 10},
+			budget: core.Budget{MaxTotalTokens: 25}, raise: core.Budget{MaxTotalTokens: 60},
+			wantUsage: driver.Usage{InputTokens: 36, OutputTokens: 24, TotalTokens: 60}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			j := journaldriver.NewMemory()
+			var refunds atomic.Int32
+			refund := mustTool(t)(core.NewTool("refund", "Refund an order.", func(context.Context, refundArgs) (string, error) {
+				refunds.Add(1)
+				return "refunded", nil
+			}, nil))
+			backends := map[string]*coretest.Backend{
+				"grandchild": coretest.NewBackend(childScript("50"), &coretest.BackendOptions{Name: "grandchild"}),
+				"desk":       coretest.NewBackend(coretest.Simple("ask_refunds", `{"input":"refund order 7"}`, `desk: {{output "ask_refunds"}}`), &coretest.BackendOptions{Name: "desk"}),
+				"parent":     coretest.NewBackend(coretest.Simple("ask_desk", `{"input":"refund order 7"}`, `parent: {{output "ask_desk"}}`), &coretest.BackendOptions{Name: "parent"}),
+			}
+			open := func(name string, b core.Budget, tools ...*core.Tool) *core.Runner {
+				tb, err := core.NewToolbox(tools...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var d driver.Backend = backends[name]
+				if tc.usage != (driver.Usage{}) {
+					d = coretest.Metered{Backend: backends[name], Usage: tc.usage}
+				}
+				r := core.NewRunner(d, tb, &core.Options{Journal: j, Logger: quiet, Budget: b})
+				t.Cleanup(func() { r.Close() })
+				return r
+			}
+			grandchild := open("grandchild", core.Budget{}, refund)
+			desk := open("desk", tc.desk, mustTool(t)(core.NewAgentTool("ask_refunds", "Ask the refund agent.", grandchild, nil)))
+			parent := open("parent", tc.budget, mustTool(t)(core.NewAgentTool("ask_desk", "Ask the desk.", desk, nil)))
+			received := func() map[string][]string {
+				got := map[string][]string{}
+				for name, b := range backends {
+					for _, r := range b.Received() {
+						got[name] = append(got[name], r.Kind)
+					}
+				}
+				return got
+			}
+			stopped := map[string][]string{"parent": {"input"}, "desk": {"input"}, "grandchild": {"input"}}
+
+			res, err := parent.Run(ctx, "go", nil)
+			if !errors.Is(err, core.ErrBudgetExceeded) || errcode.Of(err) != errcode.ResourceExhausted || res == nil {
+				t.Fatalf("Run = %+v, %v; want ErrBudgetExceeded", res, err)
+			}
+			if !strings.Contains(err.Error(), "the parent run's budget had left") {
+				t.Errorf("Run error = %v; want the grandchild stopped on what its parent had left", err)
+			}
+			if n := refunds.Load(); n != 0 {
+				t.Errorf("the refund ran %d times; want none", n)
+			}
+			if diff := cmp.Diff(stopped, received()); diff != "" {
+				t.Errorf("what each service received, stopped (-want +got):\n%s", diff)
+			}
+			if _, err := parent.Resume(ctx, res.Thread, nil); !errors.Is(err, core.ErrBudgetExceeded) {
+				t.Fatalf("Resume with the same budget: %v, want ErrBudgetExceeded", err)
+			}
+			if n := refunds.Load(); n != 0 {
+				t.Errorf("the refund ran %d times after a resume with the same budget; want none", n)
+			}
+			res, err = parent.Resume(ctx, res.Thread, &core.RunOptions{Budget: tc.raise})
+			if err != nil {
+				t.Fatalf("Resume with a raised budget: %v", err)
+			}
+			if want := "parent: desk: child: refunded"; res.Text != want {
+				t.Errorf("Text = %q, want %q", res.Text, want)
+			}
+			if n := refunds.Load(); n != 1 {
+				t.Errorf("the refund ran %d times; want once", n)
+			}
+			for name, kinds := range received() {
+				if n := strings.Count(strings.Join(kinds, " "), "input"); n != 1 || slices.Contains(kinds, "cancel") {
+					t.Errorf("%s's service received %v; want one turn, not canceled", name, kinds)
+				}
+			}
+			// The agent calls and the refund, each counted once.
+			if res.Usage != tc.wantUsage || res.ToolCalls != 3 {
+				t.Errorf("Usage = %+v, ToolCalls %d; want %+v and 3", res.Usage, res.ToolCalls, tc.wantUsage)
+			}
+		})
 	}
 }

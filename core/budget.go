@@ -336,6 +336,63 @@ func (sp *spend) remaining(calls int) Remaining {
 	return sp.b.Remaining(s)
 }
 
+// childCap returns what an agent tool's child may spend, started in a
+// step of calls calls (counted): what the budget has left and, in a run
+// that is itself an agent's child, what its cap leaves once its spend
+// from base is counted, the tighter of the two in each field. A
+// grandchild so stays within what each budget above it has left.
+func (sp *spend) childCap(calls int) Remaining {
+	rem := sp.remaining(calls)
+	if sp.cap == nil || !sp.cap.Set {
+		return rem
+	}
+	s, c := sp.spent, sp.cap
+	s.ToolCalls += calls
+	return rem.tighter(Remaining{Set: true,
+		InputTokens:  capLeft(c.InputTokens, s.Usage.InputTokens-sp.base.Usage.InputTokens),
+		OutputTokens: capLeft(c.OutputTokens, s.Usage.OutputTokens-sp.base.Usage.OutputTokens),
+		TotalTokens:  capLeft(c.TotalTokens, s.Usage.TotalTokens-sp.base.Usage.TotalTokens),
+		ToolCalls:    capLeft(c.ToolCalls, int64(s.ToolCalls-sp.base.ToolCalls)),
+		Cost:         capLeft(c.Cost, s.Cost-sp.base.Cost),
+	})
+}
+
+// capLeft returns what a count of a [Remaining] leaves once used more is
+// spent: 0 once reached, Unlimited for a count below zero (no limit).
+func capLeft[T int64 | float64](count, used T) T {
+	if count < 0 {
+		return Unlimited
+	}
+	return max(count-used, 0)
+}
+
+// tighter returns, of rem and o, the lower count in each field: a field
+// below zero, or a Remaining not Set, is no limit.
+func (rem Remaining) tighter(o Remaining) Remaining {
+	switch {
+	case !rem.Set:
+		return o
+	case !o.Set:
+		return rem
+	}
+	return Remaining{Set: true,
+		InputTokens:  lower(rem.InputTokens, o.InputTokens),
+		OutputTokens: lower(rem.OutputTokens, o.OutputTokens),
+		TotalTokens:  lower(rem.TotalTokens, o.TotalTokens),
+		ToolCalls:    lower(rem.ToolCalls, o.ToolCalls),
+		Cost:         lower(rem.Cost, o.Cost),
+	}
+}
+
+// lower returns the lower of the counts x and y of two Remainings, a
+// count below zero being no limit.
+func lower[T int64 | float64](x, y T) T {
+	if x < 0 || (y >= 0 && y < x) {
+		return y
+	}
+	return x
+}
+
 // exceeded returns why the run must stop before running the n calls of
 // its next step, if it must (see [Budget.Exceeded]).
 func (sp *spend) exceeded(n int) error {

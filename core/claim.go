@@ -57,8 +57,9 @@ type callRun struct {
 	// fence: the thread of the record of the run the call is answered
 	// for, which the claim checks is still this runner's; empty: none.
 	fence string
-	// remaining is what the run's budget has left, and charges what its
-	// step's agent calls' children spent (see stepRun).
+	// remaining is what an agent call's child may spend of the run's
+	// budget, and charges what its step's agent calls' children spent
+	// (see stepRun).
 	remaining Remaining
 	charges   *charges
 	// child, on Runner.Call of an agent tool's call, is how the child's

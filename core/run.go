@@ -367,7 +367,7 @@ func (ru *run) step(ctx context.Context, step *driver.Step) (next *driver.Step, 
 	ru.send(ctx, &Event{Kind: EventStepStarted, Thread: step.Thread, Turn: step.Turn, Step: res.Steps, Calls: len(step.Calls), Remaining: ru.sp.remaining(0)})
 
 	sr := &ru.st // the run's, not a new one each step
-	*sr = stepRun{r: r, step: step, n: res.Steps, sk: ru.sk, fence: ru.rec.fence(), remaining: ru.sp.remaining(len(step.Calls))}
+	*sr = stepRun{r: r, step: step, n: res.Steps, sk: ru.sk, fence: ru.rec.fence(), remaining: ru.sp.childCap(len(step.Calls))}
 	results, err := sr.runCalls(ctx)
 	ru.charge(ctx, step)
 	for err == errPaused {

@@ -35,7 +35,8 @@ type stepRun struct {
 	// only while the record is this runner's (see journaldriver.Fenced).
 	fence string
 	// remaining is what the run's budget has left, the step's calls
-	// counted: an agent tool's child may spend that (see NewAgentTool).
+	// counted, and, in an agent's child, what its cap leaves: an agent
+	// tool's child may spend that (see NewAgentTool and spend.childCap).
 	remaining Remaining
 	// charges gathers what the children of its agent calls spent.
 	charges charges

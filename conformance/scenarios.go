@@ -58,7 +58,7 @@ var scenarios = []scenario{
 	{"Budget/ResumeKeeps", "a resume given no budget holds the turn to its run's; one given a budget overrides the turn's field by field", budgetResumeKeeps},
 	{"Budget/ServiceBudget", "a turn the service ends on its spending limit (budget_reached) gives ErrBudgetExceeded, as a run's own budget does", budgetReached},
 	{"AgentTool/Answer", "an agent tool runs its child (a runner on a fake of its own) on the call's input, once, and the child's answer is the call's result", agentAnswer},
-	{"AgentTool/Events", "the parent's OnEvent gets the child's events with the path of the parent's call", agentEvents},
+	{"AgentTool/Events", "the parent's stream gives the child's events, the end of its run included, with the parent's call as their path and before that call's end; the parent's OnEvent gets the child's calls' events so", agentEvents},
 	{"AgentTool/Approval", "a child's call that needs approval pauses the parent: the parent's Approvals lists it, the parent's Decide decides it, the parent's Resume resumes both, the child's turn the same one", agentApproval},
 	{"AgentTool/CrashMidChild", "a parent stopped mid-child (after the child's call ran, before its result was sent), resumed in a second process over the same journal, resumes the same child turn: one child turn, one effect", agentCrash},
 	{"AgentTool/Budget", "the child runs under what the parent's budget has left: past it both stop with ErrBudgetExceeded; a resume with the same budget stops again, one with a raised budget resumes the child, each of its calls once, and the parent counts the child's calls", agentBudget},

@@ -115,7 +115,8 @@ type agentTool struct {
 //   - Events: the child's events, with their Path naming the parent's
 //     call ([Event.Path]), go to the parent's OnEvent and, for a streamed
 //     parent, to its stream, besides the child runner's own logger and
-//     OnEvent.
+//     OnEvent. (Where the child runs elsewhere, its calls' events come
+//     through [CallRequest.Parents].)
 //   - Tracing: the child's run is a run inside the parent's call (its
 //     hooks get the call's context), so with package telemetry on both
 //     runners the child's spans nest in the call's execute_tool span.

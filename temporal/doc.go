@@ -142,8 +142,17 @@
 // agent's own budget had left stops them all too, as on core's Runner,
 // and a resume, which raises the thread's budget only, stops them again.
 //
-// Not yet: the child's events are not the parent's (Event.Path), and the
-// parent's and the child's Run hooks are called for their own turns only.
+// The child's events are the parent's, the agent call in their Path
+// (core.Event.Path), as on core's Runner: a stream of the parent's turn
+// ([Runner.Stream], [Runner.ResumeStream]) follows the child workflow's
+// events too, from the agent call's EventCallStarted, which names it, to
+// the child's turn's end, and gives them before the call's end; the child
+// runner's call events (the ones a worker's runner gives its OnEvent, see
+// core.CallRequest.Parents) go to the OnEvent of each runner above it
+// too.
+//
+// Not yet: the parent's and the child's Run hooks are called for their
+// own turns only.
 //
 // # Streaming
 //

@@ -36,14 +36,9 @@ type agentPair struct {
 }
 
 // withChild runs body in the Child subtest, with a second harness for the
-// child's fake. On a durable loop, whose child runs as a child workflow,
-// it skips a scenario that lacks (when set) says the loop does not hold.
-func (e *env) withChild(lacks string, body func(p *agentPair)) {
+// child's fake.
+func (e *env) withChild(body func(p *agentPair)) {
 	e.t.Helper()
-	if lacks != "" {
-		probe := e.runner(script(answer("probe")), nil)
-		e.notDurable(probe, lacks)
-	}
 	e.t.Run("Child", func(t *testing.T) {
 		h, err := e.newHarness(t.Context(), t)
 		if err != nil {
@@ -129,7 +124,7 @@ func (p *agentPair) childTurns() int {
 func refunded(context.Context, refundArgs) (string, error) { return "refunded", nil }
 
 func agentAnswer(e *env) {
-	e.withChild("", func(p *agentPair) {
+	e.withChild(func(p *agentPair) {
 		e := p.e
 		child, _, _ := p.child(agentChildScript("50"), core.Options{}, nil, refunded)
 		r := e.runner(agentParentScript(), p.parentOptions(core.Options{}), p.agent(child))
@@ -145,7 +140,7 @@ func agentAnswer(e *env) {
 }
 
 func agentEvents(e *env) {
-	e.withChild("", func(p *agentPair) {
+	e.withChild(func(p *agentPair) {
 		e := p.e
 		child, _, _ := p.child(agentChildScript("50"), core.Options{}, nil, refunded)
 		r := e.runner(agentParentScript(), p.parentOptions(core.Options{}), p.agent(child))
@@ -196,7 +191,7 @@ func isSubsequence(want, got []string) bool {
 }
 
 func agentApproval(e *env) {
-	e.withChild("", func(p *agentPair) {
+	e.withChild(func(p *agentPair) {
 		e := p.e
 		child, _, _ := p.child(agentChildScript("150"), core.Options{}, core.ApprovalAlways("every refund needs approval"), refunded)
 		r := e.runner(agentParentScript(), p.parentOptions(core.Options{}), p.agent(child))
@@ -227,7 +222,7 @@ func agentApproval(e *env) {
 }
 
 func agentCrash(e *env) {
-	e.withChild("", func(p *agentPair) {
+	e.withChild(func(p *agentPair) {
 		e, ce := p.e, p.ce
 		pre, ok1 := e.h.(Reopener)
 		cre, ok2 := ce.h.(Reopener)
@@ -300,7 +295,7 @@ func agentCrash(e *env) {
 }
 
 func agentBudget(e *env) {
-	e.withChild("", func(p *agentPair) {
+	e.withChild(func(p *agentPair) {
 		e := p.e
 		s := script(calls("refund", `{"order":"7","amount":1}`), calls("refund", `{"order":"8","amount":1}`), answer("child: done"))
 		child, _, _ := p.child(s, core.Options{}, nil, refunded)
@@ -330,7 +325,7 @@ func agentBudget(e *env) {
 }
 
 func agentCancel(e *env) {
-	e.withChild("", func(p *agentPair) {
+	e.withChild(func(p *agentPair) {
 		e := p.e
 		started := make(chan struct{})
 		ended := make(chan error, 1)
@@ -380,7 +375,7 @@ func agentCancel(e *env) {
 }
 
 func agentCancelPaused(e *env) {
-	e.withChild("", func(p *agentPair) {
+	e.withChild(func(p *agentPair) {
 		e, ce := p.e, p.ce
 		cs := agentChildScript("150")
 		cs.Turns = append(cs.Turns, afterStop)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -63,13 +64,25 @@ func agentRequest(tool *core.Tool, args []byte) *runRequest {
 }
 
 // at returns the activities over the runner of the agent at path ("":
-// the worker's own): the child runner of the agent tool of each name of
-// the path, from the worker's runner down, as its toolbox has it now.
+// the worker's own; see agentRunner).
 func (a *activities) at(path string) (*activities, error) {
 	if path == "" {
 		return a, nil
 	}
-	r := a.r
+	r, up, err := agentRunner(a.r, path)
+	if err != nil {
+		return nil, err
+	}
+	return &activities{r: r, hooks: r.Hooks(), id: a.id, up: up}, nil
+}
+
+// agentRunner returns the runner of the agent at path ("": r): the child
+// runner of the agent tool of each name of the path, from r down, as its
+// toolbox has it now; and the runners of those agent tools, from r.
+func agentRunner(r *core.Runner, path string) (*core.Runner, []*core.Runner, error) {
+	if path == "" {
+		return r, nil, nil
+	}
 	var up []*core.Runner
 	for name := range strings.SplitSeq(path, "/") {
 		var (
@@ -80,11 +93,47 @@ func (a *activities) at(path string) (*activities, error) {
 			child, _, ok = tool.Agent()
 		}
 		if !ok {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("temporal: the worker's runner has no agent %q (no agent tool %q)", path, name), errcode.NotFound.String(), nil)
+			return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("temporal: the worker's runner has no agent %q (no agent tool %q)", path, name), errcode.NotFound.String(), nil)
 		}
 		up, r = append(up, r), child
 	}
-	return &activities{r: r, hooks: r.Hooks(), id: a.id, up: up}, nil
+	return r, up, nil
+}
+
+// agentRuns keeps, on a worker, the Run hooks of the agents its runner's
+// agent tools lead to (see runHooks), by path, made when an agent's
+// workflow first runs there.
+type agentRuns struct {
+	r  *core.Runner
+	mu sync.Mutex
+	by map[string]agentRun
+}
+
+// An agentRun is an agent's runner and its Run hooks.
+type agentRun struct {
+	r     *core.Runner
+	hooks *runHooks
+}
+
+// hooks returns the Run hooks of the agent at path: nil when its runner
+// has no Run hook (or the worker's runner no such agent: its activities
+// fail so).
+func (a *agentRuns) hooks(path string) *runHooks {
+	r, _, err := agentRunner(a.r, path)
+	if err != nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ar, ok := a.by[path]; ok && ar.r == r {
+		return ar.hooks
+	}
+	if a.by == nil {
+		a.by = map[string]agentRun{}
+	}
+	h := newRunHooks(r)
+	a.by[path] = agentRun{r: r, hooks: h}
+	return h
 }
 
 // parents returns the agent calls of path, which led to the agent's
@@ -201,8 +250,8 @@ func (t *thread) agentCall(ctx, actx workflow.Context, req *callRequest, need ap
 
 // runAgent is the agent workflow: the child's one turn, whose outcome it
 // returns; canceled, it ends the turn Canceled and ends canceled.
-func runAgent(ctx workflow.Context, st agentState) (*turnResult, error) {
-	t := &thread{st: State{Settings: st.Settings, Turns: 1}, set: st.Settings.withDefaults(), turn: &turn{running: true}, agent: st.Agent, parentCall: st.CallID, path: st.Path, cap: st.Cap}
+func runAgent(ctx workflow.Context, st agentState, hooks *runHooks) (*turnResult, error) {
+	t := &thread{st: State{Settings: st.Settings, Turns: 1}, set: st.Settings.withDefaults(), turn: &turn{running: true}, agent: st.Agent, parentCall: st.CallID, path: st.Path, cap: st.Cap, hooks: hooks}
 	// A stream of the parent's reads the child's events (see follower).
 	if err := t.eventsQuery(ctx); err != nil {
 		return nil, err

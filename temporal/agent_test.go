@@ -201,6 +201,35 @@ func TestAgentChildApproval(t *testing.T) {
 	}
 }
 
+// TestAgentChildRunHook: the child runner's Run hook is called for the
+// child's turn, as core's Runner calls it for a child run there (begin,
+// and end with the child's answer); the parent's, for the parent's turn.
+func TestAgentChildRunHook(t *testing.T) {
+	var childRuns runLog
+	refund := must(core.NewTool("refund", "refunds an order", func(context.Context, refundArgs) (string, error) { return "refunded", nil }, nil))
+	cb := coretest.NewBackend(&coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{refundStep, {Text: `child: {{output "refund"}}`}}}}}, nil)
+	child := core.NewRunner(cb, must(core.NewToolbox(refund)), &core.Options{Logger: quiet, Hooks: &core.Hooks{Run: childRuns.hook}})
+	t.Cleanup(func() { child.Close() })
+	e := newEnv(t, askScript(), LoopOptions{}, must(core.NewAgentTool("ask", "asks the refund agent", child, nil)))
+	var run outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Text != "parent: child: refunded" {
+		t.Fatalf("run = %+v, %v", run.res, run.err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want []string
+	}{
+		{"child's", childRuns.get(), []string{`begin coretest thread="" resume=false`, `end "child: refunded"`}},
+		{"parent's", e.runs.get(), []string{`begin coretest thread="" resume=false`, `end "parent: child: refunded"`}},
+	} {
+		if diff := cmp.Diff(c.want, c.got); diff != "" {
+			t.Errorf("the %s Run hook (-want +got):\n%s", c.name, diff)
+		}
+	}
+}
+
 // TestAgentChildApprovalCanceled: the cancel signal ends a turn paused on
 // its child's approval: the child workflow is canceled, the refund never
 // runs, and a wait after it returns the turn's end (Canceled), not the

@@ -151,8 +151,11 @@
 // core.CallRequest.Parents) go to the OnEvent of each runner above it
 // too.
 //
-// Not yet: the parent's and the child's Run hooks are called for their
-// own turns only.
+// The child runner's Run hook is called for the child's turn (as for a
+// thread's turn: see Telemetry), and its Step and Call hooks by the child's
+// activities; their contexts are the worker's, not the parent's call's,
+// so with package telemetry the child's spans do not nest in the
+// parent's as they do on core's Runner.
 //
 // # Streaming
 //

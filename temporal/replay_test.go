@@ -42,7 +42,7 @@ func TestReplay(t *testing.T) {
 			hooks := &runHooks{backend: "openai", run: runs.hook, ends: map[string]func(*core.Result, error){}}
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(func(ctx workflow.Context, st State) error { return runThread(ctx, st, hooks) }, workflow.RegisterOptions{Name: WorkflowName})
-			r.RegisterWorkflowWithOptions(runAgent, workflow.RegisterOptions{Name: AgentWorkflowName})
+			r.RegisterWorkflowWithOptions(func(ctx workflow.Context, st agentState) (*turnResult, error) { return runAgent(ctx, st, hooks) }, workflow.RegisterOptions{Name: AgentWorkflowName})
 			h, err := readHistory(f)
 			if err != nil {
 				t.Fatal(err)

@@ -29,6 +29,9 @@ func Register(w worker.Registry, r *core.Runner) {
 	w.RegisterActivityWithOptions(a.Resume, activity.RegisterOptions{Name: activityResume})
 	w.RegisterActivityWithOptions(a.Cancel, activity.RegisterOptions{Name: activityCancel})
 	w.RegisterActivityWithOptions(a.Call, activity.RegisterOptions{Name: activityCall})
-	w.RegisterWorkflowWithOptions(runAgent, workflow.RegisterOptions{Name: AgentWorkflowName})
+	agents := &agentRuns{r: r}
+	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, st agentState) (*turnResult, error) {
+		return runAgent(ctx, st, agents.hooks(st.Agent))
+	}, workflow.RegisterOptions{Name: AgentWorkflowName})
 	w.RegisterActivityWithOptions(a.CancelAgent, activity.RegisterOptions{Name: activityCancelAgent})
 }

@@ -35,6 +35,13 @@ const versionAgentChild = "agent-child"
 // signal.
 const versionHoldParent = "agent-hold-parent"
 
+// versionPauseTimer marks the runs whose turn paused on its children's
+// approvals stops its time limit until the pause ends, then starts it
+// again in full (workflow.GetVersion, called when such a pause begins,
+// see childPaused): before, the time limit went on running, and a
+// workflow paused so replays without stopping its timer.
+const versionPauseTimer = "agent-pause-timer"
+
 // joinAgent returns the path of the agent tool name of the runner at
 // path.
 func joinAgent(path, name string) string {
@@ -377,6 +384,9 @@ func (t *thread) childPaused(ctx workflow.Context, p agentPause) {
 	}
 	res := tr.res
 	u.agentPaused, u.paused = true, true
+	if workflow.GetVersion(ctx, versionPauseTimer, workflow.DefaultVersion, 1) >= 1 {
+		u.pauseTimer()
+	}
 	paused := *res
 	paused.Pending = nil
 	for _, a := range u.pending {
@@ -437,13 +447,17 @@ func (t *thread) childEnded(ctx workflow.Context, callID string) {
 }
 
 // goOnFromChildren ends the turn's pause on its children's approvals
-// once every one is decided.
+// once every one is decided: the turn's time limit, which the pause
+// stopped, starts again in full.
 func (t *thread) goOnFromChildren(ctx workflow.Context) {
 	u := t.turn
 	if !u.agentPaused || !u.decided() {
 		return
 	}
 	u.agentPaused, u.paused, u.outcome = false, false, nil
+	if tr := t.running; tr != nil && tr.u == u {
+		u.restartTimer(tr.timeout)
+	}
 	t.beginRun(ctx, true)
 }
 

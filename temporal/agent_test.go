@@ -231,32 +231,43 @@ func TestAgentChildRunHook(t *testing.T) {
 }
 
 // TestAgentChildApprovalCanceled: the cancel signal ends a turn paused on
-// its child's approval: the child workflow is canceled, the refund never
-// runs, and a wait after it returns the turn's end (Canceled), not the
-// pause.
+// its child's approval, at once or past the turn's time limit (which the
+// pause stopped): the child workflow is canceled, the refund never runs,
+// and a wait after it returns the turn's end (Canceled), not the pause.
 func TestAgentChildApprovalCanceled(t *testing.T) {
-	ch := newAgentChildWith(t, func(context.Context) (string, error) { return "refunded", nil }, &core.ToolOptions{Approval: core.ApprovalAlways("every refund")})
-	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
-	var canceled []string
-	e.te.SetOnChildWorkflowCanceledListener(func(info *workflow.Info) { canceled = append(canceled, info.WorkflowExecution.ID) })
-	var run, wait outcome
-	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
-	// The wait comes with the signal, as Runner.Cancel sends it, before
-	// the child's cancellation reached the turn.
-	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
-	e.update(2*time.Second, UpdateWait, &wait)
-	e.run()
-	if run.err != nil || run.res == nil || len(run.res.Pending) != 1 {
-		t.Fatalf("run = %+v, %v; want a pause on the child's refund", run.res, run.err)
-	}
-	if wait.err != nil || wait.res == nil || !wait.res.Done || len(wait.res.Pending) != 0 || wait.res.Err == nil || errcode.Of(wait.res.Err.Err()) != errcode.Canceled {
-		t.Fatalf("wait after the cancel = %+v, %v; want the turn ended Canceled", wait.res, wait.err)
-	}
-	if diff := cmp.Diff([]string{testWorkflowID + "/1/call_ask"}, canceled); diff != "" {
-		t.Errorf("child workflows canceled (-want +got):\n%s", diff)
-	}
-	if n := ch.refunds.Load(); n != 0 {
-		t.Errorf("the refund ran %d times; want none", n)
+	for _, c := range []struct {
+		name string
+		set  LoopOptions
+		at   time.Duration // the signal's
+	}{
+		{"at once", LoopOptions{}, 2 * time.Second},
+		{"past the time limit", LoopOptions{RunTimeout: time.Minute, ApprovalTimeout: time.Hour}, 10 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ch := newAgentChildWith(t, func(context.Context) (string, error) { return "refunded", nil }, &core.ToolOptions{Approval: core.ApprovalAlways("every refund")})
+			e := newEnv(t, askScript(), c.set, ch.tool)
+			var canceled []string
+			e.te.SetOnChildWorkflowCanceledListener(func(info *workflow.Info) { canceled = append(canceled, info.WorkflowExecution.ID) })
+			var run, wait outcome
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+			// The wait comes with the signal, as Runner.Cancel sends it,
+			// before the child's cancellation reached the turn.
+			e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, c.at)
+			e.update(c.at, UpdateWait, &wait)
+			e.run()
+			if run.err != nil || run.res == nil || len(run.res.Pending) != 1 {
+				t.Fatalf("run = %+v, %v; want a pause on the child's refund", run.res, run.err)
+			}
+			if wait.err != nil || wait.res == nil || !wait.res.Done || len(wait.res.Pending) != 0 || wait.res.Err == nil || errcode.Of(wait.res.Err.Err()) != errcode.Canceled {
+				t.Fatalf("wait after the cancel = %+v, %v; want the turn ended Canceled", wait.res, wait.err)
+			}
+			if diff := cmp.Diff([]string{testWorkflowID + "/1/call_ask"}, canceled); diff != "" {
+				t.Errorf("child workflows canceled (-want +got):\n%s", diff)
+			}
+			if n := ch.refunds.Load(); n != 0 {
+				t.Errorf("the refund ran %d times; want none", n)
+			}
+		})
 	}
 }
 
@@ -546,5 +557,103 @@ func TestAgentChildCap(t *testing.T) {
 				t.Errorf("childCap (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAgentChildApprovalTimeLimit: the parent's time limit (a minute)
+// does not run while its turn is paused on its child's approval, as it
+// does not on its own calls': a decision ten minutes after the pause lets
+// the turn go on, the refund run once; and the time limit starts again
+// in full once the pause ends. The parent first refunds, then asks its
+// agent, whose refund awaits a decision; each call takes d: the minute
+// after the decision holds two calls of 25 s (though the pause came after
+// the first of the parent's, which a time limit that went on from where
+// it stopped would count), not two of 35 s.
+func TestAgentChildApprovalTimeLimit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		d    time.Duration // each call's
+		// text is the parent's answer, "" for a turn that passed its
+		// time limit.
+		text string
+	}{
+		{"instant calls", 0, "parent: child: refunded"},
+		{"calls of 25s", 25 * time.Second, "parent: child: refunded"},
+		{"calls of 35s", 35 * time.Second, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ch := newAgentChildWith(t, func(context.Context) (string, error) { return "refunded", nil }, &core.ToolOptions{Approval: core.ApprovalAlways("every refund")})
+			e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{refundStep,
+				{Calls: []coretest.Call{{Name: "ask", Arguments: json.RawMessage(`{"input":"refund order 7"}`), ID: "call_ask"}}},
+				{Text: `parent: {{output "ask"}}`},
+			}}}}, LoopOptions{RunTimeout: time.Minute, ApprovalTimeout: time.Hour}, ch.tool)
+			if c.d > 0 {
+				a := &activities{r: e.runner, hooks: e.runner.Hooks()}
+				e.te.OnActivity(activityCall, mock.Anything, mock.Anything).After(c.d).Return(a.Call)
+			}
+			var run, decide, wait outcome
+			e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+			paused := time.Second + c.d // after the parent's refund
+			e.update(paused+10*time.Minute, UpdateDecide, &decide, decideRequest{CallID: "call_ask/call_1", Decision: core.Decision{Approved: true, Actor: "ops"}})
+			e.update(paused+15*time.Minute, UpdateWait, &wait)
+			e.run()
+			if run.err != nil || run.res == nil || run.res.Done || len(run.res.Pending) != 1 {
+				t.Fatalf("run = %+v, %v; want a pause on the child's refund", run.res, run.err)
+			}
+			if decide.err != nil {
+				t.Fatalf("decide ten minutes after the pause: %v", decide.err)
+			}
+			if wait.err != nil || wait.res == nil || !wait.res.Done {
+				t.Fatalf("wait = %+v, %v; want the turn ended", wait.res, wait.err)
+			}
+			var err error
+			if wait.res.Err != nil {
+				err = wait.res.Err.Err()
+			}
+			if c.text != "" && (err != nil || wait.res.Text != c.text) {
+				t.Errorf("the turn ended with %q, %v; want %q", wait.res.Text, err, c.text)
+			}
+			if c.text == "" && (!errors.Is(err, context.DeadlineExceeded) || errcode.Of(err) != errcode.DeadlineExceeded) {
+				t.Errorf("the turn ended with %q, %v; want its time limit's error (DeadlineExceeded)", wait.res.Text, err)
+			}
+			if n := []int32{e.refunds.Load(), ch.refunds.Load()}; !slices.Equal(n, []int32{1, 1}) {
+				t.Errorf("refunds of the parent and the child: %v, want one each", n)
+			}
+		})
+	}
+}
+
+// TestAgentChildApprovalCarried: a turn that continues as new after a
+// pause on its child's approval carries the deadline of its time limit
+// started again when the pause ended (the decision), not the one of its
+// start, which passed during the pause.
+func TestAgentChildApprovalCarried(t *testing.T) {
+	ch := newAgentChildWith(t, func(context.Context) (string, error) { return "refunded", nil }, &core.ToolOptions{Approval: core.ApprovalAlways("every refund")})
+	e := newEnv(t, &coretest.Script{Turns: []coretest.Turn{{Steps: []coretest.Step{
+		{Calls: []coretest.Call{
+			{Name: "ask", Arguments: json.RawMessage(`{"input":"refund order 7"}`), ID: "call_ask"},
+			{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
+		}},
+		{Text: `parent: {{output "ask"}}`},
+	}}}}, LoopOptions{RunTimeout: time.Minute, ApprovalTimeout: time.Hour, Concurrency: 1}, ch.tool)
+	var run, decide outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go"})
+	// The history asks for a new run as the decision comes: the turn
+	// continues before its next call, once the agent's has ended.
+	e.te.RegisterDelayedCallback(func() { e.te.SetContinueAsNewSuggested(true) }, 10*time.Minute)
+	e.update(10*time.Minute, UpdateDecide, &decide, decideRequest{CallID: "call_ask/call_1", Decision: core.Decision{Approved: true, Actor: "ops"}})
+	st := e.continued()
+	if run.err != nil || run.res == nil || len(run.res.Pending) != 1 || decide.err != nil {
+		t.Fatalf("run = %+v, %v; decide: %v; want a pause on the child's refund, decided", run.res, run.err, decide.err)
+	}
+	ts := st.Running
+	if ts == nil || len(ts.Pending) != 1 || ts.Pending[0].Decision == nil {
+		t.Fatalf("carried turn = %+v; want one with the decided copy of the child's approval", ts)
+	}
+	if want := ts.Pending[0].Decision.At.Add(time.Minute); !ts.Deadline.Equal(want) {
+		t.Errorf("carried deadline %v, want %v (a minute after the decision)", ts.Deadline, want)
+	}
+	if diff := cmp.Diff([]int{1}, ts.Calls); diff != "" || ch.refunds.Load() != 1 {
+		t.Errorf("calls left (-want +got):\n%s(the child's refunds %d, want 1)", diff, ch.refunds.Load())
 	}
 }

@@ -117,11 +117,15 @@
 // them Pending, its approvals query lists them, and its decide update
 // takes a decision (edited arguments are refused) and hands it to the
 // child (SignalAgentDecide); the turn goes on once every one is decided.
-// The parent's time limit goes on running while it waits so (its own
-// calls' pause stops it). Canceling the parent's turn ([Runner.Cancel],
-// its time limit) cancels the child workflow, whose calls' contexts end
-// (at the activity's next heartbeat) and whose service's turn is
-// canceled; the parent's turn ends Canceled.
+// The parent's time limit does not run while it waits so, as it does not
+// while its own calls await a decision: its timer stops, the child
+// workflow going on, and starts again in full once the pause ends (a
+// workflow paused so before a worker did this, GetVersion
+// "agent-pause-timer", keeps its timer running). Canceling the parent's
+// turn ([Runner.Cancel], during the pause too, or its time limit)
+// cancels the child workflow, whose calls' contexts end (at the
+// activity's next heartbeat) and whose service's turn is canceled; the
+// parent's turn ends Canceled.
 //
 // The child runs under what the parent's budget had left when the call
 // started (its step's calls counted) as well as its own: past it, the

@@ -176,9 +176,10 @@ type turn struct {
 	// outcome is the turn's outcome once it ended or paused.
 	outcome *turnResult
 	// stop cancels the current phase of the turn (its time limit, or
-	// the cancel signal), which ends at deadline; canceled says it was
-	// the signal.
+	// the cancel signal), which ends at deadline when its timer fires
+	// (nil between phases); canceled says it was the signal.
 	stop     func()
+	timer    *phaseTimer
 	deadline time.Time
 	canceled bool
 	timedOut bool
@@ -488,19 +489,76 @@ func (t *thread) drain() {
 	}
 }
 
-// phase returns the context of a phase of a turn, canceled at d or on
-// the cancel signal; end stops its timer.
+// phase returns the context of a phase of a turn, canceled at d (its
+// time limit, see startTimer) or on the cancel signal; end stops its
+// timer.
 func (u *turn) phase(ctx workflow.Context, d time.Duration) (_ workflow.Context, end func()) {
 	pctx, cancel := workflow.WithCancel(ctx)
-	tctx, stopTimer := workflow.WithCancel(ctx)
-	u.stop, u.deadline = cancel, workflow.Now(ctx).Add(d)
+	pt := &phaseTimer{ctx: ctx, cancel: cancel}
+	u.stop, u.timer = cancel, pt
+	u.startTimer(pt, d)
+	return pctx, func() {
+		pt.halt()
+		if u.timer == pt {
+			u.timer = nil
+		}
+		u.stop = nil
+	}
+}
+
+// A phaseTimer is the time limit of a phase of a turn (see phase): the
+// timer that cancels the phase when it fires. It stops while the turn is
+// paused on its children's approvals, the phase going on, and starts
+// again in full after (see pauseTimer).
+type phaseTimer struct {
+	// ctx is the context the timer runs in, cancel cancels the phase,
+	// and stop the timer (nil once stopped).
+	ctx    workflow.Context
+	cancel func()
+	stop   func()
+}
+
+// halt stops the timer, if it runs.
+func (pt *phaseTimer) halt() {
+	if pt.stop != nil {
+		pt.stop()
+		pt.stop = nil
+	}
+}
+
+// startTimer starts the timer of the phase pt, which ends at d from now
+// (the turn's deadline): it cancels the phase when it fires.
+func (u *turn) startTimer(pt *phaseTimer, d time.Duration) {
+	tctx, stop := workflow.WithCancel(pt.ctx)
+	pt.stop, u.deadline = stop, workflow.Now(tctx).Add(d)
 	workflow.Go(tctx, func(c workflow.Context) {
 		if workflow.NewTimer(c, d).Get(c, nil) == nil {
 			u.timedOut = true
-			cancel()
+			pt.cancel()
 		}
 	})
-	return pctx, func() { stopTimer(); u.stop = nil }
+}
+
+// pauseTimer stops the time limit of the turn's phase, which goes on: a
+// pause on its children's approvals is not counted in it, as a pause on
+// its own calls' is not (see turnRun.calls). restartTimer starts it
+// again.
+func (u *turn) pauseTimer() {
+	if u.timer != nil {
+		u.timer.halt()
+	}
+}
+
+// restartTimer starts the time limit of the turn's phase that pauseTimer
+// stopped again, in full (d from now), as a new phase after a pause on
+// the turn's own calls starts; nothing if it runs, or if the phase ended
+// or was canceled.
+func (u *turn) restartTimer(d time.Duration) {
+	pt := u.timer
+	if pt == nil || pt.stop != nil || u.stop == nil || u.canceled || u.timedOut {
+		return
+	}
+	u.startTimer(pt, d)
 }
 
 // A turnRun is a turn as it runs in this run of the workflow: its request,

@@ -84,6 +84,11 @@
 //	tasks/cancel                the run stopped, the turn abandoned
 //	                            (Runner.Cancel), status-update canceled
 //
+// The events of an agent tool's child run (core.NewAgentTool; those with
+// a Path) are not the task's: the child's answer is the output of the
+// run's call of the agent tool, and the child's approvals are the run's
+// own (see below).
+//
 // A run that pauses for a person's approval (core.ErrAwaitingApproval)
 // leaves its task input-required, its status message naming each call
 // awaiting a decision, as text and as a data part {"approvals": [...]};

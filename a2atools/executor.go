@@ -102,6 +102,13 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 	}
 	var werr error
 	for ev := range st.Events() {
+		if len(ev.Path) > 0 {
+			// An event of the run of an agent tool's child
+			// (core.Event.Path), its thread the child's: the child's
+			// answer is the output of the run's call, and its approvals
+			// are the run's own (under the run's ids for them).
+			continue
+		}
 		if !named && ev.Thread != "" {
 			s.reg.setThread(rc.TaskID, ev.Thread)
 			named = true

@@ -353,6 +353,15 @@ func (c *chat) run(ctx context.Context, t *turn, ro, again *core.RunOptions, str
 		// Temporal runner's workflow id) is continued by that name.
 		known := st.Thread()
 		for ev := range st.Events() {
+			if len(ev.Path) > 0 {
+				// An event of the run of an agent tool's child
+				// (core.Event.Path), not the run's own: the message
+				// shows the run's call of the agent tool, its output
+				// the child's answer, and the child's approvals as the
+				// run's own (under the run's ids for them, which it
+				// decides); the child's usage is part of the run's.
+				continue
+			}
 			if ev.Kind == core.EventRunFinished {
 				c.mu.Lock()
 				t.usage.Add(ev.Usage)

@@ -33,7 +33,11 @@
 //	                            {finishReason: stop, tool-calls (awaiting
 //	                            approval) or error; messageMetadata: {usage}}
 //
-// step_started, call_started and usage have no chunk of their own.
+// step_started, call_started and usage have no chunk of their own. The
+// events of an agent tool's child run ([core.NewAgentTool]; those with a
+// Path) have none either: the child's answer shows as the output of the
+// run's call of the agent tool, the child's approvals as the run's own
+// (approvalId: the run's id for each), and its usage is in the run's.
 //
 // # Approvals
 //

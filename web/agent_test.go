@@ -140,11 +140,14 @@ func TestAgentToolChild(t *testing.T) {
 			t.Errorf("refunds of order 7: %d, want 1", n)
 		}
 		parts, u = shownParts(t, sse)
-		// The approval's call is the child's: the run gives no result of
-		// it, and the message's end shows it stopped, as it does for a
-		// question a handler asked (core.Ask).
-		if diff := cmp.Diff([]string{"output " + id, "output " + ids[0]}, parts); diff != "" {
+		// The approval's call is the child's: its result, from the
+		// child's events, is shown under the run's id for it, before the
+		// output of the parent's call.
+		if diff := cmp.Diff([]string{"output " + ids[0], "output " + id}, parts); diff != "" {
 			t.Errorf("the calls shown after the decision (-want +got):\n%s", diff)
+		}
+		if got, want := output(t, sse, ids[0]), `"refunded 150 on order 7"`; got != want {
+			t.Errorf("output of the child's refund %s, want %s", got, want)
 		}
 		if got, want := output(t, sse, id), `"`+childSecret+`: refunded 150 on order 7"`; got != want {
 			t.Errorf("output of the parent's call %s, want the child's answer %s", got, want)

@@ -359,7 +359,9 @@ func (c *chat) run(ctx context.Context, t *turn, ro, again *core.RunOptions, str
 				// shows the run's call of the agent tool, its output
 				// the child's answer, and the child's approvals as the
 				// run's own (under the run's ids for them, which it
-				// decides); the child's usage is part of the run's.
+				// decides), with their results (see message.child);
+				// the child's usage is part of the run's.
+				c.showChild(t, &ev)
 				continue
 			}
 			if ev.Kind == core.EventRunFinished {
@@ -459,6 +461,16 @@ func (c *chat) show(ctx context.Context, t *turn, ev *core.Event, known string) 
 	c.mu.Unlock()
 	if rec != "" {
 		c.saveRecord(ctx, rec)
+	}
+}
+
+// showChild shows ev, an event of an agent tool's child run, as far as
+// turn t's message shows the child's run (see message.child).
+func (c *chat) showChild(t *turn, ev *core.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !t.full && t.msg.child(ev) {
+		t.notify()
 	}
 }
 

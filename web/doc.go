@@ -37,7 +37,8 @@
 // events of an agent tool's child run ([core.NewAgentTool]; those with a
 // Path) have none either: the child's answer shows as the output of the
 // run's call of the agent tool, the child's approvals as the run's own
-// (approvalId: the run's id for each), and its usage is in the run's.
+// (approvalId: the run's id for each), each ending with the child's
+// result for the call, and its usage is in the run's.
 //
 // # Approvals
 //

@@ -183,6 +183,34 @@ func (m *message) output(c *core.Call, ev *core.Event) {
 	}
 }
 
+// child shows, of ev, an event of an agent tool's child run
+// (core.Event.Path), the result of a call of the child's whose approval
+// the message shows under the run's id for it (the ids of the agent
+// calls and of the child's call, joined by "/", as core keeps the copy),
+// and reports whether it showed it. The rest of the child's run is the
+// output of the run's call of the agent tool.
+func (m *message) child(ev *core.Event) bool {
+	switch ev.Kind {
+	case core.EventCallFinished, core.EventCallReused, core.EventCallInDoubt:
+	default:
+		return false
+	}
+	if ev.Call == nil || ev.Result == nil {
+		return false
+	}
+	ids := make([]string, 0, len(ev.Path)+1)
+	for _, p := range ev.Path {
+		ids = append(ids, p.ID)
+	}
+	c := *ev.Call
+	c.ID = strings.Join(append(ids, c.ID), "/")
+	if m.Calls[c.ID]&(shownInput|shownOutput) != shownInput {
+		return false
+	}
+	m.output(&c, ev)
+	return true
+}
+
 // decided shows a person's decision, as the page sent it.
 func (m *message) decided(approvalID string, approved bool, reason string) {
 	m.add(approvalResponseChunk{Type: "tool-approval-response", ApprovalID: approvalID, Approved: approved, Reason: truncate(reason, m.limit)})

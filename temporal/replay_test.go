@@ -25,7 +25,9 @@ import (
 // signal ended (GetVersion "cancel-paused"), then a turn approved;
 // agent-approval.json and agent-approval-child.json a turn whose agent
 // tool's child, a child workflow (GetVersion "agent-child"), paused on an
-// approval the parent took.
+// approval the parent took; agent-pause-timer.json and its -child the same
+// once the parent's time limit stopped in that pause (GetVersion
+// "agent-pause-timer").
 // Replaying runs no activity and calls no Run hook, so no hook is called
 // again.
 func TestReplay(t *testing.T) {
@@ -33,8 +35,8 @@ func TestReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 5 {
-		t.Fatalf("%d recorded histories in testdata, want the 5 kept", len(files))
+	if len(files) < 10 {
+		t.Fatalf("%d recorded histories in testdata, want the 10 kept", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

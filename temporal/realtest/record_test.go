@@ -222,9 +222,12 @@ func recordLoop(t *testing.T, srv *openaitest.Server, effects string, approval b
 
 // TestRecordAgent records, with -record, the histories of a turn whose
 // agent tool's child (a child workflow, GetVersion "agent-child") paused
-// on its refund's approval, which the parent took, decided and handed to
-// the child: the parent's (testdata/agent-approval.json) and the
-// child's (testdata/agent-approval-child.json), for TestReplay.
+// on its refund's approval, which the parent took (its time limit
+// stopped, GetVersion "agent-pause-timer"), decided and handed to the
+// child: the parent's (testdata/agent-pause-timer.json) and the child's
+// (testdata/agent-pause-timer-child.json), for TestReplay. (The
+// agent-approval pair was recorded so before the parent's time limit
+// stopped.)
 func TestRecordAgent(t *testing.T) {
 	if !*record {
 		t.Skip("records only with -record (go test -run TestRecord -record)")
@@ -273,7 +276,7 @@ func TestRecordAgent(t *testing.T) {
 	r := temporal.NewRunner(c, &temporal.Options{TaskQueue: queue, Loop: temporal.LoopOptions{Idle: time.Second}})
 	// TestReplay replays the parent with its id, which the child's is
 	// made of (see originalExecution).
-	res, err := r.Run(t.Context(), "go", &core.RunOptions{Thread: "agent-approval"})
+	res, err := r.Run(t.Context(), "go", &core.RunOptions{Thread: "agent-pause-timer"})
 	if !errors.Is(err, core.ErrAwaitingApproval) || len(res.Pending) != 1 {
 		t.Fatalf("run: %+v, %v; want a pause on the child's refund", res, err)
 	}
@@ -288,6 +291,6 @@ func TestRecordAgent(t *testing.T) {
 		t.Fatalf("workflow: %v", err)
 	}
 	parentCall, _, _ := strings.Cut(callID, "/")
-	writeHistory(t, c, thread, filepath.Join("..", "testdata", "agent-approval.json"))
-	writeHistory(t, c, thread+"/1/"+parentCall, filepath.Join("..", "testdata", "agent-approval-child.json"))
+	writeHistory(t, c, thread, filepath.Join("..", "testdata", thread+".json"))
+	writeHistory(t, c, thread+"/1/"+parentCall, filepath.Join("..", "testdata", thread+"-child.json"))
 }

@@ -42,6 +42,32 @@ const versionHoldParent = "agent-hold-parent"
 // workflow paused so replays without stopping its timer.
 const versionPauseTimer = "agent-pause-timer"
 
+// versionHoldTimer marks the runs whose turn, stopped on its budget while
+// it still runs (a child held on what the turn left it, see childHeld; an
+// agent's turn held on its cap, see parentBudget), stops its time limit
+// until it goes on, then starts it again in full (workflow.GetVersion,
+// called when such a stop begins): before, the time limit went on
+// running, and a resume after it passed found the turn timed out.
+const versionHoldTimer = "agent-hold-timer"
+
+// holdTimer stops the time limit of the turn, which waits for a raised
+// budget as a paused one waits for decisions (see pauseTimer); nothing
+// on a history made before it did (versionHoldTimer).
+func (t *thread) holdTimer(ctx workflow.Context) {
+	if workflow.GetVersion(ctx, versionHoldTimer, workflow.DefaultVersion, 1) >= 1 {
+		t.turn.pauseTimer()
+	}
+}
+
+// goOnTimer starts the time limit of the turn that a pause or a hold
+// stopped again, in full, as its own calls' pause does (see
+// restartTimer).
+func (t *thread) goOnTimer() {
+	if tr := t.running; tr != nil && tr.u == t.turn {
+		t.turn.restartTimer(tr.timeout)
+	}
+}
+
 // joinAgent returns the path of the agent tool name of the runner at
 // path.
 func joinAgent(path, name string) string {
@@ -455,9 +481,7 @@ func (t *thread) goOnFromChildren(ctx workflow.Context) {
 		return
 	}
 	u.agentPaused, u.paused, u.outcome = false, false, nil
-	if tr := t.running; tr != nil && tr.u == u {
-		u.restartTimer(tr.timeout)
-	}
+	t.goOnTimer()
 	t.beginRun(ctx, true)
 }
 
@@ -490,9 +514,11 @@ func (t *thread) parentBudget(ctx workflow.Context, s driver.Spent, next int) er
 			t.signalHeld(ctx, parent.ID, errorInfo(err))
 		}
 		t.newCap = nil
+		t.holdTimer(ctx)
 		if err := workflow.Await(ctx, func() bool { return t.newCap != nil || t.turn.canceled }); err != nil || t.turn.canceled {
 			return t.turn.turnError(temporal.NewCanceledError())
 		}
+		t.goOnTimer()
 		t.cap = t.newCap
 	}
 	return nil
@@ -545,6 +571,7 @@ func (t *thread) childHeld(ctx workflow.Context, h agentHeld) {
 		return
 	}
 	u.budgetHeld = true
+	t.holdTimer(ctx)
 	res := *tr.res
 	res.Done, res.Err, res.Pending = true, h.Err, nil
 	res.Remaining = tr.budget.Remaining(res.Spent)
@@ -613,6 +640,7 @@ func (t *thread) raiseChildren(ctx workflow.Context, b core.Budget) {
 func (t *thread) goOnHeld(ctx workflow.Context) {
 	u, tr := t.turn, t.running
 	u.budgetHeld, u.outcome = false, nil
+	t.goOnTimer()
 	t.beginRun(ctx, true)
 	ids := make([]string, 0, len(u.children))
 	for id, cc := range u.children {

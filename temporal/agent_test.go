@@ -375,6 +375,29 @@ func TestAgentChildParentBudget(t *testing.T) {
 	}
 }
 
+// TestAgentChildParentBudgetTimeLimit: a turn stopped on a child held on
+// what its budget left it, and the child held so, wait for a resume
+// without their time limits running: a resume ten minutes later, past a
+// time limit of a minute, finishes both.
+func TestAgentChildParentBudgetTimeLimit(t *testing.T) {
+	ch := newAgentChildOn(t, []coretest.Step{refundStep, refundStep, {Text: "child: done"}}, func(context.Context) (string, error) { return "refunded", nil }, nil)
+	e := newEnv(t, askScript(), LoopOptions{RunTimeout: time.Minute}, ch.tool)
+	e.te.SetTestTimeout(time.Minute)
+	var run, raised outcome
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: core.Budget{MaxToolCalls: 2}})
+	e.update(10*time.Minute, UpdateResume, &raised, resumeRequest{Budget: core.Budget{MaxToolCalls: 4}})
+	e.run()
+	if run.err != nil || run.res == nil || run.res.Err == nil || !errors.Is(run.res.Err.Err(), core.ErrBudgetExceeded) {
+		t.Fatalf("run = %+v, %v; want the turn stopped on its budget", run.res, run.err)
+	}
+	if raised.err != nil || raised.res == nil || raised.res.Err != nil || raised.res.Text != "parent: child: done" {
+		t.Fatalf("resume ten minutes later = %+v, %v; want the answer", raised.res, raised.err)
+	}
+	if n := ch.refunds.Load(); n != 2 {
+		t.Errorf("refunds %d, want 2", n)
+	}
+}
+
 // TestAgentChildParentBudgetCanceled: the cancel signal ends a turn
 // stopped on a child held on its budget: the child workflow is canceled,
 // and the turn ends Canceled (no longer the budget's error).

@@ -133,8 +133,10 @@
 // turn stops with an error matching core.ErrBudgetExceeded, no result
 // sent; [Runner.Resume] with a raised budget sends the child what the
 // raised budget leaves it (SignalAgentBudget), and both go on (with the
-// same budget, both stop again). A new turn is refused meanwhile (the
-// turn still runs: [Runner.Cancel] abandons it). The child's spend (its
+// same budget, both stop again). Neither's time limit runs while they
+// wait so (GetVersion "agent-hold-timer"): it starts again in full when
+// they go on. A new turn is refused meanwhile (the turn still runs:
+// [Runner.Cancel] abandons it). The child's spend (its
 // turn's usage, cost and calls) is the parent's turn's once it answered.
 // A child stopped on its own budget gives the call a failed result, its
 // service's turn canceled. Nested agents are held so at every level: a

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -185,4 +186,64 @@ func output(t *testing.T, sse, id string) string {
 	}
 	t.Fatalf("no output of call %s shown", id)
 	return ""
+}
+
+// TestAskShown: a question a tool's handler asked (core.Ask), shown as an
+// approval under "<call>/<question>", ends with the page's decision once
+// the call has its result (approved: the decision as its output; denied:
+// denied), not as a call stopped before it finished.
+func TestAskShown(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		approved bool
+		kind     string // of the question's last chunk
+		answer   string
+	}{
+		{"approved", true, "tool-output-available", "done: shipped"},
+		{"denied", false, "tool-output-denied", "done: not shipped"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ship, err := core.NewTool("ship", "Ship an order.", func(ctx context.Context, _ struct{}) (string, error) {
+				ds, err := core.Ask(ctx, core.Question{ID: "confirm", Why: "ship it?"})
+				if err != nil {
+					return "", err
+				}
+				if ds[0].Approved {
+					return "shipped", nil
+				}
+				return "not shipped", nil
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tools, err := core.NewToolbox(ship)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := coretest.NewBackend(coretest.Simple("ship", `{}`, `done: {{output "ship"}}`), &coretest.BackendOptions{Tools: tools})
+			r := core.NewRunner(b, tools, &core.Options{Logger: quiet})
+			s := serve(t, r, b, &effects{}, nil)
+			readAll(t, s.post(t, "ann", userMessage("c1", "ship 7")))
+			s.h.turns.Wait()
+			ids := approvalIDs(t, s, "c1")
+			if len(ids) != 1 || !strings.HasSuffix(ids[0], "/confirm") {
+				t.Fatalf("approvals %v, want the question", ids)
+			}
+			sse := readAll(t, s.post(t, "ann", answersMessage("c1", "msg-1", []approvalAnswer{{ID: ids[0], Approved: c.approved}})))
+			s.h.turns.Wait()
+			if got := texts(sse); got != c.answer {
+				t.Errorf("text %q, want %q", got, c.answer)
+			}
+			var last string
+			for _, ch := range chunks(sse) {
+				var v struct{ Type, ToolCallID string }
+				if json.Unmarshal([]byte(ch), &v) == nil && v.ToolCallID == ids[0] {
+					last = v.Type
+				}
+			}
+			if last != c.kind {
+				t.Errorf("the question's last chunk %q, want %q\n%s", last, c.kind, sse)
+			}
+		})
+	}
 }

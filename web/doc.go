@@ -49,7 +49,10 @@
 // each answer becomes [core.Runner.Decide], its actor the request's
 // identity, and [core.Runner.ResumeStream] continues the same message:
 // approved calls run and show their output, denied ones show as denied.
-// The services' own approval requests (MCP) take the same path.
+// The services' own approval requests (MCP) take the same path, and so do
+// the questions a tool's handler asks ([core.Ask]; approvalId
+// "<call>/<question>"), which end, once their call has its output, with
+// the page's decision: {"approved":true} as their output, or denied.
 //
 // # Reloads and dropped connections
 //

@@ -65,6 +65,9 @@ const (
 	shownInput shown = 1 << iota
 	shownApproval
 	shownOutput
+	// approved and denied: the page's decision, taken (see decided).
+	approved
+	denied
 )
 
 func newMessage(id string, limit int) *message {
@@ -181,6 +184,28 @@ func (m *message) output(c *core.Call, ev *core.Event) {
 	default:
 		m.add(toolOutputChunk{Type: "tool-output-available", ToolCallID: c.ID, Output: m.outputJSON(tr.Output)})
 	}
+	m.closeAsked(c.ID)
+}
+
+// closeAsked ends the parts of what call id asked people while it ran
+// (core.Ask; an agent tool's child's approvals whose result the run did
+// not show), shown as approvals under "<id>/…", that the page decided,
+// once the call has its result: an approved one with the decision as its
+// output, a denied one denied. The others end with the message (see end).
+func (m *message) closeAsked(id string) {
+	prefix := id + "/"
+	for _, q := range slices.Sorted(maps.Keys(m.Calls)) {
+		s := m.Calls[q]
+		if !strings.HasPrefix(q, prefix) || s&shownOutput != 0 || s&(approved|denied) == 0 {
+			continue
+		}
+		m.Calls[q] |= shownOutput
+		if s&denied != 0 {
+			m.add(toolDeniedChunk{Type: "tool-output-denied", ToolCallID: q})
+		} else {
+			m.add(toolOutputChunk{Type: "tool-output-available", ToolCallID: q, Output: json.RawMessage(`{"approved":true}`)})
+		}
+	}
 }
 
 // child shows, of ev, an event of an agent tool's child run
@@ -212,8 +237,16 @@ func (m *message) child(ev *core.Event) bool {
 }
 
 // decided shows a person's decision, as the page sent it.
-func (m *message) decided(approvalID string, approved bool, reason string) {
-	m.add(approvalResponseChunk{Type: "tool-approval-response", ApprovalID: approvalID, Approved: approved, Reason: truncate(reason, m.limit)})
+func (m *message) decided(approvalID string, yes bool, reason string) {
+	if s, ok := m.Calls[approvalID]; ok {
+		// A call shown: closeAsked shows its decision.
+		if yes {
+			m.Calls[approvalID] = s | approved
+		} else {
+			m.Calls[approvalID] = s | denied
+		}
+	}
+	m.add(approvalResponseChunk{Type: "tool-approval-response", ApprovalID: approvalID, Approved: yes, Reason: truncate(reason, m.limit)})
 }
 
 // text shows a piece (or, done, the whole) of the text of item.

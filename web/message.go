@@ -193,12 +193,15 @@ func (m *message) output(c *core.Call, ev *core.Event) {
 // once the call has its result: an approved one with the decision as its
 // output, a denied one denied. The others end with the message (see end).
 func (m *message) closeAsked(id string) {
-	prefix := id + "/"
-	for _, q := range slices.Sorted(maps.Keys(m.Calls)) {
-		s := m.Calls[q]
-		if !strings.HasPrefix(q, prefix) || s&shownOutput != 0 || s&(approved|denied) == 0 {
-			continue
+	var asked []string
+	for q, s := range m.Calls {
+		if s&shownOutput == 0 && s&(approved|denied) != 0 && len(q) > len(id) && q[len(id)] == '/' && strings.HasPrefix(q, id) {
+			asked = append(asked, q)
 		}
+	}
+	slices.Sort(asked) // the chunks' order is the ids'
+	for _, q := range asked {
+		s := m.Calls[q]
 		m.Calls[q] |= shownOutput
 		if s&denied != 0 {
 			m.add(toolDeniedChunk{Type: "tool-output-denied", ToolCallID: q})

@@ -537,17 +537,18 @@ func (rem *Remaining) exceeded(s, base driver.Spent, next int) error {
 		}
 		return nil
 	}
-	err := reached("input tokens", rem.InputTokens, s.Usage.InputTokens-base.Usage.InputTokens)
+	d := spentSince(s, base)
+	err := reached("input tokens", rem.InputTokens, d.Usage.InputTokens)
 	if err == nil {
-		err = reached("output tokens", rem.OutputTokens, s.Usage.OutputTokens-base.Usage.OutputTokens)
+		err = reached("output tokens", rem.OutputTokens, d.Usage.OutputTokens)
 	}
 	if err == nil {
-		err = reached("total tokens", rem.TotalTokens, s.Usage.TotalTokens-base.Usage.TotalTokens)
+		err = reached("total tokens", rem.TotalTokens, d.Usage.TotalTokens)
 	}
-	if used := int64(s.ToolCalls - base.ToolCalls + next); err == nil && rem.ToolCalls >= 0 && used > rem.ToolCalls {
+	if used := int64(d.ToolCalls + next); err == nil && rem.ToolCalls >= 0 && used > rem.ToolCalls {
 		err = fmt.Errorf("%w: tool calls %d, of the %d %w had left", ErrBudgetExceeded, used, rem.ToolCalls, errParentBudget)
 	}
-	if used := s.Cost - base.Cost; err == nil && rem.Cost >= 0 && used >= rem.Cost {
+	if used := d.Cost; err == nil && rem.Cost >= 0 && used >= rem.Cost {
 		err = fmt.Errorf("%w: cost %s, of the %s %w had left", ErrBudgetExceeded, costText(used), costText(rem.Cost), errParentBudget)
 	}
 	if err == nil {

@@ -343,18 +343,43 @@ func (sp *spend) remaining(calls int) Remaining {
 // grandchild so stays within what each budget above it has left.
 func (sp *spend) childCap(calls int) Remaining {
 	rem := sp.remaining(calls)
-	if sp.cap == nil || !sp.cap.Set {
+	if sp.cap == nil {
 		return rem
 	}
-	s, c := sp.spent, sp.cap
+	s := sp.spent
 	s.ToolCalls += calls
-	return rem.tighter(Remaining{Set: true,
-		InputTokens:  capLeft(c.InputTokens, s.Usage.InputTokens-sp.base.Usage.InputTokens),
-		OutputTokens: capLeft(c.OutputTokens, s.Usage.OutputTokens-sp.base.Usage.OutputTokens),
-		TotalTokens:  capLeft(c.TotalTokens, s.Usage.TotalTokens-sp.base.Usage.TotalTokens),
-		ToolCalls:    capLeft(c.ToolCalls, int64(s.ToolCalls-sp.base.ToolCalls)),
-		Cost:         capLeft(c.Cost, s.Cost-sp.base.Cost),
-	})
+	return rem.Min(sp.cap.Less(spentSince(s, sp.base)))
+}
+
+// spentSince returns what was spent from base to s.
+func spentSince(s, base driver.Spent) driver.Spent {
+	return driver.Spent{
+		Usage: driver.Usage{
+			InputTokens:  s.Usage.InputTokens - base.Usage.InputTokens,
+			OutputTokens: s.Usage.OutputTokens - base.Usage.OutputTokens,
+			TotalTokens:  s.Usage.TotalTokens - base.Usage.TotalTokens,
+		},
+		ToolCalls: s.ToolCalls - base.ToolCalls,
+		Cost:      s.Cost - base.Cost,
+	}
+}
+
+// Less returns what rem leaves once s more is spent: each count that is
+// a limit less what s spent of it (0 once reached); a count below zero
+// ([Unlimited]) stays so, and the zero Remaining (no budget) stays zero.
+// A run given rem by its parent (an agent tool's child, see
+// [NewAgentTool]) has rem.Less(its spend) left of it.
+func (rem Remaining) Less(s driver.Spent) Remaining {
+	if !rem.Set {
+		return rem
+	}
+	return Remaining{Set: true,
+		InputTokens:  capLeft(rem.InputTokens, s.Usage.InputTokens),
+		OutputTokens: capLeft(rem.OutputTokens, s.Usage.OutputTokens),
+		TotalTokens:  capLeft(rem.TotalTokens, s.Usage.TotalTokens),
+		ToolCalls:    capLeft(rem.ToolCalls, int64(s.ToolCalls)),
+		Cost:         capLeft(rem.Cost, s.Cost),
+	}
 }
 
 // capLeft returns what a count of a [Remaining] leaves once used more is
@@ -366,9 +391,10 @@ func capLeft[T int64 | float64](count, used T) T {
 	return max(count-used, 0)
 }
 
-// tighter returns, of rem and o, the lower count in each field: a field
-// below zero, or a Remaining not Set, is no limit.
-func (rem Remaining) tighter(o Remaining) Remaining {
+// Min returns, of rem and o, the lower count in each field, a count below
+// zero ([Unlimited]) or a Remaining not Set being no limit: what a run
+// under both has left.
+func (rem Remaining) Min(o Remaining) Remaining {
 	switch {
 	case !rem.Set:
 		return o

@@ -43,3 +43,30 @@ func TestSpendChildCap(t *testing.T) {
 		})
 	}
 }
+
+// TestRemainingLessMin: Less takes what was spent off each limit (0 once
+// reached), leaving Unlimited counts and a Remaining not Set as they are;
+// Min keeps the lower count of each field, Unlimited and a Remaining not
+// Set being no limit.
+func TestRemainingLessMin(t *testing.T) {
+	const un = Unlimited
+	rem := func(in, out, total, calls int64, cost float64) Remaining {
+		return Remaining{Set: true, InputTokens: in, OutputTokens: out, TotalTokens: total, ToolCalls: calls, Cost: cost}
+	}
+	spent := driver.Spent{Usage: driver.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}, ToolCalls: 2, Cost: 0.5}
+	for _, c := range []struct {
+		name      string
+		got, want Remaining
+	}{
+		{"Less, no budget", Remaining{}.Less(spent), Remaining{}},
+		{"Less", rem(100, un, 20, 4, 2).Less(spent), rem(90, un, 5, 2, 1.5)},
+		{"Less, spent past", rem(5, un, un, 1, 0.25).Less(spent), rem(0, un, un, 0, 0)},
+		{"Min, one not set", rem(1, 2, 3, 4, 5).Min(Remaining{}), rem(1, 2, 3, 4, 5)},
+		{"Min, the other not set", Remaining{}.Min(rem(1, 2, 3, 4, 5)), rem(1, 2, 3, 4, 5)},
+		{"Min, each field", rem(40, un, 5, 3, un).Min(rem(100, 45, un, 1, 0.5)), rem(40, 45, 5, 1, 0.5)},
+	} {
+		if diff := cmp.Diff(c.want, c.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
+	}
+}

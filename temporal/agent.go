@@ -668,56 +668,8 @@ func (t *thread) goOnHeld(ctx workflow.Context) {
 // has left.
 func (t *thread) childCap(tr *turnRun, base driver.Spent) core.Remaining {
 	rem := tr.budget.Remaining(base)
-	if t.cap == nil || !t.cap.Set {
+	if t.cap == nil {
 		return rem
 	}
-	return tighter(rem, capLeft(*t.cap, base))
-}
-
-// capLeft returns what cap leaves once s is spent: each field that sets
-// a limit less what s spent of it (0 once reached), the others Unlimited.
-func capLeft(cap core.Remaining, s driver.Spent) core.Remaining {
-	return core.Remaining{Set: true,
-		InputTokens:  left(cap.InputTokens, s.Usage.InputTokens),
-		OutputTokens: left(cap.OutputTokens, s.Usage.OutputTokens),
-		TotalTokens:  left(cap.TotalTokens, s.Usage.TotalTokens),
-		ToolCalls:    left(cap.ToolCalls, int64(s.ToolCalls)),
-		Cost:         left(cap.Cost, s.Cost),
-	}
-}
-
-// left returns what a count of a Remaining leaves once used more is
-// spent: 0 once reached, Unlimited for a count below zero (no limit).
-func left[T int64 | float64](count, used T) T {
-	if count < 0 {
-		return core.Unlimited
-	}
-	return max(count-used, 0)
-}
-
-// tighter returns, of a and b, the lower count in each field: a field
-// below zero, or a Remaining not Set, is no limit.
-func tighter(a, b core.Remaining) core.Remaining {
-	switch {
-	case !a.Set:
-		return b
-	case !b.Set:
-		return a
-	}
-	return core.Remaining{Set: true,
-		InputTokens:  lower(a.InputTokens, b.InputTokens),
-		OutputTokens: lower(a.OutputTokens, b.OutputTokens),
-		TotalTokens:  lower(a.TotalTokens, b.TotalTokens),
-		ToolCalls:    lower(a.ToolCalls, b.ToolCalls),
-		Cost:         lower(a.Cost, b.Cost),
-	}
-}
-
-// lower returns the lower of the counts x and y of two Remainings, a
-// count below zero being no limit.
-func lower[T int64 | float64](x, y T) T {
-	if x < 0 || (y >= 0 && y < x) {
-		return y
-	}
-	return x
+	return rem.Min(t.cap.Less(base))
 }

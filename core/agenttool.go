@@ -472,10 +472,8 @@ func (ac *agentCall) relay(ctx context.Context) *sink {
 	}
 	return &sink{yield: func(e Event, _ error) bool {
 		e.Path = append([]*Call{c.call}, e.Path...)
-		if e.Kind < EventTextDelta && c.r.opts.OnEvent != nil {
-			c.r.emitMu.Lock()
-			c.r.opts.OnEvent(e)
-			c.r.emitMu.Unlock()
+		if e.Kind < EventTextDelta {
+			c.r.onEvent(&e)
 		}
 		ac.put(ctx, &e)
 		return true
@@ -505,9 +503,7 @@ func relayTo(parents []Parent) *sink {
 				continue
 			}
 			e.Path = append(slices.Clip(path[i:]), own...)
-			r.emitMu.Lock()
-			r.opts.OnEvent(e)
-			r.emitMu.Unlock()
+			r.onEvent(&e)
 		}
 		return true
 	}}

@@ -181,6 +181,12 @@ func (r *Runner) send(ctx context.Context, sk *sink, e *Event) {
 
 func (r *Runner) emit(ctx context.Context, e *Event) {
 	e.log(ctx, r.opts.Logger, r.opts.LogCallErrors)
+	r.onEvent(e)
+}
+
+// onEvent hands e to the runner's OnEvent, if it has one, one event at a
+// time.
+func (r *Runner) onEvent(e *Event) {
 	if r.opts.OnEvent == nil {
 		return
 	}

@@ -194,45 +194,55 @@ func (f *follower) take(s *source, e *event, ev *core.Event, resumed bool, yield
 	return true
 }
 
-// children yields the events of s's children that are not done, each
-// after its own children's, and returns how many it gave, and whether
-// the reader goes on. A child whose events cannot be read (its workflow
-// is not there yet) gives none this time.
+// children yields the events of s's children that are not done (see
+// poll), and returns how many it gave, and whether the reader goes on.
 func (f *follower) children(s *source, resumed bool, yield func(core.Event, error) bool) (n int, ok bool) {
 	for _, c := range s.children {
 		if c.done {
 			continue
 		}
-		m, ok := f.children(c, resumed, yield)
+		m, ok := f.poll(c, resumed, yield)
 		n += m
 		if !ok {
 			return n, false
 		}
-		page, err := f.page(c.id, c.turn, c.after)
-		if err != nil {
-			continue
+	}
+	return n, true
+}
+
+// poll yields the events of child c that its reader has not had, after
+// its own children's, and returns how many it gave, and whether the
+// reader goes on. A child whose events cannot be read (its workflow is
+// not there yet) gives none this time.
+func (f *follower) poll(c *source, resumed bool, yield func(core.Event, error) bool) (n int, ok bool) {
+	n, ok = f.children(c, resumed, yield)
+	if !ok {
+		return n, false
+	}
+	page, err := f.page(c.id, c.turn, c.after)
+	if err != nil {
+		return n, true
+	}
+	c.turn = page.Turn
+	c.after += page.Skipped
+	c.done = page.Gone
+	for i, e := range page.Events {
+		c.after++
+		n++
+		ev := e.core()
+		ev.Path = append(slices.Clip(c.path), ev.Path...)
+		var err error
+		if ev.Kind == core.EventRunFinished {
+			paused := errors.Is(ev.Err, core.ErrAwaitingApproval)
+			if paused && resumed && (i < len(page.Events)-1 || f.decided()) {
+				continue // a pause the child went on from
+			}
+			if !paused {
+				c.done, err = true, ev.Err // as core's stream gives a child's end
+			}
 		}
-		c.turn = page.Turn
-		c.after += page.Skipped
-		c.done = page.Gone
-		for i, e := range page.Events {
-			c.after++
-			n++
-			ev := e.core()
-			ev.Path = append(slices.Clip(c.path), ev.Path...)
-			var err error
-			if ev.Kind == core.EventRunFinished {
-				paused := errors.Is(ev.Err, core.ErrAwaitingApproval)
-				if paused && resumed && (i < len(page.Events)-1 || f.decided()) {
-					continue // a pause the child went on from
-				}
-				if !paused {
-					c.done, err = true, ev.Err // as core's stream gives a child's end
-				}
-			}
-			if !f.take(c, &e, &ev, resumed, yield) || !yield(ev, err) {
-				return n, false
-			}
+		if !f.take(c, &e, &ev, resumed, yield) || !yield(ev, err) {
+			return n, false
 		}
 	}
 	return n, true
@@ -246,9 +256,8 @@ func (f *follower) drain(s *source, callID string, resumed bool, yield func(core
 		if c.done || callID != "" && c.path[len(c.path)-1].ID != callID {
 			continue
 		}
-		one := &source{children: []*source{c}}
 		for !c.done {
-			n, ok := f.children(one, resumed, yield)
+			n, ok := f.poll(c, resumed, yield)
 			if !ok {
 				return false
 			}

@@ -398,16 +398,15 @@ func TestAgentChildParentBudgetTimeLimit(t *testing.T) {
 	}
 }
 
-// TestAgentChildParentBudgetCanceled: the cancel signal ends a turn
-// stopped on a child held on its budget: the child workflow is canceled,
-// and the turn ends Canceled (no longer the budget's error).
-func TestAgentChildParentBudgetCanceled(t *testing.T) {
-	ch := newAgentChildOn(t, []coretest.Step{refundStep, refundStep, {Text: "child: done"}}, func(context.Context) (string, error) { return "refunded", nil }, nil)
-	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
-	var canceled []string
+// cancelHeld runs a turn under budget that stops on a child held on what
+// it had left, sends the cancel signal a second later and waits a second
+// after that: it fails the test unless the turn stopped on its budget and
+// then ended Canceled, and returns the child workflows canceled.
+func (e *env) cancelHeld(t *testing.T, budget core.Budget) (canceled []string) {
+	t.Helper()
 	e.te.SetOnChildWorkflowCanceledListener(func(info *workflow.Info) { canceled = append(canceled, info.WorkflowExecution.ID) })
 	var run, wait outcome
-	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: core.Budget{MaxToolCalls: 2}})
+	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: budget})
 	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
 	e.update(3*time.Second, UpdateWait, &wait)
 	e.run()
@@ -417,6 +416,16 @@ func TestAgentChildParentBudgetCanceled(t *testing.T) {
 	if wait.err != nil || wait.res == nil || wait.res.Err == nil || errcode.Of(wait.res.Err.Err()) != errcode.Canceled {
 		t.Fatalf("wait after the cancel = %+v, %v; want the turn ended Canceled", wait.res, wait.err)
 	}
+	return canceled
+}
+
+// TestAgentChildParentBudgetCanceled: the cancel signal ends a turn
+// stopped on a child held on its budget: the child workflow is canceled,
+// and the turn ends Canceled (no longer the budget's error).
+func TestAgentChildParentBudgetCanceled(t *testing.T) {
+	ch := newAgentChildOn(t, []coretest.Step{refundStep, refundStep, {Text: "child: done"}}, func(context.Context) (string, error) { return "refunded", nil }, nil)
+	e := newEnv(t, askScript(), LoopOptions{}, ch.tool)
+	canceled := e.cancelHeld(t, core.Budget{MaxToolCalls: 2})
 	if diff := cmp.Diff([]string{testWorkflowID + "/1/call_ask"}, canceled); diff != "" || ch.refunds.Load() != 1 {
 		t.Errorf("child workflows canceled (-want +got):\n%s(refunds %d, want 1)", diff, ch.refunds.Load())
 	}
@@ -495,19 +504,7 @@ func TestAgentChildGrandparentBudget(t *testing.T) {
 // and the turn ends Canceled, the grandchild's refund never run.
 func TestAgentChildGrandparentBudgetCanceled(t *testing.T) {
 	e, middle, inner := newNestedRefunds(t, core.Budget{})
-	var canceled []string
-	e.te.SetOnChildWorkflowCanceledListener(func(info *workflow.Info) { canceled = append(canceled, info.WorkflowExecution.ID) })
-	var run, wait outcome
-	e.update(time.Second, UpdateRun, &run, runRequest{Input: "go", Budget: core.Budget{MaxToolCalls: 4}})
-	e.te.RegisterDelayedCallback(func() { e.te.SignalWorkflow(SignalCancel, nil) }, 2*time.Second)
-	e.update(3*time.Second, UpdateWait, &wait)
-	e.run()
-	if run.res == nil || run.res.Err == nil || !errors.Is(run.res.Err.Err(), core.ErrBudgetExceeded) {
-		t.Fatalf("run = %+v, %v; want the turn stopped on its budget", run.res, run.err)
-	}
-	if wait.err != nil || wait.res == nil || wait.res.Err == nil || errcode.Of(wait.res.Err.Err()) != errcode.Canceled {
-		t.Fatalf("wait after the cancel = %+v, %v; want the turn ended Canceled", wait.res, wait.err)
-	}
+	canceled := e.cancelHeld(t, core.Budget{MaxToolCalls: 4})
 	slices.Sort(canceled)
 	want := []string{testWorkflowID + "/1/call_outer", testWorkflowID + "/1/call_outer/1/call_ask"}
 	if diff := cmp.Diff(want, canceled); diff != "" {

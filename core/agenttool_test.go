@@ -443,35 +443,70 @@ func TestAgentToolChildBudget(t *testing.T) {
 	}
 }
 
+// An agentChain is a parent, a middle agent and a grandchild, each an
+// agent tool over the next (ask_desk, ask_refunds), on coretest backends
+// of those names sharing one journal: the grandchild refunds order 7, its
+// refund counted.
+type agentChain struct {
+	parent   *core.Runner
+	backends map[string]*coretest.Backend
+	refunds  atomic.Int32
+}
+
+// newAgentChain returns the chain whose middle agent is named middle and
+// whose grandchild refunds amount, its refund's options opts: each step at
+// each service reports usage (none: unmetered), and each runner has the
+// budget of its name in budgets.
+func newAgentChain(t *testing.T, middle, amount string, opts *core.ToolOptions, usage driver.Usage, budgets map[string]core.Budget) *agentChain {
+	t.Helper()
+	j := journaldriver.NewMemory()
+	ch := &agentChain{backends: map[string]*coretest.Backend{
+		"grandchild": coretest.NewBackend(childScript(amount), &coretest.BackendOptions{Name: "grandchild"}),
+		middle:       coretest.NewBackend(coretest.Simple("ask_refunds", `{"input":"refund order 7"}`, middle+`: {{output "ask_refunds"}}`), &coretest.BackendOptions{Name: middle}),
+		"parent":     coretest.NewBackend(coretest.Simple("ask_desk", `{"input":"refund order 7"}`, `parent: {{output "ask_desk"}}`), &coretest.BackendOptions{Name: "parent"}),
+	}}
+	refund := mustTool(t)(core.NewTool("refund", "Refund an order.", func(context.Context, refundArgs) (string, error) {
+		ch.refunds.Add(1)
+		return "refunded", nil
+	}, opts))
+	open := func(name string, tools ...*core.Tool) *core.Runner {
+		tb, err := core.NewToolbox(tools...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d driver.Backend = ch.backends[name]
+		if usage != (driver.Usage{}) {
+			d = coretest.Metered{Backend: ch.backends[name], Usage: usage}
+		}
+		r := core.NewRunner(d, tb, &core.Options{Journal: j, Logger: quiet, Budget: budgets[name]})
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	grandchild := open("grandchild", refund)
+	mid := open(middle, mustTool(t)(core.NewAgentTool("ask_refunds", "Ask the refund agent.", grandchild, nil)))
+	ch.parent = open("parent", mustTool(t)(core.NewAgentTool("ask_desk", "Ask the desk.", mid, nil)))
+	return ch
+}
+
+// received returns the kinds of the requests each service received.
+func (ch *agentChain) received() map[string][]string {
+	got := map[string][]string{}
+	for name, b := range ch.backends {
+		for _, r := range b.Received() {
+			got[name] = append(got[name], r.Kind)
+		}
+	}
+	return got
+}
+
 // TestAgentToolCancelNested: Runner.Cancel of a parent paused on its
 // grandchild's approval (parent → child → grandchild, each an agent tool
 // over the next) cancels the waiting turns all the way down, and the
 // grandchild's refund never runs.
 func TestAgentToolCancelNested(t *testing.T) {
 	ctx := t.Context()
-	j := journaldriver.NewMemory()
-	var refunds atomic.Int32
-	refund := mustTool(t)(core.NewTool("refund", "Refund an order.", func(context.Context, refundArgs) (string, error) {
-		refunds.Add(1)
-		return "refunded", nil
-	}, &core.ToolOptions{Approval: core.ApprovalAlways("every refund needs approval")}))
-	backends := map[string]*coretest.Backend{
-		"grandchild": coretest.NewBackend(childScript("150"), &coretest.BackendOptions{Name: "grandchild"}),
-		"child":      coretest.NewBackend(coretest.Simple("ask_refunds", `{"input":"refund order 7"}`, `child: {{output "ask_refunds"}}`), &coretest.BackendOptions{Name: "child"}),
-		"parent":     coretest.NewBackend(coretest.Simple("ask_desk", `{"input":"refund order 7"}`, `parent: {{output "ask_desk"}}`), &coretest.BackendOptions{Name: "parent"}),
-	}
-	open := func(name string, tools ...*core.Tool) *core.Runner {
-		tb, err := core.NewToolbox(tools...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := core.NewRunner(backends[name], tb, &core.Options{Journal: j, Logger: quiet})
-		t.Cleanup(func() { r.Close() })
-		return r
-	}
-	grandchild := open("grandchild", refund)
-	child := open("child", mustTool(t)(core.NewAgentTool("ask_refunds", "Ask the refund agent.", grandchild, nil)))
-	parent := open("parent", mustTool(t)(core.NewAgentTool("ask_desk", "Ask the desk.", child, nil)))
+	ch := newAgentChain(t, "child", "150", &core.ToolOptions{Approval: core.ApprovalAlways("every refund needs approval")}, driver.Usage{}, nil)
+	parent := ch.parent
 
 	res, err := parent.Run(ctx, "go", nil)
 	if !errors.Is(err, core.ErrAwaitingApproval) || res == nil || len(res.Pending) != 1 {
@@ -480,12 +515,7 @@ func TestAgentToolCancelNested(t *testing.T) {
 	if err := parent.Cancel(ctx, res.Thread); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
-	got := map[string][]string{}
-	for name, b := range backends {
-		for _, r := range b.Received() {
-			got[name] = append(got[name], r.Kind)
-		}
-	}
+	got := ch.received()
 	want := map[string][]string{
 		"parent":     {"input", "cancel"},
 		"child":      {"input", "cancel"},
@@ -494,7 +524,7 @@ func TestAgentToolCancelNested(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("what each service received (-want +got):\n%s", diff)
 	}
-	if n := refunds.Load(); n != 0 {
+	if n := ch.refunds.Load(); n != 0 {
 		t.Errorf("the refund ran %d times; want none", n)
 	}
 }
@@ -525,42 +555,8 @@ func TestAgentToolNestedBudget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
-			j := journaldriver.NewMemory()
-			var refunds atomic.Int32
-			refund := mustTool(t)(core.NewTool("refund", "Refund an order.", func(context.Context, refundArgs) (string, error) {
-				refunds.Add(1)
-				return "refunded", nil
-			}, nil))
-			backends := map[string]*coretest.Backend{
-				"grandchild": coretest.NewBackend(childScript("50"), &coretest.BackendOptions{Name: "grandchild"}),
-				"desk":       coretest.NewBackend(coretest.Simple("ask_refunds", `{"input":"refund order 7"}`, `desk: {{output "ask_refunds"}}`), &coretest.BackendOptions{Name: "desk"}),
-				"parent":     coretest.NewBackend(coretest.Simple("ask_desk", `{"input":"refund order 7"}`, `parent: {{output "ask_desk"}}`), &coretest.BackendOptions{Name: "parent"}),
-			}
-			open := func(name string, b core.Budget, tools ...*core.Tool) *core.Runner {
-				tb, err := core.NewToolbox(tools...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var d driver.Backend = backends[name]
-				if tc.usage != (driver.Usage{}) {
-					d = coretest.Metered{Backend: backends[name], Usage: tc.usage}
-				}
-				r := core.NewRunner(d, tb, &core.Options{Journal: j, Logger: quiet, Budget: b})
-				t.Cleanup(func() { r.Close() })
-				return r
-			}
-			grandchild := open("grandchild", core.Budget{}, refund)
-			desk := open("desk", tc.desk, mustTool(t)(core.NewAgentTool("ask_refunds", "Ask the refund agent.", grandchild, nil)))
-			parent := open("parent", tc.budget, mustTool(t)(core.NewAgentTool("ask_desk", "Ask the desk.", desk, nil)))
-			received := func() map[string][]string {
-				got := map[string][]string{}
-				for name, b := range backends {
-					for _, r := range b.Received() {
-						got[name] = append(got[name], r.Kind)
-					}
-				}
-				return got
-			}
+			ch := newAgentChain(t, "desk", "50", nil, tc.usage, map[string]core.Budget{"parent": tc.budget, "desk": tc.desk})
+			parent, received := ch.parent, ch.received
 			stopped := map[string][]string{"parent": {"input"}, "desk": {"input"}, "grandchild": {"input"}}
 
 			res, err := parent.Run(ctx, "go", nil)
@@ -570,7 +566,7 @@ func TestAgentToolNestedBudget(t *testing.T) {
 			if !strings.Contains(err.Error(), "the parent run's budget had left") {
 				t.Errorf("Run error = %v; want the grandchild stopped on what its parent had left", err)
 			}
-			if n := refunds.Load(); n != 0 {
+			if n := ch.refunds.Load(); n != 0 {
 				t.Errorf("the refund ran %d times; want none", n)
 			}
 			if diff := cmp.Diff(stopped, received()); diff != "" {
@@ -579,7 +575,7 @@ func TestAgentToolNestedBudget(t *testing.T) {
 			if _, err := parent.Resume(ctx, res.Thread, nil); !errors.Is(err, core.ErrBudgetExceeded) {
 				t.Fatalf("Resume with the same budget: %v, want ErrBudgetExceeded", err)
 			}
-			if n := refunds.Load(); n != 0 {
+			if n := ch.refunds.Load(); n != 0 {
 				t.Errorf("the refund ran %d times after a resume with the same budget; want none", n)
 			}
 			res, err = parent.Resume(ctx, res.Thread, &core.RunOptions{Budget: tc.raise})
@@ -589,7 +585,7 @@ func TestAgentToolNestedBudget(t *testing.T) {
 			if want := "parent: desk: child: refunded"; res.Text != want {
 				t.Errorf("Text = %q, want %q", res.Text, want)
 			}
-			if n := refunds.Load(); n != 1 {
+			if n := ch.refunds.Load(); n != 1 {
 				t.Errorf("the refund ran %d times; want once", n)
 			}
 			for name, kinds := range received() {

@@ -473,7 +473,7 @@ func (ac *agentCall) relay(ctx context.Context) *sink {
 	return &sink{yield: func(e Event, _ error) bool {
 		e.Path = append([]*Call{c.call}, e.Path...)
 		if e.Kind < EventTextDelta {
-			c.r.onEvent(&e)
+			handOn(c.r, &e)
 		}
 		ac.put(ctx, &e)
 		return true
@@ -503,7 +503,7 @@ func relayTo(parents []Parent) *sink {
 				continue
 			}
 			e.Path = append(slices.Clip(path[i:]), own...)
-			r.onEvent(&e)
+			handOn(r, &e)
 		}
 		return true
 	}}

@@ -181,12 +181,14 @@ func (r *Runner) send(ctx context.Context, sk *sink, e *Event) {
 
 func (r *Runner) emit(ctx context.Context, e *Event) {
 	e.log(ctx, r.opts.Logger, r.opts.LogCallErrors)
-	r.onEvent(e)
+	handOn(r, e)
 }
 
-// onEvent hands e to the runner's OnEvent, if it has one, one event at a
-// time.
-func (r *Runner) onEvent(e *Event) {
+// handOn hands e to r's OnEvent, if it has one, one event at a time: for
+// the runner's own events (emit) and the ones the agent tool relays from
+// a child (a function, not a method: *Runner's method set is kept small,
+// see internal/layering).
+func handOn(r *Runner, e *Event) {
 	if r.opts.OnEvent == nil {
 		return
 	}
